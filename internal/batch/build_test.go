@@ -1,0 +1,37 @@
+package batch
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestBuildProducesValidBatch(t *testing.T) {
+	values := [][]byte{[]byte("a"), make([]byte, 300), nil}
+	b := Build(values, 1234)
+	h, err := Validate(b)
+	if err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if h.RecordCount != 3 || h.LastOffsetDelta != 2 || h.MaxTimestamp != 1234 || h.ProducerID != -1 {
+		t.Fatalf("unexpected header %+v", h)
+	}
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(b); err != nil {
+		t.Fatalf("kmsg cannot read it back: %v", err)
+	}
+	rest := rb.Records
+	for i := range values {
+		var r kmsg.Record
+		if err := r.ReadFrom(rest); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if int(r.OffsetDelta) != i || len(r.Value) != len(values[i]) {
+			t.Fatalf("record %d: got delta %d len %d", i, r.OffsetDelta, len(r.Value))
+		}
+		rest = rest[len(r.AppendTo(nil)):]
+	}
+	if len(rest) != 0 {
+		t.Fatalf("%d bytes left after the records", len(rest))
+	}
+}
