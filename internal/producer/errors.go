@@ -1,0 +1,28 @@
+package producer
+
+import "errors"
+
+// Errors returned by Table.Check. Each maps to one Kafka error code in the
+// API layer; they are wrapped with detail, so match them with errors.Is.
+var (
+	// ErrOutOfOrderSequence maps to OUT_OF_ORDER_SEQUENCE_NUMBER (45): the
+	// batch's first sequence does not follow the producer's last sequence
+	// (a gap, a duplicate older than the dedup window, or a new epoch that
+	// does not start at sequence 0).
+	ErrOutOfOrderSequence = errors.New("out of order sequence number")
+
+	// ErrInvalidProducerEpoch maps to INVALID_PRODUCER_EPOCH (47): the batch
+	// carries an epoch older than the producer's current one, so it comes
+	// from a fenced (zombie) instance.
+	ErrInvalidProducerEpoch = errors.New("producer epoch is older than the current epoch")
+
+	// ErrTooManyProducers is returned for a producer the table does not know
+	// while the table already holds its maximum number of producers. Kafka
+	// has no exact code for this; the API layer should answer with a
+	// retriable error (the table shrinks as idle producers expire).
+	ErrTooManyProducers = errors.New("too many idempotent producers on this partition")
+)
+
+// ErrIDsExhausted is returned by IDAllocator.NextBlock when the next block
+// would pass the largest producer id.
+var ErrIDsExhausted = errors.New("producer ids exhausted")

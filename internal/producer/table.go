@@ -1,0 +1,205 @@
+// Package producer keeps the idempotent-producer state of one partition
+// (KIP-98): per producer id, the current epoch and the last WindowSize
+// batches, so that a retried batch is answered with its original offsets
+// instead of being written twice.
+//
+// The package is pure: no I/O, no clock, no goroutines. Time enters as
+// arguments; persistence of producer ids is the caller's job.
+//
+// Use on the leader's produce path, per idempotent batch:
+//
+//	d, err := t.Check(h)     // before appending; err maps to a Kafka code
+//	Duplicate -> answer with d.Original's offsets, write nothing
+//	Append    -> append, then t.Update(h) with the assigned base offset
+//
+// At startup, and when a follower becomes leader, build a fresh Table and
+// call Apply with every batch header read back from the log, in order.
+//
+// Unknown producers (KIP-360, Kafka >= 2.5): a batch from a producer the
+// table has no state for is accepted at any sequence, not rejected with
+// UNKNOWN_PRODUCER_ID. This is what Kafka does once retention or
+// DeleteRecords has removed the producer's batches: rejecting would force
+// every such client to reset its producer id for no safety gain. The cost,
+// shared with Kafka, is that a retry of a batch whose state has already
+// expired cannot be recognised as a duplicate.
+package producer
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/skein-log/skein/internal/batch"
+)
+
+// InitialEpoch is the epoch of a producer id freshly handed out by
+// InitProducerId without a transactional id.
+const InitialEpoch int16 = 0
+
+// Action is what the broker should do with a batch.
+type Action int
+
+const (
+	// Append: write the batch; it is new and in order (or not idempotent).
+	Append Action = iota + 1
+	// Duplicate: the batch is a retry of one already in the log; write
+	// nothing and answer with Decision.Original's offsets.
+	Duplicate
+)
+
+func (a Action) String() string {
+	switch a {
+	case Append:
+		return "append"
+	case Duplicate:
+		return "duplicate"
+	default:
+		return fmt.Sprintf("action(%d)", int(a))
+	}
+}
+
+// Decision is the outcome of Check.
+type Decision struct {
+	Action Action
+	// Original is the batch this one duplicates; set only for Duplicate.
+	Original BatchMetadata
+}
+
+// Table is the producer state of one partition. It is not safe for
+// concurrent use; the partition's owner serialises access.
+type Table struct {
+	maxProducers int
+	producers    map[int64]*Entry
+}
+
+// NewTable returns an empty table that admits at most maxProducers distinct
+// producers through Check (each costs a few hundred bytes). Apply ignores
+// the limit so that rebuilding from the log never loses state; Check then
+// refuses new producers until expiry makes room. maxProducers <= 0 means 1.
+func NewTable(maxProducers int) *Table {
+	return &Table{maxProducers: max(maxProducers, 1), producers: make(map[int64]*Entry)}
+}
+
+// Len is the number of producers with state.
+func (t *Table) Len() int { return len(t.producers) }
+
+// Check decides, before appending, what to do with batch h. Batches without
+// a producer id pass through as Append. Errors wrap the package's sentinel
+// errors. Check does not change the table.
+func (t *Table) Check(h batch.Header) (Decision, error) {
+	appendIt := Decision{Action: Append}
+	if !h.HasProducerID() {
+		return appendIt, nil
+	}
+	e, known := t.producers[h.ProducerID]
+	if !known {
+		if len(t.producers) >= t.maxProducers {
+			return Decision{}, fmt.Errorf("%w: producer %d refused, table holds %d", ErrTooManyProducers, h.ProducerID, len(t.producers))
+		}
+		if !h.IsControl() && h.BaseSequence < 0 {
+			return Decision{}, badSequence(h, "an idempotent batch needs a sequence")
+		}
+		// KIP-360: no state (never seen, or expired): accept any sequence.
+		return appendIt, nil
+	}
+	if h.ProducerEpoch < e.Epoch {
+		return Decision{}, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
+	}
+	if h.IsControl() {
+		// Transaction markers carry no sequence; only fencing applies.
+		return appendIt, nil
+	}
+	if h.BaseSequence < 0 {
+		return Decision{}, badSequence(h, "an idempotent batch needs a sequence")
+	}
+	if h.ProducerEpoch > e.Epoch {
+		if h.BaseSequence != 0 {
+			return Decision{}, badSequence(h, fmt.Sprintf("a new epoch (current %d) must start at sequence 0", e.Epoch))
+		}
+		return appendIt, nil
+	}
+	if orig, dup := e.findDuplicate(h.BaseSequence, h.LastSequence()); dup {
+		return Decision{Action: Duplicate, Original: orig}, nil
+	}
+	if last := e.lastSeq(); !inSequence(last, h.BaseSequence) {
+		return Decision{}, badSequence(h, fmt.Sprintf("expected sequence after %d", last))
+	}
+	return appendIt, nil
+}
+
+func badSequence(h batch.Header, why string) error {
+	return fmt.Errorf("%w: producer %d epoch %d sequences %d..%d: %s",
+		ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastSequence(), why)
+}
+
+// Update records a batch the leader has just appended after Check answered
+// Append; h must carry the base offset the log assigned. It is the same
+// transition as Apply, on purpose: the state after a run of produces must be
+// exactly the state a rebuild from the log reaches.
+func (t *Table) Update(h batch.Header) { t.Apply(h) }
+
+// Apply replays one batch header read back from the log, with no checks: the
+// log is the truth, so its order wins even where Check would have refused
+// (as Kafka does for replicated batches). Batches without a producer id are
+// ignored. Control batches (transaction markers) update the epoch and the
+// timestamp but carry no sequences.
+func (t *Table) Apply(h batch.Header) {
+	if !h.HasProducerID() {
+		return
+	}
+	e, known := t.producers[h.ProducerID]
+	if !known {
+		e = &Entry{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Batches: make([]BatchMetadata, 0, WindowSize)}
+		t.producers[h.ProducerID] = e
+	}
+	if h.ProducerEpoch != e.Epoch {
+		// Sequences restart with every epoch, so older batches can no
+		// longer be retried against this one.
+		e.Epoch = h.ProducerEpoch
+		e.Batches = e.Batches[:0]
+	}
+	e.LastTimestamp = h.MaxTimestamp
+	if h.IsControl() || h.BaseSequence < 0 {
+		return
+	}
+	e.remember(BatchMetadata{
+		FirstSeq:     h.BaseSequence,
+		LastSeq:      h.LastSequence(),
+		BaseOffset:   h.BaseOffset,
+		LastOffset:   h.LastOffset(),
+		MaxTimestamp: h.MaxTimestamp,
+	})
+}
+
+// ExpireOlderThan forgets producers whose last batch is at least
+// retentionMs older than nowMs (Kafka's producer.id.expiration.ms, default
+// one day). It returns how many producers were removed.
+func (t *Table) ExpireOlderThan(nowMs, retentionMs int64) int {
+	removed := 0
+	for id, e := range t.producers {
+		if nowMs-e.LastTimestamp >= retentionMs {
+			delete(t.producers, id)
+			removed++
+		}
+	}
+	return removed
+}
+
+// Lookup returns a copy of one producer's state.
+func (t *Table) Lookup(producerID int64) (Entry, bool) {
+	e, ok := t.producers[producerID]
+	if !ok {
+		return Entry{}, false
+	}
+	return e.clone(), true
+}
+
+// Entries returns a copy of all producer state, ordered by producer id, for
+// snapshots, metrics and comparisons.
+func (t *Table) Entries() []Entry {
+	out := make([]Entry, 0, len(t.producers))
+	for _, e := range t.producers {
+		out = append(out, e.clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
