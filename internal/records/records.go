@@ -1,0 +1,189 @@
+// Package records decodes the records inside one Kafka v2 record batch, for
+// the few places where the broker must look inside a batch (ListOffsets by
+// timestamp, record validation). The broker otherwise stores and serves
+// batches as opaque bytes.
+//
+// Record layout (varints are zigzag, as in protobuf):
+//
+//	length          varint  bytes after this field
+//	attributes      int8    (unused)
+//	timestampDelta  varlong
+//	offsetDelta     varint
+//	keyLength       varint  -1 = null
+//	key             bytes
+//	valueLength     varint  -1 = null
+//	value           bytes
+//	headerCount     varint
+//	headers         [keyLength varint, key, valueLength varint, value]...
+package records
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/skein-log/skein/internal/batch"
+)
+
+// Errors from Decode besides those of batch.Validate.
+var (
+	// ErrCorrupt maps to CORRUPT_MESSAGE: the records do not decode.
+	ErrCorrupt = errors.New("records corrupt")
+	// ErrTooLarge: decompression would pass the caller's limit.
+	ErrTooLarge = errors.New("decompressed records too large")
+)
+
+// Header is one record header. A nil Value is a null value.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one decoded record. Key and Value are nil for null and
+// non-nil (possibly empty) otherwise. They alias the input batch for
+// uncompressed batches and a fresh buffer for compressed ones.
+type Record struct {
+	OffsetDelta    int32
+	TimestampDelta int64
+	Key            []byte
+	Value          []byte
+	Headers        []Header
+}
+
+// Offset is the record's offset given its batch header.
+func (r *Record) Offset(h batch.Header) int64 { return h.BaseOffset + int64(r.OffsetDelta) }
+
+// Timestamp is the record's timestamp given its batch header. With
+// LogAppendTime the broker's append time, stored as the batch's max
+// timestamp, applies to every record.
+func (r *Record) Timestamp(h batch.Header) int64 {
+	if h.Attributes&batch.TimestampTypeBit != 0 {
+		return h.MaxTimestamp
+	}
+	return h.BaseTimestamp + r.TimestampDelta
+}
+
+// FirstAtOrAfter returns the first record, in offset order, whose timestamp
+// is at least ts: what ListOffsets by timestamp answers with.
+func FirstAtOrAfter(h batch.Header, recs []Record, ts int64) (Record, bool) {
+	for _, r := range recs {
+		if r.Timestamp(h) >= ts {
+			return r, true
+		}
+	}
+	return Record{}, false
+}
+
+// minRecordSize is the smallest encoding of a record: a one-byte varint or
+// int8 for each of its seven fields. It bounds allocations by input size.
+const minRecordSize = 7
+
+// Decode validates b, which must be exactly one v2 batch (CRC included), and
+// decodes its records, decompressing first if needed. maxUncompressed caps
+// the decompressed size (e.g. twice message.max.bytes). The batch must hold
+// exactly the header's record count, with offset deltas strictly increasing
+// within [0, lastOffsetDelta]. Decode never panics on garbage.
+func Decode(b []byte, maxUncompressed int) (batch.Header, []Record, error) {
+	h, err := batch.Validate(b)
+	if err != nil {
+		return h, nil, fmt.Errorf("decode batch: %w", err)
+	}
+	data := b[batch.HeaderSize:]
+	if codec := h.Compression(); codec != batch.CompressionNone {
+		if maxUncompressed <= 0 {
+			return h, nil, fmt.Errorf("decode batch: %w: limit %d", ErrTooLarge, maxUncompressed)
+		}
+		if data, err = decompress(codec, data, maxUncompressed); err != nil {
+			return h, nil, fmt.Errorf("decode batch at offset %d: %w", h.BaseOffset, err)
+		}
+	}
+	recs, err := decodeRecords(h, data)
+	if err != nil {
+		return h, nil, fmt.Errorf("decode batch at offset %d: %w", h.BaseOffset, err)
+	}
+	return h, recs, nil
+}
+
+func decodeRecords(h batch.Header, data []byte) ([]Record, error) {
+	recs := make([]Record, 0, min(int(h.RecordCount), len(data)/minRecordSize))
+	r := reader{b: data}
+	prevDelta := int32(-1)
+	for i := range int(h.RecordCount) {
+		body, err := r.lengthPrefixed()
+		if err != nil {
+			return nil, fmt.Errorf("record %d of %d: %w", i, h.RecordCount, err)
+		}
+		rec, err := decodeRecord(body)
+		if err != nil {
+			return nil, fmt.Errorf("record %d of %d: %w", i, h.RecordCount, err)
+		}
+		if rec.OffsetDelta <= prevDelta || rec.OffsetDelta > h.LastOffsetDelta {
+			return nil, fmt.Errorf("record %d: %w: offset delta %d after %d, last offset delta %d",
+				i, ErrCorrupt, rec.OffsetDelta, prevDelta, h.LastOffsetDelta)
+		}
+		prevDelta = rec.OffsetDelta
+		recs = append(recs, rec)
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(r.b), h.RecordCount)
+	}
+	return recs, nil
+}
+
+func decodeRecord(body []byte) (Record, error) {
+	var rec Record
+	r := reader{b: body}
+	if _, err := r.int8(); err != nil { // attributes: unused in v2
+		return rec, err
+	}
+	var err error
+	if rec.TimestampDelta, err = r.varlong(); err != nil {
+		return rec, fmt.Errorf("timestamp delta: %w", err)
+	}
+	if rec.OffsetDelta, err = r.varint(); err != nil {
+		return rec, fmt.Errorf("offset delta: %w", err)
+	}
+	if rec.Key, err = r.nullableBytes(); err != nil {
+		return rec, fmt.Errorf("key: %w", err)
+	}
+	if rec.Value, err = r.nullableBytes(); err != nil {
+		return rec, fmt.Errorf("value: %w", err)
+	}
+	if rec.Headers, err = decodeHeaders(&r); err != nil {
+		return rec, err
+	}
+	if len(r.b) != 0 {
+		return rec, fmt.Errorf("%w: %d bytes after the record's headers", ErrCorrupt, len(r.b))
+	}
+	return rec, nil
+}
+
+// minHeaderSize is a header with an empty key and a null value.
+const minHeaderSize = 2
+
+func decodeHeaders(r *reader) ([]Header, error) {
+	n, err := r.varint()
+	if err != nil {
+		return nil, fmt.Errorf("header count: %w", err)
+	}
+	if n < 0 || int(n) > len(r.b)/minHeaderSize {
+		return nil, fmt.Errorf("%w: header count %d with %d bytes left", ErrCorrupt, n, len(r.b))
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	headers := make([]Header, n)
+	for i := range headers {
+		key, err := r.nullableBytes()
+		if err != nil {
+			return nil, fmt.Errorf("header %d key: %w", i, err)
+		}
+		if key == nil {
+			return nil, fmt.Errorf("header %d: %w: null key", i, ErrCorrupt)
+		}
+		headers[i].Key = string(key)
+		if headers[i].Value, err = r.nullableBytes(); err != nil {
+			return nil, fmt.Errorf("header %d value: %w", i, err)
+		}
+	}
+	return headers, nil
+}
