@@ -1,0 +1,114 @@
+package metadata
+
+import (
+	"maps"
+	"slices"
+)
+
+// NoLeader is the Leader value of a partition that has no leader.
+const NoLeader int32 = -1
+
+// Limits on what a record may describe. They keep a corrupt or hostile record
+// from making every broker allocate without bound while applying it.
+const (
+	// MaxTopicNameLen matches Kafka's limit on topic names.
+	MaxTopicNameLen = 249
+	// MaxPartitionsPerTopic bounds one topic; far above any sane deployment.
+	MaxPartitionsPerTopic = 100_000
+	// MaxReplicas bounds one partition's replica list (replication factor).
+	MaxReplicas = 128
+	// MaxEndpoints bounds the listeners one broker may advertise.
+	MaxEndpoints = 64
+	// MaxConfigKeyLen and MaxConfigValueLen bound one topic config entry.
+	MaxConfigKeyLen   = 255
+	MaxConfigValueLen = 64 << 10
+	// MaxConfigsPerTopic bounds the number of overrides on one topic.
+	MaxConfigsPerTopic = 1024
+)
+
+// Endpoint is one listener a broker advertises to clients or other brokers.
+type Endpoint struct {
+	Listener string
+	Host     string
+	Port     int32
+}
+
+// Broker is one registered broker.
+type Broker struct {
+	ID        int32
+	Rack      string
+	Endpoints []Endpoint
+	// Fenced brokers may not lead or join an ISR: the controller has not heard
+	// from them recently, or they have not caught up with metadata yet.
+	Fenced bool
+	// Epoch changes on every registration, so messages from a previous
+	// incarnation of the same broker ID can be recognised and rejected.
+	Epoch int64
+	// InControlledShutdown brokers are still alive but are moving leadership
+	// away; they are not eligible for new leaderships or ISR additions.
+	InControlledShutdown bool
+}
+
+// Clone returns a deep copy that the caller may modify.
+func (b *Broker) Clone() *Broker {
+	c := *b
+	c.Endpoints = slices.Clone(b.Endpoints)
+	return &c
+}
+
+// Partition is one partition's replica set and leadership state.
+type Partition struct {
+	Index int32
+	// Replicas in preference order; the first is the preferred leader.
+	Replicas []int32
+	// ISR is the in-sync replica set: the members that hold every record
+	// acknowledged with acks=all.
+	ISR []int32
+	// ELR (KIP-966 eligible leader replicas) are replicas outside the ISR that
+	// are still known to hold every committed record, so electing one is clean.
+	ELR []int32
+	// Leader is a member of ISR, or NoLeader.
+	Leader int32
+	// LeaderEpoch bumps on every leader change; records carry it so followers
+	// can truncate divergent history.
+	LeaderEpoch int32
+	// PartitionEpoch bumps on every change; AlterPartition requests carry it
+	// so stale ISR proposals are rejected.
+	PartitionEpoch int32
+}
+
+// Clone returns a deep copy that the caller may modify.
+func (p Partition) Clone() Partition {
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
+	p.ELR = slices.Clone(p.ELR)
+	return p
+}
+
+// Topic is one topic with its partitions (indexed by position: Partitions[i].Index == i).
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Partitions []Partition
+	// Configs holds only this topic's overrides; defaults live with the broker.
+	Configs map[string]string
+}
+
+// Clone returns a deep copy that the caller may modify.
+func (t *Topic) Clone() *Topic {
+	c := *t
+	c.Partitions = make([]Partition, len(t.Partitions))
+	for i, p := range t.Partitions {
+		c.Partitions[i] = p.Clone()
+	}
+	c.Configs = maps.Clone(t.Configs)
+	return &c
+}
+
+// Partition returns the partition with the given index.
+func (t *Topic) Partition(index int32) (Partition, bool) {
+	if index < 0 || int(index) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[index], true
+}
