@@ -1,0 +1,200 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Process roles.
+const (
+	RoleBroker     = "broker"
+	RoleController = "controller"
+)
+
+// Broker is the typed configuration the server runs with. Field comments
+// give the property each field comes from; docs/configuration.md has the
+// meaning and default of each.
+type Broker struct {
+	NodeID    int32    // node.id
+	Roles     []string // process.roles
+	ClusterID string   // cluster.id ("" = from disk or new)
+	Rack      string   // broker.rack
+
+	Listeners []Listener // listeners, with SecurityProtocol filled in
+	// AdvertisedListeners come from advertised.listeners, else the
+	// non-controller listeners. Copied from listeners, Host may be empty and
+	// Port 0: the node then advertises the address it actually bound.
+	AdvertisedListeners     []Listener
+	ControllerListenerNames []string // controller.listener.names, upper-cased
+	InterBrokerListenerName string   // inter.broker.listener.name, resolved; "" on a controller-only node
+	// ControllerQuorumVoters from controller.quorum.voters, or this node
+	// alone at its controller listener when that is empty.
+	ControllerQuorumVoters []Voter
+	AdminListeners         []AdminListener // admin.listeners (empty = off)
+
+	MaxConnections           int           // max.connections
+	SocketRequestMaxBytes    int32         // socket.request.max.bytes
+	QueuedMaxRequests        int           // queued.max.requests
+	SocketSendBufferBytes    int           // socket.send.buffer.bytes (-1 = OS default)
+	SocketReceiveBufferBytes int           // socket.receive.buffer.bytes (-1 = OS default)
+	ConnectionsMaxIdle       time.Duration // connections.max.idle.ms
+
+	LogDirs                         []string      // log.dirs, else [log.dir]
+	LogRetentionCheckInterval       time.Duration // log.retention.check.interval.ms
+	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
+
+	NumPartitions            int32 // num.partitions
+	DefaultReplicationFactor int16 // default.replication.factor
+	MinInsyncReplicas        int32 // min.insync.replicas (also TopicDefaults.MinInsyncReplicas)
+	AutoCreateTopicsEnable   bool  // auto.create.topics.enable
+	DeleteTopicEnable        bool  // delete.topic.enable
+
+	ReplicaLagTimeMax            time.Duration // replica.lag.time.max.ms
+	ReplicaFetchMaxBytes         int32         // replica.fetch.max.bytes
+	ReplicaFetchResponseMaxBytes int32         // replica.fetch.response.max.bytes
+	ReplicaFetchMinBytes         int32         // replica.fetch.min.bytes
+	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
+	ReplicaFetchBackoff          time.Duration // replica.fetch.backoff.ms
+	NumReplicaFetchers           int           // num.replica.fetchers
+
+	BrokerSessionTimeout            time.Duration // broker.session.timeout.ms
+	BrokerHeartbeatInterval         time.Duration // broker.heartbeat.interval.ms
+	ControllerQuorumElectionTimeout time.Duration // controller.quorum.election.timeout.ms
+	AutoLeaderRebalanceEnable       bool          // auto.leader.rebalance.enable
+	LeaderImbalanceCheckInterval    time.Duration // leader.imbalance.check.interval.seconds
+
+	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
+	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
+	OffsetsRetention              time.Duration // offsets.retention.minutes
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
+	OffsetMetadataMaxBytes        int32         // offset.metadata.max.bytes
+	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms
+	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms
+	GroupMaxSize                  int32         // group.max.size
+
+	ProducerIDExpiration      time.Duration // producer.id.expiration.ms
+	TransactionalIDExpiration time.Duration // transactional.id.expiration.ms
+
+	LogFormat string // log.format: text or json
+	LogLevel  string // log.level: debug, info, warn or error
+
+	// TopicDefaults is what a topic without overrides gets: the broker
+	// synonyms (log.retention.ms and friends) resolved.
+	TopicDefaults TopicConfig
+
+	// Raw holds every property set explicitly (file, environment, flags),
+	// by broker name, for DescribeConfigs. Do not modify.
+	Raw map[string]string
+
+	origins map[string]string
+}
+
+// HasRole reports whether process.roles includes role.
+func (b *Broker) HasRole(role string) bool { return slices.Contains(b.Roles, role) }
+
+// ListenerByName returns the listener with that (case-insensitive) name.
+func (b *Broker) ListenerByName(name string) (Listener, bool) {
+	return findListener(b.Listeners, name)
+}
+
+// ControllerListener is the listener controller traffic arrives on; false
+// on a broker-only node.
+func (b *Broker) ControllerListener() (Listener, bool) {
+	if !b.HasRole(RoleController) || len(b.ControllerListenerNames) == 0 {
+		return Listener{}, false
+	}
+	return findListener(b.Listeners, b.ControllerListenerNames[0])
+}
+
+// Origin says where an explicitly set property came from ("" if default).
+func (b *Broker) Origin(name string) string { return b.origins[name] }
+
+// build validates every explicit value, reads the typed fields and checks
+// the rules that span several properties.
+func (s *settings) build() (*Broker, error) {
+	reg := theRegistry()
+	for _, key := range slices.Sorted(maps.Keys(s.values)) {
+		value := s.values[key]
+		if reason, ok := reg.byName[key].Validate(value); !ok {
+			return nil, &Error{Key: key, Value: value, Reason: reason, Origin: s.origins[key]}
+		}
+	}
+
+	r := &reader{values: s.values}
+	b := &Broker{
+		NodeID:    r.int32("node.id"),
+		Roles:     r.list("process.roles"),
+		ClusterID: r.text("cluster.id"),
+		Rack:      r.text("broker.rack"),
+
+		MaxConnections:           r.int("max.connections"),
+		SocketRequestMaxBytes:    r.int32("socket.request.max.bytes"),
+		QueuedMaxRequests:        r.int("queued.max.requests"),
+		SocketSendBufferBytes:    r.int("socket.send.buffer.bytes"),
+		SocketReceiveBufferBytes: r.int("socket.receive.buffer.bytes"),
+		ConnectionsMaxIdle:       r.durationMs("connections.max.idle.ms"),
+
+		LogRetentionCheckInterval:       r.durationMs("log.retention.check.interval.ms"),
+		HighWatermarkCheckpointInterval: r.durationMs("replica.high.watermark.checkpoint.interval.ms"),
+
+		NumPartitions:            r.int32("num.partitions"),
+		DefaultReplicationFactor: r.int16("default.replication.factor"),
+		MinInsyncReplicas:        r.int32("min.insync.replicas"),
+		AutoCreateTopicsEnable:   r.bool("auto.create.topics.enable"),
+		DeleteTopicEnable:        r.bool("delete.topic.enable"),
+
+		ReplicaLagTimeMax:            r.durationMs("replica.lag.time.max.ms"),
+		ReplicaFetchMaxBytes:         r.int32("replica.fetch.max.bytes"),
+		ReplicaFetchResponseMaxBytes: r.int32("replica.fetch.response.max.bytes"),
+		ReplicaFetchMinBytes:         r.int32("replica.fetch.min.bytes"),
+		ReplicaFetchWaitMax:          r.durationMs("replica.fetch.wait.max.ms"),
+		ReplicaFetchBackoff:          r.durationMs("replica.fetch.backoff.ms"),
+		NumReplicaFetchers:           r.int("num.replica.fetchers"),
+
+		BrokerSessionTimeout:            r.durationMs("broker.session.timeout.ms"),
+		BrokerHeartbeatInterval:         r.durationMs("broker.heartbeat.interval.ms"),
+		ControllerQuorumElectionTimeout: r.durationMs("controller.quorum.election.timeout.ms"),
+		AutoLeaderRebalanceEnable:       r.bool("auto.leader.rebalance.enable"),
+		LeaderImbalanceCheckInterval:    r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
+
+		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
+		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),
+		OffsetsRetention:              r.durationUnits("offsets.retention.minutes", time.Minute),
+		OffsetsRetentionCheckInterval: r.durationMs("offsets.retention.check.interval.ms"),
+		OffsetMetadataMaxBytes:        r.int32("offset.metadata.max.bytes"),
+		GroupInitialRebalanceDelay:    r.durationMs("group.initial.rebalance.delay.ms"),
+		GroupMinSessionTimeout:        r.durationMs("group.min.session.timeout.ms"),
+		GroupMaxSessionTimeout:        r.durationMs("group.max.session.timeout.ms"),
+		GroupMaxSize:                  r.int32("group.max.size"),
+
+		ProducerIDExpiration:      r.durationMs("producer.id.expiration.ms"),
+		TransactionalIDExpiration: r.durationMs("transactional.id.expiration.ms"),
+
+		LogFormat: r.text("log.format"),
+		LogLevel:  r.text("log.level"),
+
+		Raw:     maps.Clone(s.values),
+		origins: maps.Clone(s.origins),
+	}
+	b.LogDirs = r.list("log.dirs")
+	if len(b.LogDirs) == 0 {
+		b.LogDirs = []string{r.text("log.dir")}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := b.resolveNetwork(r); err != nil {
+		return nil, err
+	}
+	if err := b.checkTimings(r); err != nil {
+		return nil, err
+	}
+	defaults, err := ResolveTopic(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	b.TopicDefaults = defaults
+	return b, nil
+}

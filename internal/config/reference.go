@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Reference renders docs/configuration.md from the registry, so the
+// documentation cannot drift from what the loader accepts.
+func Reference() string {
+	var b strings.Builder
+	b.WriteString(referenceIntro)
+
+	b.WriteString("\n## Broker properties\n\n")
+	b.WriteString("| Property | Type | Default | Valid values | Description |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for _, p := range Properties() {
+		if p.Name == "" || p.Ignored {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n",
+			p.Name, p.Kind, defaultCell(&p), cell(p.Allowed()), cell(brokerDoc(&p)))
+	}
+
+	b.WriteString("\n## Topic properties\n\n")
+	b.WriteString("Set per topic with CreateTopics, AlterConfigs or IncrementalAlterConfigs " +
+		"(for example with `kafka-configs.sh` or kadm). A topic without an override " +
+		"takes the broker property in the second column.\n\n")
+	b.WriteString("| Topic property | Broker default from | Type | Default | Valid values | Description |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, name := range TopicPropertyNames() {
+		p := theRegistry().byTopic[name]
+		from := "`" + p.Name + "`"
+		for _, f := range p.Fallbacks {
+			from += ", `" + f.Name + "`"
+		}
+		def, _, _ := resolveBroker(nil, p)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n",
+			p.TopicName, from, p.Kind, code(def), cell(p.Allowed()), cell(p.Doc))
+	}
+
+	b.WriteString("\n## Accepted for compatibility\n\n")
+	b.WriteString("These appear in Kafka's stock `server.properties`. Skein checks their values " +
+		"and otherwise ignores them, so an existing file loads unchanged.\n\n")
+	b.WriteString("| Property | Type | Default | Kafka meaning |\n|---|---|---|---|\n")
+	for _, p := range Properties() {
+		if p.Ignored {
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.Name, p.Kind, code(p.Default), cell(p.Doc))
+		}
+	}
+
+	b.WriteString("\n## Kafka properties Skein refuses\n\n| Property | Instead |\n|---|---|\n")
+	for _, name := range slices.Sorted(maps.Keys(replacedKafkaProperties)) {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", name, cell(replacedKafkaProperties[name]))
+	}
+	return b.String()
+}
+
+const referenceIntro = `# Configuration reference
+
+<!-- Generated from internal/config by "go generate ./internal/config"; do not edit by hand. -->
+
+Skein uses Kafka's property names, defaults and meanings, so an existing
+` + "`server.properties`" + ` mostly works as it is. Each property can be set in three
+places; a later one wins, key by key:
+
+1. the properties file given to ` + "`skein server`" + ` (samples in ` + "`config/`" + `): Java
+   ` + "`.properties`" + ` syntax, ` + "`key=value`" + ` or ` + "`key: value`" + `, ` + "`#`" + ` and ` + "`!`" + ` comments, a trailing
+   backslash continues a line;
+2. environment variables: ` + "`SKEIN_`" + ` followed by the name in upper case with dots
+   turned into underscores (` + "`SKEIN_LOG_DIRS=/data`" + ` sets ` + "`log.dirs`" + `);
+3. command-line overrides, ` + "`key=value`" + ` pairs given as flags.
+
+An unknown property or an invalid value stops the server with a message naming
+the property, the value, what is allowed and where it was set. Some rules span
+several properties: ` + "`controller.listener.names`" + ` must name a listener of a
+controller, a controller's ` + "`node.id`" + ` must be one of ` + "`controller.quorum.voters`" + `
+(and a broker-only node's must not), ` + "`broker.heartbeat.interval.ms`" + ` must be less
+than ` + "`broker.session.timeout.ms`" + `, ` + "`replica.fetch.wait.max.ms`" + ` at most
+` + "`replica.lag.time.max.ms`" + `, and ` + "`group.min.session.timeout.ms`" + ` at most
+` + "`group.max.session.timeout.ms`" + `.
+
+Retention follows Kafka's precedence: ` + "`log.retention.ms`" + ` if set, else
+` + "`log.retention.minutes`" + `, else ` + "`log.retention.hours`" + `; segment roll time likewise
+uses ` + "`log.roll.ms`" + `, else ` + "`log.roll.hours`" + `.
+`
+
+func defaultCell(p *Property) string {
+	if p.Default == "" && p.Kind.isNumeric() {
+		return "unset"
+	}
+	return code(p.Default)
+}
+
+// brokerDoc adds the topic-level name to a broker property that has one.
+func brokerDoc(p *Property) string {
+	if p.TopicName == "" {
+		return p.Doc
+	}
+	return p.Doc + " Per topic: `" + p.TopicName + "`."
+}
+
+func code(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	return "`" + s + "`"
+}
+
+// cell makes text safe inside a Markdown table cell.
+func cell(s string) string {
+	return strings.ReplaceAll(s, "|", `\|`)
+}

@@ -1,0 +1,332 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// maxDurationMs is the largest millisecond count a time.Duration can hold.
+const maxDurationMs = math.MaxInt64 / int64(time.Millisecond)
+
+// Generous ceilings that still catch typos and keep allocations bounded.
+const (
+	maxReplicationFactor  = 128
+	maxPartitionsPerTopic = 100_000
+)
+
+// brokerProperties are read by the broker itself (not per topic).
+var brokerProperties = []Property{
+	// Identity and roles.
+	{
+		Name: "node.id", Kind: KindInt, Default: "1", Min: 0, Max: math.MaxInt32,
+		Doc: "Id of this node, unique in the cluster; it is both its broker id and its controller voter id.",
+	},
+	{
+		Name: "process.roles", Kind: KindList, Default: "broker,controller",
+		Values: []string{"broker", "controller"}, NonEmpty: true,
+		Doc: "Roles of this node: broker (hosts partitions, serves clients), controller (votes in the metadata quorum), or both.",
+	},
+	{
+		Name: "cluster.id", Kind: KindString, format: "up to 64 letters, digits, '-' or '_'", check: checkClusterID,
+		Doc: "Cluster id every node must share. Empty: the one stored in the data directory, or a new one on first start.",
+	},
+	{
+		Name: "broker.rack", Kind: KindString, format: "text of at most 255 bytes", check: checkMaxLen(255),
+		Doc: "Rack (or zone) of this broker; replica placement spreads each partition over racks.",
+	},
+
+	// Network.
+	{
+		Name: "listeners", Kind: KindList, Default: "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+		format: "NAME://host:port", check: checkBy(ParseListeners),
+		Doc: "Addresses to listen on. An empty host binds every interface; port 0 picks a free port.",
+	},
+	{
+		Name: "advertised.listeners", Kind: KindList,
+		format: "NAME://host:port", check: checkBy(ParseListeners),
+		Doc: "Addresses given to clients and other brokers, by listener name. Empty: the broker entries of listeners.",
+	},
+	{
+		Name: "listener.security.protocol.map", Kind: KindList,
+		Default: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		format:  "LISTENER:PROTOCOL", check: checkBy(ParseProtocolMap),
+		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT only.",
+	},
+	{
+		Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER",
+		format: "listener names", check: checkListenerNames,
+		Doc: "Listeners that carry controller (Raft) traffic; the first one is used to reach the quorum.",
+	},
+	{
+		Name: "inter.broker.listener.name", Kind: KindString,
+		format: "a listener name", check: checkOptionalListenerName,
+		Doc: "Listener brokers use to replicate from each other. Empty: the first listener that is not a controller listener.",
+	},
+	{
+		Name: "controller.quorum.voters", Kind: KindList,
+		format: "id@host:port", check: checkBy(ParseVoters),
+		Doc: "The metadata quorum, the same on every node. Empty: this node alone (needs the controller role).",
+	},
+	{
+		Name: "admin.listeners", Kind: KindList,
+		format: "http://host:port", check: checkBy(ParseAdminListeners),
+		Doc: "Skein extension: HTTP addresses serving /metrics and health checks. Empty: off.",
+	},
+	{
+		Name: "max.connections", Kind: KindInt, Default: "1000", Min: 1, Max: 1_000_000,
+		Doc: "Most client and broker connections accepted at once; more are closed on accept.",
+	},
+	{
+		Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
+		Doc: "Largest request frame accepted; a bigger size prefix closes the connection.",
+	},
+	{
+		Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Max: 1_000_000,
+		Doc: "Requests read but not yet answered, over all connections, before the broker stops reading.",
+	},
+	{
+		Name: "socket.send.buffer.bytes", Kind: KindInt, Default: "102400", Min: -1, Max: math.MaxInt32,
+		Doc: "SO_SNDBUF of accepted sockets; -1 keeps the OS default.",
+	},
+	{
+		Name: "socket.receive.buffer.bytes", Kind: KindInt, Default: "102400", Min: -1, Max: math.MaxInt32,
+		Doc: "SO_RCVBUF of accepted sockets; -1 keeps the OS default.",
+	},
+	{
+		Name: "connections.max.idle.ms", Kind: KindDurationMs, Default: "600000", Min: 1, Max: maxDurationMs,
+		Doc: "Close a connection that has sent no request for this long.",
+	},
+
+	// Storage.
+	{
+		Name: "log.dirs", Kind: KindList, format: "directories", check: checkDirs,
+		Doc: "Directories holding partition data. Empty: log.dir.",
+	},
+	{
+		Name: "log.dir", Kind: KindString, Default: "/tmp/skein-logs", format: "a directory", check: checkDir,
+		Doc: "Data directory, used when log.dirs is empty.",
+	},
+	{
+		Name: "log.retention.check.interval.ms", Kind: KindDurationMs, Default: "300000", Min: 1, Max: maxDurationMs,
+		Doc: "How often segments are checked against retention.ms and retention.bytes.",
+	},
+	{
+		Name: "replica.high.watermark.checkpoint.interval.ms", Kind: KindDurationMs, Default: "5000", Min: 1, Max: maxDurationMs,
+		Doc: "How often each partition's high watermark is written to disk, so a restart does not start from zero.",
+	},
+
+	// Topics.
+	{
+		Name: "num.partitions", Kind: KindInt, Default: "1", Min: 1, Max: maxPartitionsPerTopic,
+		Doc: "Partitions of an auto-created topic, or of a created topic that does not say.",
+	},
+	{
+		Name: "default.replication.factor", Kind: KindShort, Default: "1", Min: 1, Max: maxReplicationFactor,
+		Doc: "Replicas of an auto-created topic, or of a created topic that does not say.",
+	},
+	{
+		Name: "auto.create.topics.enable", Kind: KindBool, Default: "true",
+		Doc: "Create a topic when a client asks for metadata about it (and allows auto-creation).",
+	},
+	{
+		Name: "delete.topic.enable", Kind: KindBool, Default: "true",
+		Doc: "Allow DeleteTopics; false answers it with TOPIC_DELETION_DISABLED.",
+	},
+
+	// Replication.
+	{
+		Name: "replica.lag.time.max.ms", Kind: KindDurationMs, Default: "30000", Min: 1, Max: maxDurationMs,
+		Doc: "A follower that has not caught up to the leader's log end for this long leaves the ISR.",
+	},
+	{
+		Name: "replica.fetch.max.bytes", Kind: KindInt, Default: "1048576", Min: 0, Max: math.MaxInt32,
+		Doc: "Bytes a follower asks for per partition in one fetch (at least one batch is always returned).",
+	},
+	{
+		Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: "10485760", Min: 0, Max: math.MaxInt32,
+		Doc: "Bytes a follower asks for in one fetch over all partitions.",
+	},
+	{
+		Name: "replica.fetch.min.bytes", Kind: KindInt, Default: "1", Min: 1, Max: math.MaxInt32,
+		Doc: "Bytes the leader waits for before answering a follower's fetch, up to replica.fetch.wait.max.ms.",
+	},
+	{
+		Name: "replica.fetch.wait.max.ms", Kind: KindDurationMs, Default: "500", Min: 0, Max: maxDurationMs,
+		Doc: "Longest the leader holds a follower's fetch waiting for data; at most replica.lag.time.max.ms.",
+	},
+	{
+		Name: "replica.fetch.backoff.ms", Kind: KindDurationMs, Default: "1000", Min: 0, Max: maxDurationMs,
+		Doc: "Pause after a failed follower fetch before retrying.",
+	},
+	{
+		Name: "num.replica.fetchers", Kind: KindInt, Default: "1", Min: 1, Max: 64,
+		Doc: "Fetcher connections per source broker; partitions are spread over them.",
+	},
+
+	// Controller and leadership.
+	{
+		Name: "broker.session.timeout.ms", Kind: KindDurationMs, Default: "9000", Min: 1, Max: maxDurationMs,
+		Doc: "A broker whose heartbeats stop for this long is fenced and loses its leaderships.",
+	},
+	{
+		Name: "broker.heartbeat.interval.ms", Kind: KindDurationMs, Default: "2000", Min: 1, Max: maxDurationMs,
+		Doc: "How often a broker heartbeats to the controller; less than broker.session.timeout.ms.",
+	},
+	{
+		Name: "controller.quorum.election.timeout.ms", Kind: KindDurationMs, Default: "1000", Min: 1, Max: maxDurationMs,
+		Doc: "A controller that hears no leader for this long starts an election.",
+	},
+	{
+		Name: "auto.leader.rebalance.enable", Kind: KindBool, Default: "true",
+		Doc: "Move leadership back to each partition's preferred replica when it is in the ISR.",
+	},
+	{
+		Name: "leader.imbalance.check.interval.seconds", Kind: KindLong, Default: "300", Min: 1, Max: math.MaxInt64,
+		Doc: "How often the controller looks for partitions not led by their preferred replica.",
+	},
+
+	// Consumer groups.
+	{
+		Name: "offsets.topic.replication.factor", Kind: KindShort, Default: "3", Min: 1, Max: maxReplicationFactor,
+		Doc: "Replicas of __consumer_offsets; group coordination waits until that many brokers exist.",
+	},
+	{
+		Name: "offsets.topic.num.partitions", Kind: KindInt, Default: "50", Min: 1, Max: 10_000,
+		Doc: "Partitions of __consumer_offsets; fixed once the topic exists.",
+	},
+	{
+		Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Min: 1, Max: math.MaxInt32,
+		Doc: "Committed offsets of an empty group are deleted after this long.",
+	},
+	{
+		Name: "offsets.retention.check.interval.ms", Kind: KindDurationMs, Default: "600000", Min: 1, Max: maxDurationMs,
+		Doc: "How often expired committed offsets are looked for.",
+	},
+	{
+		Name: "offset.metadata.max.bytes", Kind: KindInt, Default: "4096", Min: 0, Max: math.MaxInt32,
+		Doc: "Largest metadata string accepted with a committed offset.",
+	},
+	{
+		Name: "group.initial.rebalance.delay.ms", Kind: KindDurationMs, Default: "3000", Min: 0, Max: maxDurationMs,
+		Doc: "How long a new group waits for more members before its first rebalance.",
+	},
+	{
+		Name: "group.min.session.timeout.ms", Kind: KindDurationMs, Default: "6000", Min: 1, Max: maxDurationMs,
+		Doc: "Smallest session timeout a consumer may ask for.",
+	},
+	{
+		Name: "group.max.session.timeout.ms", Kind: KindDurationMs, Default: "1800000", Min: 1, Max: maxDurationMs,
+		Doc: "Largest session timeout a consumer may ask for.",
+	},
+	{
+		Name: "group.max.size", Kind: KindInt, Default: "2147483647", Min: 1, Max: math.MaxInt32,
+		Doc: "Most members one consumer group may have; more are refused with GROUP_MAX_SIZE_REACHED.",
+	},
+
+	// Producers.
+	{
+		Name: "producer.id.expiration.ms", Kind: KindDurationMs, Default: "86400000", Min: 1, Max: maxDurationMs,
+		Doc: "Forget an idempotent producer's sequence state after it has not written for this long.",
+	},
+	{
+		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: maxDurationMs,
+		Doc: "Forget a transactional id after it has not been used for this long.",
+	},
+
+	// Operations.
+	{
+		Name: "log.format", Kind: KindEnum, Default: "text", Values: []string{"text", "json"},
+		Doc: "Skein extension: format of the server's own log lines on stderr.",
+	},
+	{
+		Name: "log.level", Kind: KindEnum, Default: "info", Values: []string{"debug", "info", "warn", "error"},
+		Doc: "Skein extension: least severe server log line printed.",
+	},
+}
+
+// checkBy adapts a parser into a property check.
+func checkBy[T any](parse func(string) (T, error)) func(string) error {
+	return func(v string) error {
+		_, err := parse(v)
+		return err
+	}
+}
+
+func checkMaxLen(n int) func(string) error {
+	return func(v string) error {
+		if len(v) > n {
+			return fmt.Errorf("%d bytes is too long", len(v))
+		}
+		return nil
+	}
+}
+
+var clusterIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{0,64}$`)
+
+func checkClusterID(v string) error {
+	if !clusterIDPattern.MatchString(v) {
+		return errors.New("bad character or too long")
+	}
+	return nil
+}
+
+func checkListenerNames(v string) error {
+	names, err := splitList(v)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if !validListenerName(name) {
+			return fmt.Errorf("%q is not a listener name", name)
+		}
+	}
+	return nil
+}
+
+func checkOptionalListenerName(v string) error {
+	if v != "" && !validListenerName(v) {
+		return fmt.Errorf("%q is not a listener name", v)
+	}
+	return nil
+}
+
+func checkDirs(v string) error {
+	dirs, err := splitList(v)
+	if err != nil {
+		return err
+	}
+	for i, dir := range dirs {
+		if err := checkDir(dir); err != nil {
+			return err
+		}
+		for _, earlier := range dirs[:i] {
+			if filepath.Clean(earlier) == filepath.Clean(dir) {
+				return fmt.Errorf("%q appears twice", dir)
+			}
+		}
+	}
+	return nil
+}
+
+func checkDir(v string) error {
+	if v == "" {
+		return errors.New("empty path")
+	}
+	if containsControl(v) {
+		return errors.New("control character in path")
+	}
+	return nil
+}
+
+func containsControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
