@@ -1,0 +1,372 @@
+package storage
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/vfs"
+)
+
+// Log is the on-disk log of one partition.
+//
+// Locking: mu guards all state. Append holds it exclusively for the write
+// (a page-cache copy); Read holds it shared for the pread. syncMu serializes
+// Sync with the operations that remove or shrink files (Truncate,
+// DeleteBefore, EnforceRetention, Close), so Sync can fsync without holding
+// mu while appends continue. Lock order: syncMu before mu.
+type Log struct {
+	fs     vfs.FS
+	dir    string
+	logger *slog.Logger
+	epochs *EpochCache
+
+	syncMu sync.Mutex
+	mu     sync.RWMutex
+
+	cfg      Config
+	segments []*segment // ascending base offsets; the last is active; never empty while open
+	logStart int64
+
+	durableEnd    int64      // everything below is fsynced
+	recoveryPoint int64      // value in the recovery-point file
+	unsynced      []*segment // rolled segments whose files are not fsynced yet
+	dirVersion    uint64     // bumped when a segment file is created
+	dirSynced     uint64     // dirVersion as of the last SyncDir
+
+	failed error // set by an I/O error that may have lost data; sticky
+	closed bool
+
+	// forceFullRecovery is set while opening when a checkpoint that
+	// recovery relies on is unreadable.
+	forceFullRecovery bool
+}
+
+// AppendResult describes one appended batch.
+type AppendResult struct {
+	BaseOffset   int64
+	LastOffset   int64
+	MaxTimestamp int64 // the batch's max timestamp
+	SegmentBase  int64 // base offset of the segment it went to
+	Position     int64 // file position in that segment
+	Size         int   // bytes
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Epochs returns the leader-epoch cache.
+func (l *Log) Epochs() *EpochCache { return l.epochs }
+
+// SetConfig applies changed topic settings; they take effect on the next
+// append, roll check or retention pass.
+func (l *Log) SetConfig(cfg Config) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg.normalized()
+}
+
+// Config returns the settings in effect (after clamping).
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
+// LogStartOffset is the first offset readers may ask for.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStart
+}
+
+// LogEndOffset is the next offset to be assigned.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.leo()
+}
+
+// DurableEndOffset is the offset below which everything is fsynced.
+func (l *Log) DurableEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.durableEnd
+}
+
+// Size is the total size of the segment files in bytes.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// Failed returns the error that failed the log, or nil.
+func (l *Log) Failed() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+func (l *Log) leo() int64       { return l.active().next }
+
+// usableLocked reports why the log cannot take writes. Callers hold mu.
+func (l *Log) usableLocked() error {
+	if l.closed {
+		return fmt.Errorf("%s: %w", l.dir, ErrClosed)
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	return nil
+}
+
+// failLocked marks the log failed. Callers hold mu exclusively.
+func (l *Log) failLocked(err error) error {
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, err)
+		l.logger.Error("partition log failed; appends disabled until reopened", "dir", l.dir, "err", err)
+	}
+	return l.failed
+}
+
+func (l *Log) fail(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failLocked(err)
+}
+
+// Append is the leader's append of one batch: it validates the batch,
+// assigns offsets from the log end, stamps leaderEpoch into the header (both
+// fields are outside the CRC; b is modified in place) and writes it. It is
+// not durable until Sync. A leaderEpoch newer than the cache's latest starts
+// that epoch at this batch; an older one is refused (a stale leader).
+func (l *Log) Append(b []byte, leaderEpoch int32, nowMs int64) (AppendResult, error) {
+	h, err := batch.Validate(b)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: append to %s: %w", ErrInvalidBatch, l.dir, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return AppendResult{}, err
+	}
+	base := l.leo()
+	h.BaseOffset, h.LeaderEpoch = base, leaderEpoch
+	if err := l.assignEpochLocked(leaderEpoch, base); err != nil {
+		return AppendResult{}, err
+	}
+	batch.SetBaseOffset(b, base)
+	batch.SetLeaderEpoch(b, leaderEpoch)
+	return l.appendLocked(b, &h, nowMs)
+}
+
+// AppendReplica is the follower's append of one batch copied from the
+// leader: offsets and leader epoch are kept, and the batch must start at the
+// log end offset.
+func (l *Log) AppendReplica(b []byte, nowMs int64) (AppendResult, error) {
+	h, err := batch.Validate(b)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: replica append to %s: %w", ErrInvalidBatch, l.dir, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return AppendResult{}, err
+	}
+	if leo := l.leo(); h.BaseOffset != leo {
+		return AppendResult{}, fmt.Errorf("%w: %s: batch starts at %d, log ends at %d", ErrOffsetMismatch, l.dir, h.BaseOffset, leo)
+	}
+	if err := l.assignEpochLocked(h.LeaderEpoch, h.BaseOffset); err != nil {
+		return AppendResult{}, err
+	}
+	return l.appendLocked(b, &h, nowMs)
+}
+
+// assignEpochLocked starts a new leader epoch at offset when epoch is newer
+// than the latest known one. Batches with no epoch (-1) leave the cache
+// alone.
+func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
+	if epoch < 0 {
+		return nil
+	}
+	latest, ok := l.epochs.Latest()
+	if ok && epoch < latest {
+		return fmt.Errorf("%w: %s: batch leader epoch %d is older than the latest epoch %d", ErrStaleEpoch, l.dir, epoch, latest)
+	}
+	if ok && epoch == latest {
+		return nil
+	}
+	if err := l.epochs.Assign(epoch, offset); err != nil {
+		// The checkpoint may be behind the log from here on; stop writing.
+		return l.failLocked(err)
+	}
+	return nil
+}
+
+// appendLocked rolls if needed and writes one checked batch whose header
+// already carries its final offsets. Callers hold mu exclusively.
+func (l *Log) appendLocked(b []byte, h *batch.Header, nowMs int64) (AppendResult, error) {
+	if int64(len(b)) > l.cfg.SegmentBytes {
+		return AppendResult{}, fmt.Errorf("%w: %s: %d bytes, segment.bytes is %d", ErrBatchTooLarge, l.dir, len(b), l.cfg.SegmentBytes)
+	}
+	if err := l.maybeRollLocked(int64(len(b)), h.LastOffset(), nowMs); err != nil {
+		return AppendResult{}, err
+	}
+	s := l.active()
+	pos := s.size
+	if _, err := s.file.WriteAt(b, pos); err != nil {
+		// Undo any partial write so the file never holds a torn batch
+		// that a later append would be written after. Readers could not
+		// see it anyway: they stop at s.size.
+		if terr := s.file.Truncate(pos); terr != nil {
+			l.failLocked(fmt.Errorf("undo failed write at %d of %s: %w", pos, s.logPath(), terr))
+		}
+		return AppendResult{}, fmt.Errorf("append to %s at %d: %w", s.logPath(), pos, err)
+	}
+	s.track(h, pos, l.cfg.IndexIntervalBytes, nowMs)
+	return AppendResult{
+		BaseOffset:   h.BaseOffset,
+		LastOffset:   h.LastOffset(),
+		MaxTimestamp: h.MaxTimestamp,
+		SegmentBase:  s.base,
+		Position:     pos,
+		Size:         len(b),
+	}, nil
+}
+
+// MaybeRoll rolls the active segment if segment.ms has passed since its
+// first append. Append checks this too; a timer calls MaybeRoll so that
+// idle partitions roll (and become deletable) as well.
+func (l *Log) MaybeRoll(nowMs int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if s := l.active(); s.size > 0 && l.segmentExpired(s, nowMs) {
+		return l.rollLocked()
+	}
+	return nil
+}
+
+func (l *Log) segmentExpired(s *segment, nowMs int64) bool {
+	return l.cfg.SegmentMs > 0 && s.rollStartMs >= 0 && nowMs-s.rollStartMs > l.cfg.SegmentMs
+}
+
+// maybeRollLocked starts a new segment when the batch would not fit in the
+// active one: size, a full index, a relative offset that would overflow
+// 32 bits, or segment.ms. An empty segment is never rolled.
+func (l *Log) maybeRollLocked(size, lastOffset, nowMs int64) error {
+	s := l.active()
+	if s.size == 0 {
+		return nil
+	}
+	if s.size+size > l.cfg.SegmentBytes ||
+		s.index.isFull(l.cfg.MaxIndexBytes) ||
+		s.timeIndex.isFull(l.cfg.MaxIndexBytes) ||
+		!s.fitsOffset(lastOffset) ||
+		l.segmentExpired(s, nowMs) {
+		return l.rollLocked()
+	}
+	return nil
+}
+
+// rollLocked seals the active segment (writes its indexes, to be fsynced by
+// the next Sync) and starts a new one at the log end offset.
+func (l *Log) rollLocked() error {
+	old := l.active()
+	old.sealTimeIndex()
+	if err := old.writeIndexFiles(l.fs); err != nil {
+		return fmt.Errorf("roll %s: %w", l.dir, err)
+	}
+	fresh, err := createSegment(l.fs, l.dir, old.next)
+	if err != nil {
+		return fmt.Errorf("roll %s: %w", l.dir, err)
+	}
+	l.segments = append(l.segments, fresh)
+	l.unsynced = append(l.unsynced, old)
+	l.dirVersion++
+	l.logger.Debug("rolled segment", "dir", l.dir, "sealed", old.base, "bytes", old.size, "new", fresh.base)
+	return nil
+}
+
+// Sync fsyncs everything appended so far: rolled segments and their
+// indexes, the active segment, and the directory entries of new segment
+// files. It returns the new durable end offset. It may run concurrently
+// with Append: the end offset is captured first, and only that is promised.
+// After an fsync error the log is failed (see the package comment).
+func (l *Log) Sync() (durableEnd int64, err error) {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.RLock()
+	err = l.usableLocked()
+	l.mu.RUnlock()
+	if err != nil {
+		return 0, err
+	}
+	return l.syncLocked()
+}
+
+// syncLocked does Sync's work; callers hold syncMu (not mu).
+func (l *Log) syncLocked() (int64, error) {
+	l.mu.RLock()
+	if l.failed != nil {
+		l.mu.RUnlock()
+		return l.durableEnd, l.failed
+	}
+	end := l.leo()
+	rolled := len(l.unsynced)
+	var files []vfs.File
+	for _, s := range l.unsynced {
+		files = append(files, s.syncFiles()...)
+	}
+	active := l.active()
+	files = append(files, active.file)
+	dirVersion, needDirSync := l.dirVersion, l.dirVersion != l.dirSynced
+	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync
+	durable := l.durableEnd
+	l.mu.RUnlock()
+	if alreadyDurable {
+		return durable, nil
+	}
+
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			return durable, l.fail(fmt.Errorf("fsync %s: %w", f.Name(), err))
+		}
+	}
+	if needDirSync {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return durable, l.fail(fmt.Errorf("sync dir %s: %w", l.dir, err))
+		}
+	}
+	// Every segment before the active one is now durable with its indexes:
+	// recovery can start at the active segment.
+	if active.base > l.recoveryPoint {
+		if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, active.base); err != nil {
+			// Only costs a longer recovery after a crash.
+			l.logger.Warn("recovery point not saved", "dir", l.dir, "err", err)
+		} else {
+			l.recoveryPoint = active.base
+		}
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.unsynced[:rolled] {
+		s.closePendingIndexFiles()
+	}
+	l.unsynced = l.unsynced[rolled:]
+	if needDirSync {
+		l.dirSynced = dirVersion
+	}
+	l.durableEnd = max(l.durableEnd, end)
+	return l.durableEnd, nil
+}

@@ -1,0 +1,199 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/skein-log/skein/internal/batch"
+)
+
+// MaxReadBytes caps one Read whatever maxBytes asks for, so a client's
+// fetch size cannot make the broker allocate a whole segment. (A single
+// batch larger than this is still returned whole with minOneBatch.)
+const MaxReadBytes = 64 << 20
+
+// Read returns whole batches starting with the one that contains offset:
+// only batches whose last offset is < upTo, at most maxBytes in total, except
+// that with minOneBatch a first batch larger than maxBytes is returned alone
+// (Kafka's KIP-74 rule, so a consumer is never stuck). Reads stay within one
+// segment. Every returned batch's CRC is checked.
+//
+// It returns ErrOffsetOutOfRange if offset is outside [LogStartOffset,
+// LogEndOffset], and (nil, nil) at the log end or when nothing fits below
+// upTo or in maxBytes.
+func (l *Log) Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
+	}
+	if offset < l.logStart || offset > l.leo() {
+		return nil, fmt.Errorf("%w: %s: offset %d, log covers [%d, %d]", ErrOffsetOutOfRange, l.dir, offset, l.logStart, l.leo())
+	}
+	for i := l.segmentFor(offset); i < len(l.segments); i++ {
+		s := l.segments[i]
+		pos, first, found, err := s.findBatch(offset)
+		if err != nil {
+			return nil, fmt.Errorf("read %s at offset %d: %w", l.dir, offset, err)
+		}
+		if !found {
+			continue // nothing at or after offset here; try the next segment
+		}
+		if first.LastOffset() >= upTo {
+			return nil, nil
+		}
+		return s.readBatches(pos, first, maxBytes, upTo, minOneBatch)
+	}
+	return nil, nil
+}
+
+// segmentFor returns the index of the segment holding offset (the last one
+// whose base is <= offset). Callers hold mu.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset })
+	return max(i-1, 0)
+}
+
+// readBatches reads whole batches from pos, where first (already parsed)
+// starts, with one pread of at most maxBytes (or exactly the first batch
+// when it alone is larger and minOneBatch is set).
+func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
+	window := min(int64(min(max(maxBytes, 0), MaxReadBytes)), s.size-pos)
+	if int64(first.Size()) > window {
+		if !minOneBatch {
+			return nil, nil
+		}
+		window = int64(first.Size())
+	}
+	buf := make([]byte, window)
+	if n, err := s.file.ReadAt(buf, pos); err != nil && !(errors.Is(err, io.EOF) && int64(n) == window) {
+		return nil, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
+	}
+	end := 0
+	expected := first.BaseOffset
+	for end < len(buf) {
+		rest := buf[end:]
+		if len(rest) < batch.HeaderSize {
+			break
+		}
+		h, err := batch.ParseHeader(rest)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, s.logPath(), pos+int64(end), err)
+		}
+		if h.Size() > len(rest) || h.LastOffset() >= upTo {
+			break
+		}
+		if h.BaseOffset != expected {
+			return nil, fmt.Errorf("%w: %s at %d: batch starts at offset %d, expected %d", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, expected)
+		}
+		if _, err := batch.Validate(rest[:h.Size()]); err != nil {
+			return nil, fmt.Errorf("%w: %s at %d (offset %d): %w", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, err)
+		}
+		end += h.Size()
+		expected = h.LastOffset() + 1
+	}
+	if end == 0 {
+		return nil, nil
+	}
+	return buf[:end:end], nil
+}
+
+// OffsetForTimestamp finds the first batch whose max timestamp is >= ts
+// (ListOffsets by time), through the segments' max timestamps, the time
+// index, then a short scan. The base offset may lie below LogStartOffset
+// when the log start is inside that batch; callers clamp.
+func (l *Log) OffsetForTimestamp(ts int64) (baseOffsetOfBatch int64, batchMaxTimestamp int64, found bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, 0, false, fmt.Errorf("offset for timestamp in %s: %w", l.dir, ErrClosed)
+	}
+	for _, s := range l.segments {
+		if s.maxTimestamp < ts || s.next <= l.logStart {
+			continue
+		}
+		from := s.base
+		if e, ok := s.timeIndex.lastBelow(ts); ok {
+			// Every batch up to the one ending at e.rel is below ts.
+			from = s.base + int64(e.rel) + 1
+		}
+		pos, h, found, err := s.findBatch(max(from, l.logStart))
+		for found && pos < s.size {
+			if h.MaxTimestamp >= ts {
+				return h.BaseOffset, h.MaxTimestamp, true, nil
+			}
+			pos += int64(h.Size())
+			if pos >= s.size {
+				break
+			}
+			next := h.LastOffset() + 1
+			if h, err = s.readHeader(pos); err == nil && h.BaseOffset != next {
+				err = fmt.Errorf("%w: %s: batch at %d starts at %d, expected %d", ErrCorrupt, s.logPath(), pos, h.BaseOffset, next)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("offset for timestamp %d in %s: %w", ts, l.dir, err)
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// MaxTimestamp returns the largest batch max timestamp in the log and the
+// last offset of the batch holding it (ListOffsets -3), or (-1, -1) for an
+// empty log.
+func (l *Log) MaxTimestamp() (ts int64, offset int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ts, offset = -1, -1
+	for _, s := range l.segments {
+		if s.maxTimestamp > ts && s.offsetOfMaxTime >= l.logStart {
+			ts, offset = s.maxTimestamp, s.offsetOfMaxTime
+		}
+	}
+	return ts, offset
+}
+
+// ScanHeaders calls fn with the header of every batch whose last offset is
+// >= from, in order (rebuilding producer state at startup). fn must not
+// call back into the Log: the log is read-locked meanwhile.
+func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return fmt.Errorf("scan %s: %w", l.dir, ErrClosed)
+	}
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		s := l.segments[i]
+		pos, _, found, err := s.findBatch(from)
+		if err != nil {
+			return fmt.Errorf("scan %s from %d: %w", l.dir, from, err)
+		}
+		if !found {
+			continue
+		}
+		sc := newScanner(s.file, pos, s.size, false)
+		expected := int64(-1)
+		for {
+			h, at, _, err := sc.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err == nil && expected >= 0 && h.BaseOffset != expected {
+				err = fmt.Errorf("%w: batch at %d starts at %d, expected %d", ErrCorrupt, at, h.BaseOffset, expected)
+			}
+			if err != nil {
+				return fmt.Errorf("scan %s: %w", s.logPath(), err)
+			}
+			expected = h.LastOffset() + 1
+			if err := fn(h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
