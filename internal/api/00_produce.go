@@ -1,0 +1,186 @@
+package api
+
+// Produce: versions 3-13. v3 is the floor for v2 record batches (magic 2);
+// librdkafka infers compression support from old versions being offered, so
+// we keep accepting them. v13 names topics by id.
+//
+// Every batch is validated before it reaches the log: size against
+// max.message.bytes, magic, CRC-32C, record counts. acks=0 gets no response
+// at all; acks=1 and acks=all are answered when the backend says the batch
+// is as durable as the topic's contract requires.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+func init() {
+	register(Spec{Key: 0, MinVersion: 3, MaxVersion: 13, Handle: handleProduce})
+}
+
+// maxProduceTimeout bounds how long a produce may wait for acks.
+const maxProduceTimeout = 5 * time.Minute
+
+func handleProduce(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acks := req.Acks
+	if acks != 0 && acks != 1 && acks != -1 {
+		fillProduceError(resp, req, kerr.InvalidRequiredAcks.Code)
+		respond(resp)
+		return
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 || timeout > maxProduceTimeout {
+		timeout = maxProduceTimeout
+	}
+
+	// Lay the response out first so completions (possibly concurrent) only
+	// fill in their own slot.
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	var (
+		mu      sync.Mutex
+		pending = 1 // held by this function until every partition is dispatched
+	)
+	finish := func() {
+		mu.Lock()
+		pending--
+		done := pending == 0
+		mu.Unlock()
+		if !done {
+			return
+		}
+		if acks == 0 {
+			respond(nil)
+			return
+		}
+		respond(resp)
+	}
+
+	im := s.Backend.Image()
+	maxMessageBytes := s.Backend.Config().TopicDefaults.MaxMessageBytes
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := &resp.Topics[ti]
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		t, terr := lookupTopic(im, req.Version >= 13, rt.Topic, rt.TopicID)
+		var tcMax int32 = maxMessageBytes
+		if terr == nil {
+			if tc, err := s.Backend.TopicConfig(t); err == nil {
+				tcMax = tc.MaxMessageBytes
+			}
+		}
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if terr != nil {
+				sp.ErrorCode = ErrorCode(terr)
+				continue
+			}
+			if req.TransactionID != nil {
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				sp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this broker")
+				continue
+			}
+			batches, err := splitProduceRecords(rp.Records, tcMax)
+			if err != nil {
+				sp.ErrorCode = ErrorCode(err)
+				sp.ErrorMessage = ErrorMessage(err)
+				continue
+			}
+			mu.Lock()
+			pending++
+			mu.Unlock()
+			s.Backend.Produce(ProduceParams{
+				Topic: t.ID, Partition: rp.Partition, Batches: batches, Acks: acks, Timeout: timeout,
+			}, func(res ProduceResult) {
+				mu.Lock()
+				sp.ErrorCode = ErrorCode(res.Err)
+				if res.Err != nil && req.Version >= 8 {
+					sp.ErrorMessage = ErrorMessage(res.Err)
+				}
+				sp.BaseOffset = res.BaseOffset
+				sp.LogAppendTime = res.LogAppendTime
+				sp.LogStartOffset = res.LogStartOffset
+				mu.Unlock()
+				finish()
+			})
+		}
+	}
+	finish()
+}
+
+// lookupTopic finds a topic by name, or by id for versions that use ids.
+func lookupTopic(im *metadata.Image, byID bool, name string, id [16]byte) (*metadata.Topic, error) {
+	if byID {
+		t, ok := im.TopicByID(metadata.TopicID(id))
+		if !ok {
+			return nil, kerr.UnknownTopicID
+		}
+		return t, nil
+	}
+	t, ok := im.Topic(name)
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return t, nil
+}
+
+// splitProduceRecords validates the record batches of one partition.
+func splitProduceRecords(records []byte, maxMessageBytes int32) ([][]byte, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+	}
+	var batches [][]byte
+	err := batch.Split(records, func(b []byte) error {
+		if int64(len(b)) > int64(maxMessageBytes) {
+			return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", kerr.MessageTooLarge, len(b), maxMessageBytes)
+		}
+		h, err := batch.Validate(b)
+		if err != nil {
+			if errors.Is(err, batch.ErrBadCRC) || errors.Is(err, batch.ErrBadLength) || errors.Is(err, batch.ErrTruncated) {
+				return fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+			}
+			return fmt.Errorf("%w: %v", kerr.InvalidRecord, err)
+		}
+		if h.IsTransactional() || h.IsControl() {
+			return fmt.Errorf("%w: transactional and control batches are not supported", kerr.InvalidRecord)
+		}
+		batches = append(batches, b)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, batch.ErrTruncated) || errors.Is(err, batch.ErrBadLength) {
+			return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+		}
+		return nil, err
+	}
+	return batches, nil
+}
+
+func fillProduceError(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, code int16) {
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+}

@@ -1,0 +1,141 @@
+package api
+
+// Metadata: versions 0-12. v0: an empty topic list means all topics; v1+:
+// null means all, an empty list means none. v4+ carries
+// AllowAutoTopicCreation (earlier versions always allow it, subject to
+// auto.create.topics.enable). v10+ returns topic ids; v12 may ask by id.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+func init() {
+	register(Spec{Key: 3, MinVersion: 0, MaxVersion: 12, Handle: handleMetadata})
+}
+
+// authorizedOperationsOmitted is Kafka's INT32_MIN sentinel for "not asked".
+const authorizedOperationsOmitted = -2147483648
+
+func handleMetadata(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	im := s.Backend.Image()
+
+	for _, b := range im.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		ep, ok := endpointFor(b, r.Listener)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID = b.ID
+		rb.Host = ep.Host
+		rb.Port = ep.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	cid := im.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = s.Backend.NodeID()
+	resp.AuthorizedOperations = authorizedOperationsOmitted
+
+	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if allTopics {
+		for _, t := range im.Topics() {
+			resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener))
+		}
+		respond(resp)
+		return
+	}
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		var (
+			t     *metadata.Topic
+			found bool
+		)
+		switch {
+		case rt.Topic != nil && *rt.Topic != "":
+			t, found = im.Topic(*rt.Topic)
+			if !found && allowCreate && s.Backend.Config().AutoCreateTopicsEnable {
+				if err := s.autoCreateTopic(*rt.Topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+					resp.Topics = append(resp.Topics, topicError(rt, ErrorCode(err)))
+					continue
+				}
+				im = s.Backend.Image()
+				t, found = im.Topic(*rt.Topic)
+			}
+		default:
+			t, found = im.TopicByID(metadata.TopicID(rt.TopicID))
+		}
+		if !found {
+			resp.Topics = append(resp.Topics, topicError(rt, kerr.UnknownTopicOrPartition.Code))
+			continue
+		}
+		resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener))
+	}
+	respond(resp)
+}
+
+func topicError(rt kmsg.MetadataRequestTopic, code int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = rt.Topic
+	mt.TopicID = rt.TopicID
+	mt.ErrorCode = code
+	mt.AuthorizedOperations = authorizedOperationsOmitted
+	return mt
+}
+
+func topicMetadata(im *metadata.Image, t *metadata.Topic, listener string) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	mt.AuthorizedOperations = authorizedOperationsOmitted
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = append([]int32(nil), p.Replicas...)
+		mp.ISR = append([]int32(nil), p.ISR...)
+		for _, id := range p.Replicas {
+			if b, ok := im.Broker(id); !ok || b.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// endpointFor picks the broker's endpoint on the listener the client used,
+// falling back to its first endpoint when that listener is unknown to it.
+func endpointFor(b *metadata.Broker, listener string) (metadata.Endpoint, bool) {
+	for _, ep := range b.Endpoints {
+		if ep.Listener == listener {
+			return ep, true
+		}
+	}
+	if len(b.Endpoints) > 0 {
+		return b.Endpoints[0], true
+	}
+	return metadata.Endpoint{}, false
+}
+
+func isInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}

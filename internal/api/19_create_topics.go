@@ -1,0 +1,123 @@
+package api
+
+// CreateTopics: versions 2-7. v4+ accepts -1 partitions / replication
+// factor (broker defaults); v5+ returns the created topic's partition count,
+// replication factor and configs; v7 returns the topic id. ValidateOnly runs
+// every check and commits nothing.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+func init() {
+	register(Spec{Key: 19, MinVersion: 2, MaxVersion: 7, Handle: handleCreateTopics})
+}
+
+func handleCreateTopics(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := make(map[string]int, len(req.Topics))
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.NumPartitions = -1
+		st.ReplicationFactor = -1
+		if seen[rt.Topic] > 1 {
+			// Kafka refuses every copy of a topic named twice in one request.
+			st.ErrorCode = kerr.InvalidRequest.Code
+			st.ErrorMessage = kmsg.StringPtr("topic named more than once in the request")
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		ct := controller.CreateTopicRequest{
+			Name:              rt.Topic,
+			NumPartitions:     rt.NumPartitions,
+			ReplicationFactor: rt.ReplicationFactor,
+			Configs:           map[string]string{},
+		}
+		if len(rt.ReplicaAssignment) > 0 {
+			ct.Assignments = make(map[int32][]int32, len(rt.ReplicaAssignment))
+			for _, a := range rt.ReplicaAssignment {
+				ct.Assignments[a.Partition] = a.Replicas
+			}
+		}
+		for _, c := range rt.Configs {
+			if c.Value != nil {
+				ct.Configs[c.Name] = *c.Value
+			}
+		}
+		id, err := s.createTopic(ct, req.ValidateOnly)
+		if err != nil {
+			st.ErrorCode = ErrorCode(err)
+			st.ErrorMessage = ErrorMessage(err)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = id
+		if t, ok := s.Backend.Image().Topic(rt.Topic); ok && !req.ValidateOnly {
+			st.NumPartitions = int32(len(t.Partitions))
+			if len(t.Partitions) > 0 {
+				st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+			}
+			if entries, err := config.DescribeTopic(s.Backend.Config(), t.Configs); err == nil {
+				st.Configs = createTopicConfigs(entries)
+			}
+		} else if req.ValidateOnly {
+			st.NumPartitions = rt.NumPartitions
+			st.ReplicationFactor = rt.ReplicationFactor
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	respond(resp)
+}
+
+func createTopicConfigs(entries []config.ConfigEntry) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range entries {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name = e.Name
+		v := e.Value
+		c.Value = &v
+		c.ReadOnly = e.ReadOnly
+		c.Source = int8(e.Source)
+		out = append(out, c)
+	}
+	return out
+}
+
+// createTopic runs the controller's decision and commits its records.
+func (s *Server) createTopic(ct controller.CreateTopicRequest, validateOnly bool) (metadata.TopicID, error) {
+	cfg := s.Backend.Config()
+	id := s.Backend.NewTopicID()
+	recs, err := controller.CreateTopic(s.Backend.Image(), ct, controller.Defaults{
+		NumPartitions:     cfg.NumPartitions,
+		ReplicationFactor: cfg.DefaultReplicationFactor,
+	}, id, config.ValidateTopicOverrides)
+	if err != nil {
+		return metadata.TopicID{}, err
+	}
+	if validateOnly {
+		return metadata.TopicID{}, nil
+	}
+	if err := s.Backend.Commit(recs); err != nil {
+		return metadata.TopicID{}, err
+	}
+	return id, nil
+}
+
+// autoCreateTopic creates a topic with broker defaults, as
+// auto.create.topics.enable does for Metadata requests.
+func (s *Server) autoCreateTopic(name string) error {
+	_, err := s.createTopic(controller.CreateTopicRequest{
+		Name: name, NumPartitions: -1, ReplicationFactor: -1, Configs: map[string]string{},
+	}, false)
+	return err
+}

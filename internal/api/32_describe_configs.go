@@ -1,0 +1,97 @@
+package api
+
+// DescribeConfigs: versions 1-4. Topic resources list every topic config
+// with its effective value and where it came from (topic override, broker
+// static config, default), with synonyms when asked. Broker resources list
+// the broker's own properties.
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/config"
+)
+
+func init() {
+	register(Spec{Key: 32, MinVersion: 1, MaxVersion: 4, Handle: handleDescribeConfigs})
+}
+
+// Kafka's ConfigResource types.
+const (
+	resourceTopic  = 2
+	resourceBroker = 4
+)
+
+func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType = rr.ResourceType
+		res.ResourceName = rr.ResourceName
+		var entries []config.ConfigEntry
+		switch rr.ResourceType {
+		case resourceTopic:
+			t, ok := s.Backend.Image().Topic(rr.ResourceName)
+			if !ok {
+				res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			var err error
+			if entries, err = config.DescribeTopic(s.Backend.Config(), t.Configs); err != nil {
+				res.ErrorCode = ErrorCode(err)
+				res.ErrorMessage = ErrorMessage(err)
+			}
+		case resourceBroker:
+			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.Backend.NodeID())) {
+				res.ErrorCode = kerr.InvalidRequest.Code
+				res.ErrorMessage = kmsg.StringPtr("describe the configs of another broker through that broker")
+				break
+			}
+			entries = config.DescribeBroker(s.Backend.Config())
+		default:
+			res.ErrorCode = kerr.InvalidRequest.Code
+			res.ErrorMessage = kmsg.StringPtr("unsupported resource type " + strconv.Itoa(int(rr.ResourceType)))
+		}
+		wanted := map[string]bool{}
+		for _, n := range rr.ConfigNames {
+			wanted[n] = true
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !wanted[e.Name] {
+				continue
+			}
+			res.Configs = append(res.Configs, describeEntry(e, req.IncludeSynonyms, req.IncludeDocumentation))
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	respond(resp)
+}
+
+func describeEntry(e config.ConfigEntry, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = e.Name
+	v := e.Value
+	c.Value = &v
+	c.ReadOnly = e.ReadOnly
+	c.IsDefault = e.Source == config.SourceDefault
+	c.Source = kmsg.ConfigSource(e.Source)
+	c.ConfigType = kmsg.ConfigType(e.Type)
+	if docs {
+		d := e.Doc
+		c.Documentation = &d
+	}
+	if synonyms {
+		for _, syn := range e.Synonyms {
+			sc := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			sc.Name = syn.Name
+			sv := syn.Value
+			sc.Value = &sv
+			sc.Source = kmsg.ConfigSource(syn.Source)
+			c.ConfigSynonyms = append(c.ConfigSynonyms, sc)
+		}
+	}
+	return c
+}

@@ -1,0 +1,60 @@
+package api
+
+// AlterConfigs: versions 0-2. Replaces the whole set of overrides of a
+// topic (Kafka's legacy, non-incremental semantics). Broker configs are
+// static in Skein: changing them needs a restart, so broker resources are
+// refused with a clear message.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
+)
+
+func init() {
+	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs})
+}
+
+func handleAlterConfigs(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, rr := range req.Resources {
+		res := kmsg.NewAlterConfigsResponseResource()
+		res.ResourceType = rr.ResourceType
+		res.ResourceName = rr.ResourceName
+		if rr.ResourceType != resourceTopic {
+			res.ErrorCode = kerr.InvalidRequest.Code
+			res.ErrorMessage = kmsg.StringPtr("only topic configs can be altered; broker configs are static")
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
+		t, ok := s.Backend.Image().Topic(rr.ResourceName)
+		if !ok {
+			res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
+		set := map[string]*string{}
+		for k := range t.Configs {
+			set[k] = nil // legacy AlterConfigs replaces the whole override set
+		}
+		for _, c := range rr.Configs {
+			set[c.Name] = c.Value
+		}
+		err := s.alterTopicConfigs(rr.ResourceName, set, req.ValidateOnly)
+		res.ErrorCode = ErrorCode(err)
+		res.ErrorMessage = ErrorMessage(err)
+		resp.Resources = append(resp.Resources, res)
+	}
+	respond(resp)
+}
+
+func (s *Server) alterTopicConfigs(topic string, set map[string]*string, validateOnly bool) error {
+	recs, err := controller.AlterTopicConfigs(s.Backend.Image(), topic, set, config.ValidateTopicOverrides)
+	if err != nil || validateOnly {
+		return err
+	}
+	return s.Backend.Commit(recs)
+}

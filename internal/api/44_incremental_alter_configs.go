@@ -1,0 +1,94 @@
+package api
+
+// IncrementalAlterConfigs: versions 0-1. SET and DELETE on topic configs;
+// APPEND and SUBTRACT apply to list-valued configs (cleanup.policy).
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs})
+}
+
+// Kafka's IncrementalAlterConfigs operations.
+const (
+	opSet      = 0
+	opDelete   = 1
+	opAppend   = 2
+	opSubtract = 3
+)
+
+func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for _, rr := range req.Resources {
+		res := kmsg.NewIncrementalAlterConfigsResponseResource()
+		res.ResourceType = rr.ResourceType
+		res.ResourceName = rr.ResourceName
+		if rr.ResourceType != resourceTopic {
+			res.ErrorCode = kerr.InvalidRequest.Code
+			res.ErrorMessage = kmsg.StringPtr("only topic configs can be altered; broker configs are static")
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
+		t, ok := s.Backend.Image().Topic(rr.ResourceName)
+		if !ok {
+			res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
+		set := map[string]*string{}
+		var bad *kerr.Error
+		for _, c := range rr.Configs {
+			switch c.Op {
+			case opSet:
+				set[c.Name] = c.Value
+			case opDelete:
+				set[c.Name] = nil
+			case opAppend, opSubtract:
+				cur := splitList(t.Configs[c.Name])
+				var arg []string
+				if c.Value != nil {
+					arg = splitList(*c.Value)
+				}
+				for _, v := range arg {
+					i := slices.Index(cur, v)
+					if c.Op == opAppend && i < 0 {
+						cur = append(cur, v)
+					} else if c.Op == opSubtract && i >= 0 {
+						cur = slices.Delete(cur, i, i+1)
+					}
+				}
+				joined := strings.Join(cur, ",")
+				set[c.Name] = &joined
+			default:
+				bad = kerr.InvalidRequest
+			}
+		}
+		var err error
+		if bad != nil {
+			err = bad
+		} else {
+			err = s.alterTopicConfigs(rr.ResourceName, set, req.ValidateOnly)
+		}
+		res.ErrorCode = ErrorCode(err)
+		res.ErrorMessage = ErrorMessage(err)
+		resp.Resources = append(resp.Resources, res)
+	}
+	respond(resp)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

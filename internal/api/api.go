@@ -1,0 +1,90 @@
+// Package api holds one file per Kafka API key. Each file opens with the
+// versions it serves and registers its handler in the table that
+// ApiVersions is built from, so what we advertise is exactly what we handle.
+//
+// Handlers are thin: they validate the request, call the domain through
+// Backend, and fill in error codes. They never block: a handler that has to
+// wait (acks=all, Fetch long polls) hands a completion callback to the
+// domain and returns.
+package api
+
+import (
+	"log/slog"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Respond delivers the response to a request. It is called exactly once,
+// possibly from another goroutine. A nil response means "send nothing"
+// (acks=0 produce).
+type Respond func(kmsg.Response)
+
+// Request is one decoded request with what a handler needs to know about
+// who sent it.
+type Request struct {
+	Version  int16
+	ClientID string
+	Host     string // the client's address, for logs and group membership
+	Listener string // the listener the request arrived on; Metadata answers with its endpoints
+	Body     kmsg.Request
+}
+
+// Handler serves one API key.
+type Handler func(s *Server, r *Request, respond Respond)
+
+// Spec describes one API key we serve.
+type Spec struct {
+	Key        int16
+	MinVersion int16
+	MaxVersion int16
+	Handle     Handler
+}
+
+// registry is filled by the init functions of the per-key files.
+var registry = map[int16]Spec{}
+
+func register(s Spec) {
+	if _, dup := registry[s.Key]; dup {
+		panic("api: key registered twice: " + kmsg.NameForKey(s.Key))
+	}
+	// Never advertise a version our codec cannot decode.
+	if max := kmsg.RequestForKey(s.Key).MaxVersion(); s.MaxVersion > max {
+		s.MaxVersion = max
+	}
+	registry[s.Key] = s
+}
+
+// Lookup returns the spec for a key.
+func Lookup(key int16) (Spec, bool) {
+	s, ok := registry[key]
+	return s, ok
+}
+
+// Specs lists every served API, sorted by key.
+func Specs() []Spec {
+	out := make([]Spec, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Server dispatches decoded requests to handlers.
+type Server struct {
+	Backend Backend
+	Log     *slog.Logger
+}
+
+// Serve runs the handler for a request whose version was already checked
+// against the registry.
+func (s *Server) Serve(r *Request, respond Respond) {
+	spec, ok := registry[r.Body.Key()]
+	if !ok {
+		// The connection layer rejects unknown keys before decoding; this
+		// is a programming error, not bad input.
+		panic("api: no handler for key " + kmsg.NameForKey(r.Body.Key()))
+	}
+	spec.Handle(s, r, respond)
+}

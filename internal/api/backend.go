@@ -1,0 +1,87 @@
+package api
+
+import (
+	"time"
+
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// Backend is what the handlers need from the broker runtime. The runtime
+// (internal/node) implements it; handlers stay free of goroutines, sockets
+// and files.
+type Backend interface {
+	NodeID() int32
+	Config() *config.Broker
+	// Image is the current immutable metadata image.
+	Image() *metadata.Image
+	// TopicConfig resolves a topic's effective configuration.
+	TopicConfig(t *metadata.Topic) (config.TopicConfig, error)
+	// Commit makes metadata records durable and applies them. The records
+	// were produced by the controller's decision functions against Image().
+	Commit(recs []metadata.Record) error
+	// NewTopicID returns a fresh random topic id.
+	NewTopicID() metadata.TopicID
+	// AllocateProducerID hands out a new idempotent producer id, epoch 0.
+	AllocateProducerID() (int64, error)
+
+	// Produce appends validated batches to a partition led by this broker
+	// and calls done once they are acknowledged as acks requires (never for
+	// acks=0 beyond the append), or failed, or timed out.
+	Produce(req ProduceParams, done func(ProduceResult))
+	// Fetch reads from partitions, waiting up to MaxWait for MinBytes.
+	Fetch(req FetchParams, done func([]FetchResult))
+	// ListOffset resolves a ListOffsets timestamp (-1 latest, -2 earliest,
+	// -3 max timestamp, else by timestamp) for a partition.
+	ListOffset(topic metadata.TopicID, partition int32, timestamp int64) (OffsetResult, error)
+}
+
+// ProduceParams is one partition's share of a Produce request.
+type ProduceParams struct {
+	Topic     metadata.TopicID
+	Partition int32
+	Batches   [][]byte // each validated by batch.Validate
+	Acks      int16
+	Timeout   time.Duration
+}
+
+// ProduceResult answers ProduceParams.
+type ProduceResult struct {
+	Err            error // nil, or an error that ErrorCode maps
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// FetchParams is a whole Fetch request in domain terms.
+type FetchParams struct {
+	ReplicaID  int32 // -1 for consumers
+	MaxWait    time.Duration
+	MinBytes   int32
+	MaxBytes   int32
+	Partitions []FetchPartition
+}
+
+// FetchPartition is one partition to read.
+type FetchPartition struct {
+	Topic              metadata.TopicID
+	Partition          int32
+	Offset             int64
+	MaxBytes           int32
+	CurrentLeaderEpoch int32 // -1 if the client did not send one
+}
+
+// FetchResult answers one FetchPartition, in request order.
+type FetchResult struct {
+	Err            error
+	HighWatermark  int64
+	LogStartOffset int64
+	Records        []byte
+}
+
+// OffsetResult answers ListOffset.
+type OffsetResult struct {
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32
+}

@@ -1,0 +1,454 @@
+// Package node is the broker runtime: listeners, connections, goroutines,
+// timers, group-committed fsyncs, delayed produces and fetches. It is the
+// only package that wires the others together; the decisions it applies
+// come from the pure packages.
+package node
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/producer"
+	"github.com/skein-log/skein/internal/vfs"
+)
+
+// Options are the runtime's seams.
+type Options struct {
+	FS     vfs.FS       // defaults to the OS filesystem
+	Logger *slog.Logger // defaults to slog.Default()
+}
+
+type partKey struct {
+	topic metadata.TopicID
+	index int32
+}
+
+// Broker is one running Skein broker.
+type Broker struct {
+	cfg *config.Broker
+	fs  vfs.FS
+	log *slog.Logger
+	api *api.Server
+
+	flusher *flusher
+	meta    *metaStore
+	image   atomic.Pointer[metadata.Image]
+	// commitMu serialises metadata changes: decide against the current
+	// image, persist, apply, in one critical section.
+	commitMu sync.Mutex
+
+	pidMu sync.Mutex
+	pids  *producer.IDAllocator
+
+	partsMu sync.RWMutex
+	parts   map[partKey]*partition
+
+	lnMu      sync.Mutex
+	listeners map[string]net.Listener
+	conns     map[net.Conn]struct{}
+	connWG    sync.WaitGroup
+
+	stop     chan struct{}
+	bgWG     sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New prepares a broker from its configuration; Start opens the logs and
+// starts serving.
+func New(cfg *config.Broker, opts Options) *Broker {
+	if opts.FS == nil {
+		opts.FS = vfs.OS{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	b := &Broker{
+		cfg:       cfg,
+		fs:        opts.FS,
+		log:       opts.Logger.With("node", cfg.NodeID),
+		parts:     map[partKey]*partition{},
+		listeners: map[string]net.Listener{},
+		conns:     map[net.Conn]struct{}{},
+		stop:      make(chan struct{}),
+	}
+	b.api = &api.Server{Backend: backend{b}, Log: b.log}
+	return b
+}
+
+// Start recovers the logs, registers the broker and opens the listeners.
+func (b *Broker) Start() error {
+	if len(b.cfg.LogDirs) == 0 {
+		return errors.New("no log.dirs configured")
+	}
+	for _, d := range b.cfg.LogDirs {
+		if err := b.fs.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create log dir %s: %w", d, err)
+		}
+	}
+	clusterID, err := b.loadOrCreateMetaProperties()
+	if err != nil {
+		return err
+	}
+	meta, recs, err := openMetaStore(b.fs, filepath.Join(b.cfg.LogDirs[0], metadataDirName), b.log)
+	if err != nil {
+		return err
+	}
+	b.meta = meta
+	im, err := metadata.Empty(clusterID).Apply(recs...)
+	if err != nil {
+		return fmt.Errorf("replay metadata: %w", err)
+	}
+	b.image.Store(im)
+	if b.pids, err = producer.NewIDAllocator(im.NextProducerID(), producer.DefaultIDBlockSize); err != nil {
+		return err
+	}
+	b.flusher = newFlusher()
+
+	if err := b.listen(); err != nil {
+		b.shutdownStorage()
+		return err
+	}
+	if err := b.register(); err != nil {
+		b.closeListeners()
+		b.shutdownStorage()
+		return err
+	}
+	if err := b.reconcilePartitions(); err != nil {
+		b.closeListeners()
+		b.shutdownStorage()
+		return err
+	}
+	if err := b.removeStrayPartitionDirs(); err != nil {
+		b.log.Warn("could not remove stray partition directories", "err", err)
+	}
+	b.startMaintenance()
+	for name, ln := range b.listeners {
+		go b.accept(name, ln)
+	}
+	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
+	return nil
+}
+
+// Addr is the bound address of a listener (useful with port 0).
+func (b *Broker) Addr(listener string) string {
+	b.lnMu.Lock()
+	defer b.lnMu.Unlock()
+	if ln, ok := b.listeners[listener]; ok {
+		return ln.Addr().String()
+	}
+	return ""
+}
+
+// Close stops serving and closes every log cleanly.
+func (b *Broker) Close() error {
+	var err error
+	b.stopOnce.Do(func() {
+		close(b.stop)
+		b.closeListeners()
+		b.connWG.Wait()
+		b.bgWG.Wait()
+		err = b.shutdownStorage()
+		b.log.Info("broker stopped")
+	})
+	return err
+}
+
+func (b *Broker) shutdownStorage() error {
+	var errs []error
+	b.partsMu.Lock()
+	parts := b.parts
+	b.parts = map[partKey]*partition{}
+	b.partsMu.Unlock()
+	if b.flusher != nil {
+		b.flusher.stop()
+	}
+	for _, p := range parts {
+		if err := p.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", p.name(), err))
+		}
+	}
+	if b.meta != nil {
+		if err := b.meta.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close metadata log: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadOrCreateMetaProperties checks every log dir's meta.properties
+// against this broker's node id and returns the cluster id, creating the
+// files on first start.
+func (b *Broker) loadOrCreateMetaProperties() (string, error) {
+	clusterID := b.cfg.ClusterID
+	for _, dir := range b.cfg.LogDirs {
+		path := filepath.Join(dir, "meta.properties")
+		data, err := vfs.ReadFile(b.fs, path)
+		if err != nil {
+			continue
+		}
+		props := parseSimpleProperties(string(data))
+		if id := props["node.id"]; id != strconv.Itoa(int(b.cfg.NodeID)) {
+			return "", fmt.Errorf("%s belongs to node.id %s, this broker is node.id %d", path, id, b.cfg.NodeID)
+		}
+		stored := props["cluster.id"]
+		if clusterID != "" && stored != "" && stored != clusterID {
+			return "", fmt.Errorf("%s belongs to cluster %s, configured cluster.id is %s", path, stored, clusterID)
+		}
+		if stored != "" {
+			clusterID = stored
+		}
+	}
+	if clusterID == "" {
+		var id metadata.TopicID
+		rand.Read(id[:])
+		clusterID = id.String()
+	}
+	content := fmt.Sprintf("# written by skein; do not edit\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, b.cfg.NodeID)
+	for _, dir := range b.cfg.LogDirs {
+		if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, "meta.properties"), []byte(content)); err != nil {
+			return "", fmt.Errorf("write meta.properties in %s: %w", dir, err)
+		}
+	}
+	return clusterID, nil
+}
+
+// register records this broker and its endpoints in the metadata log when
+// they differ from what is there.
+func (b *Broker) register() error {
+	var eps []metadata.Endpoint
+	for _, l := range b.advertised() {
+		eps = append(eps, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	want := metadata.Broker{ID: b.cfg.NodeID, Rack: b.cfg.Rack, Endpoints: eps}
+	if cur, ok := b.Image().Broker(b.cfg.NodeID); ok && sameRegistration(cur, &want) {
+		return nil
+	}
+	if cur, ok := b.Image().Broker(b.cfg.NodeID); ok {
+		want.Epoch = cur.Epoch + 1
+	}
+	return b.commit([]metadata.Record{metadata.RegisterBroker{Broker: want}})
+}
+
+func sameRegistration(a, b *metadata.Broker) bool {
+	if a.Rack != b.Rack || a.Fenced || len(a.Endpoints) != len(b.Endpoints) {
+		return false
+	}
+	for i := range a.Endpoints {
+		if a.Endpoints[i] != b.Endpoints[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// advertised is what clients are told to connect to: advertised.listeners,
+// else the listeners with their bound ports (port 0 resolved).
+func (b *Broker) advertised() []config.Listener {
+	out := make([]config.Listener, 0, len(b.cfg.Listeners))
+	adv := map[string]config.Listener{}
+	for _, l := range b.cfg.AdvertisedListeners {
+		adv[l.Name] = l
+	}
+	for _, l := range b.cfg.Listeners {
+		if b.isControllerListener(l.Name) {
+			continue
+		}
+		if a, ok := adv[l.Name]; ok {
+			l = a
+		}
+		// Fill in what the bound socket knows: the port chosen for port 0,
+		// and a concrete host for a wildcard bind.
+		if addr := b.Addr(l.Name); addr != "" && (l.Port == 0 || isWildcardHost(l.Host)) {
+			host, port, err := net.SplitHostPort(addr)
+			if err == nil {
+				if l.Port == 0 {
+					l.Port, _ = strconv.Atoi(port)
+				}
+				if isWildcardHost(l.Host) {
+					l.Host = host
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func isWildcardHost(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+
+func (b *Broker) isControllerListener(name string) bool {
+	for _, n := range b.cfg.ControllerListenerNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Image is the current metadata image.
+func (b *Broker) Image() *metadata.Image { return b.image.Load() }
+
+// commit persists records, applies them and brings the partitions in line.
+func (b *Broker) commit(recs []metadata.Record) error {
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
+	next, err := b.Image().Apply(recs...)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+	}
+	if err := b.meta.append(recs); err != nil {
+		b.log.Error("metadata commit failed", "err", err)
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	b.image.Store(next)
+	return b.reconcilePartitions()
+}
+
+func newTopicID() metadata.TopicID {
+	for {
+		var id metadata.TopicID
+		rand.Read(id[:])
+		if !id.IsZero() {
+			return id
+		}
+	}
+}
+
+func (b *Broker) allocateProducerID() (int64, error) {
+	b.pidMu.Lock()
+	defer b.pidMu.Unlock()
+	if id, ok := b.pids.Next(); ok {
+		return id, nil
+	}
+	blk, err := b.pids.NextBlock()
+	if err != nil {
+		return 0, err
+	}
+	// The reservation is durable before any of its ids is handed out, so a
+	// restart never reuses an id.
+	if err := b.commit([]metadata.Record{metadata.AllocateProducerIDs{NextID: blk.End}}); err != nil {
+		return 0, err
+	}
+	if err := b.pids.Grant(blk); err != nil {
+		return 0, err
+	}
+	id, _ := b.pids.Next()
+	return id, nil
+}
+
+func (b *Broker) topicConfig(t *metadata.Topic) (config.TopicConfig, error) {
+	return config.ResolveTopic(b.cfg, t.Configs)
+}
+
+// partition returns the local partition if this broker leads it.
+func (b *Broker) partition(id metadata.TopicID, index int32) *partition {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	return b.parts[partKey{id, index}]
+}
+
+// partitionError explains why a partition is not served here.
+func (b *Broker) partitionError(id metadata.TopicID, index int32) error {
+	t, ok := b.Image().TopicByID(id)
+	if !ok || index < 0 || int(index) >= len(t.Partitions) {
+		return kerr.UnknownTopicOrPartition
+	}
+	return kerr.NotLeaderForPartition
+}
+
+func (b *Broker) describeListeners() []string {
+	var out []string
+	for _, l := range b.advertised() {
+		out = append(out, l.String())
+	}
+	return out
+}
+
+func parseSimpleProperties(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range splitLines(s) {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		for i := 0; i < len(line); i++ {
+			if line[i] == '=' {
+				out[line[:i]] = line[i+1:]
+				break
+			}
+		}
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// startMaintenance runs retention, time-based rolls and producer-state
+// expiry on a ticker.
+func (b *Broker) startMaintenance() {
+	interval := b.cfg.LogRetentionCheckInterval
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	b.bgWG.Add(1)
+	go func() {
+		defer b.bgWG.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.stop:
+				return
+			case now := <-t.C:
+				b.maintain(now)
+			}
+		}
+	}()
+}
+
+func (b *Broker) maintain(now time.Time) {
+	b.partsMu.RLock()
+	parts := make([]*partition, 0, len(b.parts))
+	for _, p := range b.parts {
+		parts = append(parts, p)
+	}
+	b.partsMu.RUnlock()
+	for _, p := range parts {
+		if err := p.log.MaybeRoll(now.UnixMilli()); err != nil {
+			b.log.Warn("segment roll failed", "partition", p.name(), "err", err)
+		}
+		if n, err := p.log.EnforceRetention(now.UnixMilli()); err != nil {
+			b.log.Warn("retention failed", "partition", p.name(), "err", err)
+		} else if n > 0 {
+			b.log.Info("retention deleted segments", "partition", p.name(), "segments", n, "log_start_offset", p.log.LogStartOffset())
+		}
+		p.mu.Lock()
+		p.producers.ExpireOlderThan(now.UnixMilli(), b.cfg.ProducerIDExpiration.Milliseconds())
+		p.mu.Unlock()
+	}
+}

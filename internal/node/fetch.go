@@ -1,0 +1,162 @@
+package node
+
+import (
+	"sync"
+	"time"
+
+	"github.com/skein-log/skein/internal/api"
+)
+
+// fetchWaiter is a Fetch long poll. It holds no goroutine while it waits:
+// partitions poke it when their high watermark moves, and a timer fires at
+// max_wait. A poke re-reads in a short-lived goroutine and either answers
+// or goes back to waiting.
+type fetchWaiter struct {
+	b      *Broker
+	params api.FetchParams
+	done   func([]api.FetchResult)
+	parts  []*partition // resolved per request partition; nil if unknown here
+
+	mu       sync.Mutex
+	finished bool
+	reading  bool // a re-read is running
+	again    bool // a poke arrived during the re-read
+	timer    *time.Timer
+}
+
+func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
+	w := &fetchWaiter{b: b, params: params, done: done, parts: make([]*partition, len(params.Partitions))}
+	for i, fp := range params.Partitions {
+		w.parts[i] = b.partition(fp.Topic, fp.Partition)
+	}
+	results, enough := w.read()
+	if enough || params.MaxWait <= 0 {
+		done(results)
+		return
+	}
+	// Lock order is partition.mu before fetchWaiter.mu (pokes come from
+	// under the partition lock), so register without holding w.mu.
+	for _, p := range w.parts {
+		if p != nil {
+			p.addWatcher(w)
+		}
+	}
+	w.mu.Lock()
+	if !w.finished {
+		w.timer = time.AfterFunc(params.MaxWait, w.expire)
+	}
+	w.mu.Unlock()
+	// Data may have arrived between the read and the registration.
+	w.poke()
+}
+
+// read reads every partition within the request's byte budgets. enough is
+// true when the answer should go now: min_bytes reached or an error to
+// report.
+func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
+	results = make([]api.FetchResult, len(w.params.Partitions))
+	budget := int(w.params.MaxBytes)
+	total := 0
+	gotData := false
+	for i, fp := range w.params.Partitions {
+		p := w.parts[i]
+		if p == nil {
+			results[i] = api.FetchResult{Err: w.b.partitionError(fp.Topic, fp.Partition), HighWatermark: -1, LogStartOffset: -1}
+			enough = true
+			continue
+		}
+		limit := min(int(fp.MaxBytes), budget)
+		if limit <= 0 && gotData {
+			results[i] = api.FetchResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: p.log.LogStartOffset()}
+			continue
+		}
+		// The first partition with data returns at least one whole batch
+		// even when it exceeds the limits, so a consumer never stalls on
+		// one large batch.
+		res, err := p.read(fp.Offset, max(limit, 0), !gotData)
+		res.Err = err
+		if err != nil {
+			enough = true
+		}
+		if n := len(res.Records); n > 0 {
+			gotData = true
+			total += n
+			budget -= n
+		}
+		results[i] = res
+	}
+	if total >= int(max(w.params.MinBytes, 1)) {
+		enough = true
+	}
+	return results, enough
+}
+
+// poke is called (under the partition's lock) when new data may be there.
+func (w *fetchWaiter) poke() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.finished {
+		return
+	}
+	if w.reading {
+		w.again = true
+		return
+	}
+	w.reading = true
+	go w.reread()
+}
+
+func (w *fetchWaiter) reread() {
+	for {
+		results, enough := w.read()
+		w.mu.Lock()
+		if w.finished {
+			w.reading = false
+			w.mu.Unlock()
+			return
+		}
+		if enough {
+			w.finishLocked()
+			w.mu.Unlock()
+			w.done(results)
+			return
+		}
+		if !w.again {
+			w.reading = false
+			w.mu.Unlock()
+			return
+		}
+		w.again = false
+		w.mu.Unlock()
+	}
+}
+
+func (w *fetchWaiter) expire() {
+	w.mu.Lock()
+	if w.finished {
+		w.mu.Unlock()
+		return
+	}
+	w.finishLocked()
+	w.mu.Unlock()
+	results, _ := w.read()
+	w.done(results)
+}
+
+// finishLocked marks the waiter answered and unregisters it. The partition
+// locks are taken in a goroutine: finishLocked may run inside a poke, which
+// already holds one of them.
+func (w *fetchWaiter) finishLocked() {
+	w.finished = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	parts := w.parts
+	go func() {
+		for _, p := range parts {
+			if p != nil {
+				p.removeWatcher(w)
+			}
+		}
+	}()
+}

@@ -1,0 +1,97 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+func (b *Broker) listen() error {
+	b.lnMu.Lock()
+	defer b.lnMu.Unlock()
+	for _, l := range b.cfg.Listeners {
+		if b.isControllerListener(l.Name) {
+			continue // the controller quorum listener belongs to the replicated cluster
+		}
+		ln, err := net.Listen("tcp", l.Addr())
+		if err != nil {
+			for _, open := range b.listeners {
+				open.Close()
+			}
+			return fmt.Errorf("listener %s: %w", l.String(), err)
+		}
+		b.listeners[l.Name] = ln
+	}
+	if len(b.listeners) == 0 {
+		return errors.New("no client listener configured in listeners")
+	}
+	return nil
+}
+
+func (b *Broker) closeListeners() {
+	b.lnMu.Lock()
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+	for c := range b.conns {
+		c.Close()
+	}
+	b.lnMu.Unlock()
+}
+
+func (b *Broker) accept(name string, ln net.Listener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and similar: back off briefly
+			// rather than spin.
+			b.log.Warn("accept failed", "listener", name, "err", err)
+			select {
+			case <-b.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		if !b.trackConn(nc) {
+			b.log.Warn("refusing connection: max.connections reached", "remote", nc.RemoteAddr().String())
+			nc.Close()
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+			tc.SetKeepAlive(true)
+		}
+		go func() {
+			defer b.untrackConn(nc)
+			b.serveConn(nc, name)
+		}()
+	}
+}
+
+func (b *Broker) trackConn(nc net.Conn) bool {
+	b.lnMu.Lock()
+	defer b.lnMu.Unlock()
+	select {
+	case <-b.stop:
+		return false
+	default:
+	}
+	if b.cfg.MaxConnections > 0 && len(b.conns) >= b.cfg.MaxConnections {
+		return false
+	}
+	b.conns[nc] = struct{}{}
+	b.connWG.Add(1)
+	return true
+}
+
+func (b *Broker) untrackConn(nc net.Conn) {
+	b.lnMu.Lock()
+	delete(b.conns, nc)
+	b.lnMu.Unlock()
+	b.connWG.Done()
+}

@@ -1,0 +1,177 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/vfs"
+)
+
+// partitionMetadataFile records which topic id a partition directory
+// belongs to, so a directory left behind by a deleted topic is never mixed
+// up with a new topic of the same name.
+const partitionMetadataFile = "partition.metadata"
+
+// reconcilePartitions opens the partitions this broker leads in the
+// current image and closes the ones it no longer leads or that were
+// deleted. Called after every metadata change.
+func (b *Broker) reconcilePartitions() error {
+	im := b.Image()
+	want := map[partKey]struct {
+		t *metadata.Topic
+		p metadata.Partition
+	}{}
+	for _, t := range im.Topics() {
+		for _, p := range t.Partitions {
+			if p.Leader == b.cfg.NodeID {
+				want[partKey{t.ID, p.Index}] = struct {
+					t *metadata.Topic
+					p metadata.Partition
+				}{t, p}
+			}
+		}
+	}
+	var errs []error
+	b.partsMu.Lock()
+	defer b.partsMu.Unlock()
+	for k, p := range b.parts {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		delete(b.parts, k)
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
+		if _, exists := im.TopicByID(k.topic); !exists {
+			if err := b.fs.RemoveAll(p.log.Dir()); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s: %w", p.log.Dir(), err))
+			} else {
+				b.log.Info("deleted partition", "partition", p.name())
+			}
+		}
+	}
+	for k, w := range want {
+		cfg, err := b.topicConfig(w.t)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
+			continue
+		}
+		if p, ok := b.parts[k]; ok {
+			p.setConfig(cfg)
+			continue
+		}
+		dir, err := b.partitionDir(w.t, w.p.Index)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p, err := openPartition(b, w.t, w.p, cfg, dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.parts[k] = p
+	}
+	return errors.Join(errs...)
+}
+
+// partitionDir finds or creates the directory of a partition. A directory
+// of the same name that belongs to another topic id (a deleted topic whose
+// files were not removed) is removed first.
+func (b *Broker) partitionDir(t *metadata.Topic, index int32) (string, error) {
+	name := t.Name + "-" + strconv.Itoa(int(index))
+	for _, root := range b.cfg.LogDirs {
+		dir := filepath.Join(root, name)
+		id, err := b.readPartitionTopicID(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil && id == t.ID {
+			return dir, nil
+		}
+		b.log.Warn("removing partition directory of another topic incarnation", "dir", dir)
+		if err := b.fs.RemoveAll(dir); err != nil {
+			return "", fmt.Errorf("remove stale %s: %w", dir, err)
+		}
+	}
+	dir := filepath.Join(b.leastLoadedLogDir(), name)
+	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	content := "version: 0\ntopic_id: " + t.ID.String() + "\n"
+	if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, partitionMetadataFile), []byte(content)); err != nil {
+		return "", fmt.Errorf("write %s: %w", partitionMetadataFile, err)
+	}
+	if err := b.fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return "", fmt.Errorf("sync %s: %w", filepath.Dir(dir), err)
+	}
+	return dir, nil
+}
+
+func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
+	data, err := vfs.ReadFile(b.fs, filepath.Join(dir, partitionMetadataFile))
+	if err != nil {
+		if _, statErr := b.fs.Stat(dir); errors.Is(statErr, os.ErrNotExist) {
+			return metadata.TopicID{}, os.ErrNotExist
+		}
+		return metadata.TopicID{}, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "topic_id: "); ok {
+			return metadata.ParseTopicID(strings.TrimSpace(v))
+		}
+	}
+	return metadata.TopicID{}, fmt.Errorf("%s has no topic_id", dir)
+}
+
+// leastLoadedLogDir spreads new partitions over log.dirs.
+func (b *Broker) leastLoadedLogDir() string {
+	counts := map[string]int{}
+	for _, p := range b.parts {
+		counts[filepath.Dir(p.log.Dir())]++
+	}
+	best := b.cfg.LogDirs[0]
+	for _, d := range b.cfg.LogDirs[1:] {
+		if counts[d] < counts[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// removeStrayPartitionDirs deletes partition directories whose topic no
+// longer exists (deleted while this broker was down).
+func (b *Broker) removeStrayPartitionDirs() error {
+	im := b.Image()
+	var errs []error
+	for _, root := range b.cfg.LogDirs {
+		entries, err := b.fs.ReadDir(root)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir || e.Name == metadataDirName {
+				continue
+			}
+			dir := filepath.Join(root, e.Name)
+			id, err := b.readPartitionTopicID(dir)
+			if err != nil {
+				continue // not ours, or unreadable: leave it for an operator
+			}
+			if _, ok := im.TopicByID(id); ok {
+				continue
+			}
+			b.log.Info("removing partition directory of a deleted topic", "dir", dir)
+			if err := b.fs.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

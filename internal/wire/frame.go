@@ -1,0 +1,82 @@
+// Package wire reads and writes Kafka protocol frames: the 4-byte size
+// prefix, request and response headers, and the request body decoded with
+// franz-go's kmsg (generated from Kafka's own message definitions).
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxFrameBytes is Kafka's socket.request.max.bytes default (100 MiB).
+const DefaultMaxFrameBytes = 100 << 20
+
+// ErrFrameTooLarge means a size prefix exceeded the configured maximum. The
+// connection must be closed: the rest of the stream cannot be trusted.
+var ErrFrameTooLarge = errors.New("frame exceeds socket.request.max.bytes")
+
+// ErrFrameInvalid means a size prefix was negative or too small to hold a
+// request header.
+var ErrFrameInvalid = errors.New("invalid frame size")
+
+// minRequestBytes is the smallest possible request: key, version,
+// correlation id and a null client id.
+const minRequestBytes = 2 + 2 + 4 + 2
+
+// frameChunkBytes is how much of a frame is allocated before any of its
+// body has arrived. Frames up to this size (almost every request) cost one
+// allocation of exactly their size; larger ones grow as bytes arrive.
+const frameChunkBytes = 64 << 10
+
+// ReadFrame reads one size-prefixed frame. The size is checked against
+// maxBytes before anything is allocated, and the buffer then grows only as
+// body bytes actually arrive (at most doubling what was received). So a peer
+// that announces a maximum-size frame and sends a few bytes holds
+// frameChunkBytes of memory, not maxBytes: without that, max.connections
+// idle peers could pin max.connections × socket.request.max.bytes.
+// The returned slice is freshly allocated, exactly size bytes long, and
+// owned by the caller.
+func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	var prefix [4]byte
+	if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(prefix[:]))
+	if size < minRequestBytes {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameInvalid, size)
+	}
+	if size > maxBytes {
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
+	}
+	buf, err := readGrowing(r, int(size))
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading %d-byte frame: %w", size, err)
+	}
+	return buf, nil
+}
+
+// readGrowing reads exactly size bytes into a buffer that starts at
+// frameChunkBytes and doubles each time it fills, so memory follows the
+// bytes received rather than the size the peer announced. The copies cost
+// at most one extra pass over a large frame.
+func readGrowing(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, min(size, frameChunkBytes))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	for len(buf) < size {
+		have := len(buf)
+		next := make([]byte, min(size, 2*have))
+		copy(next, buf)
+		buf = next
+		if _, err := io.ReadFull(r, buf[have:]); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second command): static checks,
+# unit and end-to-end tests with real clients, and a short run of each fuzz
+# target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_ENABLED=0
+
+echo "== build"
+go build ./...
+echo "== vet"
+go vet ./...
+if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
+	go install honnef.co/go/tools/cmd/staticcheck@2026.2.2
+fi
+echo "== staticcheck"
+"$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" ./...
+echo "== gofmt"
+unformatted=$(gofmt -l cmd internal test 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed on:"; echo "$unformatted"; exit 1
+fi
+
+echo "== fuzz (short)"
+FUZZTIME=${FUZZTIME:-5s}
+# Each fuzz target runs briefly; its seed corpus also runs in 'go test' below.
+for pkg in $(go list ./internal/...); do
+	for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+		echo "-- $pkg $target"
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+	done
+done
+
+echo "== test"
+go test -count=1 -timeout 15m ./...
