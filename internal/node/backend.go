@@ -18,16 +18,18 @@ type backend struct{ b *Broker }
 
 var _ api.Backend = backend{}
 
-func (x backend) NodeID() int32                 { return x.b.cfg.NodeID }
-func (x backend) Config() *config.Broker        { return x.b.cfg }
-func (x backend) Image() *metadata.Image        { return x.b.Image() }
+func (x backend) NodeID() int32                    { return x.b.cfg.NodeID }
+func (x backend) Config() *config.Broker           { return x.b.cfg }
+func (x backend) Image() *metadata.Image           { return x.b.Image() }
 func (x backend) Commit(r []metadata.Record) error { return x.b.commit(r) }
-func (x backend) NewTopicID() metadata.TopicID  { return newTopicID() }
+func (x backend) NewTopicID() metadata.TopicID     { return newTopicID() }
 func (x backend) AllocateProducerID() (int64, error) {
 	return x.b.allocateProducerID()
 }
 
-func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) { return x.b.topicConfig(t) }
+func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
+	return x.b.topicConfig(t)
+}
 
 func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	p := x.b.partition(req.Topic, req.Partition)

@@ -25,13 +25,13 @@ const writeBufferBytes = 64 << 10
 // slot holds one request's response until it is its turn to be written:
 // Kafka requires answers in request order on a connection.
 type slot struct {
-	hdr  wire.RequestHeader
+	hdr wire.RequestHeader
 	// version is the version the response is encoded in: the request's,
 	// except for an unsupported ApiVersions, answered in v0.
 	version int16
-	done chan struct{}
-	resp kmsg.Response // nil: send nothing (acks=0)
-	once sync.Once
+	done    chan struct{}
+	resp    kmsg.Response // nil: send nothing (acks=0)
+	once    sync.Once
 }
 
 func (s *slot) respond(resp kmsg.Response) {
