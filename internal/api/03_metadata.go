@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 3, MinVersion: 0, MaxVersion: 12, Handle: handleMetadata})
+	register(Spec{Key: 3, MinVersion: 0, MaxVersion: 12, Handle: handleMetadata, Blocking: true})
 }
 
 // authorizedOperationsOmitted is Kafka's INT32_MIN sentinel for "not asked".

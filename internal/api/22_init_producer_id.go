@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 22, MinVersion: 0, MaxVersion: 4, Handle: handleInitProducerID})
+	register(Spec{Key: 22, MinVersion: 0, MaxVersion: 4, Handle: handleInitProducerID, Blocking: true})
 }
 
 func handleInitProducerID(s *Server, r *Request, respond Respond) {

@@ -39,6 +39,10 @@ type Spec struct {
 	MinVersion int16
 	MaxVersion int16
 	Handle     Handler
+	// Blocking marks handlers that wait for a metadata commit (admin
+	// requests). The connection runs them on their own goroutine so the
+	// reader keeps reading; answers still go out in request order.
+	Blocking bool
 }
 
 // registry is filled by the init functions of the per-key files.

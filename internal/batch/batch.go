@@ -227,3 +227,14 @@ func SetLeaderEpoch(b []byte, epoch int32) {
 
 // CRC computes the CRC-32C a batch should carry.
 func CRC(b []byte) uint32 { return crc32.Checksum(b[crcCoveredFromOff:], castagnoli) }
+
+// SetLogAppendTime stamps a batch with the broker's append time, as topics
+// with message.timestamp.type=LogAppendTime require: the timestamp-type bit
+// is set and the max timestamp replaced. Both lie inside the CRC, so the CRC
+// is recomputed; consumers then read every record's timestamp as ts.
+func SetLogAppendTime(b []byte, ts int64) {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:]) | TimestampTypeBit
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(b[offCRC:], CRC(b))
+}

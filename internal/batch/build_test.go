@@ -35,3 +35,15 @@ func TestBuildProducesValidBatch(t *testing.T) {
 		t.Fatalf("%d bytes left after the records", len(rest))
 	}
 }
+
+func TestSetLogAppendTimeKeepsBatchValid(t *testing.T) {
+	b := Build([][]byte{[]byte("x"), []byte("y")}, 100)
+	SetLogAppendTime(b, 999)
+	h, err := Validate(b)
+	if err != nil {
+		t.Fatalf("Validate after stamping: %v", err)
+	}
+	if h.MaxTimestamp != 999 || h.Attributes&TimestampTypeBit == 0 || h.BaseTimestamp != 100 {
+		t.Fatalf("unexpected header after stamping: %+v", h)
+	}
+}

@@ -131,6 +131,10 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 	}
 	c.queue <- s
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener, Body: body}
+	if spec.Blocking {
+		go c.serve(req, s)
+		return true
+	}
 	return c.serve(req, s)
 }
 
@@ -142,6 +146,8 @@ func (c *conn) serve(req *api.Request, s *slot) (keepOpen bool) {
 			c.b.log.Error("handler panic; closing connection", "api", kmsg.NameForKey(req.Body.Key()),
 				"panic", r, "stack", string(debug.Stack()))
 			keepOpen = false
+			c.nc.Close() // a handler on its own goroutine cannot return false to the reader
+			s.respond(nil)
 		}
 	}()
 	c.b.api.Serve(req, s.respond)

@@ -153,6 +153,10 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 			target = max(target, dec.Original.LastOffset+1)
 			continue
 		}
+		if p.cfg.MessageTimestampType == "LogAppendTime" {
+			batch.SetLogAppendTime(b, now.UnixMilli())
+			res.LogAppendTime = now.UnixMilli()
+		}
 		ar, err := p.log.Append(b, p.leaderEpoch, now.UnixMilli())
 		if err != nil {
 			p.mu.Unlock()
