@@ -34,6 +34,9 @@ type Backend interface {
 	// ListOffset resolves a ListOffsets timestamp (-1 latest, -2 earliest,
 	// -3 max timestamp, else by timestamp) for a partition.
 	ListOffset(topic metadata.TopicID, partition int32, timestamp int64) (OffsetResult, error)
+	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
+	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
+	EpochEndOffset(topic metadata.TopicID, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error)
 }
 
 // ProduceParams is one partition's share of a Produce request.

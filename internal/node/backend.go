@@ -118,3 +118,15 @@ func (x backend) offsetForTimestamp(p *partition, ts, hw int64, epoch int32) (ap
 }
 
 var errStopScan = errors.New("stop")
+
+func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {
+	p := x.b.partition(id, index)
+	if p == nil {
+		return -1, -1, x.b.partitionError(id, index)
+	}
+	if err := p.checkLeaderEpoch(current); err != nil {
+		return -1, -1, err
+	}
+	epoch, end := p.log.Epochs().EndOffsetFor(requested, p.log.LogEndOffset())
+	return epoch, end, nil
+}

@@ -73,6 +73,11 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 		// The first partition with data returns at least one whole batch
 		// even when it exceeds the limits, so a consumer never stalls on
 		// one large batch.
+		if err := p.checkLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
+			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
+			enough = true
+			continue
+		}
 		res, err := p.read(fp.Offset, max(limit, 0), !gotData)
 		res.Err = err
 		if err != nil {

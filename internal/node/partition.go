@@ -314,6 +314,25 @@ func (p *partition) read(offset int64, maxBytes int, minOneBatch bool) (api.Fetc
 	return res, nil
 }
 
+// checkLeaderEpoch fences requests by the caller's view of the leader
+// epoch (KIP-320): an older epoch means the caller missed a leader change,
+// a newer one that this broker has not learnt of it yet. -1 skips the check.
+func (p *partition) checkLeaderEpoch(current int32) error {
+	if current < 0 {
+		return nil
+	}
+	p.mu.Lock()
+	epoch := p.leaderEpoch
+	p.mu.Unlock()
+	switch {
+	case current < epoch:
+		return kerr.FencedLeaderEpoch
+	case current > epoch:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}
+
 func (p *partition) addWatcher(w *fetchWaiter) {
 	p.mu.Lock()
 	p.watchers[w] = struct{}{}
