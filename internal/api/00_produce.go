@@ -62,6 +62,7 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 			respond(nil)
 			return
 		}
+		addProduceLeaderHints(s, r, req, resp)
 		respond(resp)
 	}
 

@@ -13,8 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
@@ -99,6 +97,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			sp.LogStartOffset = res.LogStartOffset
 			sp.RecordBatches = res.Records
 		}
+		addFetchLeaderHints(s, r, req, resp)
 		respond(resp)
 	})
 }
@@ -119,5 +118,3 @@ func clampDuration(d, lo, hi time.Duration) time.Duration {
 	}
 	return d
 }
-
-var _ = metadata.TopicID{}
