@@ -1,0 +1,213 @@
+package replication
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// neverCaughtUp marks a follower the leader has not seen caught up in this
+// leader epoch. Comparisons are written as lastCaughtUpMs >= nowMs-lag so
+// the sentinel never takes part in a subtraction.
+const neverCaughtUp = math.MinInt64
+
+// unknownOffset is a follower position the leader has not heard yet (Kafka's
+// UnifiedLog.UnknownOffset). It is below every real offset, so an ISR member
+// the leader has not heard from holds the HW where it is.
+const unknownOffset = -1
+
+// Leader is the replication state of one partition this broker leads, for
+// one leader epoch. It is not safe for concurrent use: the node calls it
+// under the partition lock.
+type Leader struct {
+	cfg   Config
+	state State      // as committed in metadata
+	pend  *ISRChange // the one proposal in flight, if any
+
+	logEnd     int64
+	durableEnd int64
+	hw         int64
+	epochStart int64
+
+	// followers holds every replica except this broker, by id.
+	followers map[int32]*follower
+}
+
+// follower is what the leader knows of one follower (Kafka's ReplicaState).
+type follower struct {
+	// offset is the durable end the follower reported in its last fetch.
+	offset int64
+	// lastFetchMs and lastFetchLogEnd are the time of the last fetch and the
+	// leader's log end offset at that time.
+	lastFetchMs     int64
+	lastFetchLogEnd int64
+	// lastCaughtUpMs is the last time the follower was known to hold
+	// everything the leader had.
+	lastCaughtUpMs int64
+}
+
+// NewLeader starts leading a partition at nowMs. Follower positions are
+// unknown until they fetch, so the HW stays at log.HighWatermark until every
+// ISR member has reported; ISR followers count as caught up now so they are
+// not removed before they had a chance to fetch (Kafka's resetReplicaState).
+func NewLeader(cfg Config, st State, log LocalLog, nowMs int64) (*Leader, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new leader: config: %w", err)
+	}
+	if err := st.validate(cfg.LocalID); err != nil {
+		return nil, fmt.Errorf("new leader: partition state: %w", err)
+	}
+	if err := log.validate(); err != nil {
+		return nil, fmt.Errorf("new leader: local log: %w", err)
+	}
+	l := &Leader{
+		cfg:        cfg,
+		state:      st.clone(),
+		logEnd:     log.LogEndOffset,
+		durableEnd: log.DurableEnd,
+		hw:         log.HighWatermark,
+		epochStart: log.EpochStartOffset,
+		followers:  make(map[int32]*follower, len(st.Replicas)),
+	}
+	for _, id := range st.Replicas {
+		if id == cfg.LocalID {
+			continue
+		}
+		f := newFollower()
+		if slices.Contains(st.ISR, id) {
+			f.lastCaughtUpMs = nowMs
+		}
+		l.followers[id] = f
+	}
+	// A single-member ISR needs nobody else: the HW is the local durable end.
+	l.maybeAdvanceHW()
+	return l, nil
+}
+
+func newFollower() *follower {
+	return &follower{offset: unknownOffset, lastFetchLogEnd: unknownOffset, lastCaughtUpMs: neverCaughtUp}
+}
+
+// OnLocalAppend records that the leader's log now ends at logEnd.
+func (l *Leader) OnLocalAppend(logEnd int64) error {
+	if logEnd < l.logEnd {
+		return fmt.Errorf("leader log end moved back from %d to %d", l.logEnd, logEnd)
+	}
+	l.logEnd = logEnd
+	return nil
+}
+
+// OnLocalDurable records that the leader's log is durable up to durableEnd
+// (a group-committed fsync finished; with write.caching=true, the node calls
+// it with the log end offset after each append). Fsyncs may finish out of
+// order, so an older durable end is ignored. It reports whether the HW moved.
+func (l *Leader) OnLocalDurable(durableEnd int64) (hwAdvanced bool, err error) {
+	if durableEnd > l.logEnd {
+		return false, fmt.Errorf("durable end %d is past the log end %d", durableEnd, l.logEnd)
+	}
+	if durableEnd <= l.durableEnd {
+		return false, nil
+	}
+	l.durableEnd = durableEnd
+	return l.maybeAdvanceHW(), nil
+}
+
+// OnFollowerFetch records a fetch from follower id at nowMs. fetchOffset is
+// the offset in the Fetch request, which is the follower's durable end. It
+// reports whether the HW moved. A fetch from a broker that is not a replica
+// gets NOT_LEADER_OR_FOLLOWER and one past the leader's log end
+// OFFSET_OUT_OF_RANGE, as in Kafka; neither changes any state.
+//
+// After it the node should call Tick: a follower that caught up may now join
+// the ISR (Kafka expands on the fetch path).
+func (l *Leader) OnFollowerFetch(id int32, fetchOffset int64, nowMs int64) (hwAdvanced bool, err error) {
+	f, ok := l.followers[id]
+	if !ok {
+		return false, fmt.Errorf("fetch from broker %d, not a follower of replicas %v: %w", id, l.state.Replicas, kerr.NotLeaderForPartition)
+	}
+	if fetchOffset < 0 || fetchOffset > l.logEnd {
+		return false, fmt.Errorf("follower %d fetch offset %d is outside 0..%d: %w", id, fetchOffset, l.logEnd, kerr.OffsetOutOfRange)
+	}
+	// Kafka's ReplicaState.updateFetchState: caught up now when the follower
+	// has everything the leader has; caught up as of its previous fetch when
+	// it has everything the leader had then. The second rule keeps a follower
+	// under steady load (always one fetch behind) in the ISR.
+	switch {
+	case fetchOffset >= l.logEnd:
+		f.lastCaughtUpMs = max(f.lastCaughtUpMs, nowMs)
+	case f.lastFetchLogEnd != unknownOffset && fetchOffset >= f.lastFetchLogEnd:
+		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
+	}
+	f.offset = fetchOffset
+	f.lastFetchMs = nowMs
+	f.lastFetchLogEnd = l.logEnd
+	return l.maybeAdvanceHW(), nil
+}
+
+// HighWatermark is the offset below which records are committed: durable on
+// every member of the maximal ISR. Consumers read only below it.
+func (l *Leader) HighWatermark() int64 { return l.hw }
+
+// ISR returns the committed in-sync replica set.
+func (l *Leader) ISR() []int32 { return slices.Clone(l.state.ISR) }
+
+// State returns the committed partition state the leader works from.
+func (l *Leader) State() State { return l.state.clone() }
+
+// maybeAdvanceHW moves the HW to the minimum durable end over the maximal
+// ISR if that is higher (Kafka's maybeIncrementLeaderHW) and reports whether
+// it moved. The HW never goes back: consumers may already have read below it.
+func (l *Leader) maybeAdvanceHW() bool {
+	if l.cfg.FreezeHighWatermarkUnderMinISR && len(l.state.ISR) < l.effectiveMinISR() {
+		return false // KIP-966: see Config.FreezeHighWatermarkUnderMinISR
+	}
+	candidate := l.durableEnd
+	l.forEachMaximalISR(func(id int32) {
+		if f, ok := l.followers[id]; ok && f.offset < candidate {
+			candidate = f.offset
+		}
+	})
+	if candidate <= l.hw {
+		return false
+	}
+	l.hw = candidate
+	return true
+}
+
+// forEachMaximalISR calls fn for every member of the committed ISR and of
+// the pending proposal (a member of both is visited twice). This union is
+// Kafka's "maximal ISR" (KIP-497): a proposed addition counts at once, a
+// proposed removal only once the controller has committed it.
+func (l *Leader) forEachMaximalISR(fn func(id int32)) {
+	for _, id := range l.state.ISR {
+		fn(id)
+	}
+	if l.pend != nil {
+		for _, id := range l.pend.NewISR {
+			fn(id)
+		}
+	}
+}
+
+// maximalISR returns the maximal ISR without duplicates, committed members
+// first.
+func (l *Leader) maximalISR() []int32 {
+	out := slices.Clone(l.state.ISR)
+	if l.pend != nil {
+		for _, id := range l.pend.NewISR {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// effectiveMinISR caps min.insync.replicas at the replication factor, as
+// Kafka's Partition.effectiveMinIsr does: a topic whose setting exceeds its
+// replica count still accepts acks=all once every replica is in sync.
+func (l *Leader) effectiveMinISR() int {
+	return min(int(l.cfg.MinInsyncReplicas), len(l.state.Replicas))
+}
