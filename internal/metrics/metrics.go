@@ -1,0 +1,208 @@
+package metrics
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// namespace prefixes every metric name.
+const namespace = "skein"
+
+// DefaultMaxTopics bounds how many topics get their own series in the
+// per-topic metrics. A scrape must stay small enough to be useful; traffic of
+// topics beyond the cap is added to the OtherTopics series instead.
+const DefaultMaxTopics = 10_000
+
+// requestDurationBuckets span a sub-millisecond metadata call to a fetch
+// long poll (30 s maximum wait) or a slow acks=all produce.
+var requestDurationBuckets = []float64{
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+}
+
+// fsyncDurationBuckets span a battery-backed controller (tens of
+// microseconds) to a disk that is failing (seconds).
+var fsyncDurationBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+}
+
+// Options tunes a Metrics. The zero value gives the defaults.
+type Options struct {
+	// MaxTopics caps the topics with their own per-topic series
+	// (0: DefaultMaxTopics).
+	MaxTopics int
+}
+
+// Metrics is one broker's set of metrics, registered on that broker's
+// registry. A nil *Metrics is valid and records nothing.
+type Metrics struct {
+	reg prometheus.Registerer
+
+	requests        *prometheus.CounterVec   // api, error
+	requestDuration *prometheus.HistogramVec // api
+	fsyncDuration   prometheus.Histogram
+
+	isrShrinks       prometheus.Counter
+	isrExpands       prometheus.Counter
+	leaderElections  prometheus.Counter
+	uncleanElections prometheus.Counter
+
+	replicationBytesIn  prometheus.Counter
+	replicationBytesOut prometheus.Counter
+
+	connections *prometheus.GaugeVec // listener
+
+	topics *topicTable
+}
+
+// NewRegistry returns a registry for one broker, already holding the Go
+// runtime (go_*) and process (process_*: CPU, memory, open files)
+// collectors that operators expect next to the broker's own metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister( // cannot fail: a fresh registry, two distinct collectors
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// New creates a broker's metrics and registers them on reg. It fails if reg
+// already holds metrics of the same names (one Metrics per registry).
+func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
+	if opts.MaxTopics <= 0 {
+		opts.MaxTopics = DefaultMaxTopics
+	}
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "requests_total",
+			Help: "Requests answered, by API (Fetch split into FetchConsumer and FetchFollower) and the first error code of the answer (NONE on success).",
+		}, []string{"api", "error"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "request_duration_seconds",
+			Help:    "Time from a decoded request to its answer, by API (Fetch split into FetchConsumer and FetchFollower).",
+			Buckets: requestDurationBuckets,
+		}, []string{"api"}),
+		fsyncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "fsync_duration_seconds",
+			Help:    "Duration of partition log fsyncs (one fsync covers every batch appended before it started).",
+			Buckets: fsyncDurationBuckets,
+		}),
+		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "isr_shrinks_total",
+			Help: "Replicas removed from the in-sync replica set of partitions this broker leads.",
+		}),
+		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "isr_expands_total",
+			Help: "Replicas added back to the in-sync replica set of partitions this broker leads.",
+		}),
+		leaderElections: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "leader_elections_total",
+			Help: "Partition leader elections decided by this broker while it was the active controller, clean and unclean.",
+		}),
+		uncleanElections: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "unclean_leader_elections_total",
+			Help: "Leader elections that chose a replica outside the in-sync set (possible data loss).",
+		}),
+		replicationBytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "replication_bytes_in_total",
+			Help: "Record bytes this broker fetched from leaders as a follower.",
+		}),
+		replicationBytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "replication_bytes_out_total",
+			Help: "Record bytes this broker sent to followers as a leader.",
+		}),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "connections",
+			Help: "Open client connections, by listener.",
+		}, []string{"listener"}),
+		topics: newTopicTable(opts.MaxTopics),
+	}
+	collectors := []prometheus.Collector{
+		m.requests, m.requestDuration, m.fsyncDuration,
+		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
+		m.replicationBytesIn, m.replicationBytesOut, m.connections,
+	}
+	collectors = append(collectors, m.topics.collectors()...)
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering broker metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// ObserveFsync records one partition log fsync.
+func (m *Metrics) ObserveFsync(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.fsyncDuration.Observe(d.Seconds())
+}
+
+// IncISRShrink counts a replica leaving the ISR of a partition this broker leads.
+func (m *Metrics) IncISRShrink() {
+	if m == nil {
+		return
+	}
+	m.isrShrinks.Inc()
+}
+
+// IncISRExpand counts a replica rejoining the ISR of a partition this broker leads.
+func (m *Metrics) IncISRExpand() {
+	if m == nil {
+		return
+	}
+	m.isrExpands.Inc()
+}
+
+// IncLeaderElection counts one partition leader election decided by the
+// active controller; unclean ones are counted in both series, as in Kafka.
+func (m *Metrics) IncLeaderElection(unclean bool) {
+	if m == nil {
+		return
+	}
+	m.leaderElections.Inc()
+	if unclean {
+		m.uncleanElections.Inc()
+	}
+}
+
+// AddReplicationBytesIn counts record bytes fetched from a leader.
+func (m *Metrics) AddReplicationBytesIn(bytes int64) {
+	if m == nil || bytes <= 0 {
+		return
+	}
+	m.replicationBytesIn.Add(float64(bytes))
+}
+
+// AddReplicationBytesOut counts record bytes sent to a follower.
+func (m *Metrics) AddReplicationBytesOut(bytes int64) {
+	if m == nil || bytes <= 0 {
+		return
+	}
+	m.replicationBytesOut.Add(float64(bytes))
+}
+
+// ConnectionOpened counts an accepted connection on a listener.
+func (m *Metrics) ConnectionOpened(listener string) {
+	if m == nil {
+		return
+	}
+	if g, err := m.connections.GetMetricWithLabelValues(listener); err == nil {
+		g.Inc()
+	}
+}
+
+// ConnectionClosed counts a closed connection on a listener.
+func (m *Metrics) ConnectionClosed(listener string) {
+	if m == nil {
+		return
+	}
+	if g, err := m.connections.GetMetricWithLabelValues(listener); err == nil {
+		g.Dec()
+	}
+}
