@@ -1,0 +1,397 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Errors of Node.
+var (
+	// ErrStopped: the node was stopped (or failed) before the proposal
+	// resolved.
+	ErrStopped = errors.New("quorum node stopped")
+	// ErrProposalDropped: the entry can no longer commit (another leader's
+	// entries replaced it). Retrying is safe.
+	ErrProposalDropped = errors.New("quorum proposal dropped")
+	// ErrOutcomeUnknown: a snapshot replaced the log around the entry, so
+	// whether it committed is unknown; the caller re-reads the state.
+	ErrOutcomeUnknown = errors.New("quorum proposal outcome unknown")
+	// ErrBusy: too many proposals or inbound messages are queued.
+	ErrBusy = errors.New("quorum node busy")
+)
+
+// Node runs a Core on its own goroutine with a ticker, a Transport,
+// inbound messages and proposals. All methods are safe for concurrent use.
+type Node struct {
+	cfg       NodeConfig
+	logger    *slog.Logger
+	core      *Core
+	transport Transport
+	tag       uint64 // incarnation: tags this process's proposals
+
+	inbound   chan *raftpb.Message
+	proposals chan proposal
+	reports   chan report
+
+	leader atomic.Int32 // node id of the known leader, -1 if none
+	isLead atomic.Bool
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	err      error // why the loop ended; read after done
+
+	// Owned by the loop goroutine.
+	seq         uint64
+	waiters     map[uint64]*waiter // by proposal sequence number
+	appliedTerm uint64             // term of the last entry applied
+}
+
+type proposal struct {
+	data []byte
+	done chan error // buffered: the loop never blocks on it
+}
+
+type waiter struct {
+	term uint64 // the leader's term when the entry was appended
+	done chan error
+}
+
+type report struct {
+	id        uint64
+	snapshot  bool // a MsgSnap outcome (else: unreachable)
+	delivered bool
+}
+
+// StartNode opens the Core from disk (restoring the snapshot and queueing
+// committed entries for replay through Apply), starts the transport and the
+// Raft loop.
+func StartNode(cfg NodeConfig) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
+	coreCfg, err := cfg.coreConfig()
+	if err != nil {
+		return nil, err
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		if transport, err = NewTCPTransport(TCPTransportConfig{
+			ClusterID: cfg.ClusterID, Self: coreCfg.ID, Peers: cfg.Voters,
+			MaxFrameBytes: DefaultMaxFrameBytes, Logger: cfg.Logger,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	core, err := NewCore(coreCfg)
+	if err != nil {
+		_ = transport.Close()
+		return nil, err
+	}
+	n := &Node{
+		cfg:       cfg,
+		logger:    cfg.Logger.With("node", cfg.NodeID),
+		core:      core,
+		transport: transport,
+		tag:       rand.Uint64(),
+		inbound:   make(chan *raftpb.Message, inboundQueueLen),
+		proposals: make(chan proposal, proposalQueueLen),
+		reports:   make(chan report, reportQueueLen),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		waiters:   map[uint64]*waiter{},
+	}
+	n.leader.Store(-1)
+	if err := transport.Start(n); err != nil {
+		_ = transport.Close()
+		_ = core.Close()
+		return nil, fmt.Errorf("start quorum transport: %w", err)
+	}
+	go n.run()
+	return n, nil
+}
+
+// Stop stops the loop, the transport and the storage, and returns the error
+// that had failed the node, if any.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() { close(n.stop) })
+	<-n.done
+	return n.err
+}
+
+// Done is closed when the node has stopped, by Stop or by a storage error
+// (see Err).
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err is why the node stopped; nil while running or after a clean Stop.
+func (n *Node) Err() error {
+	select {
+	case <-n.done:
+		return n.err
+	default:
+		return nil
+	}
+}
+
+// Leader is the node id of the leader this node knows of, -1 if none.
+func (n *Node) Leader() int32 { return n.leader.Load() }
+
+// IsLeader reports whether this node is the leader.
+func (n *Node) IsLeader() bool { return n.isLead.Load() }
+
+// Step hands the node a message from a peer without blocking: when the
+// inbound queue is full the message is dropped (ErrBusy) and Raft's
+// retransmission covers it.
+func (n *Node) Step(m *raftpb.Message) error {
+	select {
+	case <-n.done:
+		return ErrStopped
+	default:
+	}
+	select {
+	case n.inbound <- m:
+		return nil
+	default:
+		return fmt.Errorf("%w: inbound raft queue full", ErrBusy)
+	}
+}
+
+// ReportUnreachable implements Reporter.
+func (n *Node) ReportUnreachable(id uint64) { n.queueReport(report{id: id}) }
+
+// ReportSnapshot implements Reporter.
+func (n *Node) ReportSnapshot(id uint64, delivered bool) {
+	n.queueReport(report{id: id, snapshot: true, delivered: delivered})
+}
+
+func (n *Node) queueReport(r report) {
+	select {
+	case n.reports <- r:
+	default: // a lost report only delays Raft's reaction
+	}
+}
+
+// Propose replicates data and returns once it is committed and applied on
+// this node (Apply has returned for it). On a follower it fails at once with
+// a *NotLeaderError naming the leader (use its LeaderNode). If ctx ends
+// first the entry may still commit later.
+func (n *Node) Propose(ctx context.Context, data []byte) error {
+	if !n.isLead.Load() {
+		return notLeader(n.leader.Load())
+	}
+	p := proposal{data: data, done: make(chan error, 1)}
+	select {
+	case n.proposals <- p:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		return ErrStopped
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		// The loop resolves every waiter before closing done.
+		select {
+		case err := <-p.done:
+			return err
+		default:
+			return ErrStopped
+		}
+	}
+}
+
+// run is the Raft loop: one event (tick, message, proposal, report), then
+// whatever else is already queued, then Ready.
+func (n *Node) run() {
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer func() {
+		ticker.Stop()
+		_ = n.transport.Close()
+		if err := n.core.Close(); err != nil && n.err == nil {
+			n.err = err
+		}
+		n.resolveAll(ErrStopped)
+		close(n.done)
+	}()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-ticker.C:
+			n.core.Tick()
+		case m := <-n.inbound:
+			n.step(m)
+		case p := <-n.proposals:
+			n.propose(p)
+		case r := <-n.reports:
+			n.report(r)
+		}
+		n.drainQueued()
+		if err := n.ready(); err != nil {
+			n.err = err
+			n.logger.Error("quorum node stopped by a storage error", "err", err)
+			return
+		}
+	}
+}
+
+// drainQueued takes events that are already waiting, up to a bound.
+func (n *Node) drainQueued() {
+	for range maxEventsPerRound {
+		select {
+		case m := <-n.inbound:
+			n.step(m)
+		case p := <-n.proposals:
+			n.propose(p)
+		case r := <-n.reports:
+			n.report(r)
+		default:
+			return
+		}
+	}
+}
+
+func (n *Node) step(m *raftpb.Message) {
+	if err := n.core.Step(m); err != nil {
+		n.logger.Debug("raft message refused", "err", err)
+	}
+}
+
+func (n *Node) report(r report) {
+	if r.snapshot {
+		n.core.ReportSnapshot(r.id, r.delivered)
+		return
+	}
+	n.core.ReportUnreachable(r.id)
+}
+
+// propose hands one proposal to Raft and registers its waiter.
+func (n *Node) propose(p proposal) {
+	if len(n.waiters) >= maxPendingProposals {
+		p.done <- fmt.Errorf("%w: %d proposals pending", ErrBusy, len(n.waiters))
+		return
+	}
+	n.seq++
+	tag := proposalTag{incarnation: n.tag, seq: n.seq}
+	if err := n.core.Propose(encodeProposal(tag, p.data)); err != nil {
+		p.done <- err
+		return
+	}
+	n.waiters[tag.seq] = &waiter{term: n.core.Term(), done: p.done}
+}
+
+// ready persists and applies until the Core has nothing left.
+func (n *Node) ready() error {
+	for {
+		out, err := n.core.Ready()
+		if err != nil {
+			return err
+		}
+		n.transport.Send(out.Messages)
+		if out.Restored != nil {
+			n.restored(*out.Restored)
+		}
+		for _, e := range out.Committed {
+			n.apply(e)
+		}
+		if out.SoftState != nil {
+			n.leaderChanged(NodeID(out.SoftState.Lead), n.core.IsLeader())
+		}
+		if !n.core.HasReady() {
+			return nil
+		}
+	}
+}
+
+// apply delivers one committed entry and resolves the proposals it decides.
+func (n *Node) apply(e Entry) {
+	if e.Term > n.appliedTerm {
+		// Terms never decrease along the log: a pending entry from an
+		// older term that has not been applied yet never will be.
+		n.appliedTerm = e.Term
+		for seq, w := range n.waiters {
+			if w.term < e.Term {
+				w.done <- ErrProposalDropped
+				delete(n.waiters, seq)
+			}
+		}
+	}
+	if len(e.Data) == 0 {
+		return // a new leader's empty entry
+	}
+	tag, data, ok := decodeProposal(e.Data)
+	if !ok {
+		// Every node skips it alike, so the state machines still agree.
+		n.logger.Error("skipping committed entry with an unknown envelope", "index", e.Index, "bytes", len(e.Data))
+		return
+	}
+	n.cfg.Apply(e.Index, data)
+	if tag.incarnation != n.tag {
+		return
+	}
+	if w := n.waiters[tag.seq]; w != nil {
+		w.done <- nil
+		delete(n.waiters, tag.seq)
+	}
+}
+
+// restored resolves proposals a received snapshot may have swallowed.
+func (n *Node) restored(s SnapshotInfo) {
+	n.appliedTerm = max(n.appliedTerm, s.Term)
+	for seq, w := range n.waiters {
+		if w.term <= s.Term {
+			w.done <- ErrOutcomeUnknown
+			delete(n.waiters, seq)
+		}
+	}
+}
+
+func (n *Node) leaderChanged(leader int32, isLeader bool) {
+	n.isLead.Store(isLeader)
+	if n.leader.Swap(leader) == leader {
+		return
+	}
+	n.logger.Info("quorum leader changed", "leader", leader, "term", n.core.Term())
+	if n.cfg.OnLeaderChange != nil {
+		n.cfg.OnLeaderChange(leader)
+	}
+}
+
+// resolveAll fails every pending proposal.
+func (n *Node) resolveAll(err error) {
+	for seq, w := range n.waiters {
+		w.done <- err
+		delete(n.waiters, seq)
+	}
+	for {
+		select {
+		case p := <-n.proposals:
+			p.done <- err
+		default:
+			return
+		}
+	}
+}
+
+// notLeader builds the error for a node that knows leader (a node id, -1 if
+// none).
+func notLeader(leader int32) *NotLeaderError {
+	if leader < 0 {
+		return &NotLeaderError{}
+	}
+	return &NotLeaderError{Leader: RaftID(leader)}
+}

@@ -1,0 +1,306 @@
+package quorum
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/skein-log/skein/internal/config"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Reporter receives delivery outcomes from a Transport. Node implements it;
+// its methods never block.
+type Reporter interface {
+	// ReportUnreachable: a message to id could not be sent.
+	ReportUnreachable(id uint64)
+	// ReportSnapshot: a MsgSnap to id was written out, or was lost.
+	ReportSnapshot(id uint64, delivered bool)
+}
+
+// Transport carries Raft messages to peers. Send must never block: the Raft
+// loop calls it, and Raft retransmits whatever is lost. Inbound messages
+// arrive through Node.Step (see HandleRaftFrame and Server).
+type Transport interface {
+	// Start is called once, before the first Send.
+	Start(r Reporter) error
+	Send(msgs []*raftpb.Message)
+	Close() error
+}
+
+// TCPTransportConfig configures a TCPTransport. Zero values take defaults.
+type TCPTransportConfig struct {
+	ClusterID string
+	Self      uint64         // this node's Raft id (skipped among Peers)
+	Peers     []config.Voter // controller.quorum.voters
+
+	QueueLen      int           // messages queued per peer before dropping (1024)
+	MaxFrameBytes int           // larger messages are dropped (DefaultMaxFrameBytes)
+	DialTimeout   time.Duration // per connection attempt (1 s)
+	WriteTimeout  time.Duration // per batch of frames (5 s)
+	MinBackoff    time.Duration // first reconnect delay (50 ms), doubling
+	MaxBackoff    time.Duration // up to this (2 s)
+	Logger        *slog.Logger
+}
+
+func (c TCPTransportConfig) withDefaults() TCPTransportConfig {
+	if c.QueueLen <= 0 {
+		c.QueueLen = 1024
+	}
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 5 * time.Second
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = 50 * time.Millisecond
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = max(2*time.Second, c.MinBackoff)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// maxRetainedBufferBytes bounds the encoding buffer a peer keeps between
+// batches.
+const maxRetainedBufferBytes = 1 << 20
+
+// maxBatchMessages bounds how many queued messages one write carries.
+const maxBatchMessages = 64
+
+// TCPTransport sends Raft frames over one outbound TCP connection per peer.
+// Each peer has a bounded queue drained by its own goroutine, which dials
+// (with backoff after failures), writes and reports losses; a full queue
+// drops the message.
+type TCPTransport struct {
+	cfg    TCPTransportConfig
+	peers  map[uint64]*peer
+	ctx    context.Context // cancelled by Close: aborts dials
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// peer is the outbound half towards one voter.
+type peer struct {
+	t        *TCPTransport
+	id       uint64
+	addr     string
+	queue    chan *raftpb.Message
+	reporter Reporter
+	logger   *slog.Logger
+}
+
+// NewTCPTransport builds a transport to every voter other than Self.
+func NewTCPTransport(cfg TCPTransportConfig) (*TCPTransport, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.ClusterID) > maxClusterIDBytes {
+		return nil, fmt.Errorf("quorum transport: cluster id of %d bytes", len(cfg.ClusterID))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &TCPTransport{cfg: cfg, peers: map[uint64]*peer{}, ctx: ctx, cancel: cancel}
+	for _, v := range cfg.Peers {
+		id := RaftID(v.ID)
+		if id == cfg.Self {
+			continue
+		}
+		if _, dup := t.peers[id]; dup {
+			cancel()
+			return nil, fmt.Errorf("quorum transport: voter %d listed twice", v.ID)
+		}
+		t.peers[id] = &peer{t: t, id: id, addr: v.Addr(), queue: make(chan *raftpb.Message, cfg.QueueLen),
+			logger: cfg.Logger.With("peer", v.ID, "addr", v.Addr())}
+	}
+	return t, nil
+}
+
+// Start launches one sender goroutine per peer.
+func (t *TCPTransport) Start(r Reporter) error {
+	if r == nil {
+		return errors.New("quorum transport: nil reporter")
+	}
+	for _, p := range t.peers {
+		p.reporter = r
+		t.wg.Add(1)
+		go p.run()
+	}
+	return nil
+}
+
+// Send queues each message for its peer, dropping it (and telling Raft) when
+// the queue is full or the peer unknown.
+func (t *TCPTransport) Send(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		p := t.peers[m.GetTo()]
+		if p == nil {
+			t.cfg.Logger.Warn("raft message for an unknown peer dropped", "to", m.GetTo(), "type", m.GetType())
+			continue
+		}
+		select {
+		case p.queue <- m:
+		default:
+			p.lost([]*raftpb.Message{m})
+		}
+	}
+}
+
+// Close stops the senders and closes their connections.
+func (t *TCPTransport) Close() error {
+	t.once.Do(func() {
+		t.cancel()
+		t.wg.Wait()
+	})
+	return nil
+}
+
+// lost tells Raft that messages to p did not leave.
+func (p *peer) lost(msgs []*raftpb.Message) {
+	if p.reporter == nil {
+		return
+	}
+	p.reporter.ReportUnreachable(p.id)
+	for _, m := range msgs {
+		if m.GetType() == raftpb.MsgSnap {
+			p.reporter.ReportSnapshot(p.id, false)
+		}
+	}
+}
+
+// run sends queued messages until the transport closes.
+func (p *peer) run() {
+	defer p.t.wg.Done()
+	var (
+		conn    net.Conn
+		unwatch func() bool // stops closing conn when the transport closes
+		w       *bufio.Writer
+		buf     []byte
+		backoff = p.t.cfg.MinBackoff
+		retryAt time.Time
+		failing bool // logged the current outage already
+	)
+	defer func() {
+		if conn != nil {
+			unwatch()
+			conn.Close()
+		}
+	}()
+	for {
+		var batch []*raftpb.Message
+		select {
+		case <-p.t.ctx.Done():
+			return
+		case m := <-p.queue:
+			batch = append(batch, m)
+		}
+	drain:
+		for len(batch) < maxBatchMessages {
+			select {
+			case m := <-p.queue:
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		if cap(buf) > maxRetainedBufferBytes {
+			buf = nil // a snapshot went out; do not pin its buffer
+		}
+		buf, batch = p.encode(buf[:0], batch)
+		if len(batch) == 0 {
+			continue
+		}
+		if conn == nil {
+			if time.Now().Before(retryAt) {
+				p.lost(batch) // still backing off: Raft will retry later
+				continue
+			}
+			c, err := p.dial()
+			if err != nil {
+				if !failing {
+					p.logger.Warn("raft peer unreachable", "err", err)
+					failing = true
+				}
+				retryAt = time.Now().Add(backoff)
+				backoff = min(2*backoff, p.t.cfg.MaxBackoff)
+				p.lost(batch)
+				continue
+			}
+			// Close must not wait out a write deadline on a stuck peer.
+			conn, w, unwatch = c, bufio.NewWriterSize(c, 64<<10), context.AfterFunc(p.t.ctx, func() { c.Close() })
+		}
+		if err := p.write(conn, w, buf); err != nil {
+			if !failing {
+				p.logger.Warn("raft peer connection lost", "err", err)
+				failing = true
+			}
+			unwatch()
+			conn.Close()
+			conn, w = nil, nil
+			p.lost(batch)
+			continue
+		}
+		if failing {
+			p.logger.Info("raft peer reachable again")
+			failing = false
+		}
+		backoff, retryAt = p.t.cfg.MinBackoff, time.Time{}
+		for _, m := range batch {
+			if m.GetType() == raftpb.MsgSnap {
+				p.reporter.ReportSnapshot(p.id, true)
+			}
+		}
+	}
+}
+
+// encode appends the frames of msgs to buf, dropping (and reporting) any
+// that cannot be encoded or exceed the frame limit. It returns the messages
+// kept.
+func (p *peer) encode(buf []byte, msgs []*raftpb.Message) ([]byte, []*raftpb.Message) {
+	kept := msgs[:0]
+	for _, m := range msgs {
+		start := len(buf)
+		next, err := AppendRaftFrame(buf, p.t.cfg.ClusterID, m)
+		if err == nil && len(next)-start > p.t.cfg.MaxFrameBytes {
+			err = fmt.Errorf("%d-byte frame exceeds the %d-byte limit", len(next)-start, p.t.cfg.MaxFrameBytes)
+		}
+		if err != nil {
+			p.logger.Error("raft message dropped", "type", m.GetType(), "err", err)
+			buf = next[:start]
+			p.lost([]*raftpb.Message{m})
+			continue
+		}
+		buf = next
+		kept = append(kept, m)
+	}
+	return buf, kept
+}
+
+func (p *peer) dial() (net.Conn, error) {
+	d := net.Dialer{Timeout: p.t.cfg.DialTimeout}
+	conn, err := d.DialContext(p.t.ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", p.addr, err)
+	}
+	return conn, nil
+}
+
+func (p *peer) write(conn net.Conn, w *bufio.Writer, frames []byte) error {
+	if err := conn.SetWriteDeadline(time.Now().Add(p.t.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	if _, err := w.Write(frames); err != nil {
+		return err
+	}
+	return w.Flush()
+}
