@@ -1,10 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -54,4 +62,115 @@ func parseCompression(s string) (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression(), nil
 	}
 	return kgo.NoCompression(), fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
+}
+
+// adminTimeout is how long an admin command waits for the cluster by
+// default before giving up.
+const adminTimeout = 30 * time.Second
+
+// streams are the standard streams a client command reads and writes;
+// tests pass buffers instead.
+type streams struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+func stdStreams() streams { return streams{in: os.Stdin, out: os.Stdout, err: os.Stderr} }
+
+// clientCommand adapts a client command to the command table: it cancels
+// the context on Ctrl-C or SIGTERM (so consume and produce can print their
+// summary) and treats -h as success rather than an error.
+func clientCommand(run func(ctx context.Context, args []string, s streams) error) func([]string) error {
+	return func(args []string) error {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err := run(ctx, args, stdStreams())
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+}
+
+// newFlagSet returns a flag set that reports parse errors and usage on
+// the command's error stream.
+func newFlagSet(name string, s streams) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	return fs
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("skein topic create orders --partitions 3"); the standard
+// flag package stops at the first positional argument. Everything after
+// "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// keyValue is one key=value flag value.
+type keyValue struct{ key, value string }
+
+// keyValuesFlag collects a repeatable key=value flag in the order given,
+// keeping repeated keys: record headers may repeat a key, and callers
+// that need unique keys check for themselves.
+type keyValuesFlag []keyValue
+
+func (f *keyValuesFlag) String() string {
+	parts := make([]string, 0, len(*f))
+	for _, kv := range *f {
+		parts = append(parts, kv.key+"="+kv.value)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *keyValuesFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	*f = append(*f, keyValue{key: strings.TrimSpace(k), value: val})
+	return nil
+}
+
+// stringsFlag collects a repeatable string flag.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *stringsFlag) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("must not be empty")
+	}
+	*f = append(*f, strings.TrimSpace(v))
+	return nil
+}
+
+// newAdmin returns an admin client for a comma-separated bootstrap list.
+// Closing the admin client closes its connections.
+func newAdmin(bootstrap string) (*kadm.Client, error) {
+	brokers := splitList(bootstrap)
+	if len(brokers) == 0 {
+		return nil, errors.New("--bootstrap-server is empty")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", bootstrap, err)
+	}
+	return kadm.NewClient(cl), nil
 }

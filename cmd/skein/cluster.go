@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+func init() {
+	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health", run: clientCommand(runCluster)}
+}
+
+func runCluster(ctx context.Context, args []string, s streams) error {
+	if len(args) == 0 || args[0] != "describe" {
+		return errors.New("usage: skein cluster describe [flags]")
+	}
+	return runClusterDescribe(ctx, args[1:], s)
+}
+
+func runClusterDescribe(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("skein cluster describe", s)
+	bootstrap := bootstrapFlag(fs)
+	timeout := fs.Duration("timeout", adminTimeout, "give up on the cluster after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	adm, err := newAdmin(*bootstrap)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return fmt.Errorf("metadata from %s: %w", *bootstrap, explainError(err))
+	}
+	configs, err := topicConfigs(ctx, adm, md.Topics.Names())
+	if err != nil {
+		return err
+	}
+	minISR := make(map[string]int, len(configs))
+	for name, c := range configs {
+		minISR[name] = c.minISR
+	}
+	printClusterDescription(s.out, md, minISR)
+	return nil
+}
+
+func printClusterDescription(out io.Writer, md kadm.Metadata, minISR map[string]int) {
+	controller := "none"
+	if md.Controller >= 0 {
+		controller = strconv.Itoa(int(md.Controller))
+	}
+	clusterID := md.Cluster
+	if clusterID == "" {
+		clusterID = "-"
+	}
+	fmt.Fprintf(out, "Cluster ID:  %s\nController:  %s\n\n", clusterID, controller)
+
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BROKER\tHOST:PORT\tRACK")
+	for _, b := range md.Brokers {
+		rack := "-"
+		if b.Rack != nil && *b.Rack != "" {
+			rack = *b.Rack
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", b.NodeID, b.Host+":"+strconv.Itoa(int(b.Port)), rack)
+	}
+	tw.Flush()
+
+	var total, offline, under, underMin int
+	var unhealthy []kadm.PartitionDetail
+	for _, t := range md.Topics.Sorted() {
+		for _, p := range t.Partitions.Sorted() {
+			total++
+			h := assessPartition(p, minISR[t.Topic])
+			if h.offline {
+				offline++
+			}
+			if h.underReplicated {
+				under++
+			}
+			if h.underMinISR {
+				underMin++
+			}
+			if !h.healthy() {
+				unhealthy = append(unhealthy, p)
+			}
+		}
+	}
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPICS\tPARTITIONS\tOFFLINE\tUNDER-REPLICATED\tUNDER-MIN-ISR")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", len(md.Topics), total, offline, under, underMin)
+	tw.Flush()
+	if len(unhealthy) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tREPLICAS\tISR\tSTATUS")
+	for _, p := range unhealthy {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, leaderCell(p.Leader),
+			int32List(p.Replicas), int32List(p.ISR), assessPartition(p, minISR[p.Topic]))
+	}
+	tw.Flush()
+}
+
+// partitionHealth is what an operator is paged for, computed from the
+// Metadata answer and the topic's min.insync.replicas.
+type partitionHealth struct {
+	offline         bool  // no leader: nobody can produce or consume
+	underReplicated bool  // fewer in-sync replicas than replicas
+	underMinISR     bool  // fewer in-sync replicas than min.insync.replicas: acks=all produces fail
+	err             error // the partition's own error code in the Metadata answer
+}
+
+// assessPartition judges one partition; minISR <= 0 means the topic's
+// min.insync.replicas is unknown and under-min-ISR is not judged.
+func assessPartition(p kadm.PartitionDetail, minISR int) partitionHealth {
+	return partitionHealth{
+		offline:         p.Leader < 0,
+		underReplicated: len(p.ISR) < len(p.Replicas),
+		underMinISR:     minISR > 0 && len(p.ISR) < minISR,
+		err:             p.Err,
+	}
+}
+
+func (h partitionHealth) healthy() bool {
+	return !h.offline && !h.underReplicated && !h.underMinISR && h.err == nil
+}
+
+// String is the STATUS cell: "ok", or every problem, comma-separated.
+func (h partitionHealth) String() string {
+	var problems []string
+	if h.offline {
+		problems = append(problems, "offline")
+	}
+	if h.underReplicated {
+		problems = append(problems, "under-replicated")
+	}
+	if h.underMinISR {
+		problems = append(problems, "under-min-isr")
+	}
+	if h.err != nil {
+		problems = append(problems, errorName(h.err))
+	}
+	if len(problems) == 0 {
+		return "ok"
+	}
+	return strings.Join(problems, ",")
+}
+
+// leaderCell shows a partition's leader, or "none" when it has none.
+func leaderCell(leader int32) string {
+	if leader < 0 {
+		return "none"
+	}
+	return strconv.Itoa(int(leader))
+}
+
+// int32List renders broker ids as kafka-topics does, "1,2,3", in the
+// order the broker gave: the first replica is the preferred leader.
+func int32List(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
