@@ -16,7 +16,7 @@ fi
 echo "== staticcheck"
 "$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" ./...
 echo "== gofmt"
-unformatted=$(gofmt -l cmd internal test 2>/dev/null || true)
+unformatted=$(gofmt -l cmd internal test deploy 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
 	echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi

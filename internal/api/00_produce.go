@@ -1,8 +1,12 @@
 package api
 
-// Produce: versions 3-13. v3 is the floor for v2 record batches (magic 2);
-// librdkafka infers compression support from old versions being offered, so
-// we keep accepting them. v13 names topics by id.
+// Produce: versions 0-13. v3 is the floor for v2 record batches (magic 2).
+// v0-v2 are advertised because librdkafka (kcat, confluent-kafka) infers
+// gzip and snappy support from the broker offering Produce v0: without it,
+// it silently sends those codecs uncompressed. Those clients then produce
+// with v3+; a request that really carries the old message formats (magic 0
+// or 1) is answered UNSUPPORTED_FOR_MESSAGE_FORMAT per partition, as Kafka
+// does for formats it no longer stores. v13 names topics by id.
 //
 // Every batch is validated before it reaches the log: size against
 // max.message.bytes, magic, CRC-32C, record counts. acks=0 gets no response
@@ -23,7 +27,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 0, MinVersion: 3, MaxVersion: 13, Handle: handleProduce})
+	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 13, Handle: handleProduce})
 }
 
 // maxProduceTimeout bounds how long a produce may wait for acks.
@@ -143,6 +147,12 @@ func lookupTopic(im *metadata.Image, byID bool, name string, id [16]byte) (*meta
 func splitProduceRecords(records []byte, maxMessageBytes int32) ([][]byte, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+	}
+	// The magic byte sits at the same place in the old message formats, so
+	// a pre-batch message set is recognised before its sizes are judged
+	// by the v2 layout.
+	if len(records) > batch.MagicOffset && records[batch.MagicOffset] != 2 {
+		return nil, fmt.Errorf("%w: message format v%d; this broker stores only record batches (magic 2, Produce v3+)", kerr.UnsupportedForMessageFormat, records[batch.MagicOffset])
 	}
 	var batches [][]byte
 	err := batch.Split(records, func(b []byte) error {

@@ -34,6 +34,10 @@ import (
 // HeaderSize is the size of the v2 batch header, before the records.
 const HeaderSize = 61
 
+// MagicOffset is where the magic byte sits, in v2 batches and in the
+// older message formats alike.
+const MagicOffset = offMagic
+
 // LogOverhead is the part of the header not counted by batchLength.
 const LogOverhead = 12
 

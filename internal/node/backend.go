@@ -50,7 +50,7 @@ const maxTimestampLookupBytes = 64 << 20
 
 func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
 	p := x.b.partition(id, index)
-	if p == nil {
+	if p == nil || !p.isLeader() {
 		return api.OffsetResult{}, x.b.partitionError(id, index)
 	}
 	p.mu.Lock()
@@ -121,7 +121,7 @@ var errStopScan = errors.New("stop")
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {
 	p := x.b.partition(id, index)
-	if p == nil {
+	if p == nil || !p.isLeader() {
 		return -1, -1, x.b.partitionError(id, index)
 	}
 	if err := p.checkLeaderEpoch(current); err != nil {

@@ -16,11 +16,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/producer"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -61,6 +64,13 @@ type Broker struct {
 	conns     map[net.Conn]struct{}
 	connWG    sync.WaitGroup
 
+	// serving is set once logs are recovered and listeners accept.
+	serving atomic.Bool
+
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	admins  []*admin.Server
+
 	stop     chan struct{}
 	bgWG     sync.WaitGroup
 	stopOnce sync.Once
@@ -85,13 +95,30 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		stop:      make(chan struct{}),
 	}
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
+	b.reg = metrics.NewRegistry()
 	return b
 }
+
+// Registry is the broker's Prometheus registry.
+func (b *Broker) Registry() *prometheus.Registry { return b.reg }
 
 // Start recovers the logs, registers the broker and opens the listeners.
 func (b *Broker) Start() error {
 	if len(b.cfg.LogDirs) == 0 {
 		return errors.New("no log.dirs configured")
+	}
+	m, err := metrics.New(b.reg, metrics.Options{})
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	b.metrics = m
+	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	// The admin listener comes up first so /readyz can say "starting"
+	// while logs recover.
+	if err := b.startAdmin(); err != nil {
+		return err
 	}
 	for _, d := range b.cfg.LogDirs {
 		if err := b.fs.MkdirAll(d, 0o755); err != nil {
@@ -138,6 +165,7 @@ func (b *Broker) Start() error {
 	for name, ln := range b.listeners {
 		go b.accept(name, ln)
 	}
+	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	return nil
 }
@@ -161,6 +189,9 @@ func (b *Broker) Close() error {
 		b.connWG.Wait()
 		b.bgWG.Wait()
 		err = b.shutdownStorage()
+		for _, a := range b.admins {
+			a.Close()
+		}
 		b.log.Info("broker stopped")
 	})
 	return err
@@ -420,25 +451,37 @@ func (b *Broker) startMaintenance() {
 		defer b.bgWG.Done()
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		// ISR shrinks are decided on a tick of half replica.lag.time.max.ms
+		// (at most a second), as Kafka's isr-expiration task does.
+		repl := time.NewTicker(min(max(b.cfg.ReplicaLagTimeMax/2, 10*time.Millisecond), time.Second))
+		defer repl.Stop()
 		for {
 			select {
 			case <-b.stop:
 				return
 			case now := <-t.C:
 				b.maintain(now)
+			case now := <-repl.C:
+				for _, p := range b.partitionList() {
+					p.tick(now)
+				}
 			}
 		}
 	}()
 }
 
-func (b *Broker) maintain(now time.Time) {
+func (b *Broker) partitionList() []*partition {
 	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
 	parts := make([]*partition, 0, len(b.parts))
 	for _, p := range b.parts {
 		parts = append(parts, p)
 	}
-	b.partsMu.RUnlock()
-	for _, p := range parts {
+	return parts
+}
+
+func (b *Broker) maintain(now time.Time) {
+	for _, p := range b.partitionList() {
 		if err := p.log.MaybeRoll(now.UnixMilli()); err != nil {
 			b.log.Warn("segment roll failed", "partition", p.name(), "err", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -50,6 +51,10 @@ type conn struct {
 	listener string
 	host     string
 	queue    chan *slot
+	// readerGone is closed when the reader stops: the client went away
+	// or sent something unreadable, so answers still pending (a long
+	// poll, say) need not be waited for.
+	readerGone chan struct{}
 }
 
 func (b *Broker) serveConn(nc net.Conn, listener string) {
@@ -59,6 +64,8 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		listener: listener,
 		host:     hostOf(nc.RemoteAddr()),
 		queue:    make(chan *slot, maxInFlightPerConn),
+
+		readerGone: make(chan struct{}),
 	}
 	writerDone := make(chan struct{})
 	go func() {
@@ -66,6 +73,7 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		c.writeLoop()
 	}()
 	c.readLoop()
+	close(c.readerGone)
 	close(c.queue)
 	<-writerDone
 	nc.Close()
@@ -150,7 +158,11 @@ func (c *conn) serve(req *api.Request, s *slot) (keepOpen bool) {
 			s.respond(nil)
 		}
 	}()
-	c.b.api.Serve(req, s.respond)
+	start := time.Now()
+	c.b.api.Serve(req, func(resp kmsg.Response) {
+		c.b.metrics.ObserveRequest(req.Body, resp, time.Since(start))
+		s.respond(resp)
+	})
 	return true
 }
 
@@ -159,7 +171,16 @@ func (c *conn) writeLoop() {
 	var buf []byte
 	failed := false
 	for s := range c.queue {
-		<-s.done
+		select {
+		case <-s.done:
+		case <-c.readerGone:
+			// Answer what is ready; stop waiting for what is not.
+			select {
+			case <-s.done:
+			default:
+				failed = true
+			}
+		}
 		if failed || s.resp == nil {
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/skein-log/skein/internal/api"
 )
 
@@ -20,8 +22,11 @@ type fetchWaiter struct {
 	mu       sync.Mutex
 	finished bool
 	reading  bool // a re-read is running
-	again    bool // a poke arrived during the re-read
-	timer    *time.Timer
+	// positionRecorded is set after the first read: a follower's position
+	// is what it asked for, recorded once per request.
+	positionRecorded bool
+	again            bool // a poke arrived during the re-read
+	timer            *time.Timer
 }
 
 func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
@@ -30,6 +35,7 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 		w.parts[i] = b.partition(fp.Topic, fp.Partition)
 	}
 	results, enough := w.read()
+	w.positionRecorded = true
 	if enough || params.MaxWait <= 0 {
 		done(results)
 		return
@@ -73,12 +79,12 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 		// The first partition with data returns at least one whole batch
 		// even when it exceeds the limits, so a consumer never stalls on
 		// one large batch.
-		if err := p.checkLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
+		if err := w.admit(p, fp); err != nil {
 			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
 			enough = true
 			continue
 		}
-		res, err := p.read(fp.Offset, max(limit, 0), !gotData)
+		res, err := p.read(fp.Offset, max(limit, 0), !gotData, w.params.ReplicaID >= 0)
 		res.Err = err
 		if err != nil {
 			enough = true
@@ -94,6 +100,21 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 		enough = true
 	}
 	return results, enough
+}
+
+// admit checks that this broker may serve the partition to this caller
+// and, for a follower, records the position it fetches from.
+func (w *fetchWaiter) admit(p *partition, fp api.FetchPartition) error {
+	if !p.isLeader() {
+		return kerr.NotLeaderForPartition
+	}
+	if err := p.checkLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
+		return err
+	}
+	if w.params.ReplicaID >= 0 && !w.positionRecorded {
+		return p.onFollowerFetch(w.params.ReplicaID, fp.Offset, time.Now())
+	}
+	return nil
 }
 
 // poke is called (under the partition's lock) when new data may be there.

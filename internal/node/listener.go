@@ -66,8 +66,10 @@ func (b *Broker) accept(name string, ln net.Listener) {
 			tc.SetNoDelay(true)
 			tc.SetKeepAlive(true)
 		}
+		b.metrics.ConnectionOpened(name)
 		go func() {
 			defer b.untrackConn(nc)
+			defer b.metrics.ConnectionClosed(name)
 			b.serveConn(nc, name)
 		}()
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/producer"
+	"github.com/skein-log/skein/internal/replication"
 	"github.com/skein-log/skein/internal/storage"
 )
 
@@ -22,12 +24,13 @@ import (
 const maxProducersPerPartition = 100_000
 
 // partition is the runtime of one partition replica on this broker: its
-// log, its idempotent-producer table, the produce requests waiting for
-// their acknowledgement and the fetches waiting for data.
+// log, its idempotent-producer table, and either its leader state (with the
+// produce requests waiting for acknowledgement) or its follower state.
 //
 // Locking: mu guards everything below it. The log has its own lock and is
 // safe to read without mu; appends happen under mu so that the producer
 // table and the log never disagree. Sync runs without mu (group commit).
+// Lock order: partition.mu, then fetchWaiter.mu.
 type partition struct {
 	b     *Broker
 	topic string
@@ -40,12 +43,18 @@ type partition struct {
 
 	mu          sync.Mutex
 	cfg         config.TopicConfig
+	state       metadata.Partition // as last applied from the image
 	leaderEpoch int32
-	producers   *producer.Table
-	ackWaiters  []*ackWaiter
-	watchers    map[*fetchWaiter]struct{}
+	// leader is set while this broker leads the partition.
+	leader *replication.Leader
+	// durableEnd is the end of what this replica has fsynced (its log end
+	// with write.caching).
+	durableEnd int64
+	producers  *producer.Table
+	ackWaiters []*ackWaiter
+	watchers   map[*fetchWaiter]struct{}
 	// failed is set when the log can no longer be trusted (an fsync
-	// failed): every later produce fails with KAFKA_STORAGE_ERROR.
+	// failed): every later write fails with KAFKA_STORAGE_ERROR.
 	failed error
 	// unflushed counts messages appended since the last fsync, for
 	// flush.messages when write.caching is on.
@@ -54,10 +63,12 @@ type partition struct {
 	closed     bool
 }
 
-// ackWaiter is a produce request waiting until its last offset is covered
-// by the high watermark.
+// ackWaiter is a produce request waiting for its acknowledgement: for
+// acks=1 until this replica has target durably, for acks=all until the
+// replication state says the ISR has it.
 type ackWaiter struct {
-	target int64 // needs highWatermark >= target
+	target int64
+	all    bool
 	result api.ProduceResult
 	done   func(api.ProduceResult)
 	timer  *time.Timer
@@ -71,9 +82,9 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 	}
 	pt := &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: log,
-		cfg: cfg, leaderEpoch: p.LeaderEpoch,
-		producers: producer.NewTable(maxProducersPerPartition),
+		cfg:       cfg,
 		watchers:  map[*fetchWaiter]struct{}{},
+		producers: producer.NewTable(maxProducersPerPartition),
 	}
 	// Everything recovered from disk is made durable before it is served:
 	// after a kill -9 the page cache may hold bytes no fsync covered.
@@ -82,13 +93,13 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		log.Close()
 		return nil, fmt.Errorf("sync recovered log %s: %w", dir, err)
 	}
-	if err := log.ScanHeaders(log.LogStartOffset(), func(h batch.Header) error {
-		pt.producers.Apply(h)
-		return nil
-	}); err != nil {
+	pt.durableEnd = durable
+	if err := pt.rebuildProducerStateLocked(); err != nil {
 		log.Close()
-		return nil, fmt.Errorf("rebuild producer state of %s: %w", dir, err)
+		return nil, err
 	}
+	// A restarted replica knows nothing newer than its own log; as leader it
+	// starts from what it has, as a follower the leader tells it more.
 	pt.highWatermark.Store(durable)
 	return pt, nil
 }
@@ -106,11 +117,104 @@ func storageConfig(cfg config.TopicConfig) storage.Config {
 
 func (p *partition) name() string { return fmt.Sprintf("%s-%d", p.topic, p.index) }
 
-func (p *partition) setConfig(cfg config.TopicConfig) {
-	p.mu.Lock()
-	p.cfg = cfg
-	p.mu.Unlock()
+// rebuildProducerStateLocked replays the log's batch headers into a fresh
+// producer table: at start-up, and after a truncation removed batches the
+// table remembered.
+func (p *partition) rebuildProducerStateLocked() error {
+	t := producer.NewTable(maxProducersPerPartition)
+	if err := p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {
+		t.Apply(h)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("rebuild producer state of %s: %w", p.name(), err)
+	}
+	p.producers = t
+	return nil
+}
+
+// apply brings the partition in line with the image: leadership, ISR,
+// configuration. Called by reconcile with the partition's entry.
+func (p *partition) apply(st metadata.Partition, cfg config.TopicConfig, now time.Time) error {
 	p.log.SetConfig(storageConfig(cfg))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.cfg = cfg
+	prev := p.state
+	p.state = st
+	self := p.b.cfg.NodeID
+	switch {
+	case st.Leader == self && (p.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
+		return p.becomeLeaderLocked(st, now)
+	case st.Leader == self:
+		hwMoved, err := p.leader.OnISRCommitted(replication.StateOf(st), now.UnixMilli())
+		if errors.Is(err, replication.ErrLeaderChanged) {
+			return p.becomeLeaderLocked(st, now)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: apply ISR change: %w", p.name(), err)
+		}
+		if len(st.ISR) < len(prev.ISR) {
+			p.b.metrics.IncISRShrink()
+		} else if len(st.ISR) > len(prev.ISR) {
+			p.b.metrics.IncISRExpand()
+		}
+		if hwMoved {
+			p.progressLocked()
+		}
+		p.completeAcksLocked()
+	default:
+		p.becomeFollowerLocked(st)
+	}
+	return nil
+}
+
+// becomeLeaderLocked starts a new leader epoch: the epoch starts at the
+// current log end, which is recorded in the epoch cache before any append so
+// that followers asking where the previous epoch ended get the right answer.
+func (p *partition) becomeLeaderLocked(st metadata.Partition, now time.Time) error {
+	leo := p.log.LogEndOffset()
+	if latest, ok := p.log.Epochs().Latest(); !ok || latest < st.LeaderEpoch {
+		if err := p.log.Epochs().Assign(st.LeaderEpoch, leo); err != nil {
+			return fmt.Errorf("%s: record leader epoch %d: %w", p.name(), st.LeaderEpoch, err)
+		}
+	}
+	durable := p.durableEnd
+	if p.cfg.WriteCaching {
+		durable = leo
+	}
+	hw := min(p.highWatermark.Load(), leo)
+	l, err := replication.NewLeader(p.replicationConfig(), replication.StateOf(st), replication.LocalLog{
+		LogEndOffset: leo, DurableEnd: durable, HighWatermark: hw, EpochStartOffset: leo,
+	}, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("%s: become leader: %w", p.name(), err)
+	}
+	p.failAcksLocked(kerr.NotLeaderForPartition)
+	p.leader = l
+	p.leaderEpoch = st.LeaderEpoch
+	p.b.log.Info("leading partition", "partition", p.name(), "epoch", st.LeaderEpoch, "isr", st.ISR, "log_end", leo)
+	p.progressLocked()
+	return nil
+}
+
+func (p *partition) becomeFollowerLocked(st metadata.Partition) {
+	if p.leader != nil {
+		p.b.log.Info("following partition", "partition", p.name(), "leader", st.Leader, "epoch", st.LeaderEpoch)
+	}
+	p.leader = nil
+	p.leaderEpoch = st.LeaderEpoch
+	p.failAcksLocked(kerr.NotLeaderForPartition)
+}
+
+func (p *partition) replicationConfig() replication.Config {
+	return replication.Config{
+		LocalID:             p.b.cfg.NodeID,
+		ReplicaLagTimeMaxMs: max(p.b.cfg.ReplicaLagTimeMax.Milliseconds(), 1),
+		MinInsyncReplicas:   max(p.cfg.MinInsyncReplicas, 1),
+	}
 }
 
 // produce appends the batches and arranges for done to be called when the
@@ -118,30 +222,36 @@ func (p *partition) setConfig(cfg config.TopicConfig) {
 func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	now := time.Now()
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.leader == nil {
 		p.mu.Unlock()
-		done(api.ProduceResult{Err: kerr.NotLeaderForPartition})
+		done(api.ProduceResult{Err: kerr.NotLeaderForPartition, BaseOffset: -1, LogAppendTime: -1})
 		return
 	}
 	if p.failed != nil {
 		p.mu.Unlock()
-		done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed)})
+		done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed), BaseOffset: -1, LogAppendTime: -1})
 		return
 	}
+	if req.Acks == -1 {
+		if err := p.leader.CheckAcksAll(); err != nil {
+			p.mu.Unlock()
+			done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
+			return
+		}
+	}
 	res := api.ProduceResult{BaseOffset: -1, LogAppendTime: -1}
-	var target int64
-	var appended int64
+	var target, appended, bytesIn int64
 	for i, b := range req.Batches {
 		h, err := batch.ParseHeader(b)
 		if err != nil { // validated by the handler; a failure here is a bug
 			p.mu.Unlock()
-			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.CorruptMessage, err)})
+			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.CorruptMessage, err), BaseOffset: -1, LogAppendTime: -1})
 			return
 		}
 		dec, err := p.producers.Check(h)
 		if err != nil {
 			p.mu.Unlock()
-			done(api.ProduceResult{Err: err})
+			done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
 			return
 		}
 		if dec.Action == producer.Duplicate {
@@ -161,7 +271,7 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		if err != nil {
 			p.mu.Unlock()
 			p.b.log.Error("append failed", "partition", p.name(), "err", err)
-			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)})
+			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, err), BaseOffset: -1, LogAppendTime: -1})
 			return
 		}
 		h.BaseOffset = ar.BaseOffset
@@ -171,33 +281,61 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		}
 		target = max(target, ar.LastOffset+1)
 		appended += int64(h.RecordCount)
+		bytesIn += int64(len(b))
 	}
 	res.LogStartOffset = p.log.LogStartOffset()
 	if appended > 0 {
 		p.afterAppendLocked(appended)
 	}
-	if req.Acks == 0 || p.highWatermark.Load() >= target {
+	if req.Acks == 0 || p.ackSatisfiedLocked(target, req.Acks == -1, &res) {
 		p.mu.Unlock()
+		p.b.metrics.AddBytesIn(p.topic, bytesIn, appended)
 		done(res)
 		return
 	}
-	w := &ackWaiter{target: target, result: res, done: done}
+	w := &ackWaiter{target: target, all: req.Acks == -1, result: res, done: done}
 	p.ackWaiters = append(p.ackWaiters, w)
 	w.timer = time.AfterFunc(req.Timeout, func() { p.expireAck(w) })
 	p.mu.Unlock()
+	p.b.metrics.AddBytesIn(p.topic, bytesIn, appended)
 }
 
-// afterAppendLocked decides how the new data becomes visible. With the
-// default durable contract it waits for the group-committed fsync; with
-// write.caching the high watermark moves now and fsync follows the topic's
+// ackSatisfiedLocked reports whether a produce up to target can be
+// answered now, setting res.Err for acks=all when the ISR that has it is
+// smaller than min.insync.replicas.
+func (p *partition) ackSatisfiedLocked(target int64, all bool, res *api.ProduceResult) bool {
+	if !all {
+		return p.durableEnd >= target
+	}
+	done, err := p.leader.AckReady(target)
+	if done && err != nil {
+		res.Err = err
+	}
+	return done
+}
+
+// afterAppendLocked decides how the new data becomes durable. With the
+// default contract the group-committed fsync does it; with write.caching
+// the log end counts as durable now and fsync follows the topic's
 // flush.messages / flush.ms.
 func (p *partition) afterAppendLocked(messages int64) {
+	leo := p.log.LogEndOffset()
+	if err := p.leader.OnLocalAppend(leo); err != nil {
+		p.b.log.Error("replication state refused an append", "partition", p.name(), "err", err)
+	}
+	for fw := range p.watchers {
+		fw.poke() // followers wait for new data, not for the high watermark
+	}
 	if !p.cfg.WriteCaching {
 		p.b.flusher.schedule(p)
 		return
 	}
+	p.durableEnd = leo
+	if _, err := p.leader.OnLocalDurable(leo); err != nil {
+		p.b.log.Error("replication state refused a durable end", "partition", p.name(), "err", err)
+	}
+	p.progressLocked()
 	p.unflushed += messages
-	p.advanceHighWatermarkLocked(p.log.LogEndOffset())
 	if p.cfg.FlushMessages > 0 && p.unflushed >= p.cfg.FlushMessages {
 		p.unflushed = 0
 		p.b.flusher.schedule(p)
@@ -217,33 +355,60 @@ func (p *partition) afterAppendLocked(messages int64) {
 // sync is called by the flusher: one fsync covers every batch appended
 // before it started.
 func (p *partition) sync() {
+	start := time.Now()
 	durable, err := p.log.Sync()
+	p.b.metrics.ObserveFsync(time.Since(start))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		if p.failed == nil {
-			p.failed = err
-			p.b.log.Error("fsync failed; partition refuses writes until restart", "partition", p.name(), "err", err)
-		}
-		p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
+		p.failLocked(err)
 		return
 	}
-	if !p.cfg.WriteCaching {
-		p.advanceHighWatermarkLocked(durable)
+	if p.cfg.WriteCaching || durable <= p.durableEnd {
+		return
+	}
+	p.durableEnd = durable
+	if p.leader != nil {
+		if _, err := p.leader.OnLocalDurable(durable); err != nil {
+			p.b.log.Error("replication state refused a durable end", "partition", p.name(), "err", err)
+		}
+		p.progressLocked()
 	}
 }
 
-// advanceHighWatermarkLocked moves the high watermark forward (never back),
-// completes the produces it covers and wakes waiting fetches.
-func (p *partition) advanceHighWatermarkLocked(hw int64) {
-	if hw <= p.highWatermark.Load() {
+// failLocked fences the partition after an fsync error: once fsync has
+// failed, the page cache may not match the disk, so nothing more is written
+// or acknowledged until a restart re-reads the log.
+func (p *partition) failLocked(err error) {
+	if p.failed == nil {
+		p.failed = err
+		p.b.log.Error("fsync failed; partition refuses writes until restart", "partition", p.name(), "err", err)
+	}
+	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
+}
+
+// progressLocked publishes the leader's high watermark, completes the
+// acknowledgements it allows and wakes waiting fetches.
+func (p *partition) progressLocked() {
+	if p.leader != nil {
+		if hw := p.leader.HighWatermark(); hw > p.highWatermark.Load() {
+			p.highWatermark.Store(hw)
+			for fw := range p.watchers {
+				fw.poke()
+			}
+		}
+	}
+	p.completeAcksLocked()
+}
+
+func (p *partition) completeAcksLocked() {
+	if p.leader == nil || len(p.ackWaiters) == 0 {
 		return
 	}
-	p.highWatermark.Store(hw)
 	kept := p.ackWaiters[:0]
 	var ready []*ackWaiter
 	for _, w := range p.ackWaiters {
-		if w.target <= hw {
+		if p.ackSatisfiedLocked(w.target, w.all, &w.result) {
 			w.fired = true
 			w.timer.Stop()
 			ready = append(ready, w)
@@ -256,9 +421,6 @@ func (p *partition) advanceHighWatermarkLocked(hw int64) {
 	for _, w := range ready {
 		go w.done(w.result) // completions must not run under mu
 	}
-	for fw := range p.watchers {
-		fw.poke()
-	}
 }
 
 func (p *partition) expireAck(w *ackWaiter) {
@@ -268,18 +430,9 @@ func (p *partition) expireAck(w *ackWaiter) {
 		return
 	}
 	w.fired = true
-	p.removeAckLocked(w)
+	p.ackWaiters = slices.DeleteFunc(p.ackWaiters, func(x *ackWaiter) bool { return x == w })
 	p.mu.Unlock()
 	w.done(api.ProduceResult{Err: kerr.RequestTimedOut, BaseOffset: -1, LogAppendTime: -1})
-}
-
-func (p *partition) removeAckLocked(w *ackWaiter) {
-	for i, x := range p.ackWaiters {
-		if x == w {
-			p.ackWaiters = append(p.ackWaiters[:i], p.ackWaiters[i+1:]...)
-			return
-		}
-	}
 }
 
 func (p *partition) failAcksLocked(err error) {
@@ -291,18 +444,78 @@ func (p *partition) failAcksLocked(err error) {
 	p.ackWaiters = nil
 }
 
-// read serves a consumer fetch: whole batches from offset, below the high
-// watermark.
-func (p *partition) read(offset int64, maxBytes int, minOneBatch bool) (api.FetchResult, error) {
+// onFollowerFetch records a follower's position (the offset it fetches
+// from is what it holds durably) and proposes an ISR change if one is due.
+func (p *partition) onFollowerFetch(replica int32, offset int64, now time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leader == nil {
+		return kerr.NotLeaderForPartition
+	}
+	if !slices.Contains(p.state.Replicas, replica) {
+		return kerr.NotLeaderForPartition
+	}
+	hwMoved, err := p.leader.OnFollowerFetch(replica, offset, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
+	}
+	if hwMoved {
+		p.progressLocked()
+	}
+	p.maybeProposeISRLocked(now)
+	return nil
+}
+
+// tick runs the time-driven part of replication: ISR shrinks for
+// followers that stopped catching up.
+func (p *partition) tick(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leader == nil || p.closed {
+		return
+	}
+	p.maybeProposeISRLocked(now)
+}
+
+func (p *partition) maybeProposeISRLocked(now time.Time) {
+	change := p.leader.Tick(now.UnixMilli(), p.b.isEligibleReplica)
+	if change == nil {
+		return
+	}
+	p.b.log.Info("proposing ISR change", "partition", p.name(), "isr", p.state.ISR, "new_isr", change.NewISR)
+	go p.b.proposeISRChange(p, *change)
+}
+
+// onISRChangeRejected lets the replication state retry after the
+// controller refused a proposal.
+func (p *partition) onISRChangeRejected(change replication.ISRChange, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leader == nil {
+		return
+	}
+	if p.leader.OnISRChangeRejected(change, err) {
+		p.progressLocked()
+	}
+}
+
+// read serves a fetch: whole batches from offset, below the high watermark
+// for consumers, below the log end for followers.
+func (p *partition) read(offset int64, maxBytes int, minOneBatch, replica bool) (api.FetchResult, error) {
 	hw := p.highWatermark.Load()
 	res := api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
-	if offset < res.LogStartOffset || offset > p.log.LogEndOffset() {
+	leo := p.log.LogEndOffset()
+	if offset < res.LogStartOffset || offset > leo {
 		return res, kerr.OffsetOutOfRange
 	}
-	if offset >= hw {
+	upTo := hw
+	if replica {
+		upTo = leo
+	}
+	if offset >= upTo {
 		return res, nil
 	}
-	data, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
+	data, err := p.log.Read(offset, maxBytes, upTo, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange
@@ -324,13 +537,13 @@ func (p *partition) checkLeaderEpoch(current int32) error {
 	p.mu.Lock()
 	epoch := p.leaderEpoch
 	p.mu.Unlock()
-	switch {
-	case current < epoch:
-		return kerr.FencedLeaderEpoch
-	case current > epoch:
-		return kerr.UnknownLeaderEpoch
-	}
-	return nil
+	return replication.CheckLeaderEpoch(current, epoch)
+}
+
+func (p *partition) isLeader() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leader != nil
 }
 
 func (p *partition) addWatcher(w *fetchWaiter) {
@@ -346,7 +559,8 @@ func (p *partition) removeWatcher(w *fetchWaiter) {
 }
 
 // close stops the partition: waiting produces fail with
-// NOT_LEADER_OR_FOLLOWER, and the log is closed cleanly.
+// NOT_LEADER_OR_FOLLOWER, and the log is closed cleanly. A partition whose
+// fsync failed was already reported; closing it is not a new error.
 func (p *partition) close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -354,6 +568,7 @@ func (p *partition) close() error {
 		return nil
 	}
 	p.closed = true
+	p.leader = nil
 	if p.flushTimer != nil {
 		p.flushTimer.Stop()
 	}
@@ -361,6 +576,11 @@ func (p *partition) close() error {
 	for fw := range p.watchers {
 		fw.poke()
 	}
+	failed := p.failed
 	p.mu.Unlock()
-	return p.log.Close()
+	err := p.log.Close()
+	if failed != nil {
+		return nil
+	}
+	return err
 }

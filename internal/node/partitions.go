@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/vfs"
@@ -22,21 +24,20 @@ const partitionMetadataFile = "partition.metadata"
 // deleted. Called after every metadata change.
 func (b *Broker) reconcilePartitions() error {
 	im := b.Image()
-	want := map[partKey]struct {
+	type assignment struct {
 		t *metadata.Topic
 		p metadata.Partition
-	}{}
+	}
+	want := map[partKey]assignment{}
 	for _, t := range im.Topics() {
 		for _, p := range t.Partitions {
-			if p.Leader == b.cfg.NodeID {
-				want[partKey{t.ID, p.Index}] = struct {
-					t *metadata.Topic
-					p metadata.Partition
-				}{t, p}
+			if slices.Contains(p.Replicas, b.cfg.NodeID) {
+				want[partKey{t.ID, p.Index}] = assignment{t, p}
 			}
 		}
 	}
 	var errs []error
+	now := time.Now()
 	b.partsMu.Lock()
 	defer b.partsMu.Unlock()
 	for k, p := range b.parts {
@@ -47,12 +48,11 @@ func (b *Broker) reconcilePartitions() error {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
-		if _, exists := im.TopicByID(k.topic); !exists {
-			if err := b.fs.RemoveAll(p.log.Dir()); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s: %w", p.log.Dir(), err))
-			} else {
-				b.log.Info("deleted partition", "partition", p.name())
-			}
+		b.metrics.DeleteTopic(p.topic)
+		if err := b.fs.RemoveAll(p.log.Dir()); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", p.log.Dir(), err))
+		} else {
+			b.log.Info("deleted partition", "partition", p.name())
 		}
 	}
 	for k, w := range want {
@@ -61,21 +61,22 @@ func (b *Broker) reconcilePartitions() error {
 			errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
 			continue
 		}
-		if p, ok := b.parts[k]; ok {
-			p.setConfig(cfg)
-			continue
+		p, ok := b.parts[k]
+		if !ok {
+			dir, err := b.partitionDir(w.t, w.p.Index)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if p, err = openPartition(b, w.t, w.p, cfg, dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			b.parts[k] = p
 		}
-		dir, err := b.partitionDir(w.t, w.p.Index)
-		if err != nil {
+		if err := p.apply(w.p, cfg, now); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		p, err := openPartition(b, w.t, w.p, cfg, dir)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		b.parts[k] = p
 	}
 	return errors.Join(errs...)
 }

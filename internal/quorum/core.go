@@ -88,7 +88,7 @@ type Core struct {
 	// snapshotDue is the applied index at which the next snapshot is
 	// taken; a failed Snapshotter.Snapshot postpones it.
 	snapshotDue uint64
-	failed    error  // sticky: set by a storage error
+	failed      error // sticky: set by a storage error
 }
 
 // NewCore opens the directory, restores the state machine from the latest

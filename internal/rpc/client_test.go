@@ -85,10 +85,10 @@ func TestCallsFailWhenThePeerCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Produce v2 predates record batches; the broker closes the
-	// connection rather than guess at the body.
-	old := kmsg.NewPtrProduceRequest()
-	old.Version = 2
+	// Fetch v3 predates record batches and is not served; the broker
+	// closes the connection rather than guess at the body.
+	old := kmsg.NewPtrFetchRequest()
+	old.Version = 3
 	if _, err := c.Request(ctx, old); err == nil {
 		t.Fatal("a request the peer answered by closing returned no error")
 	}

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/skein-log/skein/internal/admin"
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/metrics"
+)
+
+// clusterView answers the scrape-time questions of the metrics collector
+// from the current image; it never blocks on the broker's locks for long.
+type clusterView struct{ b *Broker }
+
+func (v clusterView) PartitionHealth() metrics.PartitionHealth {
+	var h metrics.PartitionHealth
+	im := v.b.Image()
+	if im == nil {
+		return h
+	}
+	self := v.b.cfg.NodeID
+	for _, t := range im.Topics() {
+		minISR := int32(1)
+		if cfg, err := v.b.topicConfig(t); err == nil {
+			minISR = cfg.MinInsyncReplicas
+		}
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.Replicas, self) {
+				continue
+			}
+			h.Partitions++
+			if p.Leader == metadata.NoLeader || !im.IsActive(p.Leader) {
+				h.Offline++
+			}
+			if p.Leader != self {
+				continue
+			}
+			h.Leaders++
+			if len(p.ISR) < len(p.Replicas) {
+				h.UnderReplicated++
+			}
+			switch effective := min(minISR, int32(len(p.Replicas))); {
+			case int32(len(p.ISR)) < effective:
+				h.UnderMinISR++
+			case int32(len(p.ISR)) == effective:
+				h.AtMinISR++
+			}
+		}
+	}
+	return h
+}
+
+func (v clusterView) IsActiveController() bool { return v.b.isActiveController() }
+
+func (v clusterView) FollowerLags() []metrics.FollowerLag {
+	var out []metrics.FollowerLag
+	for _, p := range v.b.partitionList() {
+		p.mu.Lock()
+		if p.leader != nil {
+			snap := p.leader.Snapshot()
+			for _, f := range snap.Followers {
+				if f.Offset < 0 {
+					continue
+				}
+				out = append(out, metrics.FollowerLag{Topic: p.topic, Partition: p.index, Replica: f.ID, Records: max(snap.LogEndOffset-f.Offset, 0)})
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+// startAdmin serves /metrics, /healthz and /readyz on admin.listeners.
+func (b *Broker) startAdmin() error {
+	for _, a := range b.cfg.AdminListeners {
+		s := admin.New(a.Addr(), b.reg, nil, b.Ready, b.log)
+		if err := s.Start(); err != nil {
+			for _, started := range b.admins {
+				started.Close()
+			}
+			b.admins = nil
+			return fmt.Errorf("admin listener %s: %w", a.Addr(), err)
+		}
+		b.admins = append(b.admins, s)
+	}
+	return nil
+}
+
+// AdminAddr is the bound address of the first admin listener, if any.
+func (b *Broker) AdminAddr() string {
+	if len(b.admins) == 0 {
+		return ""
+	}
+	return b.admins[0].Addr()
+}
+
+// Ready reports whether the broker should receive traffic: its logs are
+// recovered, and it is registered and not fenced in the metadata it serves.
+func (b *Broker) Ready() error {
+	im := b.Image()
+	if im == nil {
+		return errors.New("starting: metadata not loaded yet")
+	}
+	br, ok := im.Broker(b.cfg.NodeID)
+	if !ok {
+		return errors.New("not registered with the controller yet")
+	}
+	if br.Fenced {
+		return errors.New("fenced by the controller")
+	}
+	if !b.serving.Load() {
+		return errors.New("starting: logs are still being recovered")
+	}
+	return nil
+}
+
+// isEligibleReplica says whether a broker may join an ISR: registered,
+// unfenced and not shutting down.
+func (b *Broker) isEligibleReplica(id int32) bool { return b.Image().IsActive(id) }
