@@ -69,6 +69,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			sp.LastStableOffset = -1
 			sp.LogStartOffset = -1
 			sp.PreferredReadReplica = -1
+			sp.RecordBatches = []byte{}
 			if terr != nil {
 				sp.ErrorCode = ErrorCode(terr)
 				continue
@@ -96,6 +97,10 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			sp.LastStableOffset = res.HighWatermark
 			sp.LogStartOffset = res.LogStartOffset
 			sp.RecordBatches = res.Records
+			if sp.RecordBatches == nil {
+				// Never null: librdkafka rejects a -1 record set size.
+				sp.RecordBatches = []byte{}
+			}
 		}
 		addFetchLeaderHints(s, r, req, resp)
 		respond(resp)

@@ -16,14 +16,17 @@ func init() {
 
 func handleApiVersions(s *Server, r *Request, respond Respond) {
 	resp := r.Body.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = advertisedKeys(r.ControllerListener)
 	respond(resp)
 }
 
-func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+func advertisedKeys(controllerListener bool) []kmsg.ApiVersionsResponseApiKey {
 	specs := Specs()
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(specs))
 	for _, sp := range specs {
+		if !sp.ServedOn(controllerListener) {
+			continue
+		}
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{
 			ApiKey: sp.Key, MinVersion: sp.MinVersion, MaxVersion: sp.MaxVersion,
 		})

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 19, MinVersion: 2, MaxVersion: 7, Handle: handleCreateTopics, Blocking: true})
+	register(Spec{Key: 19, MinVersion: 2, MaxVersion: 7, Handle: handleCreateTopics, Blocking: true, Forwardable: true})
 }
 
 func handleCreateTopics(s *Server, r *Request, respond Respond) {

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 20, MinVersion: 1, MaxVersion: 6, Handle: handleDeleteTopics, Blocking: true})
+	register(Spec{Key: 20, MinVersion: 1, MaxVersion: 6, Handle: handleDeleteTopics, Blocking: true, Forwardable: true})
 }
 
 func handleDeleteTopics(s *Server, r *Request, respond Respond) {

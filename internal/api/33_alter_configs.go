@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs, Blocking: true})
+	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs, Blocking: true, Forwardable: true})
 }
 
 func handleAlterConfigs(s *Server, r *Request, respond Respond) {

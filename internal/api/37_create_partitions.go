@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, Blocking: true})
+	register(Spec{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, Blocking: true, Forwardable: true})
 }
 
 func handleCreatePartitions(s *Server, r *Request, respond Respond) {

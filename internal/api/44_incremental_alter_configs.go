@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, Blocking: true})
+	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, Blocking: true, Forwardable: true})
 }
 
 // Kafka's IncrementalAlterConfigs operations.

@@ -27,7 +27,12 @@ type Request struct {
 	ClientID string
 	Host     string // the client's address, for logs and group membership
 	Listener string // the listener the request arrived on; Metadata answers with its endpoints
-	Body     kmsg.Request
+	// ControllerListener is set for requests on a controller listener.
+	ControllerListener bool
+	// Conn identifies the connection, for the controller's liveness
+	// tracking of brokers.
+	Conn ConnID
+	Body kmsg.Request
 }
 
 // Handler serves one API key.
@@ -43,6 +48,14 @@ type Spec struct {
 	// requests). The connection runs them on their own goroutine so the
 	// reader keeps reading; answers still go out in request order.
 	Blocking bool
+	// ControllerOnly APIs (broker registration, heartbeats, ISR changes)
+	// are served on controller listeners only and not advertised to
+	// clients.
+	ControllerOnly bool
+	// Forwardable admin requests are sent on to the active controller
+	// when this node is not it (KIP-590's forwarding, without the
+	// envelope: the request itself travels).
+	Forwardable bool
 }
 
 // registry is filled by the init functions of the per-key files.
@@ -63,6 +76,11 @@ func register(s Spec) {
 func Lookup(key int16) (Spec, bool) {
 	s, ok := registry[key]
 	return s, ok
+}
+
+// ServedOn says whether a key is served on a listener of this kind.
+func (s Spec) ServedOn(controllerListener bool) bool {
+	return controllerListener || !s.ControllerOnly
 }
 
 // Specs lists every served API, sorted by key.
@@ -89,6 +107,11 @@ func (s *Server) Serve(r *Request, respond Respond) {
 		// The connection layer rejects unknown keys before decoding; this
 		// is a programming error, not bad input.
 		panic("api: no handler for key " + kmsg.NameForKey(r.Body.Key()))
+	}
+	if spec.Forwardable && !s.Backend.IsActiveController() {
+		// Only the active controller decides metadata changes.
+		s.Backend.Forward(r, respond)
+		return
 	}
 	spec.Handle(s, r, respond)
 }

@@ -3,6 +3,8 @@ package api
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -34,6 +36,15 @@ type Backend interface {
 	// ListOffset resolves a ListOffsets timestamp (-1 latest, -2 earliest,
 	// -3 max timestamp, else by timestamp) for a partition.
 	ListOffset(topic metadata.TopicID, partition int32, timestamp int64) (OffsetResult, error)
+	// IsActiveController reports whether this node decides metadata
+	// changes; Forward sends a request to the node that does and answers
+	// once this node's metadata reflects the outcome.
+	IsActiveController() bool
+	Forward(r *Request, respond Respond)
+	// Controller is the active controller's side of broker lifecycle and
+	// ISR changes; nil-safe calls fail with NOT_CONTROLLER elsewhere.
+	Controller() ControllerBackend
+
 	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
 	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
 	EpochEndOffset(topic metadata.TopicID, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error)
@@ -87,4 +98,23 @@ type OffsetResult struct {
 	Offset      int64
 	Timestamp   int64
 	LeaderEpoch int32
+}
+
+// ControllerBackend is what the controller-only APIs need.
+type ControllerBackend interface {
+	RegisterBroker(req *kmsg.BrokerRegistrationRequest) (brokerEpoch int64, err error)
+	BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn ConnID) (BrokerHeartbeatResult, error)
+	AlterPartition(brokerID int32, brokerEpoch int64, topic metadata.TopicID, partition int32, leaderEpoch, partitionEpoch int32, newISR []int32) (metadata.Partition, error)
+	AllocateProducerIDs(brokerID int32, brokerEpoch int64) (start int64, length int32, err error)
+}
+
+// ConnID identifies the connection a request came on, so the controller
+// can notice a broker's heartbeat connection closing.
+type ConnID any
+
+// BrokerHeartbeatResult answers a heartbeat.
+type BrokerHeartbeatResult struct {
+	IsCaughtUp     bool
+	IsFenced       bool
+	ShouldShutdown bool
 }

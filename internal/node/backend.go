@@ -27,6 +27,12 @@ func (x backend) AllocateProducerID() (int64, error) {
 	return x.b.allocateProducerID()
 }
 
+func (x backend) IsActiveController() bool { return x.b.isActiveController() }
+
+func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
+
+func (x backend) Controller() api.ControllerBackend { return x.b.controllerSvc }
+
 func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 	return x.b.topicConfig(t)
 }

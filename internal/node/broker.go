@@ -5,6 +5,7 @@
 package node
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -18,13 +19,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
-	"github.com/skein-log/skein/internal/producer"
+	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -47,14 +49,43 @@ type Broker struct {
 	api *api.Server
 
 	flusher *flusher
-	meta    *metaStore
 	image   atomic.Pointer[metadata.Image]
-	// commitMu serialises metadata changes: decide against the current
-	// image, persist, apply, in one critical section.
-	commitMu sync.Mutex
 
-	pidMu sync.Mutex
-	pids  *producer.IDAllocator
+	// The metadata quorum and what this node knows of it.
+	quorum         *quorum.Node
+	voters         []config.Voter
+	emptyImage     *metadata.Image
+	controllerID   atomic.Int32 // the active controller, -1 if unknown
+	controllerTerm atomic.Int64 // bumps on every controller change
+	// controllerChanged wakes the session loop when the controller
+	// changes (or a heartbeat is wanted now).
+	controllerChanged chan struct{}
+	controllerSvc     *controllerService
+	ctrl              *controllerClient
+	// commitMu serialises metadata changes on the active controller:
+	// check against the latest image, propose, wait for it to apply.
+	commitMu     sync.Mutex
+	caughtUpTerm int64 // guarded by commitMu
+
+	// imageCond signals image versions applied and reconciled.
+	imageCond   *sync.Cond
+	reconciled  int64 // guarded by imageCond.L
+	reconcileCh chan struct{}
+
+	// This broker's session with the controller.
+	incarnation    [16]byte
+	brokerEpoch    atomic.Int64 // -1 until registered
+	registered     chan struct{}
+	registeredOnce sync.Once
+	shuttingDown   atomic.Bool
+	shutdownOK     chan struct{}
+	shutdownOnce   sync.Once
+
+	fetchers *fetcherManager
+
+	pidMu   sync.Mutex
+	pidNext int64 // next id of this broker's block
+	pidEnd  int64
 
 	partsMu sync.RWMutex
 	parts   map[partKey]*partition
@@ -93,7 +124,19 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		listeners: map[string]net.Listener{},
 		conns:     map[net.Conn]struct{}{},
 		stop:      make(chan struct{}),
+
+		controllerChanged: make(chan struct{}, 1),
+		imageCond:         newImageCond(),
+		reconcileCh:       make(chan struct{}, 1),
+		registered:        make(chan struct{}),
+		shutdownOK:        make(chan struct{}),
 	}
+	b.controllerID.Store(-1)
+	b.brokerEpoch.Store(-1)
+	rand.Read(b.incarnation[:])
+	b.controllerSvc = newControllerService(b)
+	b.ctrl = &controllerClient{b: b}
+	b.fetchers = newFetcherManager(b)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
 	b.reg = metrics.NewRegistry()
 	return b
@@ -129,46 +172,67 @@ func (b *Broker) Start() error {
 	if err != nil {
 		return err
 	}
-	meta, recs, err := openMetaStore(b.fs, filepath.Join(b.cfg.LogDirs[0], metadataDirName), b.log)
-	if err != nil {
-		return err
-	}
-	b.meta = meta
-	im, err := metadata.Empty(clusterID).Apply(recs...)
-	if err != nil {
-		return fmt.Errorf("replay metadata: %w", err)
-	}
-	b.image.Store(im)
-	if b.pids, err = producer.NewIDAllocator(im.NextProducerID(), producer.DefaultIDBlockSize); err != nil {
-		return err
+	if len(b.cfg.ControllerQuorumVoters) > 1 && b.cfg.ClusterID == "" {
+		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller: every node must agree on it")
 	}
 	b.flusher = newFlusher()
-
 	if err := b.listen(); err != nil {
 		b.shutdownStorage()
 		return err
 	}
-	if err := b.register(); err != nil {
+	if err := b.startQuorum(clusterID); err != nil {
 		b.closeListeners()
 		b.shutdownStorage()
 		return err
 	}
-	if err := b.reconcilePartitions(); err != nil {
-		b.closeListeners()
-		b.shutdownStorage()
-		return err
-	}
-	if err := b.removeStrayPartitionDirs(); err != nil {
-		b.log.Warn("could not remove stray partition directories", "err", err)
-	}
-	b.startMaintenance()
+	// Controller listeners serve at once (the quorum needs them); client
+	// listeners only once this broker has registered and its image holds
+	// the registration, so no client is served from a stale replay.
 	for name, ln := range b.listeners {
-		go b.accept(name, ln)
+		if b.isControllerListener(name) {
+			go b.accept(name, ln)
+			continue
+		}
+		go func() {
+			select {
+			case <-b.registered:
+				b.accept(name, ln)
+			case <-b.stop:
+			}
+		}()
 	}
+	b.bgWG.Add(3)
+	go b.reconcileLoop()
+	go b.sessionLoop()
+	go b.controllerSvc.loop()
+	b.startMaintenance()
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
+	// A quorum of one elects itself at once: wait for the registration so
+	// the broker is usable when Start returns, as a single broker always
+	// was. In a cluster the others may not be up yet; readiness says when.
+	if len(b.voters) == 1 {
+		select {
+		case <-b.registered:
+		case <-time.After(30 * time.Second):
+			b.log.Warn("not registered 30 s after start")
+		}
+		if err := b.waitReconciled(context.Background(), b.Image().Version()); err != nil {
+			return err
+		}
+		if err := b.removeStrayPartitionDirs(); err != nil {
+			b.log.Warn("could not remove stray partition directories", "err", err)
+		}
+	}
 	return nil
 }
+
+// Registered is closed once this broker first registered with the
+// controller and its image holds the registration.
+func (b *Broker) Registered() <-chan struct{} { return b.registered }
+
+// ControllerID is the active controller as this node knows it (-1: none).
+func (b *Broker) ControllerID() int32 { return b.controllerID.Load() }
 
 // Addr is the bound address of a listener (useful with port 0).
 func (b *Broker) Addr(listener string) string {
@@ -184,7 +248,13 @@ func (b *Broker) Addr(listener string) string {
 func (b *Broker) Close() error {
 	var err error
 	b.stopOnce.Do(func() {
+		b.controlledShutdown(controlledShutdownTimeout)
 		close(b.stop)
+		b.fetchers.stopAll()
+		b.ctrl.close()
+		if b.quorum != nil {
+			b.quorum.Stop()
+		}
 		b.closeListeners()
 		b.connWG.Wait()
 		b.bgWG.Wait()
@@ -209,11 +279,6 @@ func (b *Broker) shutdownStorage() error {
 	for _, p := range parts {
 		if err := p.close(); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", p.name(), err))
-		}
-	}
-	if b.meta != nil {
-		if err := b.meta.close(); err != nil {
-			errs = append(errs, fmt.Errorf("close metadata log: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -254,35 +319,6 @@ func (b *Broker) loadOrCreateMetaProperties() (string, error) {
 		}
 	}
 	return clusterID, nil
-}
-
-// register records this broker and its endpoints in the metadata log when
-// they differ from what is there.
-func (b *Broker) register() error {
-	var eps []metadata.Endpoint
-	for _, l := range b.advertised() {
-		eps = append(eps, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
-	}
-	want := metadata.Broker{ID: b.cfg.NodeID, Rack: b.cfg.Rack, Endpoints: eps}
-	if cur, ok := b.Image().Broker(b.cfg.NodeID); ok && sameRegistration(cur, &want) {
-		return nil
-	}
-	if cur, ok := b.Image().Broker(b.cfg.NodeID); ok {
-		want.Epoch = cur.Epoch + 1
-	}
-	return b.commit([]metadata.Record{metadata.RegisterBroker{Broker: want}})
-}
-
-func sameRegistration(a, b *metadata.Broker) bool {
-	if a.Rack != b.Rack || a.Fenced || len(a.Endpoints) != len(b.Endpoints) {
-		return false
-	}
-	for i := range a.Endpoints {
-		if a.Endpoints[i] != b.Endpoints[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // advertised is what clients are told to connect to: advertised.listeners,
@@ -332,22 +368,6 @@ func (b *Broker) isControllerListener(name string) bool {
 // Image is the current metadata image.
 func (b *Broker) Image() *metadata.Image { return b.image.Load() }
 
-// commit persists records, applies them and brings the partitions in line.
-func (b *Broker) commit(recs []metadata.Record) error {
-	b.commitMu.Lock()
-	defer b.commitMu.Unlock()
-	next, err := b.Image().Apply(recs...)
-	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
-	}
-	if err := b.meta.append(recs); err != nil {
-		b.log.Error("metadata commit failed", "err", err)
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	b.image.Store(next)
-	return b.reconcilePartitions()
-}
-
 func newTopicID() metadata.TopicID {
 	for {
 		var id metadata.TopicID
@@ -358,26 +378,32 @@ func newTopicID() metadata.TopicID {
 	}
 }
 
+// allocateProducerID hands out an id from this broker's block, asking
+// the controller for a new block (committed before it is used, so no id
+// is ever handed out twice in the cluster) when it runs out.
 func (b *Broker) allocateProducerID() (int64, error) {
 	b.pidMu.Lock()
 	defer b.pidMu.Unlock()
-	if id, ok := b.pids.Next(); ok {
+	if b.pidNext < b.pidEnd {
+		id := b.pidNext
+		b.pidNext++
 		return id, nil
 	}
-	blk, err := b.pids.NextBlock()
+	ctx, cancel := context.WithTimeout(context.Background(), controllerRPCTimeout)
+	defer cancel()
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID = b.cfg.NodeID
+	req.BrokerEpoch = b.brokerEpoch.Load()
+	resp, err := b.ctrl.request(ctx, req)
 	if err != nil {
+		return 0, fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	}
+	r := resp.(*kmsg.AllocateProducerIDsResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 		return 0, err
 	}
-	// The reservation is durable before any of its ids is handed out, so a
-	// restart never reuses an id.
-	if err := b.commit([]metadata.Record{metadata.AllocateProducerIDs{NextID: blk.End}}); err != nil {
-		return 0, err
-	}
-	if err := b.pids.Grant(blk); err != nil {
-		return 0, err
-	}
-	id, _ := b.pids.Next()
-	return id, nil
+	b.pidNext, b.pidEnd = r.ProducerIDStart+1, r.ProducerIDStart+int64(r.ProducerIDLen)
+	return r.ProducerIDStart, nil
 }
 
 func (b *Broker) topicConfig(t *metadata.Topic) (config.TopicConfig, error) {

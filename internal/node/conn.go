@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/wire"
 )
 
@@ -49,8 +50,11 @@ type conn struct {
 	b        *Broker
 	nc       net.Conn
 	listener string
-	host     string
-	queue    chan *slot
+	// controller is set on controller listeners, which also carry the
+	// quorum's raft frames and the controller-only APIs.
+	controller bool
+	host       string
+	queue      chan *slot
 	// readerGone is closed when the reader stops: the client went away
 	// or sent something unreadable, so answers still pending (a long
 	// poll, say) need not be waited for.
@@ -59,11 +63,12 @@ type conn struct {
 
 func (b *Broker) serveConn(nc net.Conn, listener string) {
 	c := &conn{
-		b:        b,
-		nc:       nc,
-		listener: listener,
-		host:     hostOf(nc.RemoteAddr()),
-		queue:    make(chan *slot, maxInFlightPerConn),
+		b:          b,
+		nc:         nc,
+		listener:   listener,
+		controller: b.isControllerListener(listener),
+		host:       hostOf(nc.RemoteAddr()),
+		queue:      make(chan *slot, maxInFlightPerConn),
 
 		readerGone: make(chan struct{}),
 	}
@@ -77,6 +82,9 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 	close(c.queue)
 	<-writerDone
 	nc.Close()
+	if c.controller {
+		b.controllerSvc.connClosed(c)
+	}
 }
 
 func hostOf(a net.Addr) string {
@@ -111,7 +119,17 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 		c.b.log.Info("closing connection: bad request header", "remote", c.nc.RemoteAddr().String(), "err", err)
 		return false
 	}
+	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
+		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
+			c.b.log.Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return false
+		}
+		return true
+	}
 	spec, known := api.Lookup(hdr.Key)
+	if known && !spec.ServedOn(c.controller) {
+		known = false
+	}
 	if !known {
 		c.b.log.Info("closing connection: unsupported API key", "remote", c.nc.RemoteAddr().String(),
 			"key", hdr.Key, "client", hdr.ClientID)
@@ -138,7 +156,8 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 		return false
 	}
 	c.queue <- s
-	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener, Body: body}
+	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
+		ControllerListener: c.controller, Conn: c, Body: body}
 	if spec.Blocking {
 		go c.serve(req, s)
 		return true
@@ -159,8 +178,14 @@ func (c *conn) serve(req *api.Request, s *slot) (keepOpen bool) {
 		}
 	}()
 	start := time.Now()
+	spec, _ := api.Lookup(req.Body.Key())
 	c.b.api.Serve(req, func(resp kmsg.Response) {
 		c.b.metrics.ObserveRequest(req.Body, resp, time.Since(start))
+		if c.controller && spec.Forwardable && resp != nil {
+			// A broker may have forwarded this: tell it which metadata
+			// version holds the outcome.
+			tagImageVersion(resp, c.b.Image().Version())
+		}
 		s.respond(resp)
 	})
 	return true

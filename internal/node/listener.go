@@ -11,9 +11,6 @@ func (b *Broker) listen() error {
 	b.lnMu.Lock()
 	defer b.lnMu.Unlock()
 	for _, l := range b.cfg.Listeners {
-		if b.isControllerListener(l.Name) {
-			continue // the controller quorum listener belongs to the replicated cluster
-		}
 		ln, err := net.Listen("tcp", l.Addr())
 		if err != nil {
 			for _, open := range b.listeners {

@@ -145,6 +145,12 @@ func (p *partition) apply(st metadata.Partition, cfg config.TopicConfig, now tim
 	prev := p.state
 	p.state = st
 	self := p.b.cfg.NodeID
+	if st.Leader == self && p.b.brokerEpoch.Load() < 0 {
+		// Until this incarnation has registered, the image may be a stale
+		// replay: never lead on its word (the registration fences the old
+		// incarnation and elects anew).
+		st.Leader = metadata.NoLeader
+	}
 	switch {
 	case st.Leader == self && (p.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
 		return p.becomeLeaderLocked(st, now)

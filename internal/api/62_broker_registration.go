@@ -1,0 +1,27 @@
+package api
+
+// BrokerRegistration: versions 0-4, controller listener only. A broker
+// announces itself (id, endpoints, rack) to the active controller, which
+// commits a registration with a new broker epoch. The cluster id must
+// match: a broker of another cluster is refused.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 62, MinVersion: 0, MaxVersion: 4, Handle: handleBrokerRegistration, Blocking: true, ControllerOnly: true})
+}
+
+func handleBrokerRegistration(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.BrokerRegistrationRequest)
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	epoch, err := s.Backend.Controller().RegisterBroker(req)
+	resp.ErrorCode = ErrorCode(err)
+	resp.BrokerEpoch = epoch
+	if err != nil {
+		resp.BrokerEpoch = -1
+		s.Log.Warn("broker registration refused", "broker", req.BrokerID, "err", err)
+	}
+	respond(resp)
+}

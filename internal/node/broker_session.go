@@ -1,0 +1,218 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/rpc"
+)
+
+// controllerRPCTimeout bounds one request to the controller.
+const controllerRPCTimeout = 10 * time.Second
+
+// controllerClient keeps one connection to the active controller's
+// controller listener, redialled when the controller changes or the
+// connection breaks.
+type controllerClient struct {
+	b    *Broker
+	mu   sync.Mutex
+	id   int32
+	conn *rpc.Conn
+}
+
+// request sends req to the active controller.
+func (cc *controllerClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	conn, err := cc.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := conn.Request(ctx, req)
+	if err != nil {
+		cc.drop(conn)
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (cc *controllerClient) connect(ctx context.Context) (*rpc.Conn, error) {
+	id := cc.b.controllerID.Load()
+	if id < 0 {
+		return nil, fmt.Errorf("%w: no active controller known", kerr.NotController)
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.conn != nil && cc.id == id {
+		select {
+		case <-cc.conn.Done():
+		default:
+			return cc.conn, nil
+		}
+	}
+	if cc.conn != nil {
+		cc.conn.Close()
+		cc.conn = nil
+	}
+	addr, ok := cc.b.voterAddr(id)
+	if !ok {
+		return nil, fmt.Errorf("controller %d is not among controller.quorum.voters", id)
+	}
+	conn, err := rpc.Dial(ctx, addr, fmt.Sprintf("skein-broker-%d", cc.b.cfg.NodeID))
+	if err != nil {
+		return nil, err
+	}
+	cc.conn, cc.id = conn, id
+	return conn, nil
+}
+
+func (cc *controllerClient) drop(conn *rpc.Conn) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	conn.Close()
+	if cc.conn == conn {
+		cc.conn = nil
+	}
+}
+
+func (cc *controllerClient) close() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.conn != nil {
+		cc.conn.Close()
+		cc.conn = nil
+	}
+}
+
+// sessionLoop registers this broker with the active controller and keeps
+// its session alive with heartbeats, re-registering whenever the
+// controller no longer knows this incarnation.
+func (b *Broker) sessionLoop() {
+	defer b.bgWG.Done()
+	interval := max(b.cfg.BrokerHeartbeatInterval, 10*time.Millisecond)
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.controllerChanged:
+			// Tell a new controller at once that this broker is alive.
+		case <-retry.C:
+		}
+		wait := interval
+		if err := b.sessionStep(); err != nil {
+			if !errors.Is(err, kerr.NotController) {
+				b.log.Debug("controller session", "err", err)
+			}
+			wait = min(interval, 100*time.Millisecond)
+		}
+		if !retry.Stop() {
+			select {
+			case <-retry.C:
+			default:
+			}
+		}
+		retry.Reset(wait)
+	}
+}
+
+// sessionStep registers if needed, else heartbeats once.
+func (b *Broker) sessionStep() error {
+	ctx, cancel := context.WithTimeout(context.Background(), controllerRPCTimeout)
+	defer cancel()
+	epoch := b.brokerEpoch.Load()
+	if epoch < 0 {
+		return b.registerWithController(ctx)
+	}
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.Version = 1
+	req.BrokerID = b.cfg.NodeID
+	req.BrokerEpoch = epoch
+	req.CurrentMetadataOffset = b.Image().Version()
+	req.WantShutdown = b.shuttingDown.Load()
+	resp, err := b.ctrl.request(ctx, req)
+	if err != nil {
+		return err
+	}
+	hb := resp.(*kmsg.BrokerHeartbeatResponse)
+	if err := kerr.ErrorForCode(hb.ErrorCode); err != nil {
+		if errors.Is(err, kerr.StaleBrokerEpoch) {
+			b.brokerEpoch.Store(-1)
+		}
+		return err
+	}
+	if hb.ShouldShutdown {
+		b.shutdownApproved()
+	}
+	return nil
+}
+
+func (b *Broker) registerWithController(ctx context.Context) error {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = 2
+	req.BrokerID = b.cfg.NodeID
+	req.ClusterID = b.Image().ClusterID()
+	req.IncarnationID = b.incarnation
+	if b.cfg.Rack != "" {
+		rack := b.cfg.Rack
+		req.Rack = &rack
+	}
+	for _, l := range b.advertised() {
+		rl := kmsg.NewBrokerRegistrationRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
+		req.Listeners = append(req.Listeners, rl)
+	}
+	resp, err := b.ctrl.request(ctx, req)
+	if err != nil {
+		return err
+	}
+	reg := resp.(*kmsg.BrokerRegistrationResponse)
+	if err := kerr.ErrorForCode(reg.ErrorCode); err != nil {
+		return err
+	}
+	// Count as registered only once this node's image holds it.
+	if err := b.waitImage(ctx, func(im *metadata.Image) bool {
+		br, ok := im.Broker(b.cfg.NodeID)
+		return ok && br.Epoch >= reg.BrokerEpoch
+	}); err != nil {
+		return err
+	}
+	b.brokerEpoch.Store(reg.BrokerEpoch)
+	b.notifyImageChange() // partitions may now be led here
+	b.log.Info("registered with the controller", "controller", b.controllerID.Load(), "broker_epoch", reg.BrokerEpoch)
+	b.registeredOnce.Do(func() { close(b.registered) })
+	return nil
+}
+
+// shutdownApproved is called when the controller says every leadership
+// has moved away.
+func (b *Broker) shutdownApproved() {
+	b.shutdownOnce.Do(func() { close(b.shutdownOK) })
+}
+
+// controlledShutdown asks the controller to move this broker's
+// leaderships elsewhere before it stops, so clients see a leader change
+// instead of errors (SIGTERM, rolling restarts). It gives up after
+// timeout: a controller that cannot be reached must not stop a shutdown.
+func (b *Broker) controlledShutdown(timeout time.Duration) {
+	if b.quorum == nil || len(b.Image().Brokers()) < 2 || b.brokerEpoch.Load() < 0 {
+		return
+	}
+	b.shuttingDown.Store(true)
+	select {
+	case b.controllerChanged <- struct{}{}: // heartbeat now
+	default:
+	}
+	select {
+	case <-b.shutdownOK:
+		b.log.Info("controlled shutdown: leaderships moved")
+	case <-time.After(timeout):
+		b.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", timeout)
+	}
+}

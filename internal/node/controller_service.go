@@ -1,0 +1,376 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/producer"
+)
+
+// controllerService is the active controller's runtime: broker sessions
+// (registration, heartbeats, fencing), ISR changes and producer id blocks.
+// Its decisions come from internal/controller; it commits their records
+// through the quorum. On a node that is not the active controller every
+// call fails with NOT_CONTROLLER and the caller retries elsewhere.
+type controllerService struct {
+	b *Broker
+
+	mu     sync.Mutex
+	active bool
+	// lastSeen is when each broker's session was last renewed.
+	lastSeen map[int32]time.Time
+	// sessionConn is the connection each broker last heartbeated on: if
+	// it closes, the broker's process most likely died (a closed socket
+	// is a far earlier signal than a missed heartbeat).
+	sessionConn map[int32]api.ConnID
+	// wake asks the loop to run now (activation, a closed session).
+	wake chan struct{}
+}
+
+func newControllerService(b *Broker) *controllerService {
+	return &controllerService{b: b, lastSeen: map[int32]time.Time{}, sessionConn: map[int32]api.ConnID{}, wake: make(chan struct{}, 1)}
+}
+
+// activate runs on the quorum goroutine when this node becomes the
+// controller: every broker gets a fresh session, then the loop checks
+// the ones that cannot be reached at all.
+func (c *controllerService) activate() {
+	c.mu.Lock()
+	c.active = true
+	now := time.Now()
+	for _, br := range c.b.Image().Brokers() {
+		c.lastSeen[br.ID] = now
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *controllerService) deactivate() {
+	c.mu.Lock()
+	c.active = false
+	clear(c.lastSeen)
+	clear(c.sessionConn)
+	c.mu.Unlock()
+}
+
+func (c *controllerService) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *controllerService) isActive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active && c.b.isActiveController()
+}
+
+// RegisterBroker commits a new registration. A broker that was registered
+// before is first fenced, so that every partition it led gets a new leader
+// epoch and its replicas rejoin ISRs only after catching up: a restarted
+// process never resumes an old epoch with a log that may have lost its
+// unflushed tail.
+func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest) (int64, error) {
+	if !c.isActive() {
+		return -1, kerr.NotController
+	}
+	im := c.b.Image()
+	if req.ClusterID != im.ClusterID() {
+		return -1, fmt.Errorf("%w: broker %d is in cluster %q, this is %q", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, im.ClusterID())
+	}
+	br := metadata.Broker{ID: req.BrokerID, Epoch: im.Version() + 1}
+	if req.Rack != nil {
+		br.Rack = *req.Rack
+	}
+	for _, l := range req.Listeners {
+		br.Endpoints = append(br.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	var recs []metadata.Record
+	next := im
+	if old, ok := im.Broker(req.BrokerID); ok {
+		br.Epoch = max(br.Epoch, old.Epoch+1)
+		if !old.Fenced {
+			fence, err := controller.FenceBroker(im, req.BrokerID)
+			if err != nil {
+				return -1, err
+			}
+			recs = append(recs, fence...)
+			if next, err = im.Apply(fence...); err != nil {
+				return -1, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+			}
+		}
+	}
+	reg := metadata.RegisterBroker{Broker: br}
+	recs = append(recs, reg)
+	next, err := next.Apply(reg)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+	}
+	recs = append(recs, controller.ElectLeaderless(next, c.uncleanAllowed)...)
+	if err := c.b.commit(recs); err != nil {
+		return -1, err
+	}
+	c.mu.Lock()
+	c.lastSeen[req.BrokerID] = time.Now()
+	c.mu.Unlock()
+	c.b.log.Info("broker registered", "broker", req.BrokerID, "epoch", br.Epoch)
+	return br.Epoch, nil
+}
+
+// BrokerHeartbeat renews a session, unfences a broker that was fenced
+// while alive (a pause, a partition), and drives controlled shutdown.
+func (c *controllerService) BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn api.ConnID) (api.BrokerHeartbeatResult, error) {
+	var res api.BrokerHeartbeatResult
+	if !c.isActive() {
+		return res, kerr.NotController
+	}
+	br, ok := c.b.Image().Broker(req.BrokerID)
+	if !ok || br.Epoch != req.BrokerEpoch {
+		return res, kerr.StaleBrokerEpoch
+	}
+	c.mu.Lock()
+	c.lastSeen[req.BrokerID] = time.Now()
+	c.sessionConn[req.BrokerID] = conn
+	c.mu.Unlock()
+	res.IsCaughtUp = req.CurrentMetadataOffset >= br.Epoch-1
+
+	switch {
+	case req.WantShutdown:
+		if !br.InControlledShutdown && !br.Fenced {
+			recs, err := controller.BeginControlledShutdown(c.b.Image(), req.BrokerID)
+			if err != nil {
+				return res, err
+			}
+			if err := c.b.commit(recs); err != nil {
+				return res, err
+			}
+		}
+		res.ShouldShutdown = !c.leadsAnything(req.BrokerID)
+	case br.Fenced && !req.WantFence && res.IsCaughtUp:
+		if err := c.unfence(req.BrokerID); err != nil {
+			return res, err
+		}
+	}
+	br, _ = c.b.Image().Broker(req.BrokerID)
+	res.IsFenced = br.Fenced
+	return res, nil
+}
+
+func (c *controllerService) unfence(id int32) error {
+	im := c.b.Image()
+	recs, err := controller.UnfenceBroker(im, id)
+	if err != nil {
+		return err
+	}
+	next, err := im.Apply(recs...)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	}
+	recs = append(recs, controller.ElectLeaderless(next, c.uncleanAllowed)...)
+	c.b.log.Info("unfencing broker", "broker", id)
+	return c.b.commit(recs)
+}
+
+func (c *controllerService) leadsAnything(id int32) bool {
+	for _, t := range c.b.Image().Topics() {
+		for _, p := range t.Partitions {
+			if p.Leader == id && len(p.Replicas) > 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// uncleanAllowed is the topic's unclean.leader.election.enable.
+func (c *controllerService) uncleanAllowed(t *metadata.Topic) bool {
+	cfg, err := c.b.topicConfig(t)
+	return err == nil && cfg.UncleanLeaderElection
+}
+
+// AlterPartition commits an ISR change a partition leader proposed.
+func (c *controllerService) AlterPartition(brokerID int32, brokerEpoch int64, topic metadata.TopicID, partition, leaderEpoch, partitionEpoch int32, newISR []int32) (metadata.Partition, error) {
+	if !c.isActive() {
+		return metadata.Partition{}, kerr.NotController
+	}
+	im := c.b.Image()
+	if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch || br.Fenced {
+		return metadata.Partition{}, kerr.StaleBrokerEpoch
+	}
+	recs, err := controller.AlterPartition(im, topic, partition, leaderEpoch, partitionEpoch, newISR)
+	if err != nil {
+		return metadata.Partition{}, err
+	}
+	if err := c.b.commit(recs); err != nil {
+		return metadata.Partition{}, err
+	}
+	t, ok := c.b.Image().TopicByID(topic)
+	if !ok || int(partition) >= len(t.Partitions) {
+		return metadata.Partition{}, kerr.UnknownTopicOrPartition
+	}
+	return t.Partitions[partition], nil
+}
+
+// AllocateProducerIDs commits and hands out the next block of ids.
+func (c *controllerService) AllocateProducerIDs(brokerID int32, brokerEpoch int64) (int64, int32, error) {
+	if !c.isActive() {
+		return 0, 0, kerr.NotController
+	}
+	im := c.b.Image()
+	if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch {
+		return 0, 0, kerr.StaleBrokerEpoch
+	}
+	start := im.NextProducerID()
+	if err := c.b.commit([]metadata.Record{metadata.AllocateProducerIDs{NextID: start + producer.DefaultIDBlockSize}}); err != nil {
+		return 0, 0, err
+	}
+	return start, producer.DefaultIDBlockSize, nil
+}
+
+// connClosed is told when any controller-listener connection closes; if
+// it carried a broker's heartbeats, that broker is fenced at once.
+func (c *controllerService) connClosed(conn api.ConnID) {
+	c.mu.Lock()
+	var gone []int32
+	for id, sc := range c.sessionConn {
+		if sc == conn {
+			gone = append(gone, id)
+			delete(c.sessionConn, id)
+			c.lastSeen[id] = time.Time{}
+		}
+	}
+	c.mu.Unlock()
+	if len(gone) > 0 {
+		c.poke()
+	}
+}
+
+// loop fences brokers whose sessions expired and elects leaders for
+// partitions that have none.
+func (c *controllerService) loop() {
+	defer c.b.bgWG.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.b.stop:
+			return
+		case <-t.C:
+		case <-c.wake:
+			c.probeUnseen()
+		}
+		if !c.isActive() {
+			continue
+		}
+		c.fenceExpired()
+	}
+}
+
+// probeUnseen dials the controller endpoint of brokers that have not
+// heartbeated to this controller yet. A refused connection means no
+// process is listening there: the broker is dead and need not be waited
+// for (its session would expire only after broker.session.timeout.ms).
+func (c *controllerService) probeUnseen() {
+	if !c.isActive() {
+		return
+	}
+	c.mu.Lock()
+	var unseen []int32
+	for _, br := range c.b.Image().Brokers() {
+		if _, ok := c.sessionConn[br.ID]; !ok && br.ID != c.b.cfg.NodeID && !br.Fenced {
+			unseen = append(unseen, br.ID)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range unseen {
+		addr, ok := c.b.voterAddr(id)
+		if !ok {
+			continue
+		}
+		d := net.Dialer{Timeout: 200 * time.Millisecond}
+		nc, err := d.Dial("tcp", addr)
+		if err == nil {
+			nc.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			c.b.log.Info("broker's controller port refuses connections; treating it as dead", "broker", id)
+			c.mu.Lock()
+			c.lastSeen[id] = time.Time{}
+			c.mu.Unlock()
+		}
+	}
+}
+
+func (c *controllerService) fenceExpired() {
+	timeout := c.b.cfg.BrokerSessionTimeout
+	now := time.Now()
+	c.mu.Lock()
+	var expired []int32
+	for _, br := range c.b.Image().Brokers() {
+		if br.Fenced || br.ID == c.b.cfg.NodeID {
+			continue
+		}
+		seen, ok := c.lastSeen[br.ID]
+		if !ok {
+			c.lastSeen[br.ID] = now
+			continue
+		}
+		if now.Sub(seen) > timeout {
+			expired = append(expired, br.ID)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range expired {
+		im := c.b.Image()
+		recs, err := controller.FenceBroker(im, id)
+		if err == nil {
+			var next *metadata.Image
+			if next, err = im.Apply(recs...); err == nil {
+				recs = append(recs, controller.ElectLeaderless(next, c.uncleanAllowed)...)
+				err = c.b.commit(recs)
+			}
+		}
+		if err != nil {
+			c.b.log.Warn("fencing broker failed", "broker", id, "err", err)
+			continue
+		}
+		c.b.log.Info("fenced broker", "broker", id)
+		c.b.metrics.IncLeaderElection(false)
+	}
+	// Partitions left without a leader (a controller change in the middle
+	// of an election, an unclean topic whose replica came back) get one.
+	if recs := controller.ElectLeaderless(c.b.Image(), c.uncleanAllowed); len(recs) > 0 {
+		if err := c.b.commit(recs); err != nil {
+			c.b.log.Warn("electing leaders failed", "err", err)
+		}
+	}
+}
+
+// voterAddr is the controller endpoint of a node.
+func (b *Broker) voterAddr(id int32) (string, bool) {
+	i := slices.IndexFunc(b.voters, func(v config.Voter) bool { return v.ID == id })
+	if i < 0 {
+		return "", false
+	}
+	return b.voters[i].Addr(), true
+}
+
+// ctxWithTimeout is a short helper for controller RPCs.
+func ctxWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,162 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/api"
+)
+
+// imageVersionTag is the tagged field in which a controller tells a
+// forwarding broker which metadata version holds the outcome of its
+// request, so the broker answers only once its own image has it (a client
+// that creates a topic and then asks this broker for Metadata sees it).
+const imageVersionTag = 0x5E11
+
+// forward sends an admin request to the active controller and answers
+// with its response once this node's image has caught up to it.
+func (b *Broker) forward(r *api.Request, respond api.Respond) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	fail := func(err error) {
+		resp := r.Body.ResponseKind()
+		fillTopLevelError(resp, r.Body, api.ErrorCode(err))
+		respond(resp)
+	}
+	spec, _ := api.Lookup(r.Body.Key())
+	var resp kmsg.Response
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		req := r.Body
+		if dt, ok := req.(*kmsg.DeleteTopicsRequest); ok && r.Version < 6 {
+			// v6 names topics in a list of (name, id); earlier versions
+			// in a list of names.
+			for _, n := range dt.TopicNames {
+				t := kmsg.NewDeleteTopicsRequestTopic()
+				t.Topic = kmsg.StringPtr(n)
+				dt.Topics = append(dt.Topics, t)
+			}
+			dt.TopicNames = nil
+		}
+		// Forward at our newest version: it is flexible, so the answer
+		// can carry the version tag. The client's answer is re-encoded
+		// at its own version by the connection writer.
+		req.SetVersion(spec.MaxVersion)
+		resp, err = b.ctrl.request(ctx, req)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-b.controllerChanged:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	r.Body.SetVersion(r.Version)
+	if err != nil {
+		fail(fmt.Errorf("%w: forwarding to the controller: %v", kerr.NotController, err))
+		return
+	}
+	if v, ok := taggedImageVersion(resp); ok {
+		if err := b.waitReconciled(ctx, v); err != nil {
+			b.log.Warn("forwarded request committed, but this broker's metadata lags", "version", v, "err", err)
+		}
+	}
+	respond(resp)
+}
+
+// tagImageVersion adds the image version to a controller's answer.
+func tagImageVersion(resp kmsg.Response, version int64) {
+	if tags := unknownTags(resp); tags != nil && resp.IsFlexible() {
+		tags.Set(imageVersionTag, binary.BigEndian.AppendUint64(nil, uint64(version)))
+	}
+}
+
+func taggedImageVersion(resp kmsg.Response) (int64, bool) {
+	tags := unknownTags(resp)
+	if tags == nil {
+		return 0, false
+	}
+	var v int64
+	found := false
+	tags.Each(func(key uint32, val []byte) {
+		if key == imageVersionTag && len(val) == 8 {
+			v, found = int64(binary.BigEndian.Uint64(val)), true
+		}
+	})
+	// The tag is ours, not the client's: remove it before answering.
+	if found {
+		*tags = kmsg.Tags{}
+	}
+	return v, found
+}
+
+// unknownTags reaches the top-level tagged fields of any kmsg response.
+func unknownTags(resp kmsg.Response) *kmsg.Tags {
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("UnknownTags")
+	if !f.IsValid() || !f.CanAddr() {
+		return nil
+	}
+	tags, ok := f.Addr().Interface().(*kmsg.Tags)
+	if !ok {
+		return nil
+	}
+	return tags
+}
+
+// fillTopLevelError answers every topic or resource of an admin request
+// with one error code when the request could not be forwarded.
+func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
+	switch rq := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		rs := resp.(*kmsg.CreateTopicsResponse)
+		for _, t := range rq.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, code
+			rs.Topics = append(rs.Topics, st)
+		}
+	case *kmsg.DeleteTopicsRequest:
+		rs := resp.(*kmsg.DeleteTopicsResponse)
+		for _, n := range rq.TopicNames {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.ErrorCode = kmsg.StringPtr(n), code
+			rs.Topics = append(rs.Topics, st)
+		}
+		for _, t := range rq.Topics {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, code
+			rs.Topics = append(rs.Topics, st)
+		}
+	case *kmsg.CreatePartitionsRequest:
+		rs := resp.(*kmsg.CreatePartitionsResponse)
+		for _, t := range rq.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, code
+			rs.Topics = append(rs.Topics, st)
+		}
+	case *kmsg.AlterConfigsRequest:
+		rs := resp.(*kmsg.AlterConfigsResponse)
+		for _, r := range rq.Resources {
+			st := kmsg.NewAlterConfigsResponseResource()
+			st.ResourceType, st.ResourceName, st.ErrorCode = r.ResourceType, r.ResourceName, code
+			rs.Resources = append(rs.Resources, st)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		rs := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		for _, r := range rq.Resources {
+			st := kmsg.NewIncrementalAlterConfigsResponseResource()
+			st.ResourceType, st.ResourceName, st.ErrorCode = r.ResourceType, r.ResourceName, code
+			rs.Resources = append(rs.Resources, st)
+		}
+	}
+}

@@ -1,0 +1,356 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/quorum"
+)
+
+// metadataDirName is the directory of the metadata quorum's log inside the
+// first log directory, named as KRaft names its own.
+const metadataDirName = "__cluster_metadata-0"
+
+// commitTimeout bounds how long a metadata change waits for the quorum.
+const commitTimeout = 15 * time.Second
+
+// startQuorum starts this node's member of the metadata quorum. Every
+// node with the controller role is a voter; the records it commits build
+// the image every broker serves.
+func (b *Broker) startQuorum(clusterID string) error {
+	voters := slices.Clone(b.cfg.ControllerQuorumVoters)
+	self := slices.IndexFunc(voters, func(v config.Voter) bool { return v.ID == b.cfg.NodeID })
+	if len(voters) == 0 || (self >= 0 && voters[self].Port == 0) {
+		// A quorum of one (or this node's own entry on port 0, in tests):
+		// this node, at the address its controller listener is bound to.
+		l, ok := b.cfg.ControllerListener()
+		if !ok {
+			return errors.New("no controller listener to run the metadata quorum on")
+		}
+		addr := b.Addr(l.Name)
+		host, port, err := splitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("controller listener address %q: %w", addr, err)
+		}
+		me := config.Voter{ID: b.cfg.NodeID, Host: host, Port: port}
+		if self >= 0 {
+			voters[self] = me
+		} else {
+			voters = []config.Voter{me}
+		}
+	}
+	b.voters = voters
+	b.emptyImage = metadata.Empty(clusterID)
+	b.image.Store(b.emptyImage)
+	n, err := quorum.StartNode(quorum.NodeConfig{
+		NodeID:         b.cfg.NodeID,
+		ClusterID:      clusterID,
+		Voters:         voters,
+		Dir:            filepath.Join(b.cfg.LogDirs[0], metadataDirName),
+		FS:             b.fs,
+		TickInterval:   quorumTick,
+		ElectionTicks:  electionTicks(len(voters)),
+		HeartbeatTicks: 1,
+		Snapshotter:    imageSnapshotter{b},
+		Apply:          b.applyMetadataEntry,
+		OnLeaderChange: b.onControllerChange,
+		Logger:         b.log.With("component", "quorum"),
+	})
+	if err != nil {
+		return fmt.Errorf("metadata quorum: %w", err)
+	}
+	b.quorum = n
+	return nil
+}
+
+// Raft timing: a 50 ms tick and 10 ticks per election timeout detect a
+// dead controller in 0.5-1 s, which bounds failover when the controller
+// itself dies.
+const (
+	quorumTick          = 50 * time.Millisecond
+	quorumElectionTicks = 10
+)
+
+// electionTicks: a quorum of one has nobody to wait for, so it elects
+// itself within a few ticks of starting.
+func electionTicks(voters int) int {
+	if voters == 1 {
+		return 2
+	}
+	return quorumElectionTicks
+}
+
+// applyMetadataEntry runs on the quorum goroutine for every committed
+// entry, in order, on every node. It must be deterministic: a record that
+// does not apply is skipped identically everywhere.
+func (b *Broker) applyMetadataEntry(index uint64, data []byte) {
+	recs, err := decodeEntry(data)
+	if err != nil {
+		b.log.Error("undecodable metadata entry skipped", "index", index, "err", err)
+		return
+	}
+	cur := b.Image()
+	next := cur
+	if len(recs) > 0 {
+		if next, err = cur.Apply(recs...); err != nil {
+			// The active controller checks each change against the
+			// image it will apply to, so this is a bug; every node skips
+			// the entry alike, so the images stay identical.
+			b.log.Error("metadata entry does not apply; skipped", "index", index, "err", err)
+			next = cur
+		}
+	}
+	b.image.Store(next.WithVersion(int64(index)))
+	b.notifyImageChange()
+}
+
+// notifyImageChange wakes the reconciler and everyone waiting for a
+// version.
+func (b *Broker) notifyImageChange() {
+	select {
+	case b.reconcileCh <- struct{}{}:
+	default:
+	}
+	b.imageCond.L.Lock()
+	b.imageCond.Broadcast()
+	b.imageCond.L.Unlock()
+}
+
+// reconcileLoop brings partitions in line with each new image, off the
+// quorum goroutine (opening logs is I/O).
+func (b *Broker) reconcileLoop() {
+	defer b.bgWG.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.reconcileCh:
+		}
+		im := b.Image()
+		if err := b.reconcilePartitions(); err != nil {
+			b.log.Error("reconciling partitions with metadata", "version", im.Version(), "err", err)
+		}
+		b.fetchers.update()
+		b.imageCond.L.Lock()
+		b.reconciled = im.Version()
+		b.imageCond.Broadcast()
+		b.imageCond.L.Unlock()
+	}
+}
+
+// waitReconciled waits until partitions reflect at least image version v.
+func (b *Broker) waitReconciled(ctx context.Context, v int64) error {
+	stop := context.AfterFunc(ctx, func() {
+		b.imageCond.L.Lock()
+		b.imageCond.Broadcast()
+		b.imageCond.L.Unlock()
+	})
+	defer stop()
+	b.imageCond.L.Lock()
+	defer b.imageCond.L.Unlock()
+	for b.reconciled < v {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.imageCond.Wait()
+	}
+	return nil
+}
+
+// waitImage waits until the image satisfies cond.
+func (b *Broker) waitImage(ctx context.Context, cond func(*metadata.Image) bool) error {
+	stop := context.AfterFunc(ctx, func() {
+		b.imageCond.L.Lock()
+		b.imageCond.Broadcast()
+		b.imageCond.L.Unlock()
+	})
+	defer stop()
+	b.imageCond.L.Lock()
+	defer b.imageCond.L.Unlock()
+	for !cond(b.Image()) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.imageCond.Wait()
+	}
+	return nil
+}
+
+// commit makes records durable through the quorum and waits until this
+// node's partitions reflect them. Only the active controller commits;
+// others get NOT_CONTROLLER and forward. Decisions are serialised, and
+// each is checked against the latest image right before it is proposed,
+// so two concurrent decisions can never both pass against a stale image.
+func (b *Broker) commit(recs []metadata.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := b.catchUpAsController(ctx); err != nil {
+		return err
+	}
+	if _, err := b.Image().Apply(recs...); err != nil {
+		return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+	}
+	data, err := encodeEntry(recs)
+	if err != nil {
+		return err
+	}
+	if err := b.quorum.Propose(ctx, data); err != nil {
+		return quorumError(err)
+	}
+	return b.waitReconciled(ctx, b.Image().Version())
+}
+
+// catchUpAsController makes sure a newly elected controller has applied
+// everything committed before its term: it commits an empty entry, which
+// applies only after all earlier ones.
+func (b *Broker) catchUpAsController(ctx context.Context) error {
+	if !b.quorum.IsLeader() {
+		return kerr.NotController
+	}
+	term := b.controllerTerm.Load()
+	if b.caughtUpTerm == term {
+		return nil
+	}
+	if err := b.quorum.Propose(ctx, barrierEntry); err != nil {
+		return quorumError(err)
+	}
+	b.caughtUpTerm = term
+	return nil
+}
+
+func quorumError(err error) error {
+	switch {
+	case errors.Is(err, quorum.ErrNotLeader):
+		return fmt.Errorf("%w: %v", kerr.NotController, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: metadata quorum did not commit in time", kerr.RequestTimedOut)
+	}
+	return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+}
+
+// onControllerChange runs on the quorum goroutine when the quorum leader
+// changes.
+func (b *Broker) onControllerChange(leader int32) {
+	b.controllerID.Store(leader)
+	b.controllerTerm.Add(1)
+	if leader == b.cfg.NodeID {
+		b.log.Info("became the active controller")
+		b.controllerSvc.activate()
+	} else {
+		b.controllerSvc.deactivate()
+	}
+	select {
+	case b.controllerChanged <- struct{}{}:
+	default:
+	}
+	b.imageCond.L.Lock()
+	b.imageCond.Broadcast()
+	b.imageCond.L.Unlock()
+}
+
+// isActiveController reports whether this node decides metadata changes.
+func (b *Broker) isActiveController() bool {
+	return b.quorum != nil && b.quorum.IsLeader()
+}
+
+// Entries are a count then length-prefixed encoded records. A barrier
+// entry holds zero records.
+var barrierEntry = binary.AppendUvarint(nil, 0)
+
+func encodeEntry(recs []metadata.Record) ([]byte, error) {
+	out := binary.AppendUvarint(nil, uint64(len(recs)))
+	for _, r := range recs {
+		v, err := metadata.EncodeRecord(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode metadata record: %w", err)
+		}
+		out = binary.AppendUvarint(out, uint64(len(v)))
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// maxRecordsPerEntry bounds decoding of a corrupt count.
+const maxRecordsPerEntry = 1 << 20
+
+func decodeEntry(data []byte) ([]metadata.Record, error) {
+	n, used := binary.Uvarint(data)
+	if used <= 0 || n > maxRecordsPerEntry {
+		return nil, errors.New("bad record count")
+	}
+	data = data[used:]
+	recs := make([]metadata.Record, 0, min(n, 1024))
+	for i := uint64(0); i < n; i++ {
+		size, used := binary.Uvarint(data)
+		if used <= 0 || size > uint64(len(data)-used) {
+			return nil, fmt.Errorf("record %d truncated", i)
+		}
+		data = data[used:]
+		r, err := metadata.DecodeRecord(data[:size])
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		recs = append(recs, r)
+		data = data[size:]
+	}
+	if len(data) != 0 {
+		return nil, fmt.Errorf("%d bytes after the records", len(data))
+	}
+	return recs, nil
+}
+
+// imageSnapshotter lets the quorum compact its log: a snapshot is the
+// image written as the records that rebuild it.
+type imageSnapshotter struct{ b *Broker }
+
+func (s imageSnapshotter) Snapshot() ([]byte, error) {
+	return encodeEntry(imageRecords(s.b.Image()))
+}
+
+func (s imageSnapshotter) Restore(data []byte) error {
+	recs, err := decodeEntry(data)
+	if err != nil {
+		return fmt.Errorf("decode metadata snapshot: %w", err)
+	}
+	im, err := s.b.emptyImage.Apply(recs...)
+	if err != nil {
+		return fmt.Errorf("apply metadata snapshot: %w", err)
+	}
+	s.b.image.Store(im)
+	s.b.notifyImageChange()
+	return nil
+}
+
+// imageRecords lists records that rebuild im from an empty image.
+func imageRecords(im *metadata.Image) []metadata.Record {
+	var recs []metadata.Record
+	for _, br := range im.Brokers() {
+		recs = append(recs, metadata.RegisterBroker{Broker: *br.Clone()})
+	}
+	for _, t := range im.Topics() {
+		c := t.Clone()
+		recs = append(recs, metadata.CreateTopic{Name: c.Name, ID: c.ID, Configs: c.Configs, Partitions: c.Partitions})
+	}
+	if next := im.NextProducerID(); next > 0 {
+		recs = append(recs, metadata.AllocateProducerIDs{NextID: next})
+	}
+	return recs
+}
+
+// imageWaiters is the condition variable for image and reconcile progress.
+func newImageCond() *sync.Cond { return sync.NewCond(&sync.Mutex{}) }
