@@ -80,6 +80,11 @@ type Broker struct {
 	shuttingDown   atomic.Bool
 	shutdownOK     chan struct{}
 	shutdownOnce   sync.Once
+	// shutdownUnreachable ends a controlled shutdown no controller
+	// answers; shutdownFailingSince is only touched by the session loop.
+	shutdownUnreachable     chan struct{}
+	shutdownUnreachableOnce sync.Once
+	shutdownFailingSince    time.Time
 
 	fetchers *fetcherManager
 
@@ -130,6 +135,8 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		reconcileCh:       make(chan struct{}, 1),
 		registered:        make(chan struct{}),
 		shutdownOK:        make(chan struct{}),
+
+		shutdownUnreachable: make(chan struct{}),
 	}
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
@@ -244,6 +251,31 @@ func (b *Broker) Addr(listener string) string {
 	return ""
 }
 
+// Halt stops the broker the way a crash would, for tests: no controlled
+// shutdown, no clean close of the logs (the next start recovers them),
+// sockets dropped mid-request.
+func (b *Broker) Halt() {
+	b.stopOnce.Do(func() {
+		close(b.stop)
+		b.fetchers.stopAll()
+		if b.quorum != nil {
+			b.quorum.Stop()
+		}
+		b.closeListeners()
+		b.connWG.Wait()
+		b.bgWG.Wait()
+		// After the session loop ended, so it cannot redial.
+		b.ctrl.close()
+		if b.flusher != nil {
+			b.flusher.stop()
+		}
+		for _, a := range b.admins {
+			a.Close()
+		}
+		b.log.Info("broker halted")
+	})
+}
+
 // Close stops serving and closes every log cleanly.
 func (b *Broker) Close() error {
 	var err error
@@ -251,13 +283,13 @@ func (b *Broker) Close() error {
 		b.controlledShutdown(controlledShutdownTimeout)
 		close(b.stop)
 		b.fetchers.stopAll()
-		b.ctrl.close()
 		if b.quorum != nil {
 			b.quorum.Stop()
 		}
 		b.closeListeners()
 		b.connWG.Wait()
 		b.bgWG.Wait()
+		b.ctrl.close()
 		err = b.shutdownStorage()
 		for _, a := range b.admins {
 			a.Close()

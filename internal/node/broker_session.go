@@ -106,7 +106,11 @@ func (b *Broker) sessionLoop() {
 		case <-retry.C:
 		}
 		wait := interval
-		if err := b.sessionStep(); err != nil {
+		err := b.sessionStep()
+		if b.shuttingDown.Load() {
+			b.reportShutdownHeartbeat(err)
+		}
+		if err != nil {
 			if !errors.Is(err, kerr.NotController) {
 				b.log.Debug("controller session", "err", err)
 			}
@@ -212,7 +216,29 @@ func (b *Broker) controlledShutdown(timeout time.Duration) {
 	select {
 	case <-b.shutdownOK:
 		b.log.Info("controlled shutdown: leaderships moved")
+	case <-b.shutdownUnreachable:
+		b.log.Warn("controlled shutdown: no controller answers; stopping anyway")
 	case <-time.After(timeout):
 		b.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", timeout)
+	}
+}
+
+// shutdownGiveUpAfter is how long a stopping broker keeps asking an
+// unreachable controller (no quorum, say) before it stops anyway.
+const shutdownGiveUpAfter = 2 * time.Second
+
+// reportShutdownHeartbeat tracks heartbeats during a controlled shutdown:
+// failing ones for longer than shutdownGiveUpAfter end the wait.
+func (b *Broker) reportShutdownHeartbeat(err error) {
+	if err == nil {
+		b.shutdownFailingSince = time.Time{}
+		return
+	}
+	if b.shutdownFailingSince.IsZero() {
+		b.shutdownFailingSince = time.Now()
+		return
+	}
+	if time.Since(b.shutdownFailingSince) > shutdownGiveUpAfter {
+		b.shutdownUnreachableOnce.Do(func() { close(b.shutdownUnreachable) })
 	}
 }

@@ -121,6 +121,9 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
 		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
+			if errors.Is(err, quorum.ErrStopped) {
+				return false
+			}
 			c.b.log.Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return false
 		}

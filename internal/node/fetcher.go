@@ -42,6 +42,9 @@ func newFetcherManager(b *Broker) *fetcherManager {
 type followState struct {
 	epoch    int32 // the leader epoch it follows
 	truncate bool  // must reconcile with the leader before fetching
+	// retryAt delays a partition the leader refused (it may not have
+	// applied the metadata this follower acts on yet).
+	retryAt time.Time
 }
 
 // update assigns every partition this broker follows to the fetcher of
@@ -155,6 +158,7 @@ func (f *replicaFetcher) run() {
 			case <-f.stop:
 				return
 			case <-f.wake:
+			case <-time.After(pauseAfterRefusal):
 			}
 			continue
 		}
@@ -183,7 +187,11 @@ func (f *replicaFetcher) snapshot() []fetchWork {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]fetchWork, 0, len(f.parts))
+	now := time.Now()
 	for p, st := range f.parts {
+		if now.Before(st.retryAt) {
+			continue
+		}
 		out = append(out, fetchWork{p, *st})
 	}
 	return out
@@ -197,13 +205,21 @@ func (f *replicaFetcher) setTruncated(p *partition, epoch int32) {
 	f.mu.Unlock()
 }
 
+// pause holds a partition back for a while after the leader refused it:
+// the leader or this broker has not applied the latest metadata yet, and
+// a new assignment (with a new epoch) replaces the state anyway.
 func (f *replicaFetcher) pause(p *partition, epoch int32) {
 	f.mu.Lock()
 	if st, ok := f.parts[p]; ok && st.epoch == epoch {
-		delete(f.parts, p) // until the next metadata update assigns it again
+		st.retryAt = time.Now().Add(pauseAfterRefusal)
+		st.truncate = true
 	}
 	f.mu.Unlock()
 }
+
+// pauseAfterRefusal is how long a refused partition waits before the
+// fetcher tries it again.
+const pauseAfterRefusal = 200 * time.Millisecond
 
 func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 	if f.conn != nil {

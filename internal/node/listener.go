@@ -55,7 +55,11 @@ func (b *Broker) accept(name string, ln net.Listener) {
 			continue
 		}
 		if !b.trackConn(nc) {
-			b.log.Warn("refusing connection: max.connections reached", "remote", nc.RemoteAddr().String())
+			select {
+			case <-b.stop:
+			default:
+				b.log.Warn("refusing connection: max.connections reached", "remote", nc.RemoteAddr().String())
+			}
 			nc.Close()
 			continue
 		}
