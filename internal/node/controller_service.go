@@ -255,6 +255,7 @@ func (c *controllerService) connClosed(conn api.ConnID) {
 	}
 	c.mu.Unlock()
 	if len(gone) > 0 {
+		c.b.log.Info("broker session connection closed; fencing it now", "brokers", gone)
 		c.poke()
 	}
 }

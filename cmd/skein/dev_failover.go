@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// measureFailover kills the leader of a replicated partition runs times
+// and reports, for each, the time from the kill -9 to the first acks=all
+// write acknowledged by the new leader, as a producer with default
+// settings sees it.
+func (c *devCluster) measureFailover(runs int) error {
+	const topic = "failover-bench"
+	if c.n < 3 {
+		return fmt.Errorf("measuring failover needs at least 3 brokers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*90*time.Second)
+	defer cancel()
+	admCl, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	two := "2"
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
+		return fmt.Errorf("create topic: %w", err)
+	}
+	var times []time.Duration
+	for run := 0; run < runs; run++ {
+		var leader int32
+		var isr []int32
+		if err := waitFor(ctx, "a full ISR", func() bool {
+			leader, _, isr, err = partitionState(ctx, adm, topic, 0)
+			return err == nil && leader > 0 && len(isr) == 3
+		}); err != nil {
+			return err
+		}
+		cl, err := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			return err
+		}
+		// Warm the client up on the current leader.
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("warm")}).FirstErr(); err != nil {
+			cl.Close()
+			return err
+		}
+		killedAt := time.Now()
+		c.kill(int(leader) - 1)
+		err = cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("after-kill-" + strconv.Itoa(run))}).FirstErr()
+		took := time.Since(killedAt)
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("run %d: produce after killing broker %d: %w", run+1, leader, err)
+		}
+		times = append(times, took)
+		fmt.Fprintf(c.out, "run %d: killed broker %d, first acks=all write acknowledged after %v\n", run+1, leader, took.Round(time.Millisecond))
+		if err := c.start(int(leader) - 1); err != nil {
+			return err
+		}
+	}
+	slices.Sort(times)
+	fmt.Fprintf(c.out, "failover over %d kills: median %v, max %v, min %v\n", len(times),
+		times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), times[0].Round(time.Millisecond))
+	return nil
+}
