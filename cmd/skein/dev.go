@@ -31,6 +31,7 @@ type devCluster struct {
 	base    int
 	verbose bool
 	procs   []*exec.Cmd
+	exited  []chan struct{} // closed when broker i's process has been reaped
 	out     io.Writer
 }
 
@@ -59,7 +60,7 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &devCluster{bin: bin, dataDir: *dataDir, n: *brokers, base: *base, verbose: *verbose, procs: make([]*exec.Cmd, *brokers), out: os.Stdout}
+	c := &devCluster{bin: bin, dataDir: *dataDir, n: *brokers, base: *base, verbose: *verbose, procs: make([]*exec.Cmd, *brokers), exited: make([]chan struct{}, *brokers), out: os.Stdout}
 	defer c.stopAll()
 	for i := range c.n {
 		if err := c.start(i); err != nil {
@@ -134,9 +135,12 @@ func (c *devCluster) start(i int) error {
 		return fmt.Errorf("start broker %d: %w", i+1, err)
 	}
 	c.procs[i] = cmd
+	exited := make(chan struct{})
+	c.exited[i] = exited
 	go func() {
 		cmd.Wait()
 		logFile.Close()
+		close(exited)
 	}()
 	return nil
 }
@@ -145,7 +149,7 @@ func (c *devCluster) start(i int) error {
 func (c *devCluster) kill(i int) {
 	if p := c.procs[i]; p != nil {
 		p.Process.Kill()
-		p.Process.Wait()
+		<-c.exited[i] // reaped by the goroutine start began
 		c.procs[i] = nil
 	}
 }
@@ -160,10 +164,8 @@ func (c *devCluster) stopAll() {
 		if p == nil {
 			continue
 		}
-		done := make(chan struct{})
-		go func() { p.Process.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-c.exited[i]:
 		case <-time.After(45 * time.Second):
 			p.Process.Kill()
 		}
@@ -208,9 +210,18 @@ func (c *devCluster) brokersVisible(ctx context.Context) int {
 	return len(md.Brokers)
 }
 
-// partitionState reads leader, epoch and ISR of a partition.
-func partitionState(ctx context.Context, adm *kadm.Client, topic string, p int32) (leader, epoch int32, isr []int32, err error) {
-	md, err := adm.Metadata(ctx, topic)
+// partitionState reads leader, epoch and ISR of a partition. It asks
+// with a fresh client each time: a client's metadata cache may be seconds
+// old, which would show a leader that is no longer one.
+func (c *devCluster) partitionState(ctx context.Context, topic string, p int32) (leader, epoch int32, isr []int32, err error) {
+	cl, err := c.client()
+	if err != nil {
+		return -1, -1, nil, err
+	}
+	defer cl.Close()
+	attempt, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(attempt, topic)
 	if err != nil {
 		return -1, -1, nil, err
 	}
@@ -251,7 +262,7 @@ func (c *devCluster) demo() error {
 	var leader, epoch int32
 	var isr []int32
 	if err := waitFor(ctx, "a leader", func() bool {
-		leader, epoch, isr, err = partitionState(ctx, adm, topic, 0)
+		leader, epoch, isr, err = c.partitionState(ctx, topic, 0)
 		return err == nil && leader > 0 && len(isr) == int(rf)
 	}); err != nil {
 		return err
@@ -292,7 +303,7 @@ func (c *devCluster) demo() error {
 		return fmt.Errorf("produce after the kill: %w", err)
 	}
 	if err := waitFor(ctx, "a new leader", func() bool {
-		leader, epoch, isr, err = partitionState(ctx, adm, topic, 0)
+		leader, epoch, isr, err = c.partitionState(ctx, topic, 0)
 		return err == nil && leader > 0 && leader != killed
 	}); err != nil {
 		return err
@@ -325,7 +336,7 @@ func (c *devCluster) demo() error {
 		return err
 	}
 	if err := waitFor(ctx, "the restarted broker to rejoin the ISR", func() bool {
-		_, _, isr, err = partitionState(ctx, adm, topic, 0)
+		_, _, isr, err = c.partitionState(ctx, topic, 0)
 		return err == nil && len(isr) == int(rf)
 	}); err != nil {
 		return err

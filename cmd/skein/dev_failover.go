@@ -11,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// steadyBeforeKill is how long the producer writes before each kill.
+const steadyBeforeKill = 6 * time.Second
+
 // measureFailover kills the leader of a replicated partition runs times
 // and reports, for each, the time from the kill -9 to the first acks=all
 // write acknowledged by the new leader, as a producer with default
@@ -32,30 +35,38 @@ func (c *devCluster) measureFailover(runs int) error {
 	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
+	// One long-lived producer with default settings, as an application
+	// would have: its metadata is as old as its last refresh, not fresh
+	// from a warm-up (franz-go refreshes at most every MetadataMinAge, 5 s).
+	cl, err := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	var times []time.Duration
 	for run := 0; run < runs; run++ {
 		var leader int32
 		var isr []int32
 		if err := waitFor(ctx, "a full ISR", func() bool {
-			leader, _, isr, err = partitionState(ctx, adm, topic, 0)
+			leader, _, isr, err = c.partitionState(ctx, topic, 0)
 			return err == nil && leader > 0 && len(isr) == 3
 		}); err != nil {
 			return err
 		}
-		cl, err := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		if err != nil {
-			return err
-		}
-		// Warm the client up on the current leader.
-		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("warm")}).FirstErr(); err != nil {
-			cl.Close()
-			return err
+		// The producer writes steadily to the current leader when it dies,
+		// and has done so for longer than franz-go's MetadataMinAge (5 s):
+		// a client that refreshed metadata moments ago may not refresh
+		// again before then, whatever the cluster does.
+		for steady := time.Now(); time.Since(steady) < steadyBeforeKill; {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("before-kill-" + strconv.Itoa(run))}).FirstErr(); err != nil {
+				return err
+			}
+			time.Sleep(10 * time.Millisecond) // the steady workload's pace
 		}
 		killedAt := time.Now()
 		c.kill(int(leader) - 1)
 		err = cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("after-kill-" + strconv.Itoa(run))}).FirstErr()
 		took := time.Since(killedAt)
-		cl.Close()
 		if err != nil {
 			return fmt.Errorf("run %d: produce after killing broker %d: %w", run+1, leader, err)
 		}

@@ -24,6 +24,7 @@ const authorizedOperationsOmitted = -2147483648
 func handleMetadata(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	s.Backend.SettleSuspects()
 	im := s.Backend.Image()
 
 	for _, b := range im.Brokers() {
@@ -52,7 +53,7 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
 		for _, t := range im.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener))
+			resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect))
 		}
 		respond(resp)
 		return
@@ -81,7 +82,7 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 			resp.Topics = append(resp.Topics, topicError(rt, kerr.UnknownTopicOrPartition.Code))
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener))
+		resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect))
 	}
 	respond(resp)
 }
@@ -95,7 +96,7 @@ func topicError(rt kmsg.MetadataRequestTopic, code int16) kmsg.MetadataResponseT
 	return mt
 }
 
-func topicMetadata(im *metadata.Image, t *metadata.Topic, listener string) kmsg.MetadataResponseTopic {
+func topicMetadata(im *metadata.Image, t *metadata.Topic, listener string, suspect func(int32) bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -114,7 +115,13 @@ func topicMetadata(im *metadata.Image, t *metadata.Topic, listener string) kmsg.
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
 			}
 		}
-		if p.Leader < 0 {
+		if p.Leader >= 0 && suspect(p.Leader) {
+			// The leader most likely just died; its fencing is on the way.
+			// LEADER_NOT_AVAILABLE makes clients ask again shortly instead
+			// of retrying a dead address until their metadata expires.
+			mp.Leader = -1
+		}
+		if mp.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

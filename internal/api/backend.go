@@ -40,6 +40,16 @@ type Backend interface {
 	// changes; Forward sends a request to the node that does and answers
 	// once this node's metadata reflects the outcome.
 	IsActiveController() bool
+	// LeaderSuspect reports that this broker just lost its replication
+	// connection to a broker, which most likely died: Metadata then says
+	// LEADER_NOT_AVAILABLE for its partitions instead of sending clients
+	// to a dead address until the controller's fencing lands.
+	LeaderSuspect(id int32) bool
+	// SettleSuspects waits, briefly, until the controller has ruled on
+	// every suspect broker, so a Metadata answer right after a crash
+	// already names the new leaders: clients refresh metadata rarely
+	// (franz-go at most every 5 s) and a stale answer costs them that long.
+	SettleSuspects()
 	Forward(r *Request, respond Respond)
 	// Controller is the active controller's side of broker lifecycle and
 	// ISR changes; nil-safe calls fail with NOT_CONTROLLER elsewhere.

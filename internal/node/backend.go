@@ -29,6 +29,10 @@ func (x backend) AllocateProducerID() (int64, error) {
 
 func (x backend) IsActiveController() bool { return x.b.isActiveController() }
 
+func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
+
+func (x backend) SettleSuspects() { x.b.settleSuspects() }
+
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 
 func (x backend) Controller() api.ControllerBackend { return x.b.controllerSvc }

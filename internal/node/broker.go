@@ -87,6 +87,9 @@ type Broker struct {
 	shutdownFailingSince    time.Time
 
 	fetchers *fetcherManager
+	// suspects are brokers whose replication connection just broke
+	// (id -> time.Time until which they are reported unavailable).
+	suspects sync.Map
 
 	pidMu   sync.Mutex
 	pidNext int64 // next id of this broker's block

@@ -272,11 +272,11 @@ func (c *controllerService) loop() {
 			return
 		case <-t.C:
 		case <-c.wake:
-			c.probeUnseen()
 		}
 		if !c.isActive() {
 			continue
 		}
+		c.probeUnseen()
 		c.fenceExpired()
 	}
 }

@@ -162,7 +162,13 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
-		if err := f.round(work); err != nil {
+		err := f.round(work)
+		if errors.Is(err, errLeaderUnreachable) {
+			f.b.suspect(f.leader)
+		} else if err == nil {
+			f.b.clearSuspect(f.leader)
+		}
+		if err != nil {
 			if f.conn != nil && !errors.Is(err, errPaused) {
 				f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
 			}
@@ -176,7 +182,10 @@ func (f *replicaFetcher) run() {
 	}
 }
 
-var errPaused = errors.New("all partitions paused")
+var (
+	errPaused            = errors.New("all partitions paused")
+	errLeaderUnreachable = errors.New("leader unreachable")
+)
 
 type fetchWork struct {
 	p  *partition
@@ -253,7 +262,7 @@ func (f *replicaFetcher) round(work []fetchWork) error {
 	defer cancel()
 	conn, err := f.connect(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errLeaderUnreachable, err)
 	}
 	var fetchable []fetchWork
 	for _, w := range work {
@@ -362,7 +371,14 @@ func (f *replicaFetcher) fetch(ctx context.Context, conn *rpc.Conn, work []fetch
 	}
 	resp, err := conn.Request(ctx, req)
 	if err != nil {
-		return err
+		select {
+		case <-conn.Done():
+			// The connection broke under a pending fetch: the leader's
+			// process most likely died.
+			return fmt.Errorf("%w: %v", errLeaderUnreachable, err)
+		default:
+			return err
+		}
 	}
 	r := resp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
@@ -530,4 +546,61 @@ func endpointOf(br *metadata.Broker, listener string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// suspectFor bounds how long a broker is reported unavailable on the word
+// of a broken replication connection alone: long enough for the controller
+// to fence a dead broker, short enough that a live one behind a blip is not
+// shunned for long.
+const suspectFor = 3 * time.Second
+
+func (b *Broker) suspect(id int32) {
+	if _, known := b.suspects.Load(id); !known {
+		b.log.Info("lost the replication connection to a leader; reporting its partitions unavailable until the controller decides", "broker", id)
+	}
+	b.suspects.Store(id, time.Now().Add(suspectFor))
+}
+
+func (b *Broker) clearSuspect(id int32) { b.suspects.Delete(id) }
+
+func (b *Broker) isSuspect(id int32) bool {
+	v, ok := b.suspects.Load(id)
+	if !ok {
+		return false
+	}
+	if time.Now().After(v.(time.Time)) {
+		b.suspects.Delete(id)
+		return false
+	}
+	if br, ok := b.Image().Broker(id); ok && br.Fenced {
+		return false // the controller decided; the image speaks for itself
+	}
+	return true
+}
+
+// settleWait bounds how long a Metadata answer waits for the controller to
+// rule on a suspect broker: enough for a raft election plus a fencing
+// commit when the controller itself died.
+const settleWait = 2 * time.Second
+
+// settleSuspects waits until no broker is suspect (each was fenced, came
+// back, or its suspicion expired), or settleWait passes.
+func (b *Broker) settleSuspects() {
+	anySuspect := func(*metadata.Image) bool {
+		found := false
+		b.suspects.Range(func(k, _ any) bool {
+			if b.isSuspect(k.(int32)) {
+				found = true
+				return false
+			}
+			return true
+		})
+		return found
+	}
+	if !anySuspect(nil) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	defer cancel()
+	b.waitImage(ctx, func(im *metadata.Image) bool { return !anySuspect(im) })
 }
