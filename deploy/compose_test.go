@@ -70,10 +70,21 @@ func loadCompose(t *testing.T) (composeFile, []composeBroker) {
 		where := composePath + ": service " + name
 		env := maps.Clone(imageEnv)
 		maps.Copy(env, svc.Environment)
-		cfg := resolveBroker(t, where, brokerProperties(t, where, env))
+		cfg := resolveBroker(t, where, brokerProperties(t, where, env), composeHostname(svc))
 		brokers = append(brokers, composeBroker{service: name, spec: svc, cfg: cfg, published: publishedPorts(t, where, svc.Ports)})
 	}
 	return f, brokers
+}
+
+// composeHostname is the host name a service's container gets: its
+// hostname setting, else Docker's default, the short container id (shown
+// here as a made-up one, so node.id.source=hostname-ordinal without a
+// hostname setting fails as it would in Docker).
+func composeHostname(svc composeService) string {
+	if svc.Hostname != "" {
+		return svc.Hostname
+	}
+	return "0123456789ab"
 }
 
 // publishedPorts parses "127.0.0.1:HOST:CONTAINER" entries; any other form

@@ -105,9 +105,8 @@ func (m kubernetesManifests) resolvePods(t *testing.T) []podBroker {
 		where := "pod " + p.name
 		env := maps.Clone(imageEnv)
 		maps.Copy(env, podEnv(t, where, m.container(), p))
-		props := brokerProperties(t, where, env)
-		emulateNodeIDSource(t, where, props, p.name)
-		out = append(out, podBroker{pod: p, cfg: resolveBroker(t, where, props)})
+		// A pod's host name is its name, which node.id.source reads.
+		out = append(out, podBroker{pod: p, cfg: resolveBroker(t, where, brokerProperties(t, where, env), p.name)})
 	}
 	return out
 }

@@ -8,20 +8,10 @@ package deploy
 import (
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/skein-log/skein/internal/config"
-)
-
-// nodeIDSourceProperty takes node.id from the host name, so that the pods
-// of a StatefulSet, which share one pod template, get distinct ids. It is
-// proposed for the Kubernetes manifests and not yet in internal/config;
-// the checks here accept its name and emulate it (emulateNodeIDSource).
-const (
-	nodeIDSourceProperty        = "node.id.source"
-	nodeIDSourceHostnameOrdinal = "hostname-ordinal"
 )
 
 // brokerProperties turns the SKEIN_* variables of env into broker
@@ -51,11 +41,6 @@ func checkProperty(t *testing.T, where, envName, key, value string) {
 	t.Helper()
 	p, ok := config.LookupBroker(key)
 	if !ok {
-		if key == nodeIDSourceProperty {
-			// Not in internal/config yet (see nodeIDSourceProperty); its
-			// value is checked by emulateNodeIDSource.
-			return
-		}
 		t.Errorf("%s: %s sets %q, which is not a broker property (see docs/configuration.md); the broker would refuse to start",
 			where, envName, key)
 		return
@@ -68,36 +53,12 @@ func checkProperty(t *testing.T, where, envName, key, value string) {
 	}
 }
 
-// emulateNodeIDSource replaces node.id.source=hostname-ordinal by the
-// node.id it stands for: one more than the number after the last '-' of
-// the host name (a StatefulSet pod's name is <set>-<ordinal>), so pod
-// skein-0 is node 1. The ids start at 1 to match the other samples.
-func emulateNodeIDSource(t *testing.T, where string, props map[string]string, hostname string) {
-	t.Helper()
-	source, ok := props[nodeIDSourceProperty]
-	if !ok {
-		return
-	}
-	delete(props, nodeIDSourceProperty)
-	if source != nodeIDSourceHostnameOrdinal {
-		t.Fatalf("%s: %s=%q: want %s", where, nodeIDSourceProperty, source, nodeIDSourceHostnameOrdinal)
-	}
-	if _, set := props["node.id"]; set {
-		t.Fatalf("%s: node.id and %s are both set; a node's id must come from one place", where, nodeIDSourceProperty)
-	}
-	cut := strings.LastIndexByte(hostname, '-')
-	ordinal, err := strconv.Atoi(hostname[cut+1:])
-	if cut < 0 || err != nil || ordinal < 0 {
-		t.Fatalf("%s: host name %q does not end in -<ordinal>", where, hostname)
-	}
-	props["node.id"] = strconv.Itoa(ordinal + 1)
-}
-
-// resolveBroker builds the configuration the broker would run with,
+// resolveBroker builds the configuration the broker would run with on the
+// machine called hostname (read by node.id.source=hostname-ordinal),
 // applying every cross-property rule; a refusal fails the test.
-func resolveBroker(t *testing.T, where string, props map[string]string) *config.Broker {
+func resolveBroker(t *testing.T, where string, props map[string]string, hostname string) *config.Broker {
 	t.Helper()
-	b, err := config.NewBroker(props)
+	b, err := config.NewBroker(props, config.WithHostname(hostname))
 	if err != nil {
 		t.Fatalf("%s: the broker would refuse this configuration: %v", where, err)
 	}

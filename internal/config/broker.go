@@ -16,7 +16,7 @@ const (
 // give the property each field comes from; docs/configuration.md has the
 // meaning and default of each.
 type Broker struct {
-	NodeID    int32    // node.id
+	NodeID    int32    // node.id, or derived as node.id.source says
 	Roles     []string // process.roles
 	ClusterID string   // cluster.id ("" = from disk or new)
 	Rack      string   // broker.rack
@@ -120,6 +120,9 @@ func (s *settings) build() (*Broker, error) {
 		if reason, ok := reg.byName[key].Validate(value); !ok {
 			return nil, &Error{Key: key, Value: value, Reason: reason, Origin: s.origins[key]}
 		}
+	}
+	if err := s.deriveNodeID(); err != nil {
+		return nil, err
 	}
 
 	r := &reader{values: s.values}

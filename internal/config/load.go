@@ -26,8 +26,8 @@ func EnvName(property string) string {
 // name-based rules (log.retention.ms beats log.retention.hours) then apply to
 // the merged set. Unknown keys and invalid values are errors that name the
 // key, the value, what is allowed and where the value was set.
-func Load(path string, env []string, overrides map[string]string) (*Broker, error) {
-	set := newSettings()
+func Load(path string, env []string, overrides map[string]string, opts ...Option) (*Broker, error) {
+	set := newSettings(opts)
 	if path != "" {
 		text, err := readFileLimited(path)
 		if err != nil {
@@ -66,8 +66,8 @@ func Load(path string, env []string, overrides map[string]string) (*Broker, erro
 
 // NewBroker builds the configuration from explicit properties alone, as if
 // they were a file; for tests and the simulator.
-func NewBroker(props map[string]string) (*Broker, error) {
-	set := newSettings()
+func NewBroker(props map[string]string, opts ...Option) (*Broker, error) {
+	set := newSettings(opts)
 	for _, key := range slices.Sorted(maps.Keys(props)) {
 		if err := set.put(key, props[key], ""); err != nil {
 			return nil, err
@@ -90,10 +90,16 @@ func ParseOverride(s string) (key, value string, err error) {
 type settings struct {
 	values  map[string]string
 	origins map[string]string
+	// hostname is read only for node.id.source=hostname-ordinal.
+	hostname func() (string, error)
 }
 
-func newSettings() *settings {
-	return &settings{values: map[string]string{}, origins: map[string]string{}}
+func newSettings(opts []Option) *settings {
+	s := &settings{values: map[string]string{}, origins: map[string]string{}, hostname: defaultHostname}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
 }
 
 // put records one explicit value after checking the key exists; the value

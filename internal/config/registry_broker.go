@@ -26,6 +26,12 @@ var brokerProperties = []Property{
 		Doc: "Id of this node, unique in the cluster; it is both its broker id and its controller voter id.",
 	},
 	{
+		Name: "node.id.source", Kind: KindEnum, Default: NodeIDSourceConfig,
+		Values: []string{NodeIDSourceConfig, NodeIDSourceHostnameOrdinal},
+		Doc: "Skein extension: where node.id comes from. config: the node.id property. " +
+			"hostname-ordinal: a host name ending in -N gives node.id N+1, so StatefulSet pod skein-0 is node 1; node.id must then be unset.",
+	},
+	{
 		Name: "process.roles", Kind: KindList, Default: "broker,controller",
 		Values: []string{"broker", "controller"}, NonEmpty: true,
 		Doc: "Roles of this node: broker (hosts partitions, serves clients), controller (votes in the metadata quorum), or both.",
