@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -369,9 +368,4 @@ func (b *Broker) voterAddr(id int32) (string, bool) {
 		return "", false
 	}
 	return b.voters[i].Addr(), true
-}
-
-// ctxWithTimeout is a short helper for controller RPCs.
-func ctxWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }

@@ -345,7 +345,6 @@ func (f *replicaFetcher) fetch(ctx context.Context, conn *rpc.Conn, work []fetch
 	req.MaxBytes = f.b.cfg.ReplicaFetchResponseMaxBytes
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
-	type slot struct{ w fetchWork }
 	index := map[string]map[int32]fetchWork{}
 	for _, w := range work {
 		ti, ok := byTopic[w.p.topic]
