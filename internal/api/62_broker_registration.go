@@ -16,7 +16,7 @@ func init() {
 func handleBrokerRegistration(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-	epoch, err := s.Backend.Controller().RegisterBroker(req)
+	epoch, err := s.Backend.Controller().RegisterBroker(req, r.Conn)
 	resp.ErrorCode = ErrorCode(err)
 	resp.BrokerEpoch = epoch
 	if err != nil {

@@ -112,7 +112,7 @@ type OffsetResult struct {
 
 // ControllerBackend is what the controller-only APIs need.
 type ControllerBackend interface {
-	RegisterBroker(req *kmsg.BrokerRegistrationRequest) (brokerEpoch int64, err error)
+	RegisterBroker(req *kmsg.BrokerRegistrationRequest, conn ConnID) (brokerEpoch int64, err error)
 	BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn ConnID) (BrokerHeartbeatResult, error)
 	AlterPartition(brokerID int32, brokerEpoch int64, topic metadata.TopicID, partition int32, leaderEpoch, partitionEpoch int32, newISR []int32) (metadata.Partition, error)
 	AllocateProducerIDs(brokerID int32, brokerEpoch int64) (start int64, length int32, err error)

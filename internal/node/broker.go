@@ -284,6 +284,10 @@ func (b *Broker) Close() error {
 	var err error
 	b.stopOnce.Do(func() {
 		b.controlledShutdown(controlledShutdownTimeout)
+		// Refuse new client connections before anything stops: a client
+		// retries a refused connection, but takes a connection closed
+		// before its first answer for a misconfiguration and gives up.
+		b.closeClientListeners()
 		close(b.stop)
 		b.fetchers.stopAll()
 		if b.quorum != nil {

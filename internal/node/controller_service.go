@@ -83,7 +83,7 @@ func (c *controllerService) isActive() bool {
 // epoch and its replicas rejoin ISRs only after catching up: a restarted
 // process never resumes an old epoch with a log that may have lost its
 // unflushed tail.
-func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest) (int64, error) {
+func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest, conn api.ConnID) (int64, error) {
 	if !c.isActive() {
 		return -1, kerr.NotController
 	}
@@ -125,6 +125,10 @@ func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest) 
 	}
 	c.mu.Lock()
 	c.lastSeen[req.BrokerID] = time.Now()
+	// The registration's connection is the session's until a heartbeat
+	// names another: a broker that dies right after registering is
+	// noticed as fast as one that heartbeated.
+	c.sessionConn[req.BrokerID] = conn
 	c.mu.Unlock()
 	c.b.log.Info("broker registered", "broker", req.BrokerID, "epoch", br.Epoch)
 	return br.Epoch, nil
@@ -246,7 +250,7 @@ func (c *controllerService) connClosed(conn api.ConnID) {
 	c.mu.Lock()
 	var gone []int32
 	for id, sc := range c.sessionConn {
-		if sc == conn {
+		if sc == conn && id != c.b.cfg.NodeID {
 			gone = append(gone, id)
 			delete(c.sessionConn, id)
 			c.lastSeen[id] = time.Time{}

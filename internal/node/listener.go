@@ -26,6 +26,18 @@ func (b *Broker) listen() error {
 	return nil
 }
 
+// closeClientListeners stops accepting client connections; existing ones
+// stay open.
+func (b *Broker) closeClientListeners() {
+	b.lnMu.Lock()
+	defer b.lnMu.Unlock()
+	for name, ln := range b.listeners {
+		if !b.isControllerListener(name) {
+			ln.Close()
+		}
+	}
+}
+
 func (b *Broker) closeListeners() {
 	b.lnMu.Lock()
 	for _, ln := range b.listeners {

@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// processCluster is n real `skein server` processes on 127.0.0.1, every
+// one broker and controller, for faults an in-process broker cannot
+// suffer: SIGKILL, and SIGSTOP (a process that stops fetching and
+// heartbeating but keeps its sockets open).
+type processCluster struct {
+	t     testing.TB
+	bin   string
+	props [][]string // --override arguments per node
+	addrs []string   // PLAINTEXT addresses, fixed across restarts
+	procs []*clusterProcess
+}
+
+// clusterProcess is one running node.
+type clusterProcess struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *logWatcher
+}
+
+// processRegisterTimeout bounds how long a node may take to register
+// with the controller after it starts.
+const processRegisterTimeout = 30 * time.Second
+
+// startProcessCluster starts n nodes and waits until each registered with
+// the controller. extra properties override the defaults on every node.
+func startProcessCluster(t testing.TB, n int, extra map[string]string) *processCluster {
+	t.Helper()
+	pc := &processCluster{t: t, bin: skeinBinary(t), props: make([][]string, n), addrs: make([]string, n), procs: make([]*clusterProcess, n)}
+	dir := t.TempDir()
+	ctrlPorts, clientPorts := make([]int, n), make([]int, n)
+	var voters []string
+	for i := range n {
+		ctrlPorts[i], clientPorts[i] = freePort(t), freePort(t)
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
+	}
+	for i := range n {
+		props := map[string]string{
+			"node.id":                          strconv.Itoa(i + 1),
+			"cluster.id":                       "skein-process-cluster",
+			"listeners":                        fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", clientPorts[i], ctrlPorts[i]),
+			"controller.quorum.voters":         strings.Join(voters, ","),
+			"log.dirs":                         filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
+			"log.format":                       "json",
+			"broker.heartbeat.interval.ms":     "200",
+			"broker.session.timeout.ms":        "3000",
+			"replica.lag.time.max.ms":          "2000",
+			"replica.fetch.wait.max.ms":        "100",
+			"offsets.topic.replication.factor": "3",
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		for k, v := range props {
+			pc.props[i] = append(pc.props[i], "--override", k+"="+v)
+		}
+		pc.addrs[i] = fmt.Sprintf("127.0.0.1:%d", clientPorts[i])
+	}
+	t.Cleanup(func() {
+		for i := range pc.procs {
+			pc.kill(i)
+		}
+	})
+	for i := range n {
+		pc.launch(i)
+	}
+	for i := range n {
+		pc.awaitRegistered(i)
+	}
+	return pc
+}
+
+// launch starts node i without waiting for it.
+func (pc *processCluster) launch(i int) {
+	pc.t.Helper()
+	cmd := exec.Command(pc.bin, append([]string{"server"}, pc.props[i]...)...)
+	p := &clusterProcess{cmd: cmd, exited: make(chan struct{}), log: newLogWatcher()}
+	if testing.Verbose() {
+		// Like the in-process brokers, show the nodes' logs with -v.
+		p.log.echo = os.Stderr
+	}
+	cmd.Stderr = p.log
+	if err := cmd.Start(); err != nil {
+		pc.t.Fatalf("start node %d: %v", i+1, err)
+	}
+	go func() {
+		cmd.Wait() // a killed process's exit status is expected
+		close(p.exited)
+	}()
+	pc.procs[i] = p
+}
+
+// awaitRegistered waits for node i's "registered with the controller" log
+// line (the event: its client listener accepts connections from then on).
+func (pc *processCluster) awaitRegistered(i int) {
+	pc.t.Helper()
+	p := pc.procs[i]
+	timer := time.NewTimer(processRegisterTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.log.seen("registered with the controller"):
+	case <-p.exited:
+		pc.t.Fatalf("node %d exited before it registered:\n%s", i+1, p.log.tail())
+	case <-timer.C:
+		pc.t.Fatalf("node %d did not register within %v:\n%s", i+1, processRegisterTimeout, p.log.tail())
+	}
+}
+
+// start restarts node i on the same data and ports and waits until it
+// registered again.
+func (pc *processCluster) start(i int) {
+	pc.t.Helper()
+	pc.launch(i)
+	pc.awaitRegistered(i)
+}
+
+// kill sends SIGKILL to node i and waits until it is gone. It does
+// nothing if the node is not running.
+func (pc *processCluster) kill(i int) {
+	p := pc.procs[i]
+	if p == nil {
+		return
+	}
+	p.cmd.Process.Kill()
+	<-p.exited
+	pc.procs[i] = nil
+}
+
+// pause sends SIGSTOP to node i: it stops fetching and heartbeating, but
+// its sockets stay open, so nothing notices until a timeout.
+func (pc *processCluster) pause(i int) {
+	pc.t.Helper()
+	if err := pc.procs[i].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		pc.t.Fatalf("SIGSTOP node %d: %v", i+1, err)
+	}
+}
+
+// resume sends SIGCONT to node i.
+func (pc *processCluster) resume(i int) {
+	pc.t.Helper()
+	if err := pc.procs[i].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		pc.t.Fatalf("SIGCONT node %d: %v", i+1, err)
+	}
+}
+
+// logWatcher receives a node's JSON log on stderr, keeps its tail for
+// failure messages, and signals when a line with a given msg appears.
+type logWatcher struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	msgs    map[string]chan struct{} // closed once a line with that msg appeared
+	echo    io.Writer                // if set, every line is copied here
+}
+
+// logTailLines is how many lines of a node's log a failure shows.
+const logTailLines = 40
+
+// maxLogLine bounds a log line without a newline yet.
+const maxLogLine = 1 << 20
+
+func newLogWatcher() *logWatcher { return &logWatcher{msgs: map[string]chan struct{}{}} }
+
+// seen returns a channel closed once a line with msg has been logged.
+func (w *logWatcher) seen(msg string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.chanLocked(msg)
+}
+
+func (w *logWatcher) chanLocked(msg string) chan struct{} {
+	ch, ok := w.msgs[msg]
+	if !ok {
+		ch = make(chan struct{})
+		w.msgs[msg] = ch
+	}
+	return ch
+}
+
+func (w *logWatcher) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, b...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.lineLocked(string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) > maxLogLine {
+		w.lineLocked(string(w.partial))
+		w.partial = nil
+	}
+	return len(b), nil
+}
+
+func (w *logWatcher) lineLocked(s string) {
+	if w.echo != nil {
+		fmt.Fprintln(w.echo, s)
+	}
+	w.lines = append(w.lines, s)
+	if len(w.lines) > logTailLines {
+		w.lines = w.lines[len(w.lines)-logTailLines:]
+	}
+	var l struct {
+		Msg string `json:"msg"`
+	}
+	if json.Unmarshal([]byte(s), &l) != nil || l.Msg == "" {
+		return
+	}
+	ch := w.chanLocked(l.Msg)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+func (w *logWatcher) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "\n")
+}
