@@ -37,6 +37,12 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
 	}
+	if req.ClusterID != nil && *req.ClusterID != s.Backend.Image().ClusterID() {
+		// A replica of another cluster must never copy this log.
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		respond(resp)
+		return
+	}
 	params := FetchParams{
 		ReplicaID: replicaID,
 		MaxWait:   clampDuration(time.Duration(req.MaxWaitMillis)*time.Millisecond, 0, maxFetchWait),
@@ -81,6 +87,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			params.Partitions = append(params.Partitions, FetchPartition{
 				Topic: t.ID, Partition: rp.Partition, Offset: rp.FetchOffset,
 				MaxBytes: maxBytes, CurrentLeaderEpoch: currentLeaderEpoch(req.Version, rp.CurrentLeaderEpoch),
+				LastFetchedEpoch: lastFetchedEpoch(req.Version, rp.LastFetchedEpoch),
 			})
 			slots = append(slots, slot{ti, pi})
 		}
@@ -97,6 +104,10 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			sp.LastStableOffset = res.HighWatermark
 			sp.LogStartOffset = res.LogStartOffset
 			sp.RecordBatches = res.Records
+			if res.Diverging != nil {
+				sp.DivergingEpoch.Epoch = res.Diverging.Epoch
+				sp.DivergingEpoch.EndOffset = res.Diverging.EndOffset
+			}
 			if sp.RecordBatches == nil {
 				// Never null: librdkafka rejects a -1 record set size.
 				sp.RecordBatches = []byte{}
@@ -109,6 +120,13 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 
 func currentLeaderEpoch(version int16, epoch int32) int32 {
 	if version < 9 {
+		return -1
+	}
+	return epoch
+}
+
+func lastFetchedEpoch(version int16, epoch int32) int32 {
+	if version < 12 {
 		return -1
 	}
 	return epoch

@@ -93,6 +93,10 @@ type FetchPartition struct {
 	Offset             int64
 	MaxBytes           int32
 	CurrentLeaderEpoch int32 // -1 if the client did not send one
+	// LastFetchedEpoch (v12+, followers) is the epoch of the last batch
+	// the fetcher holds: the leader checks the fetch offset against where
+	// that epoch ends in its own log (DivergingEpoch, KIP-595's check).
+	LastFetchedEpoch int32
 }
 
 // FetchResult answers one FetchPartition, in request order.
@@ -101,6 +105,15 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        []byte
+	// Diverging is set when the fetcher's log diverges from the leader's:
+	// its last fetched epoch ends on the leader before its fetch offset.
+	Diverging *EpochEnd
+}
+
+// EpochEnd is where a leader epoch ends in a log.
+type EpochEnd struct {
+	Epoch     int32
+	EndOffset int64
 }
 
 // OffsetResult answers ListOffset.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,6 +182,11 @@ func (b *Broker) Start() error {
 	clusterID, err := b.loadOrCreateMetaProperties()
 	if err != nil {
 		return err
+	}
+	if !b.cfg.HasRole(config.RoleBroker) || !b.cfg.HasRole(config.RoleController) {
+		// Separate broker-only and controller-only nodes need brokers to
+		// follow the metadata log without voting; that is not built yet.
+		return fmt.Errorf("process.roles=%s is not supported yet: every node is both broker and controller (process.roles=broker,controller)", strings.Join(b.cfg.Roles, ","))
 	}
 	if len(b.cfg.ControllerQuorumVoters) > 1 && b.cfg.ClusterID == "" {
 		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller: every node must agree on it")

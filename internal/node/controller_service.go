@@ -269,12 +269,18 @@ func (c *controllerService) loop() {
 	defer c.b.bgWG.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	rebalance := time.NewTicker(max(c.b.cfg.LeaderImbalanceCheckInterval, time.Second))
+	defer rebalance.Stop()
 	for {
 		select {
 		case <-c.b.stop:
 			return
 		case <-t.C:
 		case <-c.wake:
+		case <-rebalance.C:
+			if c.isActive() && c.b.cfg.AutoLeaderRebalanceEnable {
+				c.preferredElection()
+			}
 		}
 		if !c.isActive() {
 			continue
@@ -372,4 +378,20 @@ func (b *Broker) voterAddr(id int32) (string, bool) {
 		return "", false
 	}
 	return b.voters[i].Addr(), true
+}
+
+// preferredElection moves leadership back to each partition's first
+// replica where it is alive and in the ISR (auto.leader.rebalance.enable):
+// after failures and restarts, leaders would otherwise pile up on the
+// brokers that stayed up.
+func (c *controllerService) preferredElection() {
+	recs := controller.PreferredLeaderElection(c.b.Image())
+	if len(recs) == 0 {
+		return
+	}
+	if err := c.b.commit(recs); err != nil {
+		c.b.log.Warn("preferred leader election failed", "err", err)
+		return
+	}
+	c.b.log.Info("moved leaderships back to preferred replicas", "partitions", len(recs))
 }

@@ -84,6 +84,13 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 			enough = true
 			continue
 		}
+		if d := p.divergence(fp, w.params.ReplicaID >= 0); d != nil {
+			// Answer with where the fetcher's epoch really ends; it
+			// truncates there before fetching again.
+			results[i] = api.FetchResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: p.log.LogStartOffset(), Diverging: d}
+			enough = true
+			continue
+		}
 		res, err := p.read(fp.Offset, max(limit, 0), !gotData, w.params.ReplicaID >= 0)
 		res.Err = err
 		if err != nil {
@@ -185,4 +192,26 @@ func (w *fetchWaiter) finishLocked() {
 			}
 		}
 	}()
+}
+
+// divergence checks a follower's fetch against the leader's epoch history:
+// if the epoch of the last batch the follower holds ends, in the leader's
+// log, before the follower's fetch offset, the follower has a tail the
+// leader does not (KIP-595's DivergingEpoch, the in-fetch form of
+// KIP-101's truncation).
+func (p *partition) divergence(fp api.FetchPartition, replica bool) *api.EpochEnd {
+	if !replica || fp.LastFetchedEpoch < 0 {
+		return nil
+	}
+	epoch, end := p.log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, p.log.LogEndOffset())
+	if epoch == fp.LastFetchedEpoch && end >= fp.Offset {
+		return nil
+	}
+	if epoch < 0 {
+		// The leader knows no such epoch: the answer still has to say
+		// "diverging", so it names the log start; the follower then asks
+		// with OffsetForLeaderEpoch, whose rule handles this case.
+		return &api.EpochEnd{Epoch: -1, EndOffset: p.log.LogStartOffset()}
+	}
+	return &api.EpochEnd{Epoch: epoch, EndOffset: end}
 }

@@ -344,6 +344,7 @@ func (f *replicaFetcher) fetch(ctx context.Context, conn *rpc.Conn, work []fetch
 	req.MinBytes = max(f.b.cfg.ReplicaFetchMinBytes, 1)
 	req.MaxBytes = f.b.cfg.ReplicaFetchResponseMaxBytes
 	req.SessionEpoch = -1
+	req.ClusterID = kmsg.StringPtr(f.b.Image().ClusterID())
 	byTopic := map[string]int{}
 	index := map[string]map[int32]fetchWork{}
 	for _, w := range work {
@@ -419,6 +420,16 @@ func (f *replicaFetcher) handlePartition(w fetchWork, rp kmsg.FetchResponseTopic
 		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, unknown partition:
 		// wait for the metadata that explains it.
 		f.pause(w.p, w.st.epoch)
+		return
+	}
+	if rp.DivergingEpoch.EndOffset >= 0 { // absent: -1
+		// Our tail diverges from the leader's: reconcile (truncate) before
+		// fetching again.
+		f.mu.Lock()
+		if st, ok := f.parts[w.p]; ok {
+			st.truncate = true
+		}
+		f.mu.Unlock()
 		return
 	}
 	if err := w.p.appendFromLeader(rp.RecordBatches, rp.HighWatermark, w.st.epoch); err != nil {
