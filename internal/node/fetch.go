@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/batch"
 )
 
 // fetchWaiter is a Fetch long poll. It holds no goroutine while it waits:
@@ -37,6 +38,7 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	results, enough := w.read()
 	w.positionRecorded = true
 	if enough || params.MaxWait <= 0 {
+		w.countOut(results)
 		done(results)
 		return
 	}
@@ -151,6 +153,7 @@ func (w *fetchWaiter) reread() {
 		if enough {
 			w.finishLocked()
 			w.mu.Unlock()
+			w.countOut(results)
 			w.done(results)
 			return
 		}
@@ -173,6 +176,7 @@ func (w *fetchWaiter) expire() {
 	w.finishLocked()
 	w.mu.Unlock()
 	results, _ := w.read()
+	w.countOut(results)
 	w.done(results)
 }
 
@@ -214,4 +218,26 @@ func (p *partition) divergence(fp api.FetchPartition, replica bool) *api.EpochEn
 		return &api.EpochEnd{Epoch: -1, EndOffset: p.log.LogStartOffset()}
 	}
 	return &api.EpochEnd{Epoch: epoch, EndOffset: end}
+}
+
+// countOut adds what a fetch returns to the bytes-out metrics: per topic
+// for consumers, as replication traffic for followers.
+func (w *fetchWaiter) countOut(results []api.FetchResult) {
+	for i, r := range results {
+		if len(r.Records) == 0 || w.parts[i] == nil {
+			continue
+		}
+		if w.params.ReplicaID >= 0 {
+			w.b.metrics.AddReplicationBytesOut(int64(len(r.Records)))
+			continue
+		}
+		var records int64
+		batch.Split(r.Records, func(b []byte) error {
+			if h, err := batch.ParseHeader(b); err == nil {
+				records += int64(h.RecordCount)
+			}
+			return nil
+		})
+		w.b.metrics.AddBytesOut(w.parts[i].topic, int64(len(r.Records)), records)
+	}
 }
