@@ -18,7 +18,8 @@ import (
 
 // composeLiveEnv turns on the live compose test: it needs Docker, builds
 // the image and runs the whole replicated cluster, so it is opt-in.
-const composeLiveEnv = "SKEIN_COMPOSE_TEST"
+// Not SKEIN_*: brokers started by other tests refuse unknown SKEIN_* variables.
+const composeLiveEnv = "SKEINTEST_COMPOSE"
 
 // Limits of the live test.
 const (

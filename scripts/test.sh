@@ -35,7 +35,7 @@ done
 # killed mid-stream) runs where Docker works.
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && \
 	{ command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; }; then
-	export SKEIN_COMPOSE_TEST=1
+	export SKEINTEST_COMPOSE=1
 else
 	echo "Docker with Compose is not available here: the Compose cluster test is skipped."
 fi
