@@ -27,22 +27,9 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 	s.Backend.SettleSuspects()
 	im := s.Backend.Image()
 
-	for _, b := range im.Brokers() {
-		if b.Fenced {
-			continue
-		}
-		ep, ok := endpointFor(b, r.Listener)
-		if !ok {
-			continue
-		}
+	for _, b := range liveBrokers(im, r.Listener) {
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID = b.ID
-		rb.Host = ep.Host
-		rb.Port = ep.Port
-		if b.Rack != "" {
-			rack := b.Rack
-			rb.Rack = &rack
-		}
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.id, b.ep.Host, b.ep.Port, b.rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	cid := im.ClusterID()
@@ -127,6 +114,34 @@ func topicMetadata(im *metadata.Image, t *metadata.Topic, listener string, suspe
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// liveBroker is an unfenced broker as a client on one listener sees it.
+type liveBroker struct {
+	id   int32
+	ep   metadata.Endpoint
+	rack *string
+}
+
+// liveBrokers lists the unfenced brokers reachable on a listener.
+func liveBrokers(im *metadata.Image, listener string) []liveBroker {
+	var out []liveBroker
+	for _, b := range im.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		ep, ok := endpointFor(b, listener)
+		if !ok {
+			continue
+		}
+		lb := liveBroker{id: b.ID, ep: ep}
+		if b.Rack != "" {
+			rack := b.Rack
+			lb.rack = &rack
+		}
+		out = append(out, lb)
+	}
+	return out
 }
 
 // endpointFor picks the broker's endpoint on the listener the client used,

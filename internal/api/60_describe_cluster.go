@@ -21,22 +21,9 @@ func handleDescribeCluster(s *Server, r *Request, respond Respond) {
 	if req.Version >= 1 {
 		resp.EndpointType = 1
 	}
-	for _, b := range im.Brokers() {
-		if b.Fenced {
-			continue
-		}
-		ep, ok := endpointFor(b, r.Listener)
-		if !ok {
-			continue
-		}
+	for _, b := range liveBrokers(im, r.Listener) {
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID = b.ID
-		rb.Host = ep.Host
-		rb.Port = ep.Port
-		if b.Rack != "" {
-			rack := b.Rack
-			rb.Rack = &rack
-		}
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.id, b.ep.Host, b.ep.Port, b.rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	respond(resp)

@@ -81,28 +81,41 @@ func (h *hintEndpoints) fetchBrokers() []kmsg.FetchResponseBroker {
 	return out
 }
 
+// hintPartitions walks a response's partitions that need a hint and
+// fills each through set; it returns the endpoints of the hinted leaders.
+func hintPartitions(s *Server, r *Request, byID bool, each func(visit func(topic string, id [16]byte, partition int32, code int16, set func(leader, epoch int32)))) *hintEndpoints {
+	im := s.Backend.Image()
+	eps := newHintEndpoints(im, r.Listener)
+	each(func(topic string, id [16]byte, partition int32, code int16, set func(leader, epoch int32)) {
+		if !needsLeaderHint(code) {
+			return
+		}
+		t, _ := lookupTopic(im, byID, topic, id)
+		if leader, epoch, ok := leaderHint(im, t, partition); ok && leader != s.Backend.NodeID() {
+			set(leader, epoch)
+			eps.add(leader)
+		}
+	})
+	return eps
+}
+
 // addProduceLeaderHints fills KIP-951 hints into a finished Produce
 // response.
 func addProduceLeaderHints(s *Server, r *Request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
 	if req.Version < 10 {
 		return
 	}
-	im := s.Backend.Image()
-	eps := newHintEndpoints(im, r.Listener)
-	for ti := range resp.Topics {
-		st := &resp.Topics[ti]
-		t, _ := lookupTopic(im, req.Version >= 13, st.Topic, st.TopicID)
-		for pi := range st.Partitions {
-			sp := &st.Partitions[pi]
-			if !needsLeaderHint(sp.ErrorCode) {
-				continue
-			}
-			if leader, epoch, ok := leaderHint(im, t, sp.Partition); ok && leader != s.Backend.NodeID() {
-				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
-				eps.add(leader)
+	eps := hintPartitions(s, r, req.Version >= 13, func(visit func(string, [16]byte, int32, int16, func(int32, int32))) {
+		for ti := range resp.Topics {
+			st := &resp.Topics[ti]
+			for pi := range st.Partitions {
+				sp := &st.Partitions[pi]
+				visit(st.Topic, st.TopicID, sp.Partition, sp.ErrorCode, func(leader, epoch int32) {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+				})
 			}
 		}
-	}
+	})
 	resp.Brokers = eps.produceBrokers()
 }
 
@@ -111,22 +124,17 @@ func addFetchLeaderHints(s *Server, r *Request, req *kmsg.FetchRequest, resp *km
 	if req.Version < 12 {
 		return
 	}
-	im := s.Backend.Image()
-	eps := newHintEndpoints(im, r.Listener)
-	for ti := range resp.Topics {
-		st := &resp.Topics[ti]
-		t, _ := lookupTopic(im, req.Version >= 13, st.Topic, st.TopicID)
-		for pi := range st.Partitions {
-			sp := &st.Partitions[pi]
-			if !needsLeaderHint(sp.ErrorCode) {
-				continue
-			}
-			if leader, epoch, ok := leaderHint(im, t, sp.Partition); ok && leader != s.Backend.NodeID() {
-				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
-				eps.add(leader)
+	eps := hintPartitions(s, r, req.Version >= 13, func(visit func(string, [16]byte, int32, int16, func(int32, int32))) {
+		for ti := range resp.Topics {
+			st := &resp.Topics[ti]
+			for pi := range st.Partitions {
+				sp := &st.Partitions[pi]
+				visit(st.Topic, st.TopicID, sp.Partition, sp.ErrorCode, func(leader, epoch int32) {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+				})
 			}
 		}
-	}
+	})
 	if req.Version >= 16 {
 		resp.Brokers = eps.fetchBrokers()
 	}
