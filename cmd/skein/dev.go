@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,6 +34,9 @@ type devCluster struct {
 	procs   []*exec.Cmd
 	exited  []chan struct{} // closed when broker i's process has been reaped
 	out     io.Writer
+	// overrides are server properties set over the defaults start uses
+	// (verify shortens session and lag timeouts to see more faults).
+	overrides map[string]string
 }
 
 func runDev(args []string) error {
@@ -115,6 +119,7 @@ func (c *devCluster) start(i int) error {
 		"offsets.topic.replication.factor": strconv.Itoa(rf),
 		"log.level":                        "info",
 	}
+	maps.Copy(props, c.overrides)
 	args := []string{"server"}
 	for k, v := range props {
 		args = append(args, "--override", k+"="+v)

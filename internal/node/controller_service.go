@@ -87,40 +87,42 @@ func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest, 
 	if !c.isActive() {
 		return -1, kerr.NotController
 	}
-	im := c.b.Image()
-	if req.ClusterID != im.ClusterID() {
-		return -1, fmt.Errorf("%w: broker %d is in cluster %q, this is %q", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, im.ClusterID())
+	if req.ClusterID != c.b.Image().ClusterID() {
+		return -1, fmt.Errorf("%w: broker %d is in cluster %q, this is %q", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, c.b.Image().ClusterID())
 	}
-	br := metadata.Broker{ID: req.BrokerID, Epoch: im.Version() + 1}
-	if req.Rack != nil {
-		br.Rack = *req.Rack
-	}
-	for _, l := range req.Listeners {
-		br.Endpoints = append(br.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
-	}
-	var recs []metadata.Record
-	next := im
-	if old, ok := im.Broker(req.BrokerID); ok {
-		br.Epoch = max(br.Epoch, old.Epoch+1)
-		if !old.Fenced {
-			fence, err := controller.FenceBroker(im, req.BrokerID)
-			if err != nil {
-				return -1, err
-			}
-			recs = append(recs, fence...)
-			if next, err = im.Apply(fence...); err != nil {
-				return -1, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	var br metadata.Broker
+	err := c.b.commitDecided(func(im *metadata.Image) ([]metadata.Record, error) {
+		br = metadata.Broker{ID: req.BrokerID, Epoch: im.Version() + 1}
+		if req.Rack != nil {
+			br.Rack = *req.Rack
+		}
+		for _, l := range req.Listeners {
+			br.Endpoints = append(br.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+		}
+		var recs []metadata.Record
+		next := im
+		if old, ok := im.Broker(req.BrokerID); ok {
+			br.Epoch = max(br.Epoch, old.Epoch+1)
+			if !old.Fenced {
+				fence, err := controller.FenceBroker(im, req.BrokerID)
+				if err != nil {
+					return nil, err
+				}
+				recs = append(recs, fence...)
+				if next, err = im.Apply(fence...); err != nil {
+					return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+				}
 			}
 		}
-	}
-	reg := metadata.RegisterBroker{Broker: br}
-	recs = append(recs, reg)
-	next, err := next.Apply(reg)
+		reg := metadata.RegisterBroker{Broker: br}
+		recs = append(recs, reg)
+		next, err := next.Apply(reg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+		}
+		return append(recs, controller.ElectLeaderless(next, c.uncleanAllowed)...), nil
+	})
 	if err != nil {
-		return -1, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
-	}
-	recs = append(recs, controller.ElectLeaderless(next, c.uncleanAllowed)...)
-	if err := c.b.commit(recs); err != nil {
 		return -1, err
 	}
 	c.mu.Lock()
@@ -210,15 +212,13 @@ func (c *controllerService) AlterPartition(brokerID int32, brokerEpoch int64, to
 	if !c.isActive() {
 		return metadata.Partition{}, kerr.NotController
 	}
-	im := c.b.Image()
-	if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch || br.Fenced {
-		return metadata.Partition{}, kerr.StaleBrokerEpoch
-	}
-	recs, err := controller.AlterPartition(im, topic, partition, leaderEpoch, partitionEpoch, newISR)
+	err := c.b.commitDecided(func(im *metadata.Image) ([]metadata.Record, error) {
+		if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch || br.Fenced {
+			return nil, kerr.StaleBrokerEpoch
+		}
+		return controller.AlterPartition(im, topic, partition, leaderEpoch, partitionEpoch, newISR)
+	})
 	if err != nil {
-		return metadata.Partition{}, err
-	}
-	if err := c.b.commit(recs); err != nil {
 		return metadata.Partition{}, err
 	}
 	t, ok := c.b.Image().TopicByID(topic)
@@ -233,12 +233,15 @@ func (c *controllerService) AllocateProducerIDs(brokerID int32, brokerEpoch int6
 	if !c.isActive() {
 		return 0, 0, kerr.NotController
 	}
-	im := c.b.Image()
-	if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch {
-		return 0, 0, kerr.StaleBrokerEpoch
-	}
-	start := im.NextProducerID()
-	if err := c.b.commit([]metadata.Record{metadata.AllocateProducerIDs{NextID: start + producer.DefaultIDBlockSize}}); err != nil {
+	var start int64
+	err := c.b.commitDecided(func(im *metadata.Image) ([]metadata.Record, error) {
+		if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch {
+			return nil, kerr.StaleBrokerEpoch
+		}
+		start = im.NextProducerID()
+		return []metadata.Record{metadata.AllocateProducerIDs{NextID: start + producer.DefaultIDBlockSize}}, nil
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	return start, producer.DefaultIDBlockSize, nil

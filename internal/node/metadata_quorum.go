@@ -192,14 +192,23 @@ func (b *Broker) waitImage(ctx context.Context, cond func(*metadata.Image) bool)
 // each is checked against the latest image right before it is proposed,
 // so two concurrent decisions can never both pass against a stale image.
 func (b *Broker) commit(recs []metadata.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
+	return b.commitDecided(func(*metadata.Image) ([]metadata.Record, error) { return recs, nil })
+}
+
+// commitDecided runs a controller decision against the latest image and
+// commits its records, all under the commit lock: decisions that read the
+// image (the next producer id block, a broker epoch) can never be taken
+// twice from the same state.
+func (b *Broker) commitDecided(decide func(*metadata.Image) ([]metadata.Record, error)) error {
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	if err := b.catchUpAsController(ctx); err != nil {
+		return err
+	}
+	recs, err := decide(b.Image())
+	if err != nil || len(recs) == 0 {
 		return err
 	}
 	if _, err := b.Image().Apply(recs...); err != nil {

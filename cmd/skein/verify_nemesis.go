@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/skein-log/skein/internal/verify"
+)
+
+// Nemesis bounds.
+const (
+	// terminateTimeout bounds a SIGTERM'd broker's controlled shutdown
+	// before it is killed instead.
+	terminateTimeout = 45 * time.Second
+	// rejoinTimeout bounds the wait, during a rolling restart, for a
+	// restarted broker to be back in every ISR before the next one goes.
+	rejoinTimeout = 30 * time.Second
+)
+
+// openFault is a fault inflicted and not yet undone.
+type openFault struct {
+	broker int // 0-based
+	kind   faultKind
+}
+
+// nemesis inflicts faults on the brokers of a local cluster, records each
+// in the history, and can always heal them all.
+type nemesis struct {
+	c      *devCluster
+	rec    *recorder
+	topic  string
+	parts  int
+	rf     int
+	log    io.Writer
+	lastID int
+	open   map[int]openFault // fault id -> what to undo
+	paused []bool
+}
+
+func newNemesis(c *devCluster, rec *recorder, topic string, partitions, rf int, log io.Writer) *nemesis {
+	return &nemesis{c: c, rec: rec, topic: topic, parts: partitions, rf: rf, log: log, open: map[int]openFault{}, paused: make([]bool, c.n)}
+}
+
+// run follows plan until it ends, ctx ends or the next fault would not be
+// over by deadline. It leaves faults in place only when ctx ends; heal
+// undoes them.
+func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time) error {
+	for _, s := range plan {
+		if !sleepCtx(ctx, s.quiet) {
+			return nil
+		}
+		length := s.hold
+		if s.kind == faultRestart {
+			length = time.Duration(n.c.n) * restartEstimate
+		}
+		if time.Now().Add(length).After(deadline) {
+			return nil // a slow rolling restart used up the window
+		}
+		var err error
+		switch s.kind {
+		case faultKill:
+			err = n.killFor(ctx, s.broker, s.hold)
+		case faultPause:
+			err = n.pauseFor(ctx, s.broker, s.hold)
+		case faultRestart:
+			err = n.rollingRestart(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// begin records the start of a fault and returns its id.
+func (n *nemesis) begin(broker int, kind faultKind, note string) int {
+	n.lastID++
+	n.open[n.lastID] = openFault{broker: broker, kind: kind}
+	n.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: n.lastID, Broker: broker + 1, Note: note})
+	fmt.Fprintf(n.log, "nemesis: %s\n", note)
+	return n.lastID
+}
+
+func (n *nemesis) end(id int, note string) {
+	f := n.open[id]
+	delete(n.open, id)
+	n.rec.add(verify.Event{Type: verify.EventFaultEnd, Fault: id, Broker: f.broker + 1, Note: note})
+	fmt.Fprintf(n.log, "nemesis: %s\n", note)
+}
+
+func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error {
+	id := n.begin(i, faultKill, fmt.Sprintf("kill -9 broker %d", i+1))
+	n.c.kill(i)
+	if !sleepCtx(ctx, hold) {
+		return nil
+	}
+	if err := n.c.start(i); err != nil {
+		return fmt.Errorf("restart killed broker %d: %w", i+1, err)
+	}
+	n.end(id, fmt.Sprintf("started broker %d again", i+1))
+	return nil
+}
+
+func (n *nemesis) pauseFor(ctx context.Context, i int, hold time.Duration) error {
+	p := n.c.procs[i]
+	if p == nil {
+		return nil
+	}
+	id := n.begin(i, faultPause, fmt.Sprintf("pause broker %d (SIGSTOP)", i+1))
+	if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("SIGSTOP broker %d: %w", i+1, err)
+	}
+	n.paused[i] = true
+	if !sleepCtx(ctx, hold) {
+		return nil
+	}
+	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("SIGCONT broker %d: %w", i+1, err)
+	}
+	n.paused[i] = false
+	n.end(id, fmt.Sprintf("resumed broker %d (SIGCONT)", i+1))
+	return nil
+}
+
+// rollingRestart stops each broker in turn with SIGTERM (a controlled
+// shutdown: its leaderships move first), starts it again and waits for it
+// to be back in every ISR before moving on, as an operator would.
+func (n *nemesis) rollingRestart(ctx context.Context) error {
+	for i := range n.c.n {
+		if ctx.Err() != nil {
+			return nil
+		}
+		id := n.begin(i, faultRestart, fmt.Sprintf("terminate broker %d (rolling restart)", i+1))
+		if err := n.terminate(i); err != nil {
+			return err
+		}
+		if err := n.c.start(i); err != nil {
+			return fmt.Errorf("start broker %d in the rolling restart: %w", i+1, err)
+		}
+		n.end(id, fmt.Sprintf("started broker %d again (rolling restart)", i+1))
+		wctx, cancel := context.WithTimeout(ctx, rejoinTimeout)
+		err := n.waitFullISR(wctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(n.log, "nemesis: broker %d did not rejoin every ISR within %v; going on\n", i+1, rejoinTimeout)
+		}
+	}
+	return nil
+}
+
+// terminate sends SIGTERM to broker i and waits for it to exit, killing
+// it if its shutdown takes longer than terminateTimeout.
+func (n *nemesis) terminate(i int) error {
+	p := n.c.procs[i]
+	if p == nil {
+		return nil
+	}
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("SIGTERM broker %d: %w", i+1, err)
+	}
+	select {
+	case <-n.c.exited[i]:
+		n.c.procs[i] = nil
+	case <-time.After(terminateTimeout):
+		fmt.Fprintf(n.log, "nemesis: broker %d did not stop within %v of SIGTERM; killing it\n", i+1, terminateTimeout)
+		n.c.kill(i)
+	}
+	return nil
+}
+
+// heal undoes every fault still in place: resumes paused brokers and
+// starts dead ones. It is safe to call at any time, more than once.
+func (n *nemesis) heal() error {
+	var firstErr error
+	for i := range n.c.n {
+		if n.paused[i] && n.c.procs[i] != nil {
+			if err := n.c.procs[i].Process.Signal(syscall.SIGCONT); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("SIGCONT broker %d: %w", i+1, err)
+			}
+		}
+		n.paused[i] = false
+		if n.c.procs[i] == nil {
+			if err := n.c.start(i); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("start broker %d: %w", i+1, err)
+			}
+		}
+	}
+	ids := make([]int, 0, len(n.open))
+	for id := range n.open {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		n.end(id, fmt.Sprintf("healed broker %d", n.open[id].broker+1))
+	}
+	return firstErr
+}
+
+// waitFullISR waits until every partition of the topic has a leader and
+// all its replicas in sync.
+func (n *nemesis) waitFullISR(ctx context.Context) error {
+	return topicReady(ctx, n.c.addrs(), n.topic, n.parts, n.rf)
+}
+
+// sleepCtx waits for d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skein-log/skein/internal/verify"
+)
+
+var verifyNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestParseVerifyFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		check   func(c *verifyConfig) string // "" when fine
+		wantErr string
+	}{
+		{args: nil, check: func(c *verifyConfig) string {
+			if c.duration != 60*time.Second || c.acks != verify.AcksAll || !c.idempotent || c.partitions != 3 ||
+				c.replicationFactor != 3 || c.minInsync != 2 || !reflect.DeepEqual(c.nemesis, allFaults) || c.seed == 0 || c.topic == "" {
+				return fmt.Sprintf("defaults: %+v", c)
+			}
+			return ""
+		}},
+		{args: []string{"--seed", "7", "--duration", "15s", "--nemesis", "kill,pause"}, check: func(c *verifyConfig) string {
+			if c.seed != 7 || c.duration != 15*time.Second || !reflect.DeepEqual(c.nemesis, []faultKind{faultKill, faultPause}) || c.topic != "verify-7-1767323045" {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}},
+		{args: []string{"--acks", "1"}, check: func(c *verifyConfig) string {
+			if c.acks != verify.AcksLeader || c.idempotent {
+				return "acks=1 must turn idempotence off"
+			}
+			return ""
+		}},
+		{args: []string{"--acks", "-1"}, check: func(c *verifyConfig) string {
+			if c.acks != verify.AcksAll {
+				return "-1 means all"
+			}
+			return ""
+		}},
+		{args: []string{"--idempotent=false"}, check: func(c *verifyConfig) string {
+			if c.idempotent {
+				return "idempotence stayed on"
+			}
+			return ""
+		}},
+		{args: []string{"--nemesis", "none"}, check: func(c *verifyConfig) string {
+			if len(c.nemesis) != 0 {
+				return "none has faults"
+			}
+			return ""
+		}},
+		{args: []string{"--bootstrap-server", "127.0.0.1:9092"}, check: func(c *verifyConfig) string {
+			if len(c.nemesis) != 0 || c.nemesisName != "none" {
+				return "process faults against an outside cluster"
+			}
+			return ""
+		}},
+		{args: []string{"--acks", "0", "--idempotent"}, wantErr: "--idempotent needs --acks all"},
+		{args: []string{"--acks", "2"}, wantErr: "want all, 1 or 0"},
+		{args: []string{"--nemesis", "kill,flood"}, wantErr: `--nemesis "flood"`},
+		{args: []string{"--nemesis", "none,kill"}, wantErr: "none cannot be combined"},
+		{args: []string{"--bootstrap-server", "127.0.0.1:9092", "--nemesis", "kill"}, wantErr: "--nemesis needs the local cluster"},
+		{args: []string{"--duration", "500ms"}, wantErr: "--duration"},
+		{args: []string{"--partitions", "0"}, wantErr: "--partitions"},
+		{args: []string{"--producers", "100"}, wantErr: "--producers"},
+		{args: []string{"--consumers", "0"}, wantErr: "--consumers"},
+		{args: []string{"--replication-factor", "4"}, wantErr: "--replication-factor"},
+		{args: []string{"--min-insync-replicas", "4"}, wantErr: "--min-insync-replicas"},
+		{args: []string{"--port", "65500"}, wantErr: "--port"},
+		{args: []string{"--rate", "10000", "--duration", "1h"}, wantErr: "fit in memory"},
+		{args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var errOut bytes.Buffer
+			cfg, err := parseVerifyFlags(tt.args, streams{out: &bytes.Buffer{}, err: &errOut}, verifyNow)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.check(cfg); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+func TestPlanFaultsIsDeterministicAndFits(t *testing.T) {
+	window := 60 * time.Second
+	a := planFaults(1, window, allFaults, 3)
+	if b := planFaults(1, window, allFaults, 3); !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed, different schedules:\n%v\n%v", a, b)
+	}
+	if len(a) == 0 {
+		t.Fatal("no faults in a minute")
+	}
+	differs := false
+	for seed := int64(2); seed < 10; seed++ {
+		if !reflect.DeepEqual(a, planFaults(seed, window, allFaults, 3)) {
+			differs = true
+		}
+	}
+	if !differs {
+		t.Error("every seed gives the same schedule")
+	}
+	for seed := int64(1); seed <= 200; seed++ {
+		window := time.Duration(5+rand.New(rand.NewPCG(uint64(seed), 1)).IntN(300)) * time.Second
+		kinds := [][]faultKind{allFaults, {faultKill}, {faultPause, faultRestart}}[seed%3]
+		var total time.Duration
+		for _, s := range planFaults(seed, window, kinds, 3) {
+			if !slices.Contains(kinds, s.kind) {
+				t.Fatalf("seed %d: fault %s not among %v", seed, s.kind, kinds)
+			}
+			if s.quiet < minQuiet || s.quiet > maxQuiet || s.broker < 0 || s.broker >= 3 {
+				t.Fatalf("seed %d: step out of bounds: %v", seed, s)
+			}
+			length := s.hold
+			if s.kind == faultRestart {
+				length = 3 * restartEstimate
+			} else if s.hold < minHold || s.hold > maxHold {
+				t.Fatalf("seed %d: hold out of bounds: %v", seed, s)
+			}
+			total += s.quiet + length
+		}
+		if total > window-finalQuiet {
+			t.Fatalf("seed %d: schedule of %v overruns the %v window", seed, total, window)
+		}
+	}
+}
+
+func TestPlanFaultsShortAndEmpty(t *testing.T) {
+	if p := planFaults(1, 15*time.Second, []faultKind{faultKill, faultPause}, 3); len(p) == 0 {
+		t.Error("a 15 s run gets no fault")
+	}
+	if p := planFaults(1, 2*time.Second, allFaults, 3); len(p) != 0 {
+		t.Errorf("a 2 s window holds %v", p)
+	}
+	if p := planFaults(1, time.Minute, nil, 3); len(p) != 0 {
+		t.Errorf("no kinds, yet %v", p)
+	}
+}
+
+func TestDefinitelyNotWritten(t *testing.T) {
+	// Only errors the broker answered and the client does not retry prove
+	// nothing was written; anything else may hide a write.
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("wrapped: %w", kerr.InvalidRequest), true},
+		{kerr.NotEnoughReplicasAfterAppend, false},
+		{context.DeadlineExceeded, false},
+		{kerr.NotLeaderForPartition, false},
+		{kgo.ErrRecordTimeout, false},
+	} {
+		if got := definitelyNotWritten(tt.err); got != tt.want {
+			t.Errorf("definitelyNotWritten(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestVerifyLocalCluster runs a short verify against real broker
+// processes with kill and pause faults. It takes about a minute, so it
+// runs only when asked: SKEINTEST_VERIFY=1 go test ./cmd/skein -run TestVerifyLocalCluster
+func TestVerifyLocalCluster(t *testing.T) {
+	if testing.Short() || os.Getenv("SKEINTEST_VERIFY") != "1" {
+		t.Skip("set SKEINTEST_VERIFY=1 (and no -short) to run verify against a local cluster")
+	}
+	// The test's variables are SKEINTEST_*, not SKEIN_*: the brokers
+	// inherit the environment and read every SKEIN_* variable as a server
+	// property, refusing unknown ones.
+	outDir := os.Getenv("SKEINTEST_VERIFY_OUT")
+	bin := filepath.Join(t.TempDir(), "skein")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build skein: %v\n%s", err, out)
+	}
+	port := freeBasePort(t)
+	// SKEINTEST_VERIFY_OUT keeps the history, timeline and broker logs after
+	// the test (for CI artifacts); by default they go with the test.
+	out := outDir
+	if out == "" {
+		out = t.TempDir()
+	}
+	cfg, err := parseVerifyFlags([]string{"--duration", "15s", "--seed", "3", "--nemesis", "kill,pause", "--rate", "100",
+		"--port", fmt.Sprint(port), "--out", out}, streams{out: os.Stdout, err: os.Stderr}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.bin = bin
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	h, err := runVerifyWorkload(ctx, cfg, streams{out: &logs, err: &logs})
+	if err != nil {
+		t.Fatalf("verify: %v\n%s", err, logs.String())
+	}
+	res := verify.Check(h)
+	verdict := res.Verdict(h.Meta)
+	t.Log(verdict)
+	if !res.Valid || res.Counts[verify.Lost] != 0 || res.Counts[verify.Duplicated] != 0 || !h.Meta.DrainComplete {
+		t.Fatalf("verify found problems (data in %s):\n%s\n%s", out, verdict, logs.String())
+	}
+	if res.Acked == 0 || res.ReadValues < res.Acked {
+		t.Fatalf("too little traffic checked:\n%s", verdict)
+	}
+	faults := 0
+	for _, e := range h.Events {
+		if e.Type == verify.EventFaultStart {
+			faults++
+		}
+	}
+	if faults == 0 {
+		t.Fatalf("no fault was inflicted:\n%s", logs.String())
+	}
+	if err := reportVerify(cfg, h, streams{out: &logs, err: &logs}); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	for _, name := range []string{"history.json", "timeline.html", "verdict.txt"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("no %s: %v", name, err)
+		}
+	}
+}
+
+// freeBasePort finds a base port whose three client and controller ports
+// (base+100*i and +1) are all free right now.
+func freeBasePort(t *testing.T) int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for range 100 {
+		base := 20000 + rng.IntN(30000)
+		free := true
+		for i := range localBrokers {
+			if portFree(base+100*i) != nil || portFree(base+100*i+1) != nil {
+				free = false
+				break
+			}
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free ports for a local cluster")
+	return 0
+}

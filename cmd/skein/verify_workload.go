@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skein-log/skein/internal/verify"
+)
+
+// Workload bounds.
+const (
+	// maxBufferedPerProducer bounds the records a producer has handed to
+	// its client and not yet seen answered; beyond it, sending waits.
+	maxBufferedPerProducer = 5000
+	// pollMaxRecords bounds one consumer poll.
+	pollMaxRecords = 1000
+)
+
+// verifyProducer sends values "p<id>-<seq>" at a steady rate, spreading
+// them over the partitions in turn, and records every send and outcome.
+type verifyProducer struct {
+	id         int
+	cfg        *verifyConfig
+	rec        *recorder
+	cl         *kgo.Client
+	seq        int64
+	inFlight   sync.WaitGroup // sends whose promise has not run yet
+	partitions int32
+}
+
+func newVerifyProducer(id int, cfg *verifyConfig, seeds []string, rec *recorder) (*verifyProducer, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(cfg.topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(maxBufferedPerProducer),
+		// Tiny batches, sent at once: more requests in flight when a fault
+		// strikes is more for the checker to see.
+		kgo.ProducerLinger(0)}
+	acks, err := parseAcks(string(cfg.acks))
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, acks...)
+	if !cfg.idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("producer %d: %w", id, err)
+	}
+	return &verifyProducer{id: id, cfg: cfg, rec: rec, cl: cl, partitions: int32(cfg.partitions)}, nil
+}
+
+// run sends until stop is closed. Records are produced under produceCtx,
+// which the caller cancels only to abandon what is still unanswered.
+func (p *verifyProducer) run(produceCtx context.Context, stop <-chan struct{}) {
+	interval := time.Second / time.Duration(p.cfg.rate)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-produceCtx.Done():
+			return
+		case <-ticker.C:
+		}
+		p.send(produceCtx)
+	}
+}
+
+func (p *verifyProducer) send(ctx context.Context) {
+	p.seq++
+	seq := p.seq
+	partition := int32((seq - 1) % int64(p.partitions))
+	value := fmt.Sprintf("p%d-%d", p.id, seq)
+	sentAt := time.Now()
+	p.rec.addAt(sentAt, verify.Event{Type: verify.EventSend, Producer: p.id, Seq: seq, Partition: partition, Value: value})
+	p.inFlight.Add(1)
+	p.cl.Produce(ctx, &kgo.Record{Partition: partition, Value: []byte(value)}, func(r *kgo.Record, err error) {
+		defer p.inFlight.Done()
+		now := time.Now()
+		e := verify.Event{Producer: p.id, Seq: seq, Partition: partition, Value: value, Latency: now.Sub(sentAt)}
+		if err != nil {
+			e.Type, e.Err, e.Definite = verify.EventFail, err.Error(), definitelyNotWritten(err)
+		} else {
+			e.Type, e.Partition, e.Offset = verify.EventAck, r.Partition, r.Offset
+			if p.cfg.acks == verify.AcksNone {
+				e.Offset = -1 // acks=0 answers nothing, so the offset means nothing
+			}
+		}
+		p.rec.addAt(now, e)
+	})
+}
+
+// finish waits (bounded by flushTimeout) for every record sent to be
+// answered; what is still unanswered then fails when the client closes,
+// with an unknown outcome.
+func (p *verifyProducer) finish(flushTimeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	_ = p.cl.Flush(ctx) // a timeout is fine: Close fails the rest, and each failure is recorded
+	p.cl.Close()
+	done := make(chan struct{})
+	go func() { p.inFlight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(flushTimeout):
+	}
+}
+
+// definitelyNotWritten tells a failure that proves the record was not
+// written from one whose outcome is unknown. Only an error the broker
+// answered that the client does not retry counts: a timeout, a closed
+// client or a lost connection may each hide a write that happened.
+func definitelyNotWritten(err error) bool {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) || ke.Retriable {
+		return false
+	}
+	switch ke {
+	case kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return false // written, or perhaps written, on the leader
+	}
+	return true
+}
+
+// progress tracks, per consumer and partition, the offset after the last
+// one read, so the drain phase knows when every consumer reached the end.
+type progress struct {
+	mu      sync.Mutex
+	next    map[int]map[int32]int64
+	changed chan struct{} // receives (without blocking the sender) after each update
+}
+
+func newProgress() *progress {
+	return &progress{next: map[int]map[int32]int64{}, changed: make(chan struct{}, 1)}
+}
+
+func (p *progress) advance(consumer int, partition int32, next int64) {
+	p.mu.Lock()
+	if p.next[consumer] == nil {
+		p.next[consumer] = map[int32]int64{}
+	}
+	if next > p.next[consumer][partition] {
+		p.next[consumer][partition] = next
+	}
+	p.mu.Unlock()
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// behind lists, for the consumers and partitions that have not reached
+// the end offsets, where they are; empty when all have.
+func (p *progress) behind(consumers int, ends map[int32]int64) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for c := 1; c <= consumers; c++ {
+		for part := int32(0); part < int32(len(ends)); part++ {
+			if got := p.next[c][part]; got < ends[part] {
+				out = append(out, fmt.Sprintf("consumer %d at offset %d of %d in partition %d", c, got, ends[part], part))
+			}
+		}
+	}
+	return out
+}
+
+// runConsumer reads every partition from the beginning with an assigned
+// (not group) consumer until ctx ends, recording each non-empty poll and
+// every record read.
+func runConsumer(ctx context.Context, id int, cfg *verifyConfig, seeds []string, rec *recorder, prog *progress) error {
+	assign := map[int32]kgo.Offset{}
+	for p := range int32(cfg.partitions) {
+		assign[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.topic: assign}),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("consumer %d: %w", id, err)
+	}
+	defer cl.Close()
+	var poll int64
+	for ctx.Err() == nil {
+		fetches := cl.PollRecords(ctx, pollMaxRecords)
+		now := time.Now()
+		var errs []string
+		for _, fe := range fetches.Errors() {
+			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+				continue
+			}
+			errs = append(errs, fmt.Sprintf("%s/%d: %v", fe.Topic, fe.Partition, fe.Err))
+		}
+		records := fetches.Records()
+		if len(records) == 0 && len(errs) == 0 {
+			continue
+		}
+		poll++
+		rec.addAt(now, verify.Event{Type: verify.EventPoll, Consumer: id, Poll: poll, Err: strings.Join(errs, "; ")})
+		for _, r := range records {
+			rec.addAt(now, verify.Event{Type: verify.EventRead, Consumer: id, Poll: poll, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+			prog.advance(id, r.Partition, r.Offset+1)
+		}
+	}
+	return nil
+}

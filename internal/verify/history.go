@@ -1,0 +1,156 @@
+// Package verify checks the history of a run of producers and consumers
+// against a cluster, Jepsen-style: every send, acknowledgement, failure,
+// read, poll and fault is an Event; Check finds lost, unseen, duplicated,
+// reordered and inconsistent records in it; the result renders as a short
+// verdict, and the history as JSON and as an HTML timeline.
+//
+// The package is pure: no clock, no network, no files. Time enters as the
+// Event.At of each event, measured by whoever recorded it.
+package verify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// EventType names what happened.
+type EventType string
+
+const (
+	// EventSend: producer Producer handed Value (its Seq-th value) to its
+	// client for Partition.
+	EventSend EventType = "send"
+	// EventAck: the send of Value was acknowledged at Partition/Offset
+	// (Offset -1 when the acknowledgement carries none, as with acks=0).
+	EventAck EventType = "ack"
+	// EventFail: the send of Value was reported failed with Err.
+	// Definite means the record was certainly not written; otherwise the
+	// outcome is unknown (a timeout, a closed client, a lost answer).
+	EventFail EventType = "fail"
+	// EventPoll: consumer Consumer's poll number Poll returned; the reads
+	// with the same Consumer and Poll follow it. Err is the poll's error,
+	// if any.
+	EventPoll EventType = "poll"
+	// EventRead: consumer Consumer read Value at Partition/Offset in poll
+	// Poll.
+	EventRead EventType = "read"
+	// EventFaultStart and EventFaultEnd bracket fault number Fault (Note
+	// says what it was, Broker whom it hit).
+	EventFaultStart EventType = "fault-start"
+	EventFaultEnd   EventType = "fault-end"
+	// EventPhase marks the start of a phase of the run (Note: "faults",
+	// "heal", "drain", ...).
+	EventPhase EventType = "phase"
+)
+
+// Event is one entry of a history. Only the fields its Type uses are set;
+// in JSON, zero fields are left out (a missing partition or offset is 0).
+// Producers, consumers, polls, faults and brokers are numbered from 1, so
+// that 0 means "not applicable".
+type Event struct {
+	At        time.Duration `json:"at"` // since the run began, in nanoseconds
+	Type      EventType     `json:"type"`
+	Producer  int           `json:"producer,omitempty"`
+	Seq       int64         `json:"seq,omitempty"`
+	Consumer  int           `json:"consumer,omitempty"`
+	Poll      int64         `json:"poll,omitempty"`
+	Partition int32         `json:"partition,omitempty"`
+	Offset    int64         `json:"offset,omitempty"`
+	Value     string        `json:"value,omitempty"`
+	Latency   time.Duration `json:"latency,omitempty"` // ack and fail: since the send
+	Err       string        `json:"err,omitempty"`
+	Definite  bool          `json:"definite,omitempty"`
+	Fault     int           `json:"fault,omitempty"`
+	Broker    int           `json:"broker,omitempty"`
+	Note      string        `json:"note,omitempty"`
+}
+
+// Acks is the producers' acknowledgement setting.
+type Acks string
+
+const (
+	AcksAll    Acks = "all"
+	AcksLeader Acks = "1"
+	AcksNone   Acks = "0"
+)
+
+// Meta describes the run that produced a history: what the checker may
+// expect (acks, idempotence) and what a reader needs to reproduce it.
+type Meta struct {
+	Topic      string        `json:"topic"`
+	Partitions int           `json:"partitions"`
+	Producers  int           `json:"producers"`
+	Consumers  int           `json:"consumers"`
+	Acks       Acks          `json:"acks"`
+	Idempotent bool          `json:"idempotent"`
+	Seed       int64         `json:"seed"`
+	Nemesis    string        `json:"nemesis"`
+	Duration   time.Duration `json:"duration"`
+	Started    time.Time     `json:"started"`
+	Cluster    string        `json:"cluster"` // where it ran: "local 3 brokers" or the bootstrap list
+	// DrainComplete is false when the consumers did not reach the end
+	// offsets before the drain phase timed out; unseen records are then
+	// expected and the note in the verdict says so.
+	DrainComplete bool   `json:"drain_complete"`
+	DrainNote     string `json:"drain_note,omitempty"`
+}
+
+// History is a run's metadata and every event, in the order recorded.
+type History struct {
+	Meta   Meta    `json:"meta"`
+	Events []Event `json:"events"`
+}
+
+// MaxHistoryBytes bounds ReadJSON: a history larger than this is refused
+// rather than read into memory.
+const MaxHistoryBytes = 2 << 30
+
+// WriteJSON writes h as JSON: the meta object, then one event per line, so
+// that a large history can be read with line tools as well as decoded
+// whole.
+func WriteJSON(w io.Writer, h *History) error {
+	meta, err := json.Marshal(h.Meta)
+	if err != nil {
+		return fmt.Errorf("encode history meta: %w", err)
+	}
+	if _, err := fmt.Fprintf(w, "{\"meta\":%s,\n\"events\":[\n", meta); err != nil {
+		return fmt.Errorf("write history: %w", err)
+	}
+	for i := range h.Events {
+		line, err := json.Marshal(&h.Events[i])
+		if err != nil {
+			return fmt.Errorf("encode event %d: %w", i, err)
+		}
+		sep := ",\n"
+		if i == len(h.Events)-1 {
+			sep = "\n"
+		}
+		if _, err := fmt.Fprintf(w, "%s%s", line, sep); err != nil {
+			return fmt.Errorf("write history: %w", err)
+		}
+	}
+	if _, err := io.WriteString(w, "]}\n"); err != nil {
+		return fmt.Errorf("write history: %w", err)
+	}
+	return nil
+}
+
+// ReadJSON decodes a history written by WriteJSON (or any JSON of the
+// same shape), refusing input over MaxHistoryBytes.
+func ReadJSON(r io.Reader) (*History, error) {
+	lr := &io.LimitedReader{R: r, N: MaxHistoryBytes + 1}
+	var h History
+	if err := json.NewDecoder(lr).Decode(&h); err != nil {
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("history is larger than %d bytes", int64(MaxHistoryBytes))
+		}
+		return nil, fmt.Errorf("decode history: %w", err)
+	}
+	if lr.N <= 0 {
+		return nil, errors.New("history is larger than the limit")
+	}
+	return &h, nil
+}
