@@ -64,6 +64,9 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		}
 		if acks == 0 {
 			respond(nil)
+			if produceFailed(resp) && r.CloseConn != nil {
+				r.CloseConn()
+			}
 			return
 		}
 		addProduceLeaderHints(s, r, req, resp)
@@ -194,4 +197,16 @@ func fillProduceError(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, code
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+}
+
+// produceFailed reports whether any partition of a produce failed.
+func produceFailed(resp *kmsg.ProduceResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

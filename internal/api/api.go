@@ -32,7 +32,12 @@ type Request struct {
 	// Conn identifies the connection, for the controller's liveness
 	// tracking of brokers.
 	Conn ConnID
-	Body kmsg.Request
+	// CloseConn closes the client's connection (after earlier answers).
+	// An acks=0 produce that fails has no answer to carry the error, so
+	// Kafka closes the connection: the client notices and refreshes its
+	// metadata instead of writing into the void.
+	CloseConn func()
+	Body      kmsg.Request
 }
 
 // Handler serves one API key.

@@ -34,6 +34,8 @@ type slot struct {
 	done    chan struct{}
 	resp    kmsg.Response // nil: send nothing (acks=0)
 	once    sync.Once
+	// closeConn makes the writer flush and close the connection here.
+	closeConn bool
 }
 
 func (s *slot) respond(resp kmsg.Response) {
@@ -59,6 +61,10 @@ type conn struct {
 	// or sent something unreadable, so answers still pending (a long
 	// poll, say) need not be waited for.
 	readerGone chan struct{}
+	// queueMu guards closing the queue against a closing slot sent from
+	// a handler's goroutine (the reader's own sends need no lock).
+	queueMu     sync.Mutex
+	queueClosed bool
 }
 
 func (b *Broker) serveConn(nc net.Conn, listener string) {
@@ -79,7 +85,10 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 	}()
 	c.readLoop()
 	close(c.readerGone)
+	c.queueMu.Lock()
+	c.queueClosed = true
 	close(c.queue)
+	c.queueMu.Unlock()
 	<-writerDone
 	nc.Close()
 	if c.controller {
@@ -160,7 +169,7 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 	}
 	c.queue <- s
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
-		ControllerListener: c.controller, Conn: c, Body: body}
+		ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
 	if spec.Blocking {
 		go c.serve(req, s)
 		return true
@@ -209,6 +218,12 @@ func (c *conn) writeLoop() {
 				failed = true
 			}
 		}
+		if s.closeConn && !failed {
+			bw.Flush()
+			c.nc.Close() // the reader then ends the connection
+			failed = true
+			continue
+		}
 		if failed || s.resp == nil {
 			continue
 		}
@@ -233,5 +248,22 @@ func (c *conn) writeLoop() {
 	}
 	if !failed {
 		bw.Flush()
+	}
+}
+
+// closeAfterAnswers closes the connection once every answer queued so
+// far has been written: a closing slot makes the writer stop there.
+func (c *conn) closeAfterAnswers() {
+	s := &slot{closeConn: true, done: make(chan struct{})}
+	close(s.done)
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	if c.queueClosed {
+		return
+	}
+	select {
+	case c.queue <- s:
+	default:
+		c.nc.Close() // the queue is full: close at once
 	}
 }

@@ -247,3 +247,14 @@ func TestAcksZeroProduceHasNoResponse(t *testing.T) {
 		t.Fatalf("acks=1 after acks=0: error %d, base offset %d; want 0, 3", res.ErrorCode, res.BaseOffset)
 	}
 }
+
+// TestAcksZeroProduceFailureClosesConnection: a failed acks=0 produce has
+// no answer to carry its error, so the broker closes the connection (as
+// Kafka does) and the client learns to refresh its metadata.
+func TestAcksZeroProduceFailureClosesConnection(t *testing.T) {
+	tb := startBroker(t)
+	tb.createTopic("fire-and-forget-fail", 1, nil)
+	c := dialRaw(t, tb.addr)
+	c.send(produceRequest(7, 0, "fire-and-forget-fail", 5, recordsBatch(1, 8)), 1) // no partition 5
+	c.expectClosed()
+}
