@@ -6,11 +6,14 @@ package api
 // refused with a clear message.
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
@@ -24,15 +27,9 @@ func handleAlterConfigs(s *Server, r *Request, respond Respond) {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
-		if rr.ResourceType != resourceTopic {
-			res.ErrorCode = kerr.InvalidRequest.Code
-			res.ErrorMessage = kmsg.StringPtr("only topic configs can be altered; broker configs are static")
-			resp.Resources = append(resp.Resources, res)
-			continue
-		}
-		t, ok := s.Backend.Image().Topic(rr.ResourceName)
-		if !ok {
-			res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		t, err := s.alterableTopic(rr.ResourceType, rr.ResourceName)
+		if err != nil {
+			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
@@ -43,12 +40,25 @@ func handleAlterConfigs(s *Server, r *Request, respond Respond) {
 		for _, c := range rr.Configs {
 			set[c.Name] = c.Value
 		}
-		err := s.alterTopicConfigs(rr.ResourceName, set, req.ValidateOnly)
+		err = s.alterTopicConfigs(rr.ResourceName, set, req.ValidateOnly)
 		res.ErrorCode = ErrorCode(err)
 		res.ErrorMessage = ErrorMessage(err)
 		resp.Resources = append(resp.Resources, res)
 	}
 	respond(resp)
+}
+
+// alterableTopic resolves the resource of an alter request: only topics
+// can be altered, since broker configs are static in Skein.
+func (s *Server) alterableTopic(resourceType kmsg.ConfigResourceType, name string) (*metadata.Topic, error) {
+	if resourceType != resourceTopic {
+		return nil, fmt.Errorf("%w: only topic configs can be altered; broker configs are static", kerr.InvalidRequest)
+	}
+	t, ok := s.Backend.Image().Topic(name)
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return t, nil
 }
 
 func (s *Server) alterTopicConfigs(topic string, set map[string]*string, validateOnly bool) error {

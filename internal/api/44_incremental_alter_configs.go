@@ -30,15 +30,9 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
-		if rr.ResourceType != resourceTopic {
-			res.ErrorCode = kerr.InvalidRequest.Code
-			res.ErrorMessage = kmsg.StringPtr("only topic configs can be altered; broker configs are static")
-			resp.Resources = append(resp.Resources, res)
-			continue
-		}
-		t, ok := s.Backend.Image().Topic(rr.ResourceName)
-		if !ok {
-			res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		t, err := s.alterableTopic(rr.ResourceType, rr.ResourceName)
+		if err != nil {
+			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
@@ -70,7 +64,6 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 				bad = kerr.InvalidRequest
 			}
 		}
-		var err error
 		if bad != nil {
 			err = bad
 		} else {

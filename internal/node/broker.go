@@ -479,33 +479,14 @@ func (b *Broker) describeListeners() []string {
 	return out
 }
 
+// parseSimpleProperties reads the key=value lines of meta.properties,
+// which this broker writes itself (no escapes, no continuations).
 func parseSimpleProperties(s string) map[string]string {
 	out := map[string]string{}
-	for _, line := range splitLines(s) {
-		if line == "" || line[0] == '#' {
-			continue
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			out[k] = v
 		}
-		for i := 0; i < len(line); i++ {
-			if line[i] == '=' {
-				out[line[:i]] = line[i+1:]
-				break
-			}
-		}
-	}
-	return out
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
 	}
 	return out
 }
