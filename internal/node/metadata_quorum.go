@@ -62,9 +62,12 @@ func (b *Broker) startQuorum(clusterID string) error {
 		ElectionTicks:  electionTicks(len(voters)),
 		HeartbeatTicks: 1,
 		Snapshotter:    imageSnapshotter{b},
-		Apply:          b.applyMetadataEntry,
-		OnLeaderChange: b.onControllerChange,
-		Logger:         b.log.With("component", "quorum"),
+
+		SnapshotEntries: b.opts.MetadataSnapshotEvery,
+		KeepEntries:     b.opts.MetadataSnapshotEvery / 10,
+		Apply:           b.applyMetadataEntry,
+		OnLeaderChange:  b.onControllerChange,
+		Logger:          b.log.With("component", "quorum"),
 	})
 	if err != nil {
 		return fmt.Errorf("metadata quorum: %w", err)
@@ -228,7 +231,7 @@ func (b *Broker) commitDecided(decide func(*metadata.Image) ([]metadata.Record, 
 // everything committed before its term: it commits an empty entry, which
 // applies only after all earlier ones.
 func (b *Broker) catchUpAsController(ctx context.Context) error {
-	if !b.quorum.IsLeader() {
+	if !b.isActiveController() {
 		return kerr.NotController
 	}
 	term := b.controllerTerm.Load()
@@ -257,6 +260,11 @@ func quorumError(err error) error {
 func (b *Broker) onControllerChange(leader int32) {
 	b.controllerID.Store(leader)
 	b.controllerTerm.Add(1)
+	if leader >= 0 && !b.cfg.HasRole(config.RoleBroker) {
+		// A controller-only node never registers: it is up once it
+		// knows the active controller.
+		b.registeredOnce.Do(func() { close(b.registered) })
+	}
 	if leader == b.cfg.NodeID {
 		b.log.Info("became the active controller")
 		b.controllerSvc.activate()
