@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // follow the metadata log without voting.
 
 // awaitBrokerList waits until Metadata lists exactly the brokers want.
-func awaitBrokerList(ctx context.Context, t *testing.T, adm *kadm.Client, want []int32) {
+func awaitBrokerList(ctx context.Context, t *testing.T, c *testCluster, adm *kadm.Client, want []int32) {
 	t.Helper()
 	var last []int32
 	for {
@@ -36,6 +37,15 @@ func awaitBrokerList(ctx context.Context, t *testing.T, adm *kadm.Client, want [
 		}
 		select {
 		case <-ctx.Done():
+			for i, b := range c.brokers {
+				if b != nil {
+					var ids []string
+					for _, br := range b.Image().Brokers() {
+						ids = append(ids, fmt.Sprintf("%d(fenced %v)", br.ID, br.Fenced))
+					}
+					t.Logf("node %d's image (version %d) lists %v", i+1, b.Image().Version(), ids)
+				}
+			}
 			t.Fatalf("Metadata never listed brokers %v; last %v", want, last)
 		case <-time.After(externalPollInterval):
 		}
@@ -68,7 +78,7 @@ func TestClusterDedicatedControllers(t *testing.T) {
 		[]string{controllerOnly, controllerOnly, controllerOnly, brokerOnly, brokerOnly, brokerOnly},
 		nil, node.Options{MetadataSnapshotEvery: 40})
 	adm := observerClient(t, c.addrs())
-	awaitBrokerList(ctx, t, adm, []int32{4, 5, 6})
+	awaitBrokerList(ctx, t, c, adm, []int32{4, 5, 6})
 
 	const topic = "dedicated"
 	createReplicatedTopic(ctx, t, adm, topic, 3, 3, nil)
@@ -136,7 +146,7 @@ func TestClusterCombinedNodesAndBrokerOnly(t *testing.T) {
 	defer cancel()
 	c := startRolesCluster(t, []string{combinedRoles, combinedRoles, combinedRoles, brokerOnly}, nil, node.Options{})
 	adm := observerClient(t, c.addrs())
-	awaitBrokerList(ctx, t, adm, []int32{1, 2, 3, 4})
+	awaitBrokerList(ctx, t, c, adm, []int32{1, 2, 3, 4})
 
 	// The broker-only node leads; the combined nodes follow.
 	const topic = "mixed"
