@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,14 +21,20 @@ import (
 // quorum and are never brokers; broker-only nodes host partitions and
 // follow the metadata log without voting.
 
-// awaitBrokerList waits until Metadata lists exactly the brokers want.
-func awaitBrokerList(ctx context.Context, t *testing.T, c *testCluster, adm *kadm.Client, want []int32) {
+// awaitBrokerList waits until Metadata lists exactly the brokers want. It
+// sends Metadata itself: kadm answers a topic-less Metadata from the
+// client's cache, whose broker list may never be refreshed.
+func awaitBrokerList(ctx context.Context, t *testing.T, cl *kgo.Client, want []int32) {
 	t.Helper()
 	var last []int32
 	for {
-		md, err := adm.BrokerMetadata(ctx)
-		if err == nil {
-			last = md.Brokers.NodeIDs()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		if resp, err := req.RequestWith(ctx, cl); err == nil {
+			last = last[:0]
+			for _, b := range resp.Brokers {
+				last = append(last, b.NodeID)
+			}
 			slices.Sort(last)
 			if slices.Equal(last, want) {
 				return
@@ -37,15 +42,6 @@ func awaitBrokerList(ctx context.Context, t *testing.T, c *testCluster, adm *kad
 		}
 		select {
 		case <-ctx.Done():
-			for i, b := range c.brokers {
-				if b != nil {
-					var ids []string
-					for _, br := range b.Image().Brokers() {
-						ids = append(ids, fmt.Sprintf("%d(fenced %v)", br.ID, br.Fenced))
-					}
-					t.Logf("node %d's image (version %d) lists %v", i+1, b.Image().Version(), ids)
-				}
-			}
 			t.Fatalf("Metadata never listed brokers %v; last %v", want, last)
 		case <-time.After(externalPollInterval):
 		}
@@ -78,7 +74,7 @@ func TestClusterDedicatedControllers(t *testing.T) {
 		[]string{controllerOnly, controllerOnly, controllerOnly, brokerOnly, brokerOnly, brokerOnly},
 		nil, node.Options{MetadataSnapshotEvery: 40})
 	adm := observerClient(t, c.addrs())
-	awaitBrokerList(ctx, t, c, adm, []int32{4, 5, 6})
+	awaitBrokerList(ctx, t, newSeededClient(t, c.addrs()), []int32{4, 5, 6})
 
 	const topic = "dedicated"
 	createReplicatedTopic(ctx, t, adm, topic, 3, 3, nil)
@@ -146,7 +142,7 @@ func TestClusterCombinedNodesAndBrokerOnly(t *testing.T) {
 	defer cancel()
 	c := startRolesCluster(t, []string{combinedRoles, combinedRoles, combinedRoles, brokerOnly}, nil, node.Options{})
 	adm := observerClient(t, c.addrs())
-	awaitBrokerList(ctx, t, c, adm, []int32{1, 2, 3, 4})
+	awaitBrokerList(ctx, t, newSeededClient(t, c.addrs()), []int32{1, 2, 3, 4})
 
 	// The broker-only node leads; the combined nodes follow.
 	const topic = "mixed"
