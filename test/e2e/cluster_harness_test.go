@@ -162,15 +162,6 @@ func (c *testCluster) waitRegistered() {
 	}
 }
 
-// addrOf is the client address of node id (which has the broker role).
-func (c *testCluster) addrOf(id int32) string {
-	first := strings.Split(c.props[id-1]["listeners"], ",")[0]
-	if !strings.HasPrefix(first, "PLAINTEXT://") {
-		c.t.Fatalf("node %d has no client listener", id)
-	}
-	return strings.TrimPrefix(first, "PLAINTEXT://")
-}
-
 // addrs are the client listeners of the nodes with the broker role.
 func (c *testCluster) addrs() []string {
 	var out []string
