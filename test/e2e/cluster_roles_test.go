@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -206,5 +207,108 @@ func TestControllerOnlyNodeServesControllerAPIsOnly(t *testing.T) {
 	md.Version = 12
 	if _, err := conn.Request(ctx, md); err == nil {
 		t.Fatal("a controller-only node answered Metadata")
+	}
+}
+
+// TestMetadataLogOverTheWire drives a controller's side of the metadata
+// log with raw requests: a Fetch from offset 0 once the log was compacted
+// names the snapshot; FetchSnapshot serves it in chunks of the size asked
+// for; a wrong snapshot id, position or cluster id is refused.
+func TestMetadataLogOverTheWire(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := startRolesCluster(t, []string{controllerOnly, brokerOnly}, nil, node.Options{MetadataSnapshotEvery: 10})
+	adm := kadm.NewClient(newSeededClient(t, c.addrs()))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "churn"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		v := strconv.Itoa(700000 + i)
+		if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, "churn"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := rpc.Dial(ctx, strings.TrimPrefix(c.props[0]["listeners"], "CONTROLLER://"), "metadata-log-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	clusterID := c.props[0]["cluster.id"]
+
+	fetch := func(offset int64, cluster string) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 13
+		req.ReplicaID = 99
+		req.ClusterID = &cluster
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = [16]byte{15: 1}
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.FetchOffset = offset
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = []kmsg.FetchRequestTopicPartition{fp}
+		req.Topics = []kmsg.FetchRequestTopic{ft}
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.FetchResponse)
+	}
+	if r := fetch(0, "another-cluster"); r.ErrorCode != kerr.InconsistentClusterID.Code {
+		t.Fatalf("fetch with another cluster id: error %d", r.ErrorCode)
+	}
+	p := fetch(0, clusterID).Topics[0].Partitions[0]
+	if p.SnapshotID.EndOffset <= 0 || len(p.RecordBatches) != 0 || p.CurrentLeader.LeaderID != 1 {
+		t.Fatalf("fetch from offset 0 of a compacted log: snapshot %+v, %d bytes of records, leader %d",
+			p.SnapshotID, len(p.RecordBatches), p.CurrentLeader.LeaderID)
+	}
+	// From the log start on, entries come as batches up to the high watermark.
+	after := fetch(p.LogStartOffset, clusterID).Topics[0].Partitions[0]
+	if after.SnapshotID.EndOffset != -1 || len(after.RecordBatches) == 0 || after.HighWatermark <= p.LogStartOffset {
+		t.Fatalf("fetch from the log start %d: snapshot %+v, %d bytes, high watermark %d",
+			p.LogStartOffset, after.SnapshotID, len(after.RecordBatches), after.HighWatermark)
+	}
+
+	snapshot := func(endOffset int64, epoch int32, position int64, maxBytes int32) kmsg.FetchSnapshotResponseTopicPartition {
+		req := kmsg.NewPtrFetchSnapshotRequest()
+		req.Version = 1
+		req.ReplicaID = 99
+		req.MaxBytes = maxBytes
+		st := kmsg.NewFetchSnapshotRequestTopic()
+		st.Topic = "__cluster_metadata"
+		sp := kmsg.NewFetchSnapshotRequestTopicPartition()
+		sp.SnapshotID.EndOffset, sp.SnapshotID.Epoch, sp.Position = endOffset, epoch, position
+		st.Partitions = []kmsg.FetchSnapshotRequestTopicPartition{sp}
+		req.Topics = []kmsg.FetchSnapshotRequestTopic{st}
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.(*kmsg.FetchSnapshotResponse)
+		if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			t.Fatalf("FetchSnapshot: error %d, %d topics", r.ErrorCode, len(r.Topics))
+		}
+		return r.Topics[0].Partitions[0]
+	}
+	id := p.SnapshotID
+	whole := snapshot(id.EndOffset, id.Epoch, 0, 1<<20)
+	if whole.ErrorCode != 0 || whole.Size == 0 || int64(len(whole.Bytes)) != whole.Size {
+		t.Fatalf("whole snapshot: error %d, size %d, %d bytes", whole.ErrorCode, whole.Size, len(whole.Bytes))
+	}
+	var chunked []byte
+	for int64(len(chunked)) < whole.Size {
+		part := snapshot(id.EndOffset, id.Epoch, int64(len(chunked)), 100)
+		if part.ErrorCode != 0 || len(part.Bytes) == 0 || len(part.Bytes) > 100 {
+			t.Fatalf("chunk at %d: error %d, %d bytes", len(chunked), part.ErrorCode, len(part.Bytes))
+		}
+		chunked = append(chunked, part.Bytes...)
+	}
+	if !slices.Equal(chunked, whole.Bytes) {
+		t.Fatal("the snapshot read in chunks differs from the one read whole")
+	}
+	if e := snapshot(id.EndOffset, id.Epoch+1, 0, 100).ErrorCode; e != kerr.SnapshotNotFound.Code {
+		t.Fatalf("snapshot with a wrong epoch: error %d, want SNAPSHOT_NOT_FOUND", e)
+	}
+	if e := snapshot(id.EndOffset, id.Epoch, whole.Size+1, 100).ErrorCode; e != kerr.PositionOutOfRange.Code {
+		t.Fatalf("snapshot past its end: error %d, want POSITION_OUT_OF_RANGE", e)
 	}
 }
