@@ -147,13 +147,24 @@ func (b *Broker) observeLoop(obs *quorum.Observer) {
 	defer b.bgWG.Done()
 	src := &metadataSource{b: b, connID: -1, leaderEpoch: -1}
 	defer src.close()
+	// A fetch in flight ends when the broker stops, not when a hung
+	// controller finally answers.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-b.stop:
 			return
 		default:
 		}
-		if err := b.observeOnce(src, obs); err != nil {
+		if err := b.observeOnce(ctx, src, obs); err != nil {
 			if !errors.Is(err, rpc.ErrClosed) {
 				b.log.Debug("metadata fetch", "controller", src.connID, "err", err)
 			}
@@ -168,8 +179,8 @@ func (b *Broker) observeLoop(obs *quorum.Observer) {
 }
 
 // observeOnce sends one Fetch of the metadata log and applies the answer.
-func (b *Broker) observeOnce(src *metadataSource, obs *quorum.Observer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), observerFetchWait+controllerRPCTimeout)
+func (b *Broker) observeOnce(ctx context.Context, src *metadataSource, obs *quorum.Observer) error {
+	ctx, cancel := context.WithTimeout(ctx, observerFetchWait+controllerRPCTimeout)
 	defer cancel()
 	conn, err := src.connect(ctx)
 	if err != nil {
