@@ -57,6 +57,8 @@ type Broker struct {
 
 	flusher *flusher
 	image   atomic.Pointer[metadata.Image]
+	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
+	metadataSnapshotsLoaded atomic.Int64
 
 	// The metadata quorum and what this node knows of it.
 	quorum         *quorum.Node
@@ -68,9 +70,7 @@ type Broker struct {
 	// changes (or a heartbeat is wanted now).
 	controllerChanged chan struct{}
 	controllerSvc     *controllerService
-	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
-	metadataSnapshotsLoaded atomic.Int64
-	ctrl                    *controllerClient
+	ctrl              *controllerClient
 	// commitMu serialises metadata changes on the active controller:
 	// check against the latest image, propose, wait for it to apply.
 	commitMu     sync.Mutex

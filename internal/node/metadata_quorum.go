@@ -64,7 +64,7 @@ func (b *Broker) startQuorum(clusterID string) error {
 		Snapshotter:    imageSnapshotter{b},
 
 		SnapshotEntries: b.opts.MetadataSnapshotEvery,
-		KeepEntries:     b.opts.MetadataSnapshotEvery / 10,
+		KeepEntries:     keepBehindSnapshot(b.opts.MetadataSnapshotEvery),
 		Apply:           b.applyMetadataEntry,
 		OnLeaderChange:  b.onControllerChange,
 		Logger:          b.log.With("component", "quorum"),
@@ -74,6 +74,16 @@ func (b *Broker) startQuorum(clusterID string) error {
 	}
 	b.quorum = n
 	return nil
+}
+
+// keepBehindSnapshot is how many entries stay behind a snapshot when
+// Options.MetadataSnapshotEvery is set: a tenth of the interval, at least
+// one. 0 keeps the quorum's default.
+func keepBehindSnapshot(every uint64) uint64 {
+	if every == 0 {
+		return 0
+	}
+	return max(every/10, 1)
 }
 
 // Raft timing: a 50 ms tick and 10 ticks per election timeout detect a
