@@ -95,6 +95,7 @@ func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
 		}
 	}
 	s.close()
+	s.connID = id // the voter tried, for failed() even when the dial fails
 	addr, ok := s.b.voterAddr(id)
 	if !ok {
 		return nil, fmt.Errorf("controller %d is not among controller.quorum.voters", id)
@@ -105,7 +106,7 @@ func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.conn, s.connID = conn, id
+	s.conn = conn
 	return conn, nil
 }
 
