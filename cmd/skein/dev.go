@@ -29,11 +29,16 @@ type devCluster struct {
 	bin     string
 	dataDir string
 	n       int
-	base    int
-	verbose bool
-	procs   []*exec.Cmd
-	exited  []chan struct{} // closed when broker i's process has been reaped
-	out     io.Writer
+	// controllers, if positive, is how many dedicated controller-only
+	// nodes run besides the n brokers (then broker-only); 0 makes every
+	// broker a controller too. Controllers take the node ids after the
+	// brokers'.
+	controllers int
+	base        int
+	verbose     bool
+	procs       []*exec.Cmd
+	exited      []chan struct{} // closed when broker i's process has been reaped
+	out         io.Writer
 	// overrides are server properties set over the defaults start uses
 	// (verify shortens session and lag timeouts to see more faults).
 	overrides map[string]string
@@ -42,7 +47,8 @@ type devCluster struct {
 func runDev(args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	dataDir := fs.String("data", "", "data directory (default: a fresh temporary directory)")
-	brokers := fs.Int("brokers", 3, "number of brokers (each also a controller)")
+	brokers := fs.Int("brokers", 3, "number of brokers (each also a controller unless --controllers is set)")
+	controllers := fs.Int("controllers", 0, "number of dedicated controller-only nodes (node ids after the brokers'); 0: every broker is also a controller")
 	base := fs.Int("port", 9092, "client port of broker 1; broker N listens on port+100*(N-1), its controller on that +1")
 	demo := fs.Bool("demo", false, "run the replication and failover demo, then stop")
 	failovers := fs.Int("failover-runs", 0, "measure failover: kill the leader this many times and report the time to the first acks=all write acknowledged by the new leader")
@@ -52,6 +58,9 @@ func runDev(args []string) error {
 	}
 	if *brokers < 1 || *brokers > 9 {
 		return errors.New("--brokers must be between 1 and 9")
+	}
+	if *controllers < 0 || *brokers+*controllers > 9 {
+		return errors.New("--controllers must be at least 0, and brokers plus controllers at most 9")
 	}
 	if *dataDir == "" {
 		d, err := os.MkdirTemp("", "skein-dev-")
@@ -64,9 +73,11 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &devCluster{bin: bin, dataDir: *dataDir, n: *brokers, base: *base, verbose: *verbose, procs: make([]*exec.Cmd, *brokers), exited: make([]chan struct{}, *brokers), out: os.Stdout}
+	nodes := *brokers + *controllers
+	c := &devCluster{bin: bin, dataDir: *dataDir, n: *brokers, controllers: *controllers, base: *base, verbose: *verbose,
+		procs: make([]*exec.Cmd, nodes), exited: make([]chan struct{}, nodes), out: os.Stdout}
 	defer c.stopAll()
-	for i := range c.n {
+	for i := range nodes {
 		if err := c.start(i); err != nil {
 			return err
 		}
@@ -78,6 +89,9 @@ func runDev(args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.out, "skein dev: %d brokers on %s, data in %s\n", c.n, strings.Join(c.addrs(), ","), c.dataDir)
+	if c.controllers > 0 {
+		fmt.Fprintf(c.out, "skein dev: %d dedicated controllers, node ids %d-%d\n", c.controllers, c.n+1, c.n+c.controllers)
+	}
 	switch {
 	case *failovers > 0:
 		return c.measureFailover(*failovers)
@@ -103,15 +117,27 @@ func (c *devCluster) addrs() []string {
 }
 
 func (c *devCluster) start(i int) error {
+	// Voters are every node, or only the dedicated controllers.
+	first, roles := 0, "broker,controller"
+	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", c.clientPort(i), c.ctrlPort(i))
+	if c.controllers > 0 {
+		first = c.n
+		if i < c.n {
+			roles, listeners = "broker", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", c.clientPort(i))
+		} else {
+			roles, listeners = "controller", fmt.Sprintf("CONTROLLER://127.0.0.1:%d", c.ctrlPort(i))
+		}
+	}
 	var voters []string
-	for j := range c.n {
+	for j := first; j < c.n+c.controllers; j++ {
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", j+1, c.ctrlPort(j)))
 	}
 	rf := min(3, c.n)
 	props := map[string]string{
 		"node.id":                          strconv.Itoa(i + 1),
+		"process.roles":                    roles,
 		"cluster.id":                       "skein-dev",
-		"listeners":                        fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", c.clientPort(i), c.ctrlPort(i)),
+		"listeners":                        listeners,
 		"controller.quorum.voters":         strings.Join(voters, ","),
 		"log.dirs":                         filepath.Join(c.dataDir, fmt.Sprintf("broker-%d", i+1)),
 		"default.replication.factor":       strconv.Itoa(rf),

@@ -13,10 +13,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/config"
 )
 
 func init() {
-	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 16, Handle: handleFetch})
+	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 16, Handle: handleFetch, ForControllers: true})
 }
 
 // maxFetchWait bounds a long poll whatever the client asks for.
@@ -40,6 +42,16 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	if req.ClusterID != nil && *req.ClusterID != s.Backend.Image().ClusterID() {
 		// A replica of another cluster must never copy this log.
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		respond(resp)
+		return
+	}
+	if r.ControllerListener && IsMetadataLogFetch(req) {
+		s.Backend.FetchMetadataLog(req, respond)
+		return
+	}
+	if !s.Backend.Config().HasRole(config.RoleBroker) {
+		// A controller-only node hosts no partitions.
+		resp.ErrorCode = kerr.UnknownServerError.Code
 		respond(resp)
 		return
 	}

@@ -8,23 +8,25 @@ package api
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/config"
 )
 
 func init() {
-	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 3, Handle: handleApiVersions})
+	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 3, Handle: handleApiVersions, ForControllers: true})
 }
 
 func handleApiVersions(s *Server, r *Request, respond Respond) {
 	resp := r.Body.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = advertisedKeys(r.ControllerListener)
+	resp.ApiKeys = advertisedKeys(r.ControllerListener, s.Backend.Config().HasRole(config.RoleBroker))
 	respond(resp)
 }
 
-func advertisedKeys(controllerListener bool) []kmsg.ApiVersionsResponseApiKey {
+func advertisedKeys(controllerListener, brokerRole bool) []kmsg.ApiVersionsResponseApiKey {
 	specs := Specs()
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(specs))
 	for _, sp := range specs {
-		if !sp.ServedOn(controllerListener) {
+		if !sp.ServedOn(controllerListener, brokerRole) {
 			continue
 		}
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{

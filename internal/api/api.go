@@ -61,6 +61,9 @@ type Spec struct {
 	// when this node is not it (KIP-590's forwarding, without the
 	// envelope: the request itself travels).
 	Forwardable bool
+	// ForControllers marks the few client-side APIs a controller-only
+	// node serves too: ApiVersions, and Fetch for the metadata log.
+	ForControllers bool
 }
 
 // registry is filled by the init functions of the per-key files.
@@ -83,8 +86,14 @@ func Lookup(key int16) (Spec, bool) {
 	return s, ok
 }
 
-// ServedOn says whether a key is served on a listener of this kind.
-func (s Spec) ServedOn(controllerListener bool) bool {
+// ServedOn says whether a key is served on a listener of this kind, by a
+// node with or without the broker role. A controller-only node serves what
+// KRaft controllers serve: the controller APIs, forwarded admin requests
+// and the ForControllers keys, on its controller listener.
+func (s Spec) ServedOn(controllerListener, brokerRole bool) bool {
+	if !brokerRole {
+		return controllerListener && (s.ControllerOnly || s.Forwardable || s.ForControllers)
+	}
 	return controllerListener || !s.ControllerOnly
 }
 

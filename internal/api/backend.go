@@ -33,6 +33,11 @@ type Backend interface {
 	Produce(req ProduceParams, done func(ProduceResult))
 	// Fetch reads from partitions, waiting up to MaxWait for MinBytes.
 	Fetch(req FetchParams, done func([]FetchResult))
+	// FetchMetadataLog serves a broker-only node's Fetch of the metadata
+	// log (IsMetadataLogFetch) on a controller, long-polling for new
+	// committed entries; FetchMetadataSnapshot serves FetchSnapshot.
+	FetchMetadataLog(req *kmsg.FetchRequest, respond Respond)
+	FetchMetadataSnapshot(req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse
 	// ListOffset resolves a ListOffsets timestamp (-1 latest, -2 earliest,
 	// -3 max timestamp, else by timestamp) for a partition.
 	ListOffset(topic metadata.TopicID, partition int32, timestamp int64) (OffsetResult, error)

@@ -57,7 +57,33 @@ func (b *Broker) resolveNetwork(r *reader) error {
 				fmt.Sprintf("the name of a listener in listeners when process.roles includes controller (listeners has %s)", listenerNames(listeners)))
 		}
 	}
+	if !b.HasRole(RoleBroker) {
+		// A controller-only node hosts no partitions and serves no client:
+		// a client listener there would only mislead (Kafka refuses it).
+		for _, l := range listeners {
+			if !b.isControllerListener(l.Name) {
+				return b.ruleError(r, "listeners",
+					fmt.Sprintf("only controller listeners (%s) on a controller-only node (%s is not one)", strings.Join(b.ControllerListenerNames, ", "), l.Name))
+			}
+		}
+		if r.text("advertised.listeners") != "" {
+			adv, err := ParseListeners(r.text("advertised.listeners"))
+			if err != nil {
+				return b.ruleError(r, "advertised.listeners", err.Error())
+			}
+			for _, a := range adv {
+				if !b.isControllerListener(a.Name) {
+					return b.ruleError(r, "advertised.listeners",
+						fmt.Sprintf("free of client listeners on a controller-only node (%s is one)", a.Name))
+				}
+			}
+		}
+	}
 	if !b.HasRole(RoleController) {
+		if len(b.ControllerListenerNames) == 0 {
+			// As in Kafka: it names how the controllers are reached.
+			return b.ruleError(r, "controller.listener.names", "non-empty on a broker-only node")
+		}
 		// Kafka forbids it too: a broker-only node answering on the
 		// controller listener would look like a voter it is not.
 		for _, l := range listeners {

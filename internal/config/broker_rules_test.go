@@ -182,6 +182,38 @@ func TestCrossPropertyRules(t *testing.T) {
 			want: `config: node.id="1": must be none of the controller.quorum.voters ids (1) on a broker-only node`,
 		},
 		{
+			name:  "controller-only node with a client listener",
+			props: map[string]string{"process.roles": "controller"},
+			want:  `config: listeners="PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093": must be only controller listeners (CONTROLLER) on a controller-only node (PLAINTEXT is not one)`,
+		},
+		{
+			name: "controller-only node advertising a client listener",
+			props: map[string]string{
+				"process.roles": "controller", "listeners": "CONTROLLER://h:9093", "advertised.listeners": "PLAINTEXT://h:9092",
+			},
+			want: `config: advertised.listeners="PLAINTEXT://h:9092": must be free of client listeners on a controller-only node (PLAINTEXT is one)`,
+		},
+		{
+			name: "controller-only node not among voters",
+			props: map[string]string{
+				"process.roles": "controller", "node.id": "4", "listeners": "CONTROLLER://h:9093", "controller.quorum.voters": "1@h:9093",
+			},
+			want: `config: node.id="4": must be one of the controller.quorum.voters ids (1) on a controller`,
+		},
+		{
+			name: "broker-only node without controller listener names",
+			props: map[string]string{
+				"process.roles": "broker", "node.id": "4", "listeners": "PLAINTEXT://h:9092",
+				"controller.quorum.voters": "1@h:9093", "controller.listener.names": "",
+			},
+			want: `config: controller.listener.names="": must be non-empty on a broker-only node`,
+		},
+		{
+			name:  "unknown role",
+			props: map[string]string{"process.roles": "broker,voter"},
+			want:  `config: process.roles="broker,voter": must be a non-empty comma-separated list of broker, controller: "voter" is not allowed`,
+		},
+		{
 			name:  "heartbeat not shorter than session",
 			props: map[string]string{"broker.heartbeat.interval.ms": "9000"},
 			want:  `config: broker.heartbeat.interval.ms="9000": must be less than broker.session.timeout.ms (9000)`,

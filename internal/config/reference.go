@@ -77,7 +77,8 @@ An unknown property or an invalid value stops the server with a message naming
 the property, the value, what is allowed and where it was set. Some rules span
 several properties: ` + "`controller.listener.names`" + ` must name a listener of a
 controller, a controller's ` + "`node.id`" + ` must be one of ` + "`controller.quorum.voters`" + `
-(and a broker-only node's must not), ` + "`broker.heartbeat.interval.ms`" + ` must be less
+(and a broker-only node's must not), a controller-only node may have only
+controller listeners and a broker-only node none, ` + "`broker.heartbeat.interval.ms`" + ` must be less
 than ` + "`broker.session.timeout.ms`" + `, ` + "`replica.fetch.wait.max.ms`" + ` at most
 ` + "`replica.lag.time.max.ms`" + `, and ` + "`group.min.session.timeout.ms`" + ` at most
 ` + "`group.max.session.timeout.ms`" + `.

@@ -34,7 +34,8 @@ var brokerProperties = []Property{
 	{
 		Name: "process.roles", Kind: KindList, Default: "broker,controller",
 		Values: []string{"broker", "controller"}, NonEmpty: true,
-		Doc: "Roles of this node: broker (hosts partitions, serves clients), controller (votes in the metadata quorum), or both.",
+		Doc: "Roles of this node: broker (hosts partitions, serves clients), controller (votes in the metadata quorum), or both. " +
+			"A controller-only node listens on controller listeners only and is never a broker; a broker-only node follows the metadata log from the controllers without voting.",
 	},
 	{
 		Name: "cluster.id", Kind: KindString, format: "up to 64 letters, digits, '-' or '_'", check: checkClusterID,

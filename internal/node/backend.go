@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
@@ -139,4 +140,12 @@ func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, reque
 	}
 	epoch, end := p.log.Epochs().EndOffsetFor(requested, p.log.LogEndOffset())
 	return epoch, end, nil
+}
+
+func (x backend) FetchMetadataLog(req *kmsg.FetchRequest, respond api.Respond) {
+	x.b.fetchMetadataLog(req, respond)
+}
+
+func (x backend) FetchMetadataSnapshot(req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {
+	return x.b.fetchMetadataSnapshot(req)
 }

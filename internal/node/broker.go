@@ -35,6 +35,11 @@ import (
 type Options struct {
 	FS     vfs.FS       // defaults to the OS filesystem
 	Logger *slog.Logger // defaults to slog.Default()
+	// MetadataSnapshotEvery, if set, snapshots the metadata log every so
+	// many entries and keeps a tenth of that behind the snapshot (tests
+	// use it to make brokers catch up from a snapshot); 0 keeps the
+	// quorum's defaults.
+	MetadataSnapshotEvery uint64
 }
 
 type partKey struct {
@@ -44,13 +49,16 @@ type partKey struct {
 
 // Broker is one running Skein broker.
 type Broker struct {
-	cfg *config.Broker
-	fs  vfs.FS
-	log *slog.Logger
-	api *api.Server
+	cfg  *config.Broker
+	opts Options
+	fs   vfs.FS
+	log  *slog.Logger
+	api  *api.Server
 
 	flusher *flusher
 	image   atomic.Pointer[metadata.Image]
+	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
+	metadataSnapshotsLoaded atomic.Int64
 
 	// The metadata quorum and what this node knows of it.
 	quorum         *quorum.Node
@@ -127,6 +135,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	}
 	b := &Broker{
 		cfg:       cfg,
+		opts:      opts,
 		fs:        opts.FS,
 		log:       opts.Logger.With("node", cfg.NodeID),
 		parts:     map[partKey]*partition{},
@@ -183,23 +192,28 @@ func (b *Broker) Start() error {
 	if err != nil {
 		return err
 	}
-	if !b.cfg.HasRole(config.RoleBroker) || !b.cfg.HasRole(config.RoleController) {
-		// Separate broker-only and controller-only nodes need brokers to
-		// follow the metadata log without voting; that is not built yet.
-		return fmt.Errorf("process.roles=%s is not supported yet: every node is both broker and controller (process.roles=broker,controller)", strings.Join(b.cfg.Roles, ","))
-	}
+	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
 	if len(b.cfg.ControllerQuorumVoters) > 1 && b.cfg.ClusterID == "" {
 		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller: every node must agree on it")
+	}
+	if !isController && b.cfg.ClusterID == "" {
+		return errors.New("cluster.id must be set on a broker-only node: it must agree with the controllers'")
 	}
 	b.flusher = newFlusher()
 	if err := b.listen(); err != nil {
 		b.shutdownStorage()
 		return err
 	}
-	if err := b.startQuorum(clusterID); err != nil {
-		b.closeListeners()
-		b.shutdownStorage()
-		return err
+	// Controllers vote in the metadata quorum; broker-only nodes follow
+	// its committed log without voting.
+	if isController {
+		if err := b.startQuorum(clusterID); err != nil {
+			b.closeListeners()
+			b.shutdownStorage()
+			return err
+		}
+	} else {
+		b.startMetadataObserver(clusterID)
 	}
 	// Controller listeners serve at once (the quorum needs them); client
 	// listeners only once this broker has registered and its image holds
@@ -217,17 +231,26 @@ func (b *Broker) Start() error {
 			}
 		}()
 	}
-	b.bgWG.Add(3)
+	// Every node applies the image (the active controller waits for its
+	// own reconcile after each commit); only brokers hold a session and
+	// partitions, only controllers run the controller's loop.
+	b.bgWG.Add(1)
 	go b.reconcileLoop()
-	go b.sessionLoop()
-	go b.controllerSvc.loop()
+	if isBroker {
+		b.bgWG.Add(1)
+		go b.sessionLoop()
+	}
+	if isController {
+		b.bgWG.Add(1)
+		go b.controllerSvc.loop()
+	}
 	b.startMaintenance()
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	// A quorum of one elects itself at once: wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.
-	if len(b.voters) == 1 {
+	if len(b.voters) == 1 && isBroker {
 		select {
 		case <-b.registered:
 		case <-time.After(30 * time.Second):
@@ -244,7 +267,8 @@ func (b *Broker) Start() error {
 }
 
 // Registered is closed once this broker first registered with the
-// controller and its image holds the registration.
+// controller and its image holds the registration; on a controller-only
+// node, once it first knows the active controller.
 func (b *Broker) Registered() <-chan struct{} { return b.registered }
 
 // ControllerID is the active controller as this node knows it (-1: none).

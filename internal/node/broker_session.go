@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/rpc"
 )
@@ -205,7 +206,7 @@ func (b *Broker) shutdownApproved() {
 // instead of errors (SIGTERM, rolling restarts). It gives up after
 // timeout: a controller that cannot be reached must not stop a shutdown.
 func (b *Broker) controlledShutdown(timeout time.Duration) {
-	if b.quorum == nil || len(b.Image().Brokers()) < 2 || b.brokerEpoch.Load() < 0 {
+	if !b.cfg.HasRole(config.RoleBroker) || b.Image() == nil || len(b.Image().Brokers()) < 2 || b.brokerEpoch.Load() < 0 {
 		return
 	}
 	b.shuttingDown.Store(true)

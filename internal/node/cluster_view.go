@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/skein-log/skein/internal/admin"
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 )
@@ -102,6 +103,12 @@ func (b *Broker) Ready() error {
 	im := b.Image()
 	if im == nil {
 		return errors.New("starting: metadata not loaded yet")
+	}
+	if !b.cfg.HasRole(config.RoleBroker) {
+		if b.controllerID.Load() < 0 {
+			return errors.New("no active controller known: the metadata quorum has no leader")
+		}
+		return nil
 	}
 	br, ok := im.Broker(b.cfg.NodeID)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/wire"
 )
@@ -139,7 +140,7 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 		return true
 	}
 	spec, known := api.Lookup(hdr.Key)
-	if known && !spec.ServedOn(c.controller) {
+	if known && !spec.ServedOn(c.controller, c.b.cfg.HasRole(config.RoleBroker)) {
 		known = false
 	}
 	if !known {

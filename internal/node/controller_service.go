@@ -293,10 +293,11 @@ func (c *controllerService) loop() {
 	}
 }
 
-// probeUnseen dials the controller endpoint of brokers that have not
-// heartbeated to this controller yet. A refused connection means no
-// process is listening there: the broker is dead and need not be waited
-// for (its session would expire only after broker.session.timeout.ms).
+// probeUnseen dials the controller endpoint (a broker-only node: its
+// first registered endpoint) of brokers that have not heartbeated to this
+// controller yet. A refused connection means no process is listening
+// there: the broker is dead and need not be waited for (its session would
+// expire only after broker.session.timeout.ms).
 func (c *controllerService) probeUnseen() {
 	if !c.isActive() {
 		return
@@ -310,7 +311,7 @@ func (c *controllerService) probeUnseen() {
 	}
 	c.mu.Unlock()
 	for _, id := range unseen {
-		addr, ok := c.b.voterAddr(id)
+		addr, ok := c.b.probeAddr(id)
 		if !ok {
 			continue
 		}
@@ -372,6 +373,19 @@ func (c *controllerService) fenceExpired() {
 			c.b.log.Warn("electing leaders failed", "err", err)
 		}
 	}
+}
+
+// probeAddr is where a broker's process listens: its controller endpoint
+// if it is a voter, else the first endpoint it registered.
+func (b *Broker) probeAddr(id int32) (string, bool) {
+	if addr, ok := b.voterAddr(id); ok {
+		return addr, true
+	}
+	br, ok := b.Image().Broker(id)
+	if !ok || len(br.Endpoints) == 0 {
+		return "", false
+	}
+	return endpointOf(br, br.Endpoints[0].Listener)
 }
 
 // voterAddr is the controller endpoint of a node.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +33,7 @@ type fetcherManager struct {
 	mu       sync.Mutex
 	fetchers map[int32]*replicaFetcher
 	stopped  bool
+	paused   atomic.Bool // see Broker.PauseReplicaFetching
 }
 
 func newFetcherManager(b *Broker) *fetcherManager {
@@ -110,6 +112,9 @@ type replicaFetcher struct {
 	done  chan struct{}
 	once  sync.Once
 	conn  *rpc.Conn
+	// roundMu is held for each round, so a pause can wait for the round
+	// in flight to end.
+	roundMu sync.Mutex
 }
 
 func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
@@ -162,7 +167,18 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
+		f.roundMu.Lock()
+		if f.b.fetchers.paused.Load() {
+			f.roundMu.Unlock()
+			select {
+			case <-f.stop:
+				return
+			case <-f.wake: // resumed, or a new assignment to look at
+			}
+			continue
+		}
 		err := f.round(work)
+		f.roundMu.Unlock()
 		if errors.Is(err, errLeaderUnreachable) {
 			f.b.suspect(f.leader)
 		} else if err == nil {

@@ -62,15 +62,28 @@ func (b *Broker) startQuorum(clusterID string) error {
 		ElectionTicks:  electionTicks(len(voters)),
 		HeartbeatTicks: 1,
 		Snapshotter:    imageSnapshotter{b},
-		Apply:          b.applyMetadataEntry,
-		OnLeaderChange: b.onControllerChange,
-		Logger:         b.log.With("component", "quorum"),
+
+		SnapshotEntries: b.opts.MetadataSnapshotEvery,
+		KeepEntries:     keepBehindSnapshot(b.opts.MetadataSnapshotEvery),
+		Apply:           b.applyMetadataEntry,
+		OnLeaderChange:  b.onControllerChange,
+		Logger:          b.log.With("component", "quorum"),
 	})
 	if err != nil {
 		return fmt.Errorf("metadata quorum: %w", err)
 	}
 	b.quorum = n
 	return nil
+}
+
+// keepBehindSnapshot is how many entries stay behind a snapshot when
+// Options.MetadataSnapshotEvery is set: a tenth of the interval, at least
+// one. 0 keeps the quorum's default.
+func keepBehindSnapshot(every uint64) uint64 {
+	if every == 0 {
+		return 0
+	}
+	return max(every/10, 1)
 }
 
 // Raft timing: a 50 ms tick and 10 ticks per election timeout detect a
@@ -228,7 +241,7 @@ func (b *Broker) commitDecided(decide func(*metadata.Image) ([]metadata.Record, 
 // everything committed before its term: it commits an empty entry, which
 // applies only after all earlier ones.
 func (b *Broker) catchUpAsController(ctx context.Context) error {
-	if !b.quorum.IsLeader() {
+	if !b.isActiveController() {
 		return kerr.NotController
 	}
 	term := b.controllerTerm.Load()
@@ -257,6 +270,11 @@ func quorumError(err error) error {
 func (b *Broker) onControllerChange(leader int32) {
 	b.controllerID.Store(leader)
 	b.controllerTerm.Add(1)
+	if leader >= 0 && !b.cfg.HasRole(config.RoleBroker) {
+		// A controller-only node never registers: it is up once it
+		// knows the active controller.
+		b.registeredOnce.Do(func() { close(b.registered) })
+	}
 	if leader == b.cfg.NodeID {
 		b.log.Info("became the active controller")
 		b.controllerSvc.activate()

@@ -43,6 +43,13 @@ type Node struct {
 
 	leader atomic.Int32 // node id of the known leader, -1 if none
 	isLead atomic.Bool
+	term   atomic.Uint64 // the current Raft term
+
+	// applied is the last index applied here (all committed), for
+	// observers; appliedCh is closed and replaced whenever it moves.
+	applied   atomic.Uint64
+	appliedMu sync.Mutex
+	appliedCh chan struct{}
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -111,8 +118,10 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[uint64]*waiter{},
+		appliedCh: make(chan struct{}),
 	}
 	n.leader.Store(-1)
+	n.applied.Store(core.Applied())
 	if err := transport.Start(n); err != nil {
 		_ = transport.Close()
 		_ = core.Close()
@@ -308,9 +317,11 @@ func (n *Node) ready() error {
 		for _, e := range out.Committed {
 			n.apply(e)
 		}
+		n.term.Store(n.core.Term())
 		if out.SoftState != nil {
 			n.leaderChanged(NodeID(out.SoftState.Lead), n.core.IsLeader())
 		}
+		n.publishApplied(n.core.Applied())
 		if !n.core.HasReady() {
 			return nil
 		}
@@ -369,6 +380,48 @@ func (n *Node) leaderChanged(leader int32, isLeader bool) {
 	if n.cfg.OnLeaderChange != nil {
 		n.cfg.OnLeaderChange(leader)
 	}
+}
+
+// publishApplied makes a new applied index visible to observers' reads
+// and wakes those waiting for one.
+func (n *Node) publishApplied(index uint64) {
+	if n.applied.Load() == index {
+		return
+	}
+	n.applied.Store(index)
+	n.appliedMu.Lock()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.appliedMu.Unlock()
+}
+
+// AppliedChanged is closed when the applied index next moves. Take it
+// before ReadCommitted, so no change between the two is missed.
+func (n *Node) AppliedChanged() <-chan struct{} {
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	return n.appliedCh
+}
+
+// Term is the current Raft term (KRaft's leader epoch).
+func (n *Node) Term() uint64 { return n.term.Load() }
+
+// ReadCommitted serves an observer: committed entries from index from, at
+// most maxBytes of them (at least one), or Compacted when the observer
+// must load LatestSnapshot first.
+func (n *Node) ReadCommitted(from, maxBytes uint64) (ObserverRead, error) {
+	return n.core.readCommitted(from, n.applied.Load(), maxBytes)
+}
+
+// LatestSnapshot is this node's latest snapshot: its index and term, and
+// the state machine's bytes. Index 0 means none yet.
+func (n *Node) LatestSnapshot() (SnapshotInfo, []byte, error) {
+	snap, err := n.core.ms.Snapshot()
+	if err != nil {
+		return SnapshotInfo{}, nil, fmt.Errorf("quorum: read snapshot: %w", err)
+	}
+	md := snap.GetMetadata()
+	return SnapshotInfo{Index: md.GetIndex(), Term: md.GetTerm()}, snap.GetData(), nil
 }
 
 // resolveAll fails every pending proposal.

@@ -27,6 +27,7 @@ type testCluster struct {
 	t       testing.TB
 	brokers []*node.Broker
 	props   []map[string]string
+	opts    node.Options // Logger is set per start
 }
 
 func freePort(t testing.TB) int {
@@ -41,20 +42,51 @@ func freePort(t testing.TB) int {
 
 func startCluster(t testing.TB, n int, extra map[string]string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, brokers: make([]*node.Broker, n), props: make([]map[string]string, n)}
+	roles := make([]string, n)
+	for i := range roles {
+		roles[i] = combinedRoles
+	}
+	return startRolesCluster(t, roles, extra, node.Options{})
+}
+
+// Values of process.roles for startRolesCluster.
+const (
+	combinedRoles  = "broker,controller"
+	controllerOnly = "controller"
+	brokerOnly     = "broker"
+)
+
+// startRolesCluster starts one node per entry of roles (node ids 1..n):
+// the ones with the controller role are the voters, listening on
+// CONTROLLER only when they are not brokers too; broker-only nodes listen
+// on PLAINTEXT only and follow the metadata log.
+func startRolesCluster(t testing.TB, roles []string, extra map[string]string, opts node.Options) *testCluster {
+	t.Helper()
+	n := len(roles)
+	c := &testCluster{t: t, brokers: make([]*node.Broker, n), props: make([]map[string]string, n), opts: opts}
 	dir := t.TempDir()
 	var voters []string
 	ctrlPorts := make([]int, n)
 	clientPorts := make([]int, n)
 	for i := range n {
 		ctrlPorts[i], clientPorts[i] = freePort(t), freePort(t)
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
+		if strings.Contains(roles[i], "controller") {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
+		}
 	}
 	for i := range n {
+		var listeners []string
+		if strings.Contains(roles[i], "broker") {
+			listeners = append(listeners, fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", clientPorts[i]))
+		}
+		if strings.Contains(roles[i], "controller") {
+			listeners = append(listeners, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ctrlPorts[i]))
+		}
 		props := map[string]string{
 			"node.id":                      strconv.Itoa(i + 1),
+			"process.roles":                roles[i],
 			"cluster.id":                   "skein-test-cluster",
-			"listeners":                    fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", clientPorts[i], ctrlPorts[i]),
+			"listeners":                    strings.Join(listeners, ","),
 			"controller.quorum.voters":     strings.Join(voters, ","),
 			"log.dirs":                     filepath.Join(dir, fmt.Sprintf("broker-%d", i+1)),
 			"broker.heartbeat.interval.ms": "200",
@@ -91,7 +123,9 @@ func (c *testCluster) start(i int) {
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	b := node.New(cfg, node.Options{Logger: logger})
+	opts := c.opts
+	opts.Logger = logger
+	b := node.New(cfg, opts)
 	if err := b.Start(); err != nil {
 		c.t.Fatalf("start broker %d: %v", i+1, err)
 	}
@@ -128,11 +162,13 @@ func (c *testCluster) waitRegistered() {
 	}
 }
 
+// addrs are the client listeners of the nodes with the broker role.
 func (c *testCluster) addrs() []string {
 	var out []string
 	for i := range c.props {
-		l := c.props[i]["listeners"]
-		out = append(out, strings.TrimPrefix(strings.Split(l, ",")[0], "PLAINTEXT://"))
+		if first := strings.Split(c.props[i]["listeners"], ",")[0]; strings.HasPrefix(first, "PLAINTEXT://") {
+			out = append(out, strings.TrimPrefix(first, "PLAINTEXT://"))
+		}
 	}
 	return out
 }

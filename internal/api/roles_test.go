@@ -1,0 +1,35 @@
+package api
+
+import "testing"
+
+// TestServedOnByRole: a controller-only node serves the controller's APIs,
+// forwarded admin requests, ApiVersions and Fetch (the metadata log) on
+// its controller listener and nothing else; a broker serves client APIs
+// on every listener and the controller APIs on controller listeners only.
+func TestServedOnByRole(t *testing.T) {
+	tests := []struct {
+		key                         int16
+		brokerClient, brokerCtrl    bool // node with the broker role
+		controllerOnly, ctrlOnlyCli bool // controller-only node: controller listener, other listener
+	}{
+		{key: 0, brokerClient: true, brokerCtrl: true},                        // Produce
+		{key: 1, brokerClient: true, brokerCtrl: true, controllerOnly: true},  // Fetch
+		{key: 3, brokerClient: true, brokerCtrl: true},                        // Metadata
+		{key: 18, brokerClient: true, brokerCtrl: true, controllerOnly: true}, // ApiVersions
+		{key: 19, brokerClient: true, brokerCtrl: true, controllerOnly: true}, // CreateTopics (forwarded)
+		{key: 56, brokerCtrl: true, controllerOnly: true},                     // AlterPartition
+		{key: 59, brokerCtrl: true, controllerOnly: true},                     // FetchSnapshot
+		{key: 62, brokerCtrl: true, controllerOnly: true},                     // BrokerRegistration
+	}
+	for _, tt := range tests {
+		sp, ok := Lookup(tt.key)
+		if !ok {
+			t.Fatalf("key %d not registered", tt.key)
+		}
+		got := [4]bool{sp.ServedOn(false, true), sp.ServedOn(true, true), sp.ServedOn(true, false), sp.ServedOn(false, false)}
+		want := [4]bool{tt.brokerClient, tt.brokerCtrl, tt.controllerOnly, tt.ctrlOnlyCli}
+		if got != want {
+			t.Errorf("key %d: served (broker client, broker controller, controller-only controller, controller-only other) = %v, want %v", tt.key, got, want)
+		}
+	}
+}
