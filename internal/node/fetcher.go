@@ -500,10 +500,14 @@ func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) e
 	})
 	writeCaching := p.cfg.WriteCaching
 	p.mu.Unlock()
+	var appendErr error
 	if err != nil && !errors.Is(err, batch.ErrTruncated) {
 		// A partial trailing batch is normal (fetch size limit); anything
-		// else is a corrupt transfer or a local disk problem.
-		return fmt.Errorf("append from leader: %w", err)
+		// else is a corrupt transfer or a local disk problem. The batches
+		// appended before it are still synced below: the next fetch
+		// reports the log end as held durably, and the leader would
+		// count unsynced batches towards acks=all (found by internal/sim).
+		appendErr = fmt.Errorf("append from leader: %w", err)
 	}
 	var durable int64
 	if appended && !writeCaching {
@@ -528,7 +532,7 @@ func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) e
 	if hw := min(leaderHW, p.durableEnd); hw > p.highWatermark.Load() {
 		p.highWatermark.Store(hw)
 	}
-	return nil
+	return appendErr
 }
 
 // truncateTo removes the local log from offset on (a divergent tail) and
