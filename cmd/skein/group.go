@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,12 +44,16 @@ func runGroupList(ctx context.Context, args []string, s streams) error {
 	if len(names) > 0 {
 		return fmt.Errorf("list takes no group names (got %q); use skein group describe <group>", names)
 	}
+	filter, err := groupStates(states)
+	if err != nil {
+		return err
+	}
 	adm, ctx, done, err := gf.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	groups, err := adm.ListGroups(ctx, states...)
+	groups, err := adm.ListGroups(ctx, filter...)
 	if err != nil {
 		return fmt.Errorf("list groups: %w", explainError(err))
 	}
@@ -144,6 +150,21 @@ func runGroupDelete(ctx context.Context, args []string, s streams) error {
 		}
 	}
 	return errors.Join(failed...)
+}
+
+// groupStates checks --state values and spells them as Kafka does; the
+// broker would silently match nothing for a misspelt state.
+func groupStates(given []string) ([]string, error) {
+	known := []string{groupStateEmpty, groupStateStable, groupStatePreparingRebalance, groupStateCompletingRebalance, groupStateDead}
+	out := make([]string, 0, len(given))
+	for _, g := range given {
+		i := slices.IndexFunc(known, func(k string) bool { return strings.EqualFold(k, g) })
+		if i < 0 {
+			return nil, fmt.Errorf("--state %q: want one of %s", g, strings.Join(known, ", "))
+		}
+		out = append(out, known[i])
+	}
+	return out, nil
 }
 
 // orDash is s, or "-" where there is nothing to show, as Kafka's tools

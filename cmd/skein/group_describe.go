@@ -15,6 +15,7 @@ import (
 // Group states as Kafka names them in DescribeGroups and ListGroups.
 const (
 	groupStateEmpty               = "Empty"
+	groupStateStable              = "Stable"
 	groupStateDead                = "Dead"
 	groupStatePreparingRebalance  = "PreparingRebalance"
 	groupStateCompletingRebalance = "CompletingRebalance"

@@ -122,6 +122,15 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Errorf("list row %q, want g1 Stable consumer\n%s", got, out)
 	}
 
+	out = mustRun(t, runGroup, "", append([]string{"list", "--state", "stable"}, b...)...)
+	if !strings.Contains(out, "g1") {
+		t.Errorf("list --state stable lacks g1:\n%s", out)
+	}
+	out = mustRun(t, runGroup, "", append([]string{"list", "--state", "Empty"}, b...)...)
+	if strings.Contains(out, "g1") {
+		t.Errorf("list --state Empty shows the stable g1:\n%s", out)
+	}
+
 	out = mustRun(t, runGroup, "", append([]string{"describe", "g1"}, b...)...)
 	state := tableRow(t, out, "g1")
 	// GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
@@ -271,6 +280,7 @@ func TestGroupFlagErrors(t *testing.T) {
 		{nil, "usage: skein group"},
 		{[]string{"rename"}, `unknown subcommand "rename"`},
 		{[]string{"list", "g"}, "list takes no group names"},
+		{[]string{"list", "--state", "Running"}, `--state "Running": want one of Empty, Stable,`},
 		{[]string{"describe"}, "name the groups to describe"},
 		{[]string{"describe", "g", "--all-groups"}, "not both"},
 		{[]string{"delete"}, "name the groups to delete"},
