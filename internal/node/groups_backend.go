@@ -270,12 +270,12 @@ func (rt *groupRuntime) createOffsetsTopic() error {
 	case errors.Is(err, kerr.TopicAlreadyExists):
 		return nil
 	default:
-		msg := ""
+		why := err.Error()
 		if t.ErrorMessage != nil {
-			msg = ": " + *t.ErrorMessage
+			why = *t.ErrorMessage
 		}
 		// Kafka answers COORDINATOR_NOT_AVAILABLE until enough brokers
 		// are alive for offsets.topic.replication.factor.
-		return fmt.Errorf("%w: creating %s with replication factor %d: %v%s", kerr.CoordinatorNotAvailable, api.OffsetsTopic, rf, err, msg)
+		return fmt.Errorf("%w: creating %s: %s", kerr.CoordinatorNotAvailable, api.OffsetsTopic, why)
 	}
 }

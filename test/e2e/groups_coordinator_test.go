@@ -2,13 +2,15 @@ package e2e
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // produceNumbered writes n records with values "0".."n-1" round-robin over
@@ -99,4 +101,151 @@ func pollValues(ctx context.Context, t testing.TB, cl *kgo.Client, want int) map
 	return seen
 }
 
-var _ = fmt.Sprintf
+// TestGroupAdminOperations drives the admin side with kadm on one broker:
+// offsets committed outside any group member ("simple consumer"), unknown
+// partitions refused, ListGroups with and without a state filter,
+// DescribeGroups of an empty and an unknown group, OffsetDelete,
+// DeleteGroups (refused while members are in the group), and committed
+// offsets surviving a restart (the coordinator loads them from the log).
+func TestGroupAdminOperations(t *testing.T) {
+	tb := startBroker(t, withProp("group.initial.rebalance.delay.ms", "0"))
+	ctx := testContext(t, 45*time.Second)
+	const topic = "inventory"
+	tb.createTopic(topic, 2, nil)
+	produceNumbered(ctx, t, tb.client(), topic, 0, 20)
+	adm := kadm.NewClient(tb.client())
+
+	var os kadm.Offsets
+	os.AddOffset(topic, 0, 5, -1)
+	os.AddOffset(topic, 1, 7, -1)
+	os.AddOffset("no-such-topic", 0, 1, -1)
+	os.AddOffset(topic, 9, 1, -1)
+	committed, err := adm.CommitOffsets(ctx, "simple", os)
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for _, want := range []struct {
+		topic     string
+		partition int32
+		err       error
+	}{{topic, 0, nil}, {topic, 1, nil}, {"no-such-topic", 0, kerr.UnknownTopicOrPartition}, {topic, 9, kerr.UnknownTopicOrPartition}} {
+		got, ok := committed.Lookup(want.topic, want.partition)
+		if !ok || !errors.Is(got.Err, want.err) && got.Err != want.err {
+			t.Fatalf("commit of %s/%d: %+v, want error %v", want.topic, want.partition, got, want.err)
+		}
+	}
+	if got := committedTotal(ctx, t, adm, "simple"); got != 12 {
+		t.Fatalf("committed offsets sum to %d, want 12", got)
+	}
+
+	listed, err := adm.ListGroups(ctx)
+	if err != nil || listed["simple"].State != "Empty" {
+		t.Fatalf("ListGroups: %v %+v", err, listed)
+	}
+	if stable, err := adm.ListGroups(ctx, "Stable"); err != nil || len(stable) != 0 {
+		t.Fatalf("ListGroups(Stable): %v %+v", err, stable)
+	}
+	described, err := adm.DescribeGroups(ctx, "simple", "nobody")
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	if d := described["simple"]; d.Err != nil || d.State != "Empty" || len(d.Members) != 0 {
+		t.Fatalf("simple: %+v", d)
+	}
+	if d := described["nobody"]; d.Err != nil || d.State != "Dead" {
+		t.Fatalf("nobody: %+v", d)
+	}
+
+	deleted, err := adm.DeleteOffsets(ctx, "simple", kadm.TopicsSet{topic: {0: {}}})
+	if err != nil || deleted[topic][0] != nil {
+		t.Fatalf("delete offsets: %v %+v", err, deleted)
+	}
+	if got := committedTotal(ctx, t, adm, "simple"); got != 7 {
+		t.Fatalf("after OffsetDelete the offsets sum to %d, want 7", got)
+	}
+
+	// A group with a live member cannot be deleted.
+	member := tb.client(kgo.ConsumerGroup("busy"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	pollValues(ctx, t, member, 20)
+	if err := member.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit of busy: %v", err)
+	}
+	resp, err := adm.DeleteGroups(ctx, "busy", "simple")
+	if err != nil {
+		t.Fatalf("delete groups: %v", err)
+	}
+	if !errors.Is(resp["busy"].Err, kerr.NonEmptyGroup) || resp["simple"].Err != nil {
+		t.Fatalf("delete groups: busy %v, simple %v", resp["busy"].Err, resp["simple"].Err)
+	}
+	if again, _ := adm.DeleteGroups(ctx, "simple"); !errors.Is(again["simple"].Err, kerr.GroupIDNotFound) {
+		t.Fatalf("deleting a deleted group: %v", again["simple"].Err)
+	}
+	member.Close()
+
+	tb.restart()
+	adm = kadm.NewClient(tb.client())
+	if got := committedTotal(ctx, t, adm, "busy"); got != 20 {
+		t.Fatalf("after a restart busy's offsets sum to %d, want 20", got)
+	}
+	if got := committedTotal(ctx, t, adm, "simple"); got != 0 {
+		t.Fatalf("the deleted group has offsets again after a restart: %d", got)
+	}
+}
+
+// TestFindCoordinatorRefusals: a transactional id has no coordinator here
+// (no transactions), and a group has none while fewer brokers are alive
+// than offsets.topic.replication.factor, as in Kafka; once the missing
+// broker is back, the offsets topic is created and groups work.
+func TestFindCoordinatorRefusals(t *testing.T) {
+	c := startCluster(t, 3, groupClusterProps)
+	haltAllAtEnd(t, c)
+	ctx := testContext(t, 45*time.Second)
+	c.kill(2)
+	cl := newSeededClient(t, c.addrs()[:1])
+	for {
+		// Asked of broker 1 directly: the client's own view of the
+		// brokers is cached.
+		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(1))
+		if err == nil && len(md.Brokers) == 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("broker 3 never left the metadata: %v", err)
+		case <-time.After(externalPollInterval):
+		}
+	}
+	find := func(keyType int8, key string) *kmsg.FindCoordinatorResponseCoordinator {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = keyType, []string{key}
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		if err != nil || len(resp.Coordinators) != 1 {
+			t.Fatalf("find coordinator: %v %+v", err, resp)
+		}
+		return &resp.Coordinators[0]
+	}
+	if got := find(1, "tx"); got.ErrorCode != kerr.CoordinatorNotAvailable.Code || got.ErrorMessage == nil {
+		t.Fatalf("transactional id: %+v", got)
+	}
+	if got := find(0, "early"); got.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("with 2 of 3 brokers: %+v", got)
+	} else {
+		t.Logf("with 2 of 3 brokers: %s", *got.ErrorMessage)
+	}
+	c.start(2)
+	c.waitRegistered()
+	for {
+		got := find(0, "early")
+		if got.ErrorCode == 0 {
+			if got.NodeID < 1 || got.NodeID > 3 {
+				t.Fatalf("coordinator %d is not a broker", got.NodeID)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no coordinator after the third broker came back: %+v", got)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
