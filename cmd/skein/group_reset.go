@@ -28,7 +28,7 @@ func runGroupResetOffsets(ctx context.Context, args []string, s streams) error {
 	fs.Int64Var(&tf.offset, "to-offset", 0, "reset to this offset (moved into the log if outside it)")
 	fs.StringVar(&tf.datetime, "to-datetime", "", "reset to the first record at or after this time: RFC 3339 (2026-11-30T14:00:00Z) or Unix milliseconds")
 	execute := fs.Bool("execute", false, "commit the new offsets (without it, only print the plan)")
-	fs.Bool("dry-run", true, "only print the plan (the default; --execute applies it)")
+	fs.Bool("dry-run", true, "only print the plan, which is what happens without --execute")
 	names, err := gf.names(fs, args)
 	if err != nil {
 		return err
