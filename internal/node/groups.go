@@ -18,12 +18,16 @@ import (
 // the partition's log; one led elsewhere now is unloaded (its parked
 // requests answered NOT_COORDINATOR) and dropped.
 //
-// Locking: groupRuntime.mu guards the coordinator map and the topic
-// creation waiters; it is never held while a coordinator's lock is taken
-// for a call, nor the other way round.
+// Locking: reconcileMu makes reconciles one at a time, so a reconcile
+// working from an older view of leadership never undoes a newer one.
+// groupRuntime.mu guards the coordinator map and the topic creation
+// waiters; it is never held while a coordinator's lock is taken for a
+// call, nor the other way round.
 type groupRuntime struct {
 	b   *Broker
 	cfg group.Config
+
+	reconcileMu sync.Mutex
 
 	mu      sync.Mutex
 	coords  map[int32]*groupCoordinator // by partition index
@@ -57,6 +61,8 @@ func groupConfig(cfg *config.Broker) group.Config {
 // broker now leads and stops the others. Called after every partition
 // reconcile, and after a coordinator failed.
 func (rt *groupRuntime) reconcile() {
+	rt.reconcileMu.Lock()
+	defer rt.reconcileMu.Unlock()
 	type led struct {
 		p     *partition
 		epoch int32
