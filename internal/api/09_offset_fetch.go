@@ -8,6 +8,8 @@ package api
 // offset -1.
 
 import (
+	"sync"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,68 +29,95 @@ func handleOffsetFetch(s *Server, r *Request, respond Respond) {
 	if r.Version < 8 {
 		var parts []group.TopicPartition
 		if req.Topics != nil || r.Version < 2 {
-			parts = []group.TopicPartition{}
-			for _, t := range req.Topics {
-				for _, p := range t.Partitions {
-					parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
+			parts = requestedPartitions(len(req.Topics), func(i int) (string, []int32) {
+				return req.Topics[i].Topic, req.Topics[i].Partitions
+			})
+		}
+		s.fetchOffsets(req.Group, parts, func(fetched []fetchedOffset, err error) {
+			if err != nil {
+				resp.ErrorCode = ErrorCode(err)
+				if r.Version < 2 {
+					// v1 has no top-level error: every partition carries it.
+					fetched = unfetched(parts, err)
 				}
 			}
-		}
-		fetched, err := s.fetchOffsets(req.Group, parts)
-		if err != nil {
-			resp.ErrorCode = ErrorCode(err)
-			if r.Version < 2 {
-				// v1 has no top-level error: every partition carries it.
-				fetched = unfetched(parts, err)
+			for _, f := range groupByTopic(fetched) {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = f[0].Topic
+				for _, o := range f {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
+					rp.ErrorCode = ErrorCode(o.err)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
 			}
+			respond(resp)
+		})
+		return
+	}
+	// v8: one answer per group, in request order, sent when all are in.
+	resp.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
+	var mu sync.Mutex
+	pending := len(req.Groups)
+	groupDone := func() {
+		mu.Lock()
+		pending--
+		last := pending == 0
+		mu.Unlock()
+		if last {
+			respond(resp)
 		}
-		for _, f := range groupByTopic(fetched) {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = f[0].Topic
-			for _, o := range f {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
-				rp.ErrorCode = ErrorCode(o.err)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+	}
+	if pending == 0 {
 		respond(resp)
 		return
 	}
 	for i, g := range req.Groups {
-		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg := &resp.Groups[i]
+		*rg = kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = g.Group
 		if i >= maxFetchGroups {
 			rg.ErrorCode = kerr.InvalidRequest.Code
-			resp.Groups = append(resp.Groups, rg)
+			groupDone()
 			continue
 		}
 		var parts []group.TopicPartition
 		if g.Topics != nil {
-			parts = []group.TopicPartition{}
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
+			parts = requestedPartitions(len(g.Topics), func(i int) (string, []int32) {
+				return g.Topics[i].Topic, g.Topics[i].Partitions
+			})
+		}
+		s.fetchOffsets(g.Group, parts, func(fetched []fetchedOffset, err error) {
+			rg.ErrorCode = ErrorCode(err)
+			for _, f := range groupByTopic(fetched) {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = f[0].Topic
+				for _, o := range f {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
+					rp.ErrorCode = ErrorCode(o.err)
+					rt.Partitions = append(rt.Partitions, rp)
 				}
+				rg.Topics = append(rg.Topics, rt)
 			}
-		}
-		fetched, err := s.fetchOffsets(g.Group, parts)
-		rg.ErrorCode = ErrorCode(err)
-		for _, f := range groupByTopic(fetched) {
-			rt := kmsg.NewOffsetFetchResponseGroupTopic()
-			rt.Topic = f[0].Topic
-			for _, o := range f {
-				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
-				rp.ErrorCode = ErrorCode(o.err)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			rg.Topics = append(rg.Topics, rt)
-		}
-		resp.Groups = append(resp.Groups, rg)
+			groupDone()
+		})
 	}
-	respond(resp)
+}
+
+// requestedPartitions flattens a request's topics (n of them, read by at)
+// into partitions; never nil, so an empty list asks for nothing rather
+// than everything.
+func requestedPartitions(n int, at func(int) (string, []int32)) []group.TopicPartition {
+	parts := []group.TopicPartition{}
+	for i := range n {
+		topic, ps := at(i)
+		for _, p := range ps {
+			parts = append(parts, group.TopicPartition{Topic: topic, Partition: p})
+		}
+	}
+	return parts
 }
 
 // fetchedOffset is a fetched offset with its partition's own error.
@@ -97,19 +126,22 @@ type fetchedOffset struct {
 	err error
 }
 
-func (s *Server) fetchOffsets(groupID string, parts []group.TopicPartition) ([]fetchedOffset, error) {
+func (s *Server) fetchOffsets(groupID string, parts []group.TopicPartition, done func([]fetchedOffset, error)) {
 	if groupID == "" {
-		return nil, kerr.InvalidGroupID
+		done(nil, kerr.InvalidGroupID)
+		return
 	}
-	fetched, err := s.Backend.Groups().FetchOffsets(groupID, parts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]fetchedOffset, len(fetched))
-	for i, f := range fetched {
-		out[i].FetchedOffset = f
-	}
-	return out, nil
+	s.Backend.Groups().FetchOffsets(groupID, parts, func(fetched []group.FetchedOffset, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		out := make([]fetchedOffset, len(fetched))
+		for i, f := range fetched {
+			out[i].FetchedOffset = f
+		}
+		done(out, nil)
+	})
 }
 
 func unfetched(parts []group.TopicPartition, err error) []fetchedOffset {

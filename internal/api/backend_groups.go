@@ -25,8 +25,10 @@ type GroupBackend interface {
 	// CommitOffsets answers with an error for the whole request (the
 	// coordinator is not here) or one result per offset, in order.
 	CommitOffsets(req group.CommitRequest, done func([]group.PartitionError, error))
-	// FetchOffsets: nil partitions means every committed offset.
-	FetchOffsets(groupID string, partitions []group.TopicPartition) ([]group.FetchedOffset, error)
+	// FetchOffsets: nil partitions means every committed offset. The
+	// answer waits for the coordinator's writes in flight, so it never
+	// shows an offset that is not committed yet.
+	FetchOffsets(groupID string, partitions []group.TopicPartition, done func([]group.FetchedOffset, error))
 	DescribeGroup(groupID string) (group.GroupDescription, error)
 	// ListGroups lists the groups of every coordinator here; the error is
 	// COORDINATOR_LOAD_IN_PROGRESS while one of them loads (the list then

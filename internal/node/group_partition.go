@@ -46,6 +46,9 @@ type groupCoordinator struct {
 	// coordinator's Output answers them.
 	joins map[group.RequestID]parkedJoin
 	syncs map[group.RequestID]func(group.SyncResponse)
+	// lastWrite is the latest batch of records appended; answers wait for
+	// it (see groupWrite).
+	lastWrite *groupWrite
 	// tick fires at the coordinator's NextDeadline; expire every
 	// offsets.retention.check.interval.ms.
 	tick   *time.Timer
@@ -224,8 +227,9 @@ func (gc *groupCoordinator) parkSync(done func(group.SyncResponse)) group.Reques
 }
 
 // carryOutLocked takes the answers out of an Output and appends its
-// records. The returned function sends the answers when the Output has no
-// records; otherwise the append's completion sends them.
+// records. The answers (and finish) go out once the records, and any
+// written before them, are committed; the returned function sends them
+// when that is already the case.
 func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error)) (send func()) {
 	answers := gc.answersLocked(out)
 	if finish != nil {
@@ -237,6 +241,9 @@ func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error))
 		}
 	}
 	if len(out.Records) == 0 {
+		if w := gc.lastWrite; w != nil {
+			return func() { w.then(deliver) }
+		}
 		return func() { deliver(nil) }
 	}
 	kvs := make([]batch.KeyValue, len(out.Records))
@@ -248,15 +255,18 @@ func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error))
 		Batches: [][]byte{batch.BuildKeyed(kvs, nowMs())},
 		Acks:    -1, Timeout: groupWriteTimeout,
 	}
+	w := &groupWrite{}
+	w.then(deliver)
+	gc.lastWrite = w
 	// produce appends under the partition lock before it returns, so the
 	// log order is the order of calls under gc.mu. Its completion may run
 	// right here (under gc.mu) or on another goroutine: it only sends.
 	gc.part.produce(req, func(res api.ProduceResult) {
 		if res.Err == nil {
-			deliver(nil)
+			w.finish(nil)
 			return
 		}
-		deliver(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, gc.part.name(), res.Err))
+		w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, gc.part.name(), res.Err))
 		go gc.fail(res.Err)
 	})
 	return func() {}
@@ -340,16 +350,18 @@ func (gc *groupCoordinator) stop(why string) {
 	}
 	wasActive := gc.state == coordinatorActive
 	gc.state = coordinatorStopped
-	var send func()
+	var answers []func(error)
 	if wasActive {
 		gc.tick.Stop()
 		gc.expire.Stop()
-		send = gc.carryOutLocked(gc.c.Unload(), nil)
+		// Unload writes nothing and answers only with errors: no need to
+		// wait for writes in flight.
+		answers = gc.answersLocked(gc.c.Unload())
 	}
 	leftover := gc.leftoverLocked()
 	gc.mu.Unlock()
-	if send != nil {
-		send()
+	for _, a := range answers {
+		a(nil)
 	}
 	leftover()
 	if wasActive {

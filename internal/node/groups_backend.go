@@ -110,14 +110,26 @@ func (g groupBackend) CommitOffsets(req group.CommitRequest, done func([]group.P
 	}
 }
 
-func (g groupBackend) FetchOffsets(groupID string, partitions []group.TopicPartition) ([]group.FetchedOffset, error) {
+func (g groupBackend) FetchOffsets(groupID string, partitions []group.TopicPartition, done func([]group.FetchedOffset, error)) {
 	gc, err := g.rt.coordinatorFor(groupID)
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
-	var out []group.FetchedOffset
-	err = gc.read(func(c *group.Coordinator) { out = c.FetchOffsets(groupID, partitions) })
-	return out, err
+	var fetched []group.FetchedOffset
+	err = gc.call(func(c *group.Coordinator, _ int64) group.Output {
+		fetched = c.FetchOffsets(groupID, partitions)
+		return group.Output{}
+	}, func(err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(fetched, nil)
+	})
+	if err != nil {
+		done(nil, err)
+	}
 }
 
 func (g groupBackend) DescribeGroup(groupID string) (group.GroupDescription, error) {

@@ -1,7 +1,11 @@
 package node
 
 import (
+	"errors"
+	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/config"
 )
@@ -55,4 +59,36 @@ func TestCountdownFiresOnceAfterAll(t *testing.T) {
 	if fired != 2 {
 		t.Fatal("a countdown of zero must fire at once")
 	}
+}
+
+func TestGroupWriteAnswersInOrderOnceFinished(t *testing.T) {
+	var w groupWrite
+	var got []string
+	w.then(func(err error) { got = append(got, "first:"+errString(err)) })
+	w.then(func(err error) { got = append(got, "second:"+errString(err)) })
+	if len(got) != 0 {
+		t.Fatalf("answered before the write finished: %v", got)
+	}
+	w.finish(nil)
+	w.finish(errors.New("late")) // only the first outcome counts
+	w.then(func(err error) { got = append(got, "after:"+errString(err)) })
+	want := []string{"first:ok", "second:ok", "after:ok"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+
+	var failed groupWrite
+	var code error
+	failed.then(func(err error) { code = err })
+	failed.finish(kerr.NotCoordinator)
+	if !errors.Is(code, kerr.NotCoordinator) {
+		t.Fatalf("a failed write answered %v", code)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
