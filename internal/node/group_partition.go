@@ -202,6 +202,19 @@ func (gc *groupCoordinator) call(fn func(c *group.Coordinator, now int64) group.
 	return nil
 }
 
+// write is call for requests whose purpose is to write (offset commits,
+// deletions): when the partition cannot take an acks=all write now (its
+// ISR is below min.insync.replicas), they are refused up front with
+// COORDINATOR_NOT_AVAILABLE, as Kafka answers, instead of changing the
+// coordinator's memory, failing the write and reloading the partition for
+// every retry.
+func (gc *groupCoordinator) write(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) error {
+	if err := gc.part.acksAllWritable(); err != nil {
+		return fmt.Errorf("%w: %s cannot take writes now: %v", kerr.CoordinatorNotAvailable, gc.part.name(), err)
+	}
+	return gc.call(fn, finish)
+}
+
 // read runs fn on the coordinator for a request that changes nothing.
 func (gc *groupCoordinator) read(fn func(c *group.Coordinator)) error {
 	gc.mu.Lock()

@@ -94,7 +94,7 @@ func (g groupBackend) CommitOffsets(req group.CommitRequest, done func([]group.P
 		return
 	}
 	var results []group.PartitionError
-	err = gc.call(func(c *group.Coordinator, now int64) group.Output {
+	err = gc.write(func(c *group.Coordinator, now int64) group.Output {
 		var out group.Output
 		results, out = c.CommitOffsets(now, req)
 		return out
@@ -177,7 +177,7 @@ func (g groupBackend) DeleteGroups(groupIDs []string, done func([]error)) {
 			ids[j] = groupIDs[i]
 		}
 		var results []error
-		err := gc.call(func(c *group.Coordinator, now int64) group.Output {
+		err := gc.write(func(c *group.Coordinator, now int64) group.Output {
 			var out group.Output
 			results, out = c.DeleteGroups(ids)
 			return out
@@ -207,7 +207,7 @@ func (g groupBackend) DeleteOffsets(groupID string, partitions []group.TopicPart
 		return
 	}
 	var resp group.DeleteOffsetsResponse
-	err = gc.call(func(c *group.Coordinator, now int64) group.Output {
+	err = gc.write(func(c *group.Coordinator, now int64) group.Output {
 		var out group.Output
 		resp, out = c.DeleteOffsets(groupID, partitions)
 		return out

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/group"
 )
 
 // produceNumbered writes n records with values "0".."n-1" round-robin over
@@ -247,5 +249,73 @@ func TestFindCoordinatorRefusals(t *testing.T) {
 			t.Fatalf("no coordinator after the third broker came back: %+v", got)
 		case <-time.After(externalPollInterval):
 		}
+	}
+}
+
+// TestGroupCommitRefusedWithoutEnoughReplicas: with min.insync.replicas=3
+// and a follower of the group's __consumer_offsets partition down, a
+// commit cannot be written with acks=all: it is refused (the coordinator
+// answers NOT_COORDINATOR and reloads from the log, dropping the offset it
+// had taken in memory), the earlier commit stays the visible one, and once
+// the follower is back commits work again.
+func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
+	props := map[string]string{"min.insync.replicas": "3"}
+	for k, v := range groupClusterProps {
+		props[k] = v
+	}
+	c := startCluster(t, 3, props)
+	haltAllAtEnd(t, c)
+	ctx := testContext(t, 50*time.Second)
+	const topic, groupID = "payments", "reconcilers"
+	adm := observerClient(t, c.addrs())
+	createReplicatedTopic(ctx, t, adm, topic, 1, 3, nil)
+	commit := func(adm *kadm.Client, offset int64) error {
+		var os kadm.Offsets
+		os.AddOffset(topic, 0, offset, -1)
+		resp, err := adm.CommitOffsets(ctx, groupID, os)
+		if err != nil {
+			return err
+		}
+		return resp.Error()
+	}
+	if err := commit(adm, 5); err != nil {
+		t.Fatalf("first commit: %v", err)
+	}
+
+	coordinator := groupCoordinator(ctx, t, adm, groupID)
+	follower := otherBrokers(3, coordinator)[0]
+	c.kill(int(follower) - 1)
+	partition := group.PartitionFor(groupID, 10)
+	awaitPartition(ctx, t, adm, "__consumer_offsets", partition, "an ISR without the killed follower", func(v partitionView) bool {
+		return v.Leader == coordinator && len(v.ISR) == 2
+	})
+
+	impatient := kadm.NewClient(newSeededClient(t, c.addrs(), kgo.RetryTimeout(2*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })))
+	if err := commit(impatient, 9); err == nil {
+		t.Fatal("a commit was acknowledged with 2 of 3 replicas in sync and min.insync.replicas=3")
+	} else {
+		t.Logf("commit with 2 in-sync replicas: %v", err)
+	}
+	if got := committedTotal(ctx, t, adm, groupID); got != 5 {
+		t.Fatalf("after a refused commit the group's offset is %d, want the earlier 5", got)
+	}
+
+	c.start(int(follower) - 1)
+	restarted := time.Now()
+	for {
+		err := commit(impatient, 11)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("commits never worked again after the follower returned: %v", err)
+		case <-time.After(externalPollInterval):
+		}
+	}
+	t.Logf("commits work again %v after the follower restarted", time.Since(restarted).Round(time.Millisecond))
+	if got := committedTotal(ctx, t, adm, groupID); got != 11 {
+		t.Fatalf("offset %d after the follower returned, want 11", got)
 	}
 }
