@@ -114,9 +114,10 @@ func (gc *groupCoordinator) load() {
 	gc.tick = time.AfterFunc(time.Hour, gc.onTick)
 	gc.expire = time.AfterFunc(gc.expireInterval(), gc.onExpire)
 	gc.rearmLocked()
+	groups := len(c.ListGroups(nil))
 	gc.mu.Unlock()
 	gc.rt.b.log.Info("coordinating consumer groups", "partition", gc.part.name(), "epoch", gc.epoch,
-		"groups", len(c.ListGroups(nil)), "load_time", time.Since(start).Round(time.Millisecond))
+		"groups", groups, "load_time", time.Since(start).Round(time.Millisecond))
 }
 
 // replay applies every record of the partition to c in offset order.
