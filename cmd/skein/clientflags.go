@@ -93,6 +93,22 @@ func clientCommand(run func(ctx context.Context, args []string, s streams) error
 	}
 }
 
+// clientRun is a client command or subcommand.
+type clientRun func(ctx context.Context, args []string, s streams) error
+
+// runSubcommand runs the subcommand named by args[0] ("skein topic
+// create ..."), or fails with the usage line.
+func runSubcommand(ctx context.Context, args []string, s streams, usage string, subs map[string]clientRun) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	sub := subs[args[0]]
+	if sub == nil {
+		return fmt.Errorf("unknown subcommand %q; %s", args[0], usage)
+	}
+	return sub(ctx, args[1:], s)
+}
+
 // newFlagSet returns a flag set that reports parse errors and usage on
 // the command's error stream.
 func newFlagSet(name string, s streams) *flag.FlagSet {
@@ -159,6 +175,53 @@ func (f *stringsFlag) Set(v string) error {
 	}
 	*f = append(*f, strings.TrimSpace(v))
 	return nil
+}
+
+// adminFlags are the flags every admin subcommand of one kind of
+// resource (topic, group) shares: the cluster, the resource's name flag
+// and how long to wait.
+type adminFlags struct {
+	bootstrap *string
+	name      *string
+	timeout   *time.Duration
+}
+
+// addAdminFlags registers --bootstrap-server, --timeout and a flag that
+// names a resource (e.g. --topic).
+func addAdminFlags(fs *flag.FlagSet, nameFlag, nameUsage string) adminFlags {
+	return adminFlags{
+		bootstrap: bootstrapFlag(fs),
+		name:      fs.String(nameFlag, "", nameUsage),
+		timeout:   fs.Duration("timeout", adminTimeout, "give up on the cluster after this long"),
+	}
+}
+
+// names parses the flags and returns the resources named by the name
+// flag and by positional arguments, without duplicates, in the order given.
+func (f adminFlags) names(fs *flag.FlagSet, args []string) ([]string, error) {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, n := range append([]string{*f.name}, positional...) {
+		if n = strings.TrimSpace(n); n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// connect returns an admin client and a context bounded by --timeout.
+func (f adminFlags) connect(ctx context.Context) (*kadm.Client, context.Context, context.CancelFunc, error) {
+	adm, err := newAdmin(*f.bootstrap)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	return adm, ctx, func() { cancel(); adm.Close() }, nil
 }
 
 // newAdmin returns an admin client for a comma-separated bootstrap list.

@@ -16,14 +16,22 @@ import (
 
 // startTestBroker starts an in-process broker on an ephemeral port with
 // its own data directory, stopped when the test ends, and returns its
-// client address.
-func startTestBroker(t *testing.T) string {
+// client address. props are extra broker properties as "key=value".
+func startTestBroker(t *testing.T, props ...string) string {
 	t.Helper()
-	cfg, err := config.NewBroker(map[string]string{
+	all := map[string]string{
 		"node.id":   "1",
 		"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"log.dirs":  filepath.Join(t.TempDir(), "broker-1"),
-	})
+	}
+	for _, kv := range props {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("broker property %q: want key=value", kv)
+		}
+		all[k] = v
+	}
+	cfg, err := config.NewBroker(all)
 	if err != nil {
 		t.Fatalf("broker config: %v", err)
 	}

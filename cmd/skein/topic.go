@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,64 +23,18 @@ func init() {
 const topicUsage = "usage: skein topic create|list|describe|alter|delete [flags] [topic...]"
 
 func runTopic(ctx context.Context, args []string, s streams) error {
-	if len(args) == 0 {
-		return errors.New(topicUsage)
-	}
-	sub := map[string]func(context.Context, []string, streams) error{
+	return runSubcommand(ctx, args, s, topicUsage, map[string]clientRun{
 		"create":   runTopicCreate,
 		"list":     runTopicList,
 		"describe": runTopicDescribe,
 		"alter":    runTopicAlter,
 		"delete":   runTopicDelete,
-	}[args[0]]
-	if sub == nil {
-		return fmt.Errorf("unknown subcommand %q; %s", args[0], topicUsage)
-	}
-	return sub(ctx, args[1:], s)
-}
-
-// topicFlags are the flags every topic subcommand shares.
-type topicFlags struct {
-	bootstrap *string
-	topic     *string
-	timeout   *time.Duration
+	})
 }
 
 // addTopicFlags registers --bootstrap-server, --topic and --timeout.
-func addTopicFlags(fs *flag.FlagSet) topicFlags {
-	return topicFlags{
-		bootstrap: bootstrapFlag(fs),
-		topic:     fs.String("topic", "", "topic name (topics may also be given as arguments)"),
-		timeout:   fs.Duration("timeout", adminTimeout, "give up on the cluster after this long"),
-	}
-}
-
-// topicNames parses the flags and returns the topics named by --topic and
-// by positional arguments, without duplicates, in the order given.
-func (f topicFlags) topicNames(fs *flag.FlagSet, args []string) ([]string, error) {
-	positional, err := parseInterspersed(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	seen := map[string]bool{}
-	for _, n := range append([]string{*f.topic}, positional...) {
-		if n = strings.TrimSpace(n); n != "" && !seen[n] {
-			seen[n] = true
-			names = append(names, n)
-		}
-	}
-	return names, nil
-}
-
-// connect returns an admin client and a context bounded by --timeout.
-func (f topicFlags) connect(ctx context.Context) (*kadm.Client, context.Context, context.CancelFunc, error) {
-	adm, err := newAdmin(*f.bootstrap)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
-	return adm, ctx, func() { cancel(); adm.Close() }, nil
+func addTopicFlags(fs *flag.FlagSet) adminFlags {
+	return addAdminFlags(fs, "topic", "topic name (topics may also be given as arguments)")
 }
 
 func runTopicCreate(ctx context.Context, args []string, s streams) error {
@@ -91,7 +44,7 @@ func runTopicCreate(ctx context.Context, args []string, s streams) error {
 	replicationFactor := fs.Int("replication-factor", -1, "replicas per partition (-1: the broker's default.replication.factor)")
 	var configs keyValuesFlag
 	fs.Var(&configs, "config", "topic property key=value (repeatable), e.g. --config retention.ms=86400000")
-	names, err := tf.topicNames(fs, args)
+	names, err := tf.names(fs, args)
 	if err != nil {
 		return err
 	}
@@ -148,7 +101,7 @@ func uniqueConfigs(kvs keyValuesFlag) (map[string]*string, error) {
 func runTopicList(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein topic list", s)
 	tf := addTopicFlags(fs)
-	names, err := tf.topicNames(fs, args)
+	names, err := tf.names(fs, args)
 	if err != nil {
 		return err
 	}
@@ -179,7 +132,7 @@ func runTopicDescribe(ctx context.Context, args []string, s streams) error {
 	tf := addTopicFlags(fs)
 	onlyUnderReplicated := fs.Bool("under-replicated-partitions", false, "show only partitions whose ISR is smaller than their replica set")
 	onlyUnderMinISR := fs.Bool("under-min-isr-partitions", false, "show only partitions whose ISR is smaller than min.insync.replicas")
-	names, err := tf.topicNames(fs, args)
+	names, err := tf.names(fs, args)
 	if err != nil {
 		return err
 	}
@@ -319,7 +272,7 @@ func runTopicAlter(ctx context.Context, args []string, s streams) error {
 	fs.Var(&setConfigs, "config", "set a topic property key=value (repeatable)")
 	var deleteConfigs stringsFlag
 	fs.Var(&deleteConfigs, "delete-config", "remove a topic property, reverting it to the broker default (repeatable)")
-	names, err := tf.topicNames(fs, args)
+	names, err := tf.names(fs, args)
 	if err != nil {
 		return err
 	}
@@ -410,7 +363,7 @@ func describeAlterations(alters []kadm.AlterConfig) string {
 func runTopicDelete(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein topic delete", s)
 	tf := addTopicFlags(fs)
-	names, err := tf.topicNames(fs, args)
+	names, err := tf.names(fs, args)
 	if err != nil {
 		return err
 	}

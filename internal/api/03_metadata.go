@@ -54,7 +54,9 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
 			t, found = im.Topic(*rt.Topic)
-			if !found && allowCreate && s.Backend.Config().AutoCreateTopicsEnable {
+			// Internal topics are never auto-created with client defaults:
+			// the group coordinator creates __consumer_offsets with its own.
+			if !found && allowCreate && s.Backend.Config().AutoCreateTopicsEnable && !isInternalTopic(*rt.Topic) {
 				if err := s.autoCreateTopic(*rt.Topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 					resp.Topics = append(resp.Topics, topicError(rt, ErrorCode(err)))
 					continue

@@ -60,6 +60,9 @@ type Backend interface {
 	// ISR changes; nil-safe calls fail with NOT_CONTROLLER elsewhere.
 	Controller() ControllerBackend
 
+	// Groups is the consumer-group coordinator runtime.
+	Groups() GroupBackend
+
 	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
 	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
 	EpochEndOffset(topic metadata.TopicID, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error)

@@ -4,13 +4,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// KeyValue is one record of a batch the broker builds itself. A nil Value
+// is a null value (a tombstone in a compacted topic).
+type KeyValue struct {
+	Key   []byte
+	Value []byte
+}
+
 // Build makes an uncompressed v2 batch holding one record per value, with
 // base offset 0 and no producer id. The broker uses it for its own internal
 // logs (metadata records); client data is always stored as sent.
 func Build(values [][]byte, timestampMs int64) []byte {
-	var recs []byte
+	recs := make([]KeyValue, len(values))
 	for i, v := range values {
-		r := kmsg.Record{OffsetDelta: int32(i), Value: v}
+		recs[i].Value = v
+	}
+	return BuildKeyed(recs, timestampMs)
+}
+
+// BuildKeyed is Build for records with keys (the group coordinator's
+// __consumer_offsets records).
+func BuildKeyed(kvs []KeyValue, timestampMs int64) []byte {
+	var recs []byte
+	for i, kv := range kvs {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: kv.Key, Value: kv.Value}
 		// A record starts with its own length as a varint; encode once to
 		// measure, then again with the right length.
 		probe := r.AppendTo(nil)
@@ -19,13 +36,13 @@ func Build(values [][]byte, timestampMs int64) []byte {
 	}
 	rb := kmsg.RecordBatch{
 		Magic:           2,
-		LastOffsetDelta: int32(len(values) - 1),
+		LastOffsetDelta: int32(len(kvs) - 1),
 		FirstTimestamp:  timestampMs,
 		MaxTimestamp:    timestampMs,
 		ProducerID:      -1,
 		ProducerEpoch:   -1,
 		FirstSequence:   -1,
-		NumRecords:      int32(len(values)),
+		NumRecords:      int32(len(kvs)),
 		Records:         recs,
 	}
 	rb.Length = int32(HeaderSize - LogOverhead + len(recs))

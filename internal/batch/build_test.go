@@ -47,3 +47,26 @@ func TestSetLogAppendTimeKeepsBatchValid(t *testing.T) {
 		t.Fatalf("unexpected header after stamping: %+v", h)
 	}
 }
+
+func TestBuildKeyedKeepsKeysAndNullValues(t *testing.T) {
+	kvs := []KeyValue{{Key: []byte("k1"), Value: []byte("v1")}, {Key: []byte("k2")}}
+	b := BuildKeyed(kvs, 5)
+	if _, err := Validate(b); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(b); err != nil {
+		t.Fatal(err)
+	}
+	rest := rb.Records
+	for i, want := range kvs {
+		var r kmsg.Record
+		if err := r.ReadFrom(rest); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if string(r.Key) != string(want.Key) || string(r.Value) != string(want.Value) || (r.Value == nil) != (want.Value == nil) {
+			t.Fatalf("record %d: got key %q value %q (nil %v), want %q %q", i, r.Key, r.Value, r.Value == nil, want.Key, want.Value)
+		}
+		rest = rest[len(r.AppendTo(nil)):]
+	}
+}

@@ -199,11 +199,11 @@ var brokerProperties = []Property{
 	// Consumer groups.
 	{
 		Name: "offsets.topic.replication.factor", Kind: KindShort, Default: "3", Min: 1, Max: maxReplicationFactor,
-		Doc: "Replicas of __consumer_offsets; group coordination waits until that many brokers exist.",
+		Doc: "Replicas of __consumer_offsets, created on the first FindCoordinator; until that many brokers are alive, group coordination is unavailable. In a cluster of combined broker+controller nodes it is capped at the number of nodes in controller.quorum.voters, so a single broker works with the default.",
 	},
 	{
 		Name: "offsets.topic.num.partitions", Kind: KindInt, Default: "50", Min: 1, Max: 10_000,
-		Doc: "Partitions of __consumer_offsets; fixed once the topic exists.",
+		Doc: "Partitions of __consumer_offsets; fixed once the topic exists. A group lives on partition abs(hash(group id)) modulo this count, as in Kafka.",
 	},
 	{
 		Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Min: 1, Max: math.MaxInt32,

@@ -48,6 +48,12 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 		done(api.ProduceResult{Err: x.b.partitionError(req.Topic, req.Partition), BaseOffset: -1, LogAppendTime: -1})
 		return
 	}
+	if p.topic == api.OffsetsTopic {
+		// Only the group coordinator writes there, as in Kafka: a client's
+		// record could corrupt group state or slip in while it loads.
+		done(api.ProduceResult{Err: fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, p.topic), BaseOffset: -1, LogAppendTime: -1})
+		return
+	}
 	p.produce(req, done)
 }
 

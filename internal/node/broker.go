@@ -96,6 +96,7 @@ type Broker struct {
 	shutdownFailingSince    time.Time
 
 	fetchers *fetcherManager
+	groups   *groupRuntime
 	// suspects are brokers whose replication connection just broke
 	// (id -> time.Time until which they are reported unavailable).
 	suspects sync.Map
@@ -157,6 +158,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.controllerSvc = newControllerService(b)
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
+	b.groups = newGroupRuntime(b)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
 	b.reg = metrics.NewRegistry()
 	return b
@@ -290,6 +292,7 @@ func (b *Broker) Addr(listener string) string {
 func (b *Broker) Halt() {
 	b.stopOnce.Do(func() {
 		close(b.stop)
+		b.groups.stopAll()
 		b.fetchers.stopAll()
 		if b.quorum != nil {
 			b.quorum.Stop()
@@ -319,6 +322,7 @@ func (b *Broker) Close() error {
 		// before its first answer for a misconfiguration and gives up.
 		b.closeClientListeners()
 		close(b.stop)
+		b.groups.stopAll()
 		b.fetchers.stopAll()
 		if b.quorum != nil {
 			b.quorum.Stop()

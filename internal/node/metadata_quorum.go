@@ -154,6 +154,7 @@ func (b *Broker) reconcileLoop() {
 			b.log.Error("reconciling partitions with metadata", "version", im.Version(), "err", err)
 		}
 		b.fetchers.update()
+		b.groups.reconcile()
 		b.imageCond.L.Lock()
 		b.reconciled = im.Version()
 		b.imageCond.Broadcast()

@@ -546,6 +546,20 @@ func (p *partition) checkLeaderEpoch(current int32) error {
 	return replication.CheckLeaderEpoch(current, epoch)
 }
 
+// acksAllWritable says why an acks=all produce would be refused right now
+// (nil if it would be taken).
+func (p *partition) acksAllWritable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed || p.leader == nil:
+		return kerr.NotLeaderForPartition
+	case p.failed != nil:
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed)
+	}
+	return p.leader.CheckAcksAll()
+}
+
 func (p *partition) isLeader() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

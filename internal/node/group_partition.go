@@ -1,0 +1,412 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/group"
+	"github.com/skein-log/skein/internal/records"
+)
+
+type coordinatorState int8
+
+const (
+	coordinatorLoading coordinatorState = iota
+	coordinatorActive
+	coordinatorStopped
+)
+
+// groupCoordinator is the runtime of one group.Coordinator: the groups of
+// one __consumer_offsets partition led by this broker, in one leader epoch.
+// A new epoch, or a failed write, gets a new groupCoordinator that loads
+// the partition again.
+//
+// Locking: mu serialises every call into the coordinator and the appends of
+// its records, so records reach the log in the order the coordinator made
+// them. Answers are sent after mu is released, or from the append's
+// completion, which never takes mu.
+type groupCoordinator struct {
+	rt    *groupRuntime
+	part  *partition
+	epoch int32
+
+	mu     sync.Mutex
+	state  coordinatorState
+	c      *group.Coordinator // set once loaded
+	nextID group.RequestID
+	// Parked JoinGroup and SyncGroup requests by id, until the
+	// coordinator's Output answers them.
+	joins map[group.RequestID]parkedJoin
+	syncs map[group.RequestID]func(group.SyncResponse)
+	// lastWrite is the latest batch of records appended; answers wait for
+	// it (see groupWrite).
+	lastWrite *groupWrite
+	// tick fires at the coordinator's NextDeadline; expire every
+	// offsets.retention.check.interval.ms.
+	tick   *time.Timer
+	expire *time.Timer
+}
+
+type parkedJoin struct {
+	memberID string
+	done     func(group.JoinResponse)
+}
+
+func newGroupCoordinator(rt *groupRuntime, p *partition, epoch int32) *groupCoordinator {
+	return &groupCoordinator{
+		rt: rt, part: p, epoch: epoch,
+		joins: map[group.RequestID]parkedJoin{},
+		syncs: map[group.RequestID]func(group.SyncResponse){},
+	}
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+func (gc *groupCoordinator) isStopped() bool {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	return gc.state == coordinatorStopped
+}
+
+// maxLoadBatchBytes bounds the decompressed size of one batch read while
+// loading (our own batches are uncompressed and small).
+const maxLoadBatchBytes = 64 << 20
+
+// load rebuilds the coordinator from the partition's log, from its start to
+// its end as of now: nothing else appends to the partition while it loads
+// (the coordinator is the only writer, and clients may not produce to it).
+func (gc *groupCoordinator) load() {
+	start := time.Now()
+	c, err := group.New(gc.rt.cfg, randomNonce())
+	if err == nil {
+		err = gc.replay(c)
+	}
+	gc.mu.Lock()
+	if gc.state != coordinatorLoading {
+		gc.mu.Unlock()
+		return
+	}
+	if err != nil {
+		gc.state = coordinatorStopped
+		gc.mu.Unlock()
+		gc.rt.b.log.Error("loading consumer groups failed", "partition", gc.part.name(), "err", err)
+		go func() {
+			// The partition may be fine again later (a transient read
+			// error); do not retry in a tight loop.
+			select {
+			case <-time.After(time.Second):
+				gc.rt.replaceFailed(gc)
+			case <-gc.rt.b.stop:
+			}
+		}()
+		return
+	}
+	gc.c = c
+	gc.state = coordinatorActive
+	gc.tick = time.AfterFunc(time.Hour, gc.onTick)
+	gc.expire = time.AfterFunc(gc.expireInterval(), gc.onExpire)
+	gc.rearmLocked()
+	groups := len(c.ListGroups(nil))
+	gc.mu.Unlock()
+	gc.rt.b.log.Info("coordinating consumer groups", "partition", gc.part.name(), "epoch", gc.epoch,
+		"groups", groups, "load_time", time.Since(start).Round(time.Millisecond))
+}
+
+// replay applies every record of the partition to c in offset order.
+func (gc *groupCoordinator) replay(c *group.Coordinator) error {
+	log := gc.part.log
+	end := log.LogEndOffset()
+	off := log.LogStartOffset()
+	now := nowMs()
+	for off < end {
+		data, err := log.Read(off, 1<<20, end, true)
+		if err != nil {
+			return fmt.Errorf("read %s at %d: %w", gc.part.name(), off, err)
+		}
+		if len(data) == 0 {
+			return fmt.Errorf("read %s at %d: no batch below the log end %d", gc.part.name(), off, end)
+		}
+		err = batch.Split(data, func(b []byte) error {
+			h, recs, err := records.Decode(b, maxLoadBatchBytes)
+			if err != nil {
+				return fmt.Errorf("batch at %d: %w", off, err)
+			}
+			off = h.LastOffset() + 1
+			if h.IsControl() {
+				return nil // transaction markers carry no group state
+			}
+			for _, r := range recs {
+				if err := c.Apply(now, group.Record{Key: r.Key, Value: r.Value}); err != nil {
+					// One unreadable record must not keep every group of
+					// the partition unavailable; say so and go on.
+					gc.rt.b.log.Error("skipping unreadable group record", "partition", gc.part.name(),
+						"offset", r.Offset(h), "err", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("load %s: %w", gc.part.name(), err)
+		}
+	}
+	return nil
+}
+
+func randomNonce() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+func (gc *groupCoordinator) expireInterval() time.Duration {
+	if d := gc.rt.b.cfg.OffsetsRetentionCheckInterval; d > 0 {
+		return d
+	}
+	return 10 * time.Minute
+}
+
+// servingErrLocked is the error for a request the coordinator cannot serve.
+func (gc *groupCoordinator) servingErrLocked() error {
+	switch gc.state {
+	case coordinatorLoading:
+		return kerr.CoordinatorLoadInProgress
+	case coordinatorStopped:
+		return kerr.NotCoordinator
+	}
+	return nil
+}
+
+// call runs fn on the coordinator and carries out its Output: the records
+// are appended and, once committed, the answers it holds are sent and
+// finish (the call's own answer, may be nil) is told nil; if the write
+// fails, they all get NOT_COORDINATOR and the partition is reloaded. An
+// error return means fn did not run: the coordinator is loading or gone.
+func (gc *groupCoordinator) call(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) error {
+	gc.mu.Lock()
+	if err := gc.servingErrLocked(); err != nil {
+		gc.mu.Unlock()
+		return err
+	}
+	out := fn(gc.c, nowMs())
+	send := gc.carryOutLocked(out, finish)
+	gc.rearmLocked()
+	gc.mu.Unlock()
+	send()
+	return nil
+}
+
+// write is call for requests whose purpose is to write (offset commits,
+// deletions): when the partition cannot take an acks=all write now (its
+// ISR is below min.insync.replicas), they are refused up front with
+// COORDINATOR_NOT_AVAILABLE, as Kafka answers, instead of changing the
+// coordinator's memory, failing the write and reloading the partition for
+// every retry.
+func (gc *groupCoordinator) write(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) error {
+	if err := gc.part.acksAllWritable(); err != nil {
+		return fmt.Errorf("%w: %s cannot take writes now: %v", kerr.CoordinatorNotAvailable, gc.part.name(), err)
+	}
+	return gc.call(fn, finish)
+}
+
+// read runs fn on the coordinator for a request that changes nothing.
+func (gc *groupCoordinator) read(fn func(c *group.Coordinator)) error {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if err := gc.servingErrLocked(); err != nil {
+		return err
+	}
+	fn(gc.c)
+	return nil
+}
+
+// park registers a JoinGroup answer callback and returns its request id.
+func (gc *groupCoordinator) parkJoin(memberID string, done func(group.JoinResponse)) group.RequestID {
+	gc.nextID++
+	gc.joins[gc.nextID] = parkedJoin{memberID: memberID, done: done}
+	return gc.nextID
+}
+
+func (gc *groupCoordinator) parkSync(done func(group.SyncResponse)) group.RequestID {
+	gc.nextID++
+	gc.syncs[gc.nextID] = done
+	return gc.nextID
+}
+
+// carryOutLocked takes the answers out of an Output and appends its
+// records. The answers (and finish) go out once the records, and any
+// written before them, are committed; the returned function sends them
+// when that is already the case.
+func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error)) (send func()) {
+	answers := gc.answersLocked(out)
+	if finish != nil {
+		answers = append(answers, finish)
+	}
+	deliver := func(err error) {
+		for _, a := range answers {
+			a(err)
+		}
+	}
+	if len(out.Records) == 0 {
+		if w := gc.lastWrite; w != nil {
+			return func() { w.then(deliver) }
+		}
+		return func() { deliver(nil) }
+	}
+	kvs := make([]batch.KeyValue, len(out.Records))
+	for i, r := range out.Records {
+		kvs[i] = batch.KeyValue{Key: r.Key, Value: r.Value}
+	}
+	req := api.ProduceParams{
+		Topic: gc.part.id, Partition: gc.part.index,
+		Batches: [][]byte{batch.BuildKeyed(kvs, nowMs())},
+		Acks:    -1, Timeout: groupWriteTimeout,
+	}
+	w := &groupWrite{}
+	w.then(deliver)
+	gc.lastWrite = w
+	// produce appends under the partition lock before it returns, so the
+	// log order is the order of calls under gc.mu. Its completion may run
+	// right here (under gc.mu) or on another goroutine: it only sends.
+	gc.part.produce(req, func(res api.ProduceResult) {
+		if res.Err == nil {
+			w.finish(nil)
+			return
+		}
+		w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, gc.part.name(), res.Err))
+		go gc.fail(res.Err)
+	})
+	return func() {}
+}
+
+// answersLocked turns the Output's answers into callbacks taking the
+// write's outcome: nil sends the coordinator's answer, an error replaces
+// it.
+func (gc *groupCoordinator) answersLocked(out group.Output) []func(error) {
+	var answers []func(error)
+	for _, j := range out.Joins {
+		pj, ok := gc.joins[j.To]
+		if !ok {
+			gc.rt.b.log.Error("group coordinator answered an unknown join", "request", j.To)
+			continue
+		}
+		delete(gc.joins, j.To)
+		resp := j.Response
+		answers = append(answers, func(err error) {
+			if err != nil {
+				resp = group.JoinResponse{Err: err, MemberID: pj.memberID, Generation: -1}
+			}
+			pj.done(resp)
+		})
+	}
+	for _, s := range out.Syncs {
+		done, ok := gc.syncs[s.To]
+		if !ok {
+			gc.rt.b.log.Error("group coordinator answered an unknown sync", "request", s.To)
+			continue
+		}
+		delete(gc.syncs, s.To)
+		resp := s.Response
+		answers = append(answers, func(err error) {
+			if err != nil {
+				resp = group.SyncResponse{Err: err}
+			}
+			done(resp)
+		})
+	}
+	return answers
+}
+
+// rearmLocked sets the tick timer to the coordinator's next deadline.
+func (gc *groupCoordinator) rearmLocked() {
+	if gc.state != coordinatorActive {
+		return
+	}
+	deadline, ok := gc.c.NextDeadline()
+	if !ok {
+		gc.tick.Stop()
+		return
+	}
+	// Timers never fire early, so at the firing now >= deadline and the
+	// coordinator's timer is due: no spinning on a deadline in the past.
+	gc.tick.Reset(max(time.Until(time.UnixMilli(deadline)), 0))
+}
+
+func (gc *groupCoordinator) onTick() {
+	_ = gc.call(func(c *group.Coordinator, now int64) group.Output { return c.Tick(now) }, nil)
+}
+
+func (gc *groupCoordinator) onExpire() {
+	err := gc.call(func(c *group.Coordinator, now int64) group.Output { return c.ExpireOffsets(now) }, nil)
+	if err == nil {
+		gc.mu.Lock()
+		if gc.state == coordinatorActive {
+			gc.expire.Reset(gc.expireInterval())
+		}
+		gc.mu.Unlock()
+	}
+}
+
+// stop unloads the coordinator for good: parked requests are answered
+// with NOT_COORDINATOR so their clients look for the new coordinator.
+func (gc *groupCoordinator) stop(why string) {
+	gc.mu.Lock()
+	if gc.state == coordinatorStopped {
+		gc.mu.Unlock()
+		return
+	}
+	wasActive := gc.state == coordinatorActive
+	gc.state = coordinatorStopped
+	var answers []func(error)
+	if wasActive {
+		gc.tick.Stop()
+		gc.expire.Stop()
+		// Unload writes nothing and answers only with errors: no need to
+		// wait for writes in flight.
+		answers = gc.answersLocked(gc.c.Unload())
+	}
+	leftover := gc.leftoverLocked()
+	gc.mu.Unlock()
+	for _, a := range answers {
+		a(nil)
+	}
+	leftover()
+	if wasActive {
+		gc.rt.b.log.Info("stopped coordinating consumer groups", "partition", gc.part.name(), "epoch", gc.epoch, "why", why)
+	}
+}
+
+// leftoverLocked answers requests still parked after Unload (there should
+// be none: Unload answers every parked request).
+func (gc *groupCoordinator) leftoverLocked() func() {
+	joins, syncs := gc.joins, gc.syncs
+	gc.joins, gc.syncs = map[group.RequestID]parkedJoin{}, map[group.RequestID]func(group.SyncResponse){}
+	return func() {
+		for _, pj := range joins {
+			pj.done(group.JoinResponse{Err: kerr.NotCoordinator, MemberID: pj.memberID, Generation: -1})
+		}
+		for _, done := range syncs {
+			done(group.SyncResponse{Err: kerr.NotCoordinator})
+		}
+	}
+}
+
+// fail handles a failed write: the coordinator's memory ran ahead of the
+// log, so it is unloaded and the partition loaded again from the log.
+func (gc *groupCoordinator) fail(cause error) {
+	if gc.isStopped() {
+		return
+	}
+	if !errors.Is(cause, kerr.NotLeaderForPartition) {
+		gc.rt.b.log.Warn("group state write failed; reloading", "partition", gc.part.name(), "err", cause)
+	}
+	gc.stop("write failed")
+	gc.rt.replaceFailed(gc)
+}
