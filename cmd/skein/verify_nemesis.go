@@ -30,19 +30,25 @@ type openFault struct {
 // nemesis inflicts faults on the brokers of a local cluster, records each
 // in the history, and can always heal them all.
 type nemesis struct {
-	c      *devCluster
-	rec    *recorder
-	topic  string
-	parts  int
-	rf     int
-	log    io.Writer
-	lastID int
-	open   map[int]openFault // fault id -> what to undo
-	paused []bool
+	c         *devCluster
+	vn        *verifyNetwork // the fault proxies; nil: no network faults
+	rec       *recorder
+	topic     string
+	parts     int
+	rf        int
+	producers int
+	consumers int
+	log       io.Writer
+	lastID    int
+	open      map[int]openFault // fault id -> what to undo
+	paused    []bool
+	limited   []bool // file size limited (disk-full)
 }
 
-func newNemesis(c *devCluster, rec *recorder, topic string, partitions, rf int, log io.Writer) *nemesis {
-	return &nemesis{c: c, rec: rec, topic: topic, parts: partitions, rf: rf, log: log, open: map[int]openFault{}, paused: make([]bool, c.n)}
+func newNemesis(c *devCluster, vn *verifyNetwork, rec *recorder, cfg *verifyConfig, log io.Writer) *nemesis {
+	return &nemesis{c: c, vn: vn, rec: rec, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
+		producers: cfg.producers, consumers: cfg.consumers, log: log, open: map[int]openFault{},
+		paused: make([]bool, c.n), limited: make([]bool, c.n)}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be
@@ -54,8 +60,11 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 			return nil
 		}
 		length := s.hold
-		if s.kind == faultRestart {
+		switch s.kind {
+		case faultRestart:
 			length = time.Duration(n.c.n) * restartEstimate
+		case faultCorrupt:
+			length = corruptEstimate
 		}
 		if time.Now().Add(length).After(deadline) {
 			return nil // a slow rolling restart used up the window
@@ -68,6 +77,12 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 			err = n.pauseFor(ctx, s.broker, s.hold)
 		case faultRestart:
 			err = n.rollingRestart(ctx)
+		case faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultSlow:
+			err = n.networkFault(ctx, s)
+		case faultCorrupt:
+			err = n.corrupt(ctx, s)
+		case faultDiskFull:
+			err = n.diskFullFor(ctx, s)
 		}
 		if err != nil {
 			return err
@@ -172,11 +187,21 @@ func (n *nemesis) terminate(i int) error {
 	return nil
 }
 
-// heal undoes every fault still in place: resumes paused brokers and
-// starts dead ones. It is safe to call at any time, more than once.
+// heal undoes every fault still in place: mends every link, lifts file
+// size limits, resumes paused brokers and starts dead ones. It is safe to
+// call at any time, more than once.
 func (n *nemesis) heal() error {
 	var firstErr error
+	if n.vn != nil {
+		n.vn.net.HealAll()
+	}
 	for i := range n.c.n {
+		if n.limited[i] && n.c.procs[i] != nil {
+			if err := liftFileSizeLimit(n.c.procs[i].Process.Pid); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("lift the file size limit of broker %d: %w", i+1, err)
+			}
+		}
+		n.limited[i] = false
 		if n.paused[i] && n.c.procs[i] != nil {
 			if err := n.c.procs[i].Process.Signal(syscall.SIGCONT); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("SIGCONT broker %d: %w", i+1, err)

@@ -39,7 +39,14 @@ var verifyBrokerOverrides = map[string]string{
 	"broker.session.timeout.ms":    "3000",
 	"replica.lag.time.max.ms":      "3000",
 	"replica.fetch.wait.max.ms":    "100",
+	// Small segments roll every few seconds under the workload, so a run
+	// holds sealed segments below the recovery point (for the corrupt
+	// fault) and active ones that pass the disk-full limit.
+	"log.segment.bytes": strconv.Itoa(verifySegmentBytes),
 }
+
+// verifySegmentBytes is the local brokers' log.segment.bytes.
+const verifySegmentBytes = 256 << 10
 
 // runVerifyWorkload runs the whole experiment and returns its history:
 // cluster up, topic created, consumers and producers started, faults for
@@ -53,7 +60,10 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 		Acks: cfg.acks, Idempotent: cfg.idempotent, Seed: cfg.seed, Nemesis: cfg.nemesisName, Duration: cfg.duration,
 		Started: started.UTC(), Cluster: cfg.bootstrap}
 	if cfg.bootstrap == "" {
-		c, err := startVerifyCluster(ctx, cfg, s)
+		c, vn, err := startVerifyCluster(ctx, cfg, s)
+		if vn != nil {
+			defer vn.net.Close() // after stopAll (deferred later, so run earlier)
+		}
 		if c != nil {
 			defer c.stopAll()
 		}
@@ -61,8 +71,8 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 			return nil, err
 		}
 		seeds = c.addrs()
-		meta.Cluster = fmt.Sprintf("local, %d brokers on %s, data in %s", c.n, strings.Join(seeds, ","), c.dataDir)
-		nem = newNemesis(c, rec, cfg.topic, cfg.partitions, cfg.replicationFactor, s.err)
+		meta.Cluster = fmt.Sprintf("local, %d brokers behind fault proxies on %s, data in %s", c.n, strings.Join(seeds, ","), c.dataDir)
+		nem = newNemesis(c, vn, rec, cfg, s.err)
 		defer nem.heal() // before stopAll (deferred earlier, so run later): a paused broker cannot stop
 	}
 	fmt.Fprintf(s.err, "verify: seed %d, topic %s, cluster %s, output in %s\n", cfg.seed, cfg.topic, meta.Cluster, cfg.out)
@@ -77,14 +87,22 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	consumerErrs := make(chan error, cfg.consumers)
 	for id := 1; id <= cfg.consumers; id++ {
 		consumers.Go(func() {
-			if err := runConsumer(consumerCtx, id, cfg, seeds, rec, prog); err != nil {
+			var dial []kgo.Opt
+			if nem != nil {
+				dial = append(dial, clientDialer(consumerNet+strconv.Itoa(id)))
+			}
+			if err := runConsumer(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
 				consumerErrs <- err
 			}
 		})
 	}
 	producers := make([]*verifyProducer, 0, cfg.producers)
 	for id := 1; id <= cfg.producers; id++ {
-		p, err := newVerifyProducer(id, cfg, seeds, rec)
+		var dial []kgo.Opt
+		if nem != nil {
+			dial = append(dial, clientDialer(producerNet+strconv.Itoa(id)))
+		}
+		p, err := newVerifyProducer(id, cfg, seeds, rec, dial...)
 		if err != nil {
 			for _, q := range producers {
 				q.cl.Close()
@@ -145,6 +163,12 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
+	if nem != nil && nem.vn != nil {
+		meta.Connections = map[string]int{}
+		for l, count := range nem.vn.net.Seen() {
+			meta.Connections[l.String()] = count
+		}
+	}
 	events, dropped := rec.snapshot()
 	if dropped > 0 {
 		return nil, fmt.Errorf("the history outgrew %d events (%d dropped), so it cannot be checked: lower --rate or --duration", maxVerifyEvents, dropped)
@@ -155,34 +179,48 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 // startVerifyCluster starts the local brokers in <out>/cluster and waits
 // until all registered. The cluster is returned (to be stopped) even when
 // it failed to come up.
-func startVerifyCluster(ctx context.Context, cfg *verifyConfig, s streams) (*devCluster, error) {
+//
+// Each broker listens on its own loopback address behind a fault proxy
+// (see verify_network.go); the proxies listen where the cluster's
+// addresses say, so clients and brokers reach each other only through them.
+func startVerifyCluster(ctx context.Context, cfg *verifyConfig, s streams) (*devCluster, *verifyNetwork, error) {
 	c := &devCluster{bin: cfg.bin, dataDir: filepath.Join(cfg.out, "cluster"), n: localBrokers, base: cfg.port, verbose: cfg.verbose,
 		procs: make([]*exec.Cmd, localBrokers), exited: make([]chan struct{}, localBrokers), out: s.err, overrides: verifyBrokerOverrides}
 	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("local cluster data directory: %w", err)
+		return nil, nil, fmt.Errorf("local cluster data directory: %w", err)
 	}
 	for i := range c.n {
 		for _, port := range []int{c.clientPort(i), c.ctrlPort(i)} {
-			if err := portFree(port); err != nil {
-				return nil, fmt.Errorf("local cluster: %w; choose another --port", err)
+			for _, host := range []string{proxyHost, nodeHost(i)} {
+				if err := hostPortFree(host, port); err != nil {
+					return nil, nil, fmt.Errorf("local cluster: %w; choose another --port", err)
+				}
 			}
 		}
 	}
+	vn, err := startVerifyNetwork(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("local cluster: %w", err)
+	}
+	c.nodeProps = func(i int) map[string]string { return vn.nodeProps(c, i) }
 	for i := range c.n {
 		if err := c.start(i); err != nil {
-			return c, err
+			return c, vn, err
 		}
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
-	return c, c.waitReady(readyCtx)
+	return c, vn, c.waitReady(readyCtx)
 }
 
 // portFree checks that nothing listens on 127.0.0.1:port.
-func portFree(port int) error {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+func portFree(port int) error { return hostPortFree("127.0.0.1", port) }
+
+// hostPortFree checks that nothing listens on host:port.
+func hostPortFree(host string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return fmt.Errorf("port %d is taken: %w", port, err)
+		return fmt.Errorf("%s:%d is taken: %w", host, port, err)
 	}
 	return l.Close()
 }

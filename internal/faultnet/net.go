@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"time"
@@ -32,11 +33,12 @@ type Net struct {
 
 	mu      sync.Mutex
 	proxies []*Proxy
+	seen    map[Link]int // connections accepted per link
 }
 
 // New returns a network whose proxies name sources with namer.
 func New(namer Namer) *Net {
-	return &Net{rules: newRules(), namer: namer}
+	return &Net{rules: newRules(), namer: namer, seen: map[Link]int{}}
 }
 
 // Set puts rule on every link given (Pass removes their faults). Drop
@@ -63,6 +65,20 @@ func (n *Net) HealAll() {
 
 // Faults describes the faulty links, for logs.
 func (n *Net) Faults() string { return n.rules.String() }
+
+// Seen counts the connections accepted so far on each link: it shows
+// which sources the proxies told apart.
+func (n *Net) Seen() map[Link]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.seen)
+}
+
+func (n *Net) saw(l Link) {
+	n.mu.Lock()
+	n.seen[l]++
+	n.mu.Unlock()
+}
 
 // Listen starts a proxy on addr (host:port; port 0 picks one) that
 // forwards to target and names its destination to.
@@ -161,6 +177,7 @@ func (p *Proxy) accept() {
 			return // closed
 		}
 		pr := newPair(c, Link{From: p.net.namer(c.RemoteAddr()), To: p.to})
+		p.net.saw(pr.link)
 		if !p.track(pr) {
 			c.Close()
 			continue

@@ -216,6 +216,10 @@ func TestRulesApplyPerSource(t *testing.T) {
 	if got := n.Faults(); got != "127.0.0.2->server drop" {
 		t.Errorf("Faults() = %q", got)
 	}
+	seen := n.Seen()
+	if seen[Link{"127.0.0.2", "server"}] != 1 || seen[Link{"127.0.0.3", "server"}] != 1 {
+		t.Errorf("Seen() = %v, want one connection from each source", seen)
+	}
 }
 
 func TestTargetDownClosesClient(t *testing.T) {
