@@ -213,9 +213,6 @@ func startVerifyCluster(ctx context.Context, cfg *verifyConfig, s streams) (*dev
 	return c, vn, c.waitReady(readyCtx)
 }
 
-// portFree checks that nothing listens on 127.0.0.1:port.
-func portFree(port int) error { return hostPortFree("127.0.0.1", port) }
-
 // hostPortFree checks that nothing listens on host:port.
 func hostPortFree(host string, port int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
