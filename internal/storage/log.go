@@ -40,7 +40,7 @@ type Log struct {
 	// or -1: the recovery point stays at or below it, and no clean
 	// shutdown is recorded (see noteDamage).
 	damagedFrom int64
-	closed bool
+	closed      bool
 
 	// forceFullRecovery is set while opening when a checkpoint that
 	// recovery relies on is unreadable.
