@@ -21,6 +21,24 @@ const (
 	rejoinTimeout = 30 * time.Second
 )
 
+// faultDriver inflicts a schedule of faults on a cluster and undoes them:
+// the local cluster's processes and proxies (nemesis), or a Compose
+// cluster's containers (composeNemesis).
+type faultDriver interface {
+	// run follows plan until it ends, ctx ends or the next fault would not
+	// be over by deadline.
+	run(ctx context.Context, plan []faultStep, deadline time.Time) error
+	// heal undoes every fault still in place; safe to call more than once.
+	heal() error
+	// waitWhole waits until every broker is registered again.
+	waitWhole(ctx context.Context) error
+	// brokers is how many brokers faults may hit.
+	brokers() int
+}
+
+func (n *nemesis) waitWhole(ctx context.Context) error { return n.c.waitReady(ctx) }
+func (n *nemesis) brokers() int                        { return n.c.n }
+
 // openFault is a fault inflicted and not yet undone.
 type openFault struct {
 	broker int // 0-based

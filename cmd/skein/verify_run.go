@@ -55,7 +55,8 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	started := time.Now()
 	rec := newRecorder(started, maxVerifyEvents)
 	seeds := splitList(cfg.bootstrap)
-	var nem *nemesis
+	var driver faultDriver
+	var local *nemesis // the local cluster's driver, when there is one
 	meta := verify.Meta{Topic: cfg.topic, Partitions: cfg.partitions, Producers: cfg.producers, Consumers: cfg.consumers,
 		Acks: cfg.acks, Idempotent: cfg.idempotent, Seed: cfg.seed, Nemesis: cfg.nemesisName, Duration: cfg.duration,
 		Started: started.UTC(), Cluster: cfg.bootstrap}
@@ -72,8 +73,18 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 		}
 		seeds = c.addrs()
 		meta.Cluster = fmt.Sprintf("local, %d brokers behind fault proxies on %s, data in %s", c.n, strings.Join(seeds, ","), c.dataDir)
-		nem = newNemesis(c, vn, rec, cfg, s.err)
-		defer nem.heal() // before stopAll (deferred earlier, so run later): a paused broker cannot stop
+		local = newNemesis(c, vn, rec, cfg, s.err)
+		driver = local
+		defer local.heal() // before stopAll (deferred earlier, so run later): a paused broker cannot stop
+	}
+	if cfg.compose != "" {
+		cn, err := newComposeNemesis(ctx, cfg.compose, seeds, rec, cfg, s.err)
+		if err != nil {
+			return nil, err
+		}
+		driver = cn
+		defer cn.heal()
+		meta.Cluster = fmt.Sprintf("Compose project %s (%d brokers) at %s", cfg.compose, cn.brokers(), cfg.bootstrap)
 	}
 	fmt.Fprintf(s.err, "verify: seed %d, topic %s, cluster %s, output in %s\n", cfg.seed, cfg.topic, meta.Cluster, cfg.out)
 	if err := createVerifyTopic(ctx, cfg, seeds); err != nil {
@@ -88,7 +99,7 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	for id := 1; id <= cfg.consumers; id++ {
 		consumers.Go(func() {
 			var dial []kgo.Opt
-			if nem != nil {
+			if local != nil {
 				dial = append(dial, clientDialer(consumerNet+strconv.Itoa(id)))
 			}
 			if err := runConsumer(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
@@ -99,7 +110,7 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	producers := make([]*verifyProducer, 0, cfg.producers)
 	for id := 1; id <= cfg.producers; id++ {
 		var dial []kgo.Opt
-		if nem != nil {
+		if local != nil {
 			dial = append(dial, clientDialer(producerNet+strconv.Itoa(id)))
 		}
 		p, err := newVerifyProducer(id, cfg, seeds, rec, dial...)
@@ -124,10 +135,10 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "faults"})
 	faultWindowEnd := time.Now().Add(cfg.duration)
-	if nem != nil && len(cfg.nemesis) > 0 {
-		plan := planFaults(cfg.seed, cfg.duration, cfg.nemesis, nem.c.n)
+	if driver != nil && len(cfg.nemesis) > 0 {
+		plan := planFaults(cfg.seed, cfg.duration, cfg.nemesis, driver.brokers())
 		fmt.Fprintf(s.err, "verify: %d faults planned over %v\n", len(plan), cfg.duration)
-		if err := nem.run(ctx, plan, faultWindowEnd); err != nil {
+		if err := driver.run(ctx, plan, faultWindowEnd); err != nil {
 			close(stopProducing)
 			return nil, fmt.Errorf("nemesis: %w", err)
 		}
@@ -135,8 +146,8 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	sleepCtx(ctx, time.Until(faultWindowEnd))
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "heal"})
-	if nem != nil {
-		if err := healAndWait(ctx, nem, cfg, seeds, s); err != nil {
+	if driver != nil {
+		if err := healAndWait(ctx, driver, cfg, seeds, s); err != nil {
 			close(stopProducing)
 			return nil, err
 		}
@@ -163,9 +174,9 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
-	if nem != nil && nem.vn != nil {
+	if local != nil && local.vn != nil {
 		meta.Connections = map[string]int{}
-		for l, count := range nem.vn.net.Seen() {
+		for l, count := range local.vn.net.Seen() {
 			meta.Connections[l.String()] = count
 		}
 	}
@@ -275,14 +286,14 @@ func topicReady(ctx context.Context, seeds []string, topic string, partitions, r
 // healAndWait ends every fault and waits, bounded, for the cluster to be
 // whole again. Not getting there is noted, not fatal: the drain and the
 // checker show what it cost.
-func healAndWait(ctx context.Context, nem *nemesis, cfg *verifyConfig, seeds []string, s streams) error {
+func healAndWait(ctx context.Context, nem faultDriver, cfg *verifyConfig, seeds []string, s streams) error {
 	fmt.Fprintf(s.err, "verify: healing the cluster\n")
 	if err := nem.heal(); err != nil {
 		return fmt.Errorf("heal: %w", err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, healTimeout)
 	defer cancel()
-	if err := nem.c.waitReady(hctx); err != nil {
+	if err := nem.waitWhole(hctx); err != nil {
 		fmt.Fprintf(s.err, "verify: not every broker came back: %v\n", err)
 		return nil
 	}

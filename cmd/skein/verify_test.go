@@ -67,6 +67,21 @@ func TestParseVerifyFlags(t *testing.T) {
 			}
 			return ""
 		}},
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein"}, check: func(c *verifyConfig) string {
+			if !reflect.DeepEqual(c.nemesis, composeFaults) || c.nemesisName != joinKinds(composeFaults) {
+				return fmt.Sprintf("compose faults %v (%s), want %v", c.nemesis, c.nemesisName, composeFaults)
+			}
+			return ""
+		}},
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,partition"}, check: func(c *verifyConfig) string {
+			want := []faultKind{faultKill, faultIsolateLeader, faultIsolateController, faultIsolateMinority}
+			if !reflect.DeepEqual(c.nemesis, want) {
+				return fmt.Sprintf("a group keeps what Compose can do: %v, want %v", c.nemesis, want)
+			}
+			return ""
+		}},
+		{args: []string{"--compose", "skein"}, wantErr: "--compose needs --bootstrap-server"},
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,slow"}, wantErr: "slow is not available with --compose"},
 		{args: []string{"--nemesis", "none"}, check: func(c *verifyConfig) string {
 			if len(c.nemesis) != 0 {
 				return "none has faults"
