@@ -117,7 +117,7 @@ func (n *Net) closeLinks(links []Link) {
 	proxies := append([]*Proxy(nil), n.proxies...)
 	n.mu.Unlock()
 	for _, p := range proxies {
-		p.closeWhere(func(pr *pair) bool { return want[pr.link] })
+		p.abortWhere(func(pr *pair) bool { return want[pr.link] })
 	}
 }
 
@@ -151,12 +151,12 @@ func (p *Proxy) Close() error {
 	close(p.done)
 	p.mu.Unlock()
 	err := p.ln.Close()
-	p.closeWhere(func(*pair) bool { return true })
+	p.abortWhere(func(*pair) bool { return true })
 	p.wg.Wait()
 	return err
 }
 
-func (p *Proxy) closeWhere(match func(*pair) bool) {
+func (p *Proxy) abortWhere(match func(*pair) bool) {
 	p.mu.Lock()
 	var victims []*pair
 	for pr := range p.conns {
@@ -166,7 +166,7 @@ func (p *Proxy) closeWhere(match func(*pair) bool) {
 	}
 	p.mu.Unlock()
 	for _, pr := range victims {
-		pr.close()
+		pr.abort()
 	}
 }
 
@@ -209,12 +209,14 @@ func (p *Proxy) untrack(pr *pair) {
 func (p *Proxy) serve(pr *pair) {
 	defer p.untrack(pr)
 	if !p.wait(pr, time.Time{}) {
+		pr.abort()
 		return
 	}
 	d := net.Dialer{Timeout: dialTimeout}
 	server, err := d.Dial("tcp", p.target)
 	if err != nil {
-		return // the target is down: the client sees its connection close
+		pr.abort() // the target is down: the client sees its connection reset
+		return
 	}
 	if !pr.setServer(server) {
 		server.Close()
@@ -236,11 +238,11 @@ func (p *Proxy) pump(pr *pair, src, dst net.Conn) {
 		readAt := time.Now()
 		if n > 0 {
 			if !p.wait(pr, readAt) {
-				pr.close()
+				pr.abort()
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				pr.close()
+				pr.abort()
 				return
 			}
 		}
@@ -248,14 +250,14 @@ func (p *Proxy) pump(pr *pair, src, dst net.Conn) {
 			// The end of src, too, passes the link's rule: a close does not
 			// cross a blackhole either.
 			if n == 0 && !p.wait(pr, readAt) {
-				pr.close()
+				pr.abort()
 				return
 			}
 			if tc, ok := dst.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
 				tc.CloseWrite()
 				return
 			}
-			pr.close()
+			pr.abort() // src broke: so does dst
 			return
 		}
 	}

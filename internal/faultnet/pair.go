@@ -38,6 +38,22 @@ func (pr *pair) isClosed() bool {
 	return pr.closed
 }
 
+// abort closes both sides with a reset (SO_LINGER 0) rather than a FIN:
+// to a client it looks like a refused or broken connection, which clients
+// retry, where an orderly close right after connecting looks like a
+// misconfigured peer (franz-go, for one, then gives up on the request).
+func (pr *pair) abort() {
+	pr.mu.Lock()
+	server := pr.server
+	pr.mu.Unlock()
+	for _, c := range []net.Conn{pr.client, server} {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+	}
+	pr.close()
+}
+
 // close closes both sides once.
 func (pr *pair) close() {
 	pr.mu.Lock()
