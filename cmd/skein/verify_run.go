@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -26,6 +27,9 @@ const (
 	healTimeout         = 90 * time.Second
 	flushTimeout        = 60 * time.Second
 	endOffsetsTimeout   = 30 * time.Second
+	// endStableFor is how long the end offsets must stay put to count as
+	// the end.
+	endStableFor = 500 * time.Millisecond
 	// maxDrainNotes bounds how many lagging consumer partitions an
 	// incomplete drain lists.
 	maxDrainNotes = 5
@@ -331,9 +335,35 @@ func drainConsumers(ctx context.Context, cfg *verifyConfig, seeds []string, prog
 	}
 }
 
-// endOffsets asks for every partition's end offset, retrying while
-// leaders settle.
+// endOffsets asks for every partition's end offset until two answers
+// endStableFor apart agree. The end offset is the high watermark, and with
+// acks=1 a leader acknowledges records its followers have not copied yet:
+// the high watermark goes on rising after the producers stop, and a drain
+// to its first value would miss acknowledged records that are not lost.
 func endOffsets(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int32]int64, error) {
+	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
+	defer cancel()
+	var prev map[int32]int64
+	err := waitFor(ectx, "end offsets to settle", func() bool {
+		ends, err := endOffsetsOnce(ectx, cfg, seeds)
+		if err != nil {
+			return false
+		}
+		if maps.Equal(prev, ends) {
+			return true
+		}
+		prev = ends
+		return !sleepCtx(ectx, endStableFor) // ends: the wait reports the timeout
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
+// endOffsetsOnce asks for every partition's end offset, retrying while
+// leaders settle.
+func endOffsetsOnce(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int32]int64, error) {
 	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
 	defer cancel()
 	var ends map[int32]int64
