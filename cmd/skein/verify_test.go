@@ -354,3 +354,36 @@ func TestSourceNameTellsNodesAndClientsApart(t *testing.T) {
 		t.Error("nodeHost and sourceName disagree")
 	}
 }
+
+func TestDamageSegment(t *testing.T) {
+	dir := t.TempDir()
+	first := bytes.Repeat([]byte{0xaa}, 100)
+	last := bytes.Repeat([]byte{0xbb}, 90)
+	for name, data := range map[string][]byte{"00000000000000000000.log": first, "00000000000000000042.log": last, "00000000000000000000.index": {1, 2}} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := damageSegment(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "00000000000000000000.log"))
+	diff := 0
+	for i := range got {
+		if got[i] != first[i] {
+			diff++
+		}
+	}
+	if len(got) != len(first) || diff != 1 {
+		t.Fatalf("flip: the oldest segment has %d bytes, %d changed; want %d bytes, 1 changed", len(got), diff, len(first))
+	}
+	if _, err := damageSegment(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "00000000000000000042.log")); len(got) != 60 {
+		t.Fatalf("truncate: the newest segment has %d bytes, want 60", len(got))
+	}
+	if _, err := damageSegment(t.TempDir(), false); err == nil {
+		t.Fatal("an empty directory was damaged")
+	}
+}
