@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/skein-log/skein/internal/verify"
 )
 
 // The Compose variant: faults on the containers of a cluster started with
@@ -41,13 +37,10 @@ type composeNemesis struct {
 	network    string   // the Docker network's name
 	containers []string // container ids, by node index (node id - 1)
 	seeds      []string
-	rec        *recorder
-	topic      string
-	parts      int
-	rf         int
-	log        io.Writer
-	lastID     int
-	open       map[int]openFault
+	faultBook
+	topic string
+	parts int
+	rf    int
 	// What heal must undo, by node index.
 	paused, stopped, disconnected []bool
 }
@@ -73,8 +66,8 @@ func newComposeNemesis(ctx context.Context, project string, seeds []string, rec 
 		return nil, fmt.Errorf("--compose needs a working Docker daemon: %w", err)
 	}
 	label := "label=com.docker.compose.project=" + project
-	n := &composeNemesis{project: project, seeds: seeds, rec: rec, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
-		log: log, open: map[int]openFault{}}
+	n := &composeNemesis{faultBook: newFaultBook(rec, log), project: project, seeds: seeds, topic: cfg.topic, parts: cfg.partitions,
+		rf: cfg.replicationFactor}
 	for id := 1; id <= composeMaxBrokers; id++ {
 		c, err := docker(ctx, "ps", "-aq", "--filter", label, "--filter", "label=com.docker.compose.service=broker-"+strconv.Itoa(id))
 		if err != nil {
@@ -205,21 +198,6 @@ func (n *composeNemesis) lookup(ctx context.Context, pick func(kadm.Metadata) in
 	return fallback
 }
 
-func (n *composeNemesis) begin(broker int, kind faultKind, note string) int {
-	n.lastID++
-	n.open[n.lastID] = openFault{broker: broker, kind: kind}
-	n.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: n.lastID, Broker: broker + 1, Note: note})
-	fmt.Fprintf(n.log, "nemesis: %s\n", note)
-	return n.lastID
-}
-
-func (n *composeNemesis) end(id int, note string) {
-	f := n.open[id]
-	delete(n.open, id)
-	n.rec.add(verify.Event{Type: verify.EventFaultEnd, Fault: id, Broker: f.broker + 1, Note: note})
-	fmt.Fprintf(n.log, "nemesis: %s\n", note)
-}
-
 // heal reconnects, unpauses and starts every container a fault left so.
 func (n *composeNemesis) heal() error {
 	ctx := context.Background()
@@ -244,10 +222,7 @@ func (n *composeNemesis) heal() error {
 			n.stopped[i] = false
 		}
 	}
-	ids := slices.Sorted(maps.Keys(n.open))
-	for _, id := range ids {
-		n.end(id, "healed "+service(n.open[id].broker))
-	}
+	n.endAll(service)
 	return errors.Join(errs...)
 }
 

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"syscall"
 	"time"
 
@@ -45,28 +46,60 @@ type openFault struct {
 	kind   faultKind
 }
 
+// faultBook numbers the faults a driver inflicts, records their start and
+// end in the history and the log, and remembers which are still open.
+type faultBook struct {
+	rec    *recorder
+	log    io.Writer
+	lastID int
+	open   map[int]openFault // fault id -> what to undo
+}
+
+func newFaultBook(rec *recorder, log io.Writer) faultBook {
+	return faultBook{rec: rec, log: log, open: map[int]openFault{}}
+}
+
+// begin records the start of a fault and returns its id.
+func (b *faultBook) begin(broker int, kind faultKind, note string) int {
+	b.lastID++
+	b.open[b.lastID] = openFault{broker: broker, kind: kind}
+	b.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: b.lastID, Broker: broker + 1, Note: note})
+	fmt.Fprintf(b.log, "nemesis: %s\n", note)
+	return b.lastID
+}
+
+func (b *faultBook) end(id int, note string) {
+	f := b.open[id]
+	delete(b.open, id)
+	b.rec.add(verify.Event{Type: verify.EventFaultEnd, Fault: id, Broker: f.broker + 1, Note: note})
+	fmt.Fprintf(b.log, "nemesis: %s\n", note)
+}
+
+// endAll records the end of every open fault, as healed.
+func (b *faultBook) endAll(name func(broker int) string) {
+	for _, id := range slices.Sorted(maps.Keys(b.open)) {
+		b.end(id, "healed "+name(b.open[id].broker))
+	}
+}
+
 // nemesis inflicts faults on the brokers of a local cluster, records each
 // in the history, and can always heal them all.
 type nemesis struct {
+	faultBook
 	c         *devCluster
 	vn        *verifyNetwork // the fault proxies; nil: no network faults
-	rec       *recorder
 	topic     string
 	parts     int
 	rf        int
 	producers int
 	consumers int
-	log       io.Writer
-	lastID    int
-	open      map[int]openFault // fault id -> what to undo
 	paused    []bool
 	limited   []bool // file size limited (disk-full)
 }
 
 func newNemesis(c *devCluster, vn *verifyNetwork, rec *recorder, cfg *verifyConfig, log io.Writer) *nemesis {
-	return &nemesis{c: c, vn: vn, rec: rec, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
-		producers: cfg.producers, consumers: cfg.consumers, log: log, open: map[int]openFault{},
-		paused: make([]bool, c.n), limited: make([]bool, c.n)}
+	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
+		producers: cfg.producers, consumers: cfg.consumers, paused: make([]bool, c.n), limited: make([]bool, c.n)}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be
@@ -110,21 +143,6 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 }
 
 // begin records the start of a fault and returns its id.
-func (n *nemesis) begin(broker int, kind faultKind, note string) int {
-	n.lastID++
-	n.open[n.lastID] = openFault{broker: broker, kind: kind}
-	n.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: n.lastID, Broker: broker + 1, Note: note})
-	fmt.Fprintf(n.log, "nemesis: %s\n", note)
-	return n.lastID
-}
-
-func (n *nemesis) end(id int, note string) {
-	f := n.open[id]
-	delete(n.open, id)
-	n.rec.add(verify.Event{Type: verify.EventFaultEnd, Fault: id, Broker: f.broker + 1, Note: note})
-	fmt.Fprintf(n.log, "nemesis: %s\n", note)
-}
-
 func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error {
 	id := n.begin(i, faultKill, fmt.Sprintf("kill -9 broker %d", i+1))
 	n.c.kill(i)
@@ -232,14 +250,7 @@ func (n *nemesis) heal() error {
 			}
 		}
 	}
-	ids := make([]int, 0, len(n.open))
-	for id := range n.open {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		n.end(id, fmt.Sprintf("healed broker %d", n.open[id].broker+1))
-	}
+	n.endAll(func(broker int) string { return fmt.Sprintf("broker %d", broker+1) })
 	return firstErr
 }
 
