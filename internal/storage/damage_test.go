@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -76,5 +77,43 @@ func TestDamageBelowRecoveryPointIsCutAtNextOpen(t *testing.T) {
 				t.Fatalf("latest epoch after the cut: %d %v, want 1 (epoch 2 began past the cut)", latest, ok)
 			}
 		})
+	}
+}
+
+// TestDamagedHeaderFoundByScanIsCutAtNextOpen: a flipped byte in a batch
+// header below the recovery point breaks the header walk (rebuilding
+// producer state at start-up), which reports ErrCorrupt and notes the
+// damage; reopening the log cuts it at that batch, and the walk succeeds.
+func TestDamagedHeaderFoundByScanIsCutAtNextOpen(t *testing.T) {
+	fs := vfs.NewMem()
+	l := openLog(t, fs, "/p", smallConfig())
+	var results []AppendResult
+	for i := range 40 {
+		results = append(results, mustAppend(t, l, makeBatch(3, 80, int64(i), byte(i)), 1, int64(i)))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	victim := results[5]
+	// The low byte of the victim's base offset.
+	if err := fs.Corrupt(segmentFileName("/p", 0, logSuffix), victim.Position+7, 0x11); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, fs, "/p", smallConfig())
+	count := 0
+	err := l.ScanHeaders(0, func(batch.Header) error { count++; return nil })
+	if !errors.Is(err, ErrCorrupt) || count != 5 {
+		t.Fatalf("scan over a damaged header: %d headers, %v; want 5 and ErrCorrupt", count, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, fs, "/p", smallConfig())
+	defer l.Close()
+	if got := l.LogEndOffset(); got != victim.BaseOffset {
+		t.Fatalf("reopened log ends at %d, want the damaged batch's offset %d", got, victim.BaseOffset)
+	}
+	if err := l.ScanHeaders(0, func(batch.Header) error { return nil }); err != nil {
+		t.Fatalf("scan after the cut: %v", err)
 	}
 }

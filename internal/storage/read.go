@@ -214,18 +214,34 @@ func (l *Log) MaxTimestamp() (ts int64, offset int64) {
 
 // ScanHeaders calls fn with the header of every batch whose last offset is
 // >= from, in order (rebuilding producer state at startup). fn must not
-// call back into the Log: the log is read-locked meanwhile.
+// call back into the Log: the log is read-locked meanwhile. A damaged
+// header fails the scan with ErrCorrupt and is noted as a read's would be
+// (see noteDamage): the log is cut there when it is next opened.
 func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
+	damaged, err := l.scanHeaders(from, fn)
+	if damaged >= 0 {
+		l.noteDamage(damaged, err)
+	}
+	return err
+}
+
+// scanHeaders does ScanHeaders' work; damaged is the base of a segment
+// found corrupt, or -1.
+func (l *Log) scanHeaders(from int64, fn func(h batch.Header) error) (damaged int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	damaged = -1
 	if l.closed {
-		return fmt.Errorf("scan %s: %w", l.dir, ErrClosed)
+		return damaged, fmt.Errorf("scan %s: %w", l.dir, ErrClosed)
 	}
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
 		pos, _, found, err := s.findBatch(from)
 		if err != nil {
-			return fmt.Errorf("scan %s from %d: %w", l.dir, from, err)
+			if errors.Is(err, ErrCorrupt) {
+				damaged = s.base
+			}
+			return damaged, fmt.Errorf("scan %s from %d: %w", l.dir, from, err)
 		}
 		if !found {
 			continue
@@ -240,14 +256,22 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 			if err == nil && expected >= 0 && h.BaseOffset != expected {
 				err = fmt.Errorf("%w: batch at %d starts at %d, expected %d", ErrCorrupt, at, h.BaseOffset, expected)
 			}
+			if errors.Is(err, errTornTail) {
+				// Inside the segment's known size a partial batch is damage:
+				// a length field that lies.
+				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
 			if err != nil {
-				return fmt.Errorf("scan %s: %w", s.logPath(), err)
+				if errors.Is(err, ErrCorrupt) {
+					damaged = s.base
+				}
+				return damaged, fmt.Errorf("scan %s: %w", s.logPath(), err)
 			}
 			expected = h.LastOffset() + 1
 			if err := fn(h); err != nil {
-				return err
+				return damaged, err
 			}
 		}
 	}
-	return nil
+	return damaged, nil
 }
