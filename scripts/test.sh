@@ -31,18 +31,19 @@ for pkg in $(go list ./internal/...); do
 	done
 done
 
-# The Compose test (a 3-broker cluster of FROM-scratch containers, one
-# killed mid-stream) runs where Docker works.
+# The Compose tests (a 3-broker cluster of FROM-scratch containers: one
+# killed mid-stream; and a skein verify run whose faults are docker kill,
+# pause and network disconnect) run where Docker works.
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && \
 	{ command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; }; then
 	export SKEINTEST_COMPOSE=1
 else
-	echo "Docker with Compose is not available here: the Compose cluster test is skipped."
+	echo "Docker with Compose is not available here: the Compose cluster tests (kill, verify) are skipped."
 fi
 
 # A bounded chaos run: skein verify against a local 3-broker cluster for
-# 15 s of kill -9 and SIGSTOP faults must be VALID with nothing lost or
-# duplicated (TestVerifyLocalCluster in cmd/skein).
+# 20 s of kill -9, SIGSTOP and network-partition faults must be VALID with
+# nothing lost or duplicated (TestVerifyLocalCluster in cmd/skein).
 export SKEINTEST_VERIFY=1
 
 echo "== test"

@@ -42,6 +42,9 @@ type devCluster struct {
 	// overrides are server properties set over the defaults start uses
 	// (verify shortens session and lag timeouts to see more faults).
 	overrides map[string]string
+	// nodeProps, when set, gives properties of broker i set over those
+	// (verify puts each broker behind fault proxies).
+	nodeProps func(i int) map[string]string
 }
 
 func runDev(args []string) error {
@@ -146,6 +149,9 @@ func (c *devCluster) start(i int) error {
 		"log.level":                        "info",
 	}
 	maps.Copy(props, c.overrides)
+	if c.nodeProps != nil {
+		maps.Copy(props, c.nodeProps(i))
+	}
 	args := []string{"server"}
 	for k, v := range props {
 		args = append(args, "--override", k+"="+v)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/skein-log/skein/internal/verify"
@@ -48,6 +50,7 @@ type verifyConfig struct {
 	rate              int // records per second per producer
 	out               string
 	bootstrap         string // empty: start a local cluster
+	compose           string // Compose project whose containers the faults hit (with bootstrap)
 	port              int
 	topic             string
 	drainTimeout      time.Duration
@@ -72,7 +75,8 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*verifyConfig, e
 	fs.IntVar(&cfg.consumers, "consumers", 2, "consumers, each assigned every partition from the beginning")
 	fs.IntVar(&cfg.rate, "rate", 200, "records per second per producer")
 	fs.StringVar(&cfg.out, "out", "", "directory for history.json, timeline.html, verdict.txt and the local cluster's data (default: a new temporary directory)")
-	fs.StringVar(&cfg.bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no process faults then)")
+	fs.StringVar(&cfg.bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no faults then, unless --compose)")
+	fs.StringVar(&cfg.compose, "compose", "", "Compose project of the --bootstrap-server cluster (deploy/docker-compose.yml): faults hit its containers with docker kill, pause, stop and network disconnect")
 	fs.IntVar(&cfg.port, "port", 19092, "client port of local broker 1; broker N listens on port+100*(N-1), its controller on that +1")
 	fs.StringVar(&cfg.topic, "topic", "", "topic to create (default: verify-<seed>-<time>); must not exist")
 	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "how long consumers may take to read to the end after the faults")
@@ -106,9 +110,27 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*verifyConfig, e
 		return nil, err
 	}
 	cfg.nemesis = kinds
-	if cfg.bootstrap != "" {
+	switch {
+	case cfg.compose != "" && cfg.bootstrap == "":
+		return nil, errors.New("--compose needs --bootstrap-server: the Compose cluster's published addresses")
+	case cfg.compose != "":
+		// Only what the docker CLI can do; "all" (the default) means all of
+		// that, a kind asked for by name that it cannot do is an error.
+		var kept []faultKind
+		for _, k := range kinds {
+			if slices.Contains(composeFaults, k) {
+				kept = append(kept, k)
+			} else if explicit["nemesis"] && strings.Contains(","+cfg.nemesisName+",", ","+string(k)+",") {
+				return nil, fmt.Errorf("--nemesis %s is not available with --compose (available: %s)", k, joinKinds(composeFaults))
+			}
+		}
+		cfg.nemesis = kept
+		if !explicit["nemesis"] {
+			cfg.nemesisName = joinKinds(kept)
+		}
+	case cfg.bootstrap != "":
 		if explicit["nemesis"] && len(kinds) > 0 {
-			return nil, errors.New("--nemesis needs the local cluster: process faults are not inflicted on a cluster given by --bootstrap-server")
+			return nil, errors.New("--nemesis needs the local cluster or --compose: faults are not inflicted on a cluster given by --bootstrap-server alone")
 		}
 		cfg.nemesis, cfg.nemesisName = nil, "none"
 	}
@@ -119,6 +141,15 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*verifyConfig, e
 		cfg.topic = fmt.Sprintf("verify-%d-%d", cfg.seed, now.Unix())
 	}
 	return cfg, cfg.validate()
+}
+
+// joinKinds lists fault kinds comma-separated.
+func joinKinds(kinds []faultKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ",")
 }
 
 func (c *verifyConfig) validate() error {

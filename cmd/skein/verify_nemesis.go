@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"syscall"
 	"time"
 
@@ -21,28 +22,84 @@ const (
 	rejoinTimeout = 30 * time.Second
 )
 
+// faultDriver inflicts a schedule of faults on a cluster and undoes them:
+// the local cluster's processes and proxies (nemesis), or a Compose
+// cluster's containers (composeNemesis).
+type faultDriver interface {
+	// run follows plan until it ends, ctx ends or the next fault would not
+	// be over by deadline.
+	run(ctx context.Context, plan []faultStep, deadline time.Time) error
+	// heal undoes every fault still in place; safe to call more than once.
+	heal() error
+	// waitWhole waits until every broker is registered again.
+	waitWhole(ctx context.Context) error
+	// brokers is how many brokers faults may hit.
+	brokers() int
+}
+
+func (n *nemesis) waitWhole(ctx context.Context) error { return n.c.waitReady(ctx) }
+func (n *nemesis) brokers() int                        { return n.c.n }
+
 // openFault is a fault inflicted and not yet undone.
 type openFault struct {
 	broker int // 0-based
 	kind   faultKind
 }
 
-// nemesis inflicts faults on the brokers of a local cluster, records each
-// in the history, and can always heal them all.
-type nemesis struct {
-	c      *devCluster
+// faultBook numbers the faults a driver inflicts, records their start and
+// end in the history and the log, and remembers which are still open.
+type faultBook struct {
 	rec    *recorder
-	topic  string
-	parts  int
-	rf     int
 	log    io.Writer
 	lastID int
 	open   map[int]openFault // fault id -> what to undo
-	paused []bool
 }
 
-func newNemesis(c *devCluster, rec *recorder, topic string, partitions, rf int, log io.Writer) *nemesis {
-	return &nemesis{c: c, rec: rec, topic: topic, parts: partitions, rf: rf, log: log, open: map[int]openFault{}, paused: make([]bool, c.n)}
+func newFaultBook(rec *recorder, log io.Writer) faultBook {
+	return faultBook{rec: rec, log: log, open: map[int]openFault{}}
+}
+
+// begin records the start of a fault and returns its id.
+func (b *faultBook) begin(broker int, kind faultKind, note string) int {
+	b.lastID++
+	b.open[b.lastID] = openFault{broker: broker, kind: kind}
+	b.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: b.lastID, Broker: broker + 1, Note: note})
+	fmt.Fprintf(b.log, "nemesis: %s\n", note)
+	return b.lastID
+}
+
+func (b *faultBook) end(id int, note string) {
+	f := b.open[id]
+	delete(b.open, id)
+	b.rec.add(verify.Event{Type: verify.EventFaultEnd, Fault: id, Broker: f.broker + 1, Note: note})
+	fmt.Fprintf(b.log, "nemesis: %s\n", note)
+}
+
+// endAll records the end of every open fault, as healed.
+func (b *faultBook) endAll(name func(broker int) string) {
+	for _, id := range slices.Sorted(maps.Keys(b.open)) {
+		b.end(id, "healed "+name(b.open[id].broker))
+	}
+}
+
+// nemesis inflicts faults on the brokers of a local cluster, records each
+// in the history, and can always heal them all.
+type nemesis struct {
+	faultBook
+	c         *devCluster
+	vn        *verifyNetwork // the fault proxies; nil: no network faults
+	topic     string
+	parts     int
+	rf        int
+	producers int
+	consumers int
+	paused    []bool
+	limited   []bool // file size limited (disk-full)
+}
+
+func newNemesis(c *devCluster, vn *verifyNetwork, rec *recorder, cfg *verifyConfig, log io.Writer) *nemesis {
+	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
+		producers: cfg.producers, consumers: cfg.consumers, paused: make([]bool, c.n), limited: make([]bool, c.n)}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be
@@ -54,8 +111,11 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 			return nil
 		}
 		length := s.hold
-		if s.kind == faultRestart {
+		switch s.kind {
+		case faultRestart:
 			length = time.Duration(n.c.n) * restartEstimate
+		case faultCorrupt:
+			length = corruptEstimate
 		}
 		if time.Now().Add(length).After(deadline) {
 			return nil // a slow rolling restart used up the window
@@ -68,6 +128,12 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 			err = n.pauseFor(ctx, s.broker, s.hold)
 		case faultRestart:
 			err = n.rollingRestart(ctx)
+		case faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultSlow:
+			err = n.networkFault(ctx, s)
+		case faultCorrupt:
+			err = n.corrupt(ctx, s)
+		case faultDiskFull:
+			err = n.diskFullFor(ctx, s)
 		}
 		if err != nil {
 			return err
@@ -77,21 +143,6 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 }
 
 // begin records the start of a fault and returns its id.
-func (n *nemesis) begin(broker int, kind faultKind, note string) int {
-	n.lastID++
-	n.open[n.lastID] = openFault{broker: broker, kind: kind}
-	n.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: n.lastID, Broker: broker + 1, Note: note})
-	fmt.Fprintf(n.log, "nemesis: %s\n", note)
-	return n.lastID
-}
-
-func (n *nemesis) end(id int, note string) {
-	f := n.open[id]
-	delete(n.open, id)
-	n.rec.add(verify.Event{Type: verify.EventFaultEnd, Fault: id, Broker: f.broker + 1, Note: note})
-	fmt.Fprintf(n.log, "nemesis: %s\n", note)
-}
-
 func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error {
 	id := n.begin(i, faultKill, fmt.Sprintf("kill -9 broker %d", i+1))
 	n.c.kill(i)
@@ -172,11 +223,21 @@ func (n *nemesis) terminate(i int) error {
 	return nil
 }
 
-// heal undoes every fault still in place: resumes paused brokers and
-// starts dead ones. It is safe to call at any time, more than once.
+// heal undoes every fault still in place: mends every link, lifts file
+// size limits, resumes paused brokers and starts dead ones. It is safe to
+// call at any time, more than once.
 func (n *nemesis) heal() error {
 	var firstErr error
+	if n.vn != nil {
+		n.vn.net.HealAll()
+	}
 	for i := range n.c.n {
+		if n.limited[i] && n.c.procs[i] != nil {
+			if err := liftFileSizeLimit(n.c.procs[i].Process.Pid); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("lift the file size limit of broker %d: %w", i+1, err)
+			}
+		}
+		n.limited[i] = false
 		if n.paused[i] && n.c.procs[i] != nil {
 			if err := n.c.procs[i].Process.Signal(syscall.SIGCONT); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("SIGCONT broker %d: %w", i+1, err)
@@ -189,14 +250,7 @@ func (n *nemesis) heal() error {
 			}
 		}
 	}
-	ids := make([]int, 0, len(n.open))
-	for id := range n.open {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		n.end(id, fmt.Sprintf("healed broker %d", n.open[id].broker+1))
-	}
+	n.endAll(func(broker int) string { return fmt.Sprintf("broker %d", broker+1) })
 	return firstErr
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -26,6 +27,9 @@ const (
 	healTimeout         = 90 * time.Second
 	flushTimeout        = 60 * time.Second
 	endOffsetsTimeout   = 30 * time.Second
+	// endStableFor is how long the end offsets must stay put to count as
+	// the end.
+	endStableFor = 500 * time.Millisecond
 	// maxDrainNotes bounds how many lagging consumer partitions an
 	// incomplete drain lists.
 	maxDrainNotes = 5
@@ -39,7 +43,14 @@ var verifyBrokerOverrides = map[string]string{
 	"broker.session.timeout.ms":    "3000",
 	"replica.lag.time.max.ms":      "3000",
 	"replica.fetch.wait.max.ms":    "100",
+	// Small segments roll every few seconds under the workload, so a run
+	// holds sealed segments below the recovery point (for the corrupt
+	// fault) and active ones that pass the disk-full limit.
+	"log.segment.bytes": strconv.Itoa(verifySegmentBytes),
 }
+
+// verifySegmentBytes is the local brokers' log.segment.bytes.
+const verifySegmentBytes = 256 << 10
 
 // runVerifyWorkload runs the whole experiment and returns its history:
 // cluster up, topic created, consumers and producers started, faults for
@@ -48,12 +59,16 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	started := time.Now()
 	rec := newRecorder(started, maxVerifyEvents)
 	seeds := splitList(cfg.bootstrap)
-	var nem *nemesis
+	var driver faultDriver
+	var local *nemesis // the local cluster's driver, when there is one
 	meta := verify.Meta{Topic: cfg.topic, Partitions: cfg.partitions, Producers: cfg.producers, Consumers: cfg.consumers,
 		Acks: cfg.acks, Idempotent: cfg.idempotent, Seed: cfg.seed, Nemesis: cfg.nemesisName, Duration: cfg.duration,
 		Started: started.UTC(), Cluster: cfg.bootstrap}
 	if cfg.bootstrap == "" {
-		c, err := startVerifyCluster(ctx, cfg, s)
+		c, vn, err := startVerifyCluster(ctx, cfg, s)
+		if vn != nil {
+			defer vn.net.Close() // after stopAll (deferred later, so run earlier)
+		}
 		if c != nil {
 			defer c.stopAll()
 		}
@@ -61,9 +76,19 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 			return nil, err
 		}
 		seeds = c.addrs()
-		meta.Cluster = fmt.Sprintf("local, %d brokers on %s, data in %s", c.n, strings.Join(seeds, ","), c.dataDir)
-		nem = newNemesis(c, rec, cfg.topic, cfg.partitions, cfg.replicationFactor, s.err)
-		defer nem.heal() // before stopAll (deferred earlier, so run later): a paused broker cannot stop
+		meta.Cluster = fmt.Sprintf("local, %d brokers behind fault proxies on %s, data in %s", c.n, strings.Join(seeds, ","), c.dataDir)
+		local = newNemesis(c, vn, rec, cfg, s.err)
+		driver = local
+		defer local.heal() // before stopAll (deferred earlier, so run later): a paused broker cannot stop
+	}
+	if cfg.compose != "" {
+		cn, err := newComposeNemesis(ctx, cfg.compose, seeds, rec, cfg, s.err)
+		if err != nil {
+			return nil, err
+		}
+		driver = cn
+		defer cn.heal()
+		meta.Cluster = fmt.Sprintf("Compose project %s (%d brokers) at %s", cfg.compose, cn.brokers(), cfg.bootstrap)
 	}
 	fmt.Fprintf(s.err, "verify: seed %d, topic %s, cluster %s, output in %s\n", cfg.seed, cfg.topic, meta.Cluster, cfg.out)
 	if err := createVerifyTopic(ctx, cfg, seeds); err != nil {
@@ -77,14 +102,22 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	consumerErrs := make(chan error, cfg.consumers)
 	for id := 1; id <= cfg.consumers; id++ {
 		consumers.Go(func() {
-			if err := runConsumer(consumerCtx, id, cfg, seeds, rec, prog); err != nil {
+			var dial []kgo.Opt
+			if local != nil {
+				dial = append(dial, clientDialer(consumerNet+strconv.Itoa(id)))
+			}
+			if err := runConsumer(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
 				consumerErrs <- err
 			}
 		})
 	}
 	producers := make([]*verifyProducer, 0, cfg.producers)
 	for id := 1; id <= cfg.producers; id++ {
-		p, err := newVerifyProducer(id, cfg, seeds, rec)
+		var dial []kgo.Opt
+		if local != nil {
+			dial = append(dial, clientDialer(producerNet+strconv.Itoa(id)))
+		}
+		p, err := newVerifyProducer(id, cfg, seeds, rec, dial...)
 		if err != nil {
 			for _, q := range producers {
 				q.cl.Close()
@@ -106,10 +139,10 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "faults"})
 	faultWindowEnd := time.Now().Add(cfg.duration)
-	if nem != nil && len(cfg.nemesis) > 0 {
-		plan := planFaults(cfg.seed, cfg.duration, cfg.nemesis, nem.c.n)
+	if driver != nil && len(cfg.nemesis) > 0 {
+		plan := planFaults(cfg.seed, cfg.duration, cfg.nemesis, driver.brokers())
 		fmt.Fprintf(s.err, "verify: %d faults planned over %v\n", len(plan), cfg.duration)
-		if err := nem.run(ctx, plan, faultWindowEnd); err != nil {
+		if err := driver.run(ctx, plan, faultWindowEnd); err != nil {
 			close(stopProducing)
 			return nil, fmt.Errorf("nemesis: %w", err)
 		}
@@ -117,8 +150,8 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	sleepCtx(ctx, time.Until(faultWindowEnd))
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "heal"})
-	if nem != nil {
-		if err := healAndWait(ctx, nem, cfg, seeds, s); err != nil {
+	if driver != nil {
+		if err := healAndWait(ctx, driver, cfg, seeds, s); err != nil {
 			close(stopProducing)
 			return nil, err
 		}
@@ -145,6 +178,12 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
+	if local != nil && local.vn != nil {
+		meta.Connections = map[string]int{}
+		for l, count := range local.vn.net.Seen() {
+			meta.Connections[l.String()] = count
+		}
+	}
 	events, dropped := rec.snapshot()
 	if dropped > 0 {
 		return nil, fmt.Errorf("the history outgrew %d events (%d dropped), so it cannot be checked: lower --rate or --duration", maxVerifyEvents, dropped)
@@ -155,34 +194,45 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 // startVerifyCluster starts the local brokers in <out>/cluster and waits
 // until all registered. The cluster is returned (to be stopped) even when
 // it failed to come up.
-func startVerifyCluster(ctx context.Context, cfg *verifyConfig, s streams) (*devCluster, error) {
+//
+// Each broker listens on its own loopback address behind a fault proxy
+// (see verify_network.go); the proxies listen where the cluster's
+// addresses say, so clients and brokers reach each other only through them.
+func startVerifyCluster(ctx context.Context, cfg *verifyConfig, s streams) (*devCluster, *verifyNetwork, error) {
 	c := &devCluster{bin: cfg.bin, dataDir: filepath.Join(cfg.out, "cluster"), n: localBrokers, base: cfg.port, verbose: cfg.verbose,
 		procs: make([]*exec.Cmd, localBrokers), exited: make([]chan struct{}, localBrokers), out: s.err, overrides: verifyBrokerOverrides}
 	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("local cluster data directory: %w", err)
+		return nil, nil, fmt.Errorf("local cluster data directory: %w", err)
 	}
 	for i := range c.n {
 		for _, port := range []int{c.clientPort(i), c.ctrlPort(i)} {
-			if err := portFree(port); err != nil {
-				return nil, fmt.Errorf("local cluster: %w; choose another --port", err)
+			for _, host := range []string{proxyHost, nodeHost(i)} {
+				if err := hostPortFree(host, port); err != nil {
+					return nil, nil, fmt.Errorf("local cluster: %w; choose another --port", err)
+				}
 			}
 		}
 	}
+	vn, err := startVerifyNetwork(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("local cluster: %w", err)
+	}
+	c.nodeProps = func(i int) map[string]string { return vn.nodeProps(c, i) }
 	for i := range c.n {
 		if err := c.start(i); err != nil {
-			return c, err
+			return c, vn, err
 		}
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
-	return c, c.waitReady(readyCtx)
+	return c, vn, c.waitReady(readyCtx)
 }
 
-// portFree checks that nothing listens on 127.0.0.1:port.
-func portFree(port int) error {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+// hostPortFree checks that nothing listens on host:port.
+func hostPortFree(host string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return fmt.Errorf("port %d is taken: %w", port, err)
+		return fmt.Errorf("%s:%d is taken: %w", host, port, err)
 	}
 	return l.Close()
 }
@@ -240,14 +290,14 @@ func topicReady(ctx context.Context, seeds []string, topic string, partitions, r
 // healAndWait ends every fault and waits, bounded, for the cluster to be
 // whole again. Not getting there is noted, not fatal: the drain and the
 // checker show what it cost.
-func healAndWait(ctx context.Context, nem *nemesis, cfg *verifyConfig, seeds []string, s streams) error {
+func healAndWait(ctx context.Context, nem faultDriver, cfg *verifyConfig, seeds []string, s streams) error {
 	fmt.Fprintf(s.err, "verify: healing the cluster\n")
 	if err := nem.heal(); err != nil {
 		return fmt.Errorf("heal: %w", err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, healTimeout)
 	defer cancel()
-	if err := nem.c.waitReady(hctx); err != nil {
+	if err := nem.waitWhole(hctx); err != nil {
 		fmt.Fprintf(s.err, "verify: not every broker came back: %v\n", err)
 		return nil
 	}
@@ -285,9 +335,35 @@ func drainConsumers(ctx context.Context, cfg *verifyConfig, seeds []string, prog
 	}
 }
 
-// endOffsets asks for every partition's end offset, retrying while
-// leaders settle.
+// endOffsets asks for every partition's end offset until two answers
+// endStableFor apart agree. The end offset is the high watermark, and with
+// acks=1 a leader acknowledges records its followers have not copied yet:
+// the high watermark goes on rising after the producers stop, and a drain
+// to its first value would miss acknowledged records that are not lost.
 func endOffsets(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int32]int64, error) {
+	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
+	defer cancel()
+	var prev map[int32]int64
+	err := waitFor(ectx, "end offsets to settle", func() bool {
+		ends, err := endOffsetsOnce(ectx, cfg, seeds)
+		if err != nil {
+			return false
+		}
+		if maps.Equal(prev, ends) {
+			return true
+		}
+		prev = ends
+		return !sleepCtx(ectx, endStableFor) // ends: the wait reports the timeout
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
+// endOffsetsOnce asks for every partition's end offset, retrying while
+// leaders settle.
+func endOffsetsOnce(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int32]int64, error) {
 	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
 	defer cancel()
 	var ends map[int32]int64

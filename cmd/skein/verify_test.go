@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,28 @@ func TestParseVerifyFlags(t *testing.T) {
 			}
 			return ""
 		}},
+		{args: []string{"--nemesis", "partition,kill,disk"}, check: func(c *verifyConfig) string {
+			want := []faultKind{faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultKill, faultCorrupt, faultDiskFull}
+			if !reflect.DeepEqual(c.nemesis, want) {
+				return fmt.Sprintf("groups expand to %v, want %v", c.nemesis, want)
+			}
+			return ""
+		}},
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein"}, check: func(c *verifyConfig) string {
+			if !reflect.DeepEqual(c.nemesis, composeFaults) || c.nemesisName != joinKinds(composeFaults) {
+				return fmt.Sprintf("compose faults %v (%s), want %v", c.nemesis, c.nemesisName, composeFaults)
+			}
+			return ""
+		}},
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,partition"}, check: func(c *verifyConfig) string {
+			want := []faultKind{faultKill, faultIsolateLeader, faultIsolateController, faultIsolateMinority}
+			if !reflect.DeepEqual(c.nemesis, want) {
+				return fmt.Sprintf("a group keeps what Compose can do: %v, want %v", c.nemesis, want)
+			}
+			return ""
+		}},
+		{args: []string{"--compose", "skein"}, wantErr: "--compose needs --bootstrap-server"},
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,slow"}, wantErr: "slow is not available with --compose"},
 		{args: []string{"--nemesis", "none"}, check: func(c *verifyConfig) string {
 			if len(c.nemesis) != 0 {
 				return "none has faults"
@@ -126,7 +149,7 @@ func TestPlanFaultsIsDeterministicAndFits(t *testing.T) {
 	}
 	for seed := int64(1); seed <= 200; seed++ {
 		window := time.Duration(5+rand.New(rand.NewPCG(uint64(seed), 1)).IntN(300)) * time.Second
-		kinds := [][]faultKind{allFaults, {faultKill}, {faultPause, faultRestart}}[seed%3]
+		kinds := [][]faultKind{allFaults, {faultKill}, {faultPause, faultRestart}, faultGroups["network"]}[seed%4]
 		var total time.Duration
 		for _, s := range planFaults(seed, window, kinds, 3) {
 			if !slices.Contains(kinds, s.kind) {
@@ -136,10 +159,15 @@ func TestPlanFaultsIsDeterministicAndFits(t *testing.T) {
 				t.Fatalf("seed %d: step out of bounds: %v", seed, s)
 			}
 			length := s.hold
-			if s.kind == faultRestart {
+			switch {
+			case s.kind == faultRestart:
 				length = 3 * restartEstimate
-			} else if s.hold < minHold || s.hold > maxHold {
+			case s.kind == faultCorrupt:
+				length = corruptEstimate
+			case s.hold < minHold || s.hold > maxHold:
 				t.Fatalf("seed %d: hold out of bounds: %v", seed, s)
+			case s.kind == faultSlow && (s.delay < minDelay || s.delay > maxDelay):
+				t.Fatalf("seed %d: delay out of bounds: %v", seed, s)
 			}
 			total += s.quiet + length
 		}
@@ -180,9 +208,40 @@ func TestDefinitelyNotWritten(t *testing.T) {
 	}
 }
 
+// The bounded CI run: its seed's schedule holds a kill -9, a SIGSTOP and a
+// network partition longer than the brokers' session timeout (3 s), all
+// within ciVerifyDuration. TestCIVerifyScheduleHasEveryFault keeps it so.
+const (
+	ciVerifySeed     = 831
+	ciVerifyDuration = 20 * time.Second
+	ciVerifyNemesis  = "kill,pause,partition"
+)
+
+func TestCIVerifyScheduleHasEveryFault(t *testing.T) {
+	kinds, err := parseNemesis(ciVerifyNemesis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kill, pause, partition bool
+	for _, s := range planFaults(ciVerifySeed, ciVerifyDuration, kinds, localBrokers) {
+		switch {
+		case s.kind == faultKill:
+			kill = true
+		case s.kind == faultPause:
+			pause = true
+		case slices.Contains(faultGroups["partition"], s.kind) && s.hold > 3*time.Second:
+			partition = true
+		}
+	}
+	if !kill || !pause || !partition {
+		t.Fatalf("seed %d no longer schedules a kill (%v), a pause (%v) and a partition over 3 s (%v) in %v: pick another seed",
+			ciVerifySeed, kill, pause, partition, ciVerifyDuration)
+	}
+}
+
 // TestVerifyLocalCluster runs a short verify against real broker
-// processes with kill and pause faults. It takes about a minute, so it
-// runs only when asked: SKEINTEST_VERIFY=1 go test ./cmd/skein -run TestVerifyLocalCluster
+// processes with kill, pause and partition faults. It takes about half a
+// minute, so it runs only when asked: SKEINTEST_VERIFY=1 go test ./cmd/skein -run TestVerifyLocalCluster
 func TestVerifyLocalCluster(t *testing.T) {
 	if testing.Short() || os.Getenv("SKEINTEST_VERIFY") != "1" {
 		t.Skip("set SKEINTEST_VERIFY=1 (and no -short) to run verify against a local cluster")
@@ -202,7 +261,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 	if out == "" {
 		out = t.TempDir()
 	}
-	cfg, err := parseVerifyFlags([]string{"--duration", "15s", "--seed", "3", "--nemesis", "kill,pause", "--rate", "100",
+	cfg, err := parseVerifyFlags([]string{"--duration", ciVerifyDuration.String(), "--seed", fmt.Sprint(ciVerifySeed), "--nemesis", ciVerifyNemesis, "--rate", "100",
 		"--port", fmt.Sprint(port), "--out", out}, streams{out: os.Stdout, err: os.Stderr}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -224,14 +283,24 @@ func TestVerifyLocalCluster(t *testing.T) {
 	if res.Acked == 0 || res.ReadValues < res.Acked {
 		t.Fatalf("too little traffic checked:\n%s", verdict)
 	}
-	faults := 0
+	var notes []string
 	for _, e := range h.Events {
 		if e.Type == verify.EventFaultStart {
-			faults++
+			notes = append(notes, e.Note)
 		}
 	}
-	if faults == 0 {
-		t.Fatalf("no fault was inflicted:\n%s", logs.String())
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"kill -9", "SIGSTOP", "isolate"} {
+		if !strings.Contains(all, want) {
+			t.Fatalf("no %q fault was inflicted; faults:\n%s\n%s", want, all, logs.String())
+		}
+	}
+	// Every broker dialled every other through the proxies, from its own
+	// address, and so did the producers: a partition cut what it meant to.
+	for _, link := range []string{"n1->n2", "n2->n3", "n3->n1", "p1->n1", "c1->n2"} {
+		if h.Meta.Connections[link] == 0 {
+			t.Errorf("no connection on link %s went through the proxies: %v", link, h.Meta.Connections)
+		}
 	}
 	if err := reportVerify(cfg, h, streams{out: &logs, err: &logs}); err != nil {
 		t.Fatalf("report: %v", err)
@@ -252,9 +321,10 @@ func freeBasePort(t *testing.T) int {
 		base := 20000 + rng.IntN(30000)
 		free := true
 		for i := range localBrokers {
-			if portFree(base+100*i) != nil || portFree(base+100*i+1) != nil {
-				free = false
-				break
+			for _, host := range []string{proxyHost, nodeHost(i)} {
+				if hostPortFree(host, base+100*i) != nil || hostPortFree(host, base+100*i+1) != nil {
+					free = false
+				}
 			}
 		}
 		if free {
@@ -263,4 +333,57 @@ func freeBasePort(t *testing.T) int {
 	}
 	t.Fatal("no free ports for a local cluster")
 	return 0
+}
+
+func TestSourceNameTellsNodesAndClientsApart(t *testing.T) {
+	for _, tt := range []struct {
+		ip   string
+		want string
+	}{
+		{"127.0.1.1", "n1"}, {"127.0.1.3", "n3"}, {"127.0.2.7", "p7"}, {"127.0.3.2", "c2"},
+		{"127.0.0.1", otherSource}, {"10.0.1.1", otherSource}, {"127.0.1.0", otherSource}, {"::1", otherSource},
+	} {
+		if got := sourceName(&net.TCPAddr{IP: net.ParseIP(tt.ip), Port: 5000}); got != tt.want {
+			t.Errorf("sourceName(%s) = %q, want %q", tt.ip, got, tt.want)
+		}
+	}
+	if got := sourceName(&net.UnixAddr{Name: "x"}); got != otherSource {
+		t.Errorf("a unix address is named %q", got)
+	}
+	if nodeHost(0) != "127.0.1.1" || sourceName(&net.TCPAddr{IP: net.ParseIP(nodeHost(2))}) != nodeName(2) {
+		t.Error("nodeHost and sourceName disagree")
+	}
+}
+
+func TestDamageSegment(t *testing.T) {
+	dir := t.TempDir()
+	first := bytes.Repeat([]byte{0xaa}, 100)
+	last := bytes.Repeat([]byte{0xbb}, 90)
+	for name, data := range map[string][]byte{"00000000000000000000.log": first, "00000000000000000042.log": last, "00000000000000000000.index": {1, 2}} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := damageSegment(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "00000000000000000000.log"))
+	diff := 0
+	for i := range got {
+		if got[i] != first[i] {
+			diff++
+		}
+	}
+	if len(got) != len(first) || diff != 1 {
+		t.Fatalf("flip: the oldest segment has %d bytes, %d changed; want %d bytes, 1 changed", len(got), diff, len(first))
+	}
+	if _, err := damageSegment(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "00000000000000000042.log")); len(got) != 60 {
+		t.Fatalf("truncate: the newest segment has %d bytes, want 60", len(got))
+	}
+	if _, err := damageSegment(t.TempDir(), false); err == nil {
+		t.Fatal("an empty directory was damaged")
+	}
 }

@@ -35,7 +35,8 @@ type verifyProducer struct {
 	partitions int32
 }
 
-func newVerifyProducer(id int, cfg *verifyConfig, seeds []string, rec *recorder) (*verifyProducer, error) {
+// extra options (a dialer) come after the producer's own.
+func newVerifyProducer(id int, cfg *verifyConfig, seeds []string, rec *recorder, extra ...kgo.Opt) (*verifyProducer, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(cfg.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(maxBufferedPerProducer),
 		// Tiny batches, sent at once: more requests in flight when a fault
@@ -49,7 +50,7 @@ func newVerifyProducer(id int, cfg *verifyConfig, seeds []string, rec *recorder)
 	if !cfg.idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("producer %d: %w", id, err)
 	}
@@ -176,13 +177,14 @@ func (p *progress) behind(consumers int, ends map[int32]int64) []string {
 // runConsumer reads every partition from the beginning with an assigned
 // (not group) consumer until ctx ends, recording each non-empty poll and
 // every record read.
-func runConsumer(ctx context.Context, id int, cfg *verifyConfig, seeds []string, rec *recorder, prog *progress) error {
+func runConsumer(ctx context.Context, id int, cfg *verifyConfig, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
 	assign := map[int32]kgo.Offset{}
 	for p := range int32(cfg.partitions) {
 		assign[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.topic: assign}),
-		kgo.FetchMaxWait(500*time.Millisecond))
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.topic: assign}),
+		kgo.FetchMaxWait(500 * time.Millisecond)}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return fmt.Errorf("consumer %d: %w", id, err)
 	}

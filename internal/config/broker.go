@@ -2,6 +2,7 @@ package config
 
 import (
 	"maps"
+	"net"
 	"slices"
 	"time"
 )
@@ -32,6 +33,9 @@ type Broker struct {
 	// alone at its controller listener when that is empty.
 	ControllerQuorumVoters []Voter
 	AdminListeners         []AdminListener // admin.listeners (empty = off)
+	// OutboundBindAddress is the local IP of connections to other nodes
+	// (outbound.bind.address); nil lets the OS choose.
+	OutboundBindAddress net.IP
 
 	MaxConnections           int           // max.connections
 	SocketRequestMaxBytes    int32         // socket.request.max.bytes

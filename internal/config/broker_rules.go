@@ -106,6 +106,9 @@ func (b *Broker) resolveNetwork(r *reader) error {
 		return b.ruleError(r, "admin.listeners", err.Error())
 	}
 	b.AdminListeners = admin
+	if v := r.text("outbound.bind.address"); v != "" {
+		b.OutboundBindAddress = net.ParseIP(v) // checked by the registry
+	}
 	return nil
 }
 

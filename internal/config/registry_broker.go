@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -82,6 +83,11 @@ var brokerProperties = []Property{
 		Name: "admin.listeners", Kind: KindList,
 		format: "http://host:port", check: checkBy(ParseAdminListeners),
 		Doc: "Skein extension: HTTP addresses serving /metrics and health checks. Empty: off.",
+	},
+	{
+		Name: "outbound.bind.address", Kind: KindString,
+		format: "an IP address of this host", check: checkOptionalIP,
+		Doc: "Skein extension: local address this node's connections to other nodes (replication, controller, quorum) start from. Empty: the OS chooses. The chaos suite gives each node its own loopback address so its fault proxies can tell the nodes apart.",
 	},
 	{
 		Name: "max.connections", Kind: KindInt, Default: "1000", Min: 1, Max: 1_000_000,
@@ -273,6 +279,13 @@ func checkMaxLen(n int) func(string) error {
 }
 
 var clusterIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{0,64}$`)
+
+func checkOptionalIP(v string) error {
+	if v != "" && net.ParseIP(v) == nil {
+		return errors.New("not an IP address")
+	}
+	return nil
+}
 
 func checkClusterID(v string) error {
 	if !clusterIDPattern.MatchString(v) {

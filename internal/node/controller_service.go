@@ -316,6 +316,9 @@ func (c *controllerService) probeUnseen() {
 			continue
 		}
 		d := net.Dialer{Timeout: 200 * time.Millisecond}
+		if ip := c.b.cfg.OutboundBindAddress; ip != nil {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
 		nc, err := d.Dial("tcp", addr)
 		if err == nil {
 			nc.Close()

@@ -263,7 +263,7 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("leader %d has no %s endpoint", f.leader, f.b.cfg.InterBrokerListenerName)
 	}
-	conn, err := rpc.Dial(ctx, ep, fmt.Sprintf("skein-replica-%d", f.b.cfg.NodeID))
+	conn, err := rpc.DialFrom(ctx, f.b.cfg.OutboundBindAddress, ep, fmt.Sprintf("skein-replica-%d", f.b.cfg.NodeID))
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,27 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		return nil, fmt.Errorf("sync recovered log %s: %w", dir, err)
 	}
 	pt.durableEnd = durable
-	if err := pt.rebuildProducerStateLocked(); err != nil {
+	err = pt.rebuildProducerStateLocked()
+	if errors.Is(err, storage.ErrCorrupt) {
+		// A damaged batch below the recovery point, which opening does not
+		// re-validate. The scan noted it; opening again cuts the log there,
+		// and the replica fetches the rest from its leader. This runs when
+		// the partition is opened, before this broker can lead it: a
+		// restarted broker is fenced first.
+		b.log.Warn("damaged log found while opening; reopening to cut it at the damage", "partition", pt.name(), "err", err)
+		log.Close()
+		if log, err = storage.Open(b.fs, dir, storageConfig(cfg), storage.Options{Logger: b.log.With("partition", pt.name())}); err != nil {
+			return nil, fmt.Errorf("reopen damaged log %s: %w", dir, err)
+		}
+		pt.log = log
+		if pt.durableEnd, err = log.Sync(); err != nil {
+			log.Close()
+			return nil, fmt.Errorf("sync recovered log %s: %w", dir, err)
+		}
+		durable = pt.durableEnd
+		err = pt.rebuildProducerStateLocked()
+	}
+	if err != nil {
 		log.Close()
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
@@ -34,6 +35,9 @@ type NodeConfig struct {
 	NodeID    int32
 	ClusterID string
 	Voters    []config.Voter // controller.quorum.voters; must include NodeID
+	// LocalAddr is the local IP of connections to the other voters (nil:
+	// the OS chooses); outbound.bind.address.
+	LocalAddr net.IP
 
 	Dir string
 	FS  vfs.FS

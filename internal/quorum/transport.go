@@ -38,6 +38,7 @@ type TCPTransportConfig struct {
 	ClusterID string
 	Self      uint64         // this node's Raft id (skipped among Peers)
 	Peers     []config.Voter // controller.quorum.voters
+	LocalAddr net.IP         // local IP of connections to peers (nil: the OS chooses)
 
 	QueueLen      int           // messages queued per peer before dropping (1024)
 	MaxFrameBytes int           // larger messages are dropped (DefaultMaxFrameBytes)
@@ -288,6 +289,9 @@ func (p *peer) encode(buf []byte, msgs []*raftpb.Message) ([]byte, []*raftpb.Mes
 
 func (p *peer) dial() (net.Conn, error) {
 	d := net.Dialer{Timeout: p.t.cfg.DialTimeout}
+	if p.t.cfg.LocalAddr != nil {
+		d.LocalAddr = &net.TCPAddr{IP: p.t.cfg.LocalAddr}
+	}
 	conn, err := d.DialContext(p.t.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", p.addr, err)

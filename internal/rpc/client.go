@@ -57,7 +57,16 @@ type Conn struct {
 
 // Dial connects to addr. clientID names the caller in the peer's logs.
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	return DialFrom(ctx, nil, addr, clientID)
+}
+
+// DialFrom connects to addr from the local IP address local (nil: the OS
+// chooses). clientID names the caller in the peer's logs.
+func DialFrom(ctx context.Context, local net.IP, addr, clientID string) (*Conn, error) {
 	var d net.Dialer
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: dial %s: %w", addr, err)

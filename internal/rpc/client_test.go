@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -95,5 +96,35 @@ func TestCallsFailWhenThePeerCloses(t *testing.T) {
 	<-c.Done()
 	if _, err := c.Request(ctx, kmsg.NewPtrApiVersionsRequest()); err == nil {
 		t.Fatal("request on a broken connection succeeded")
+	}
+}
+
+func TestDialFromBindsTheLocalAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rpc.DialFrom(ctx, net.ParseIP("127.0.0.7"), l.Addr().String(), "rpc-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case sc := <-accepted:
+		defer sc.Close()
+		if host, _, _ := net.SplitHostPort(sc.RemoteAddr().String()); host != "127.0.0.7" {
+			t.Fatalf("connection came from %s, want 127.0.0.7", host)
+		}
+	case <-ctx.Done():
+		t.Fatal("no connection accepted")
 	}
 }

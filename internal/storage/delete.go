@@ -310,6 +310,12 @@ func (l *Log) closeCleanly(active *segment) error {
 			return l.fail(fmt.Errorf("fsync %s: %w", f.Name(), err))
 		}
 	}
+	l.mu.RLock()
+	damaged := l.damagedFrom >= 0
+	l.mu.RUnlock()
+	if damaged {
+		return nil // no marker: the next open re-validates from the damage
+	}
 	marker := filepath.Join(l.dir, cleanShutdownFile)
 	if err := vfs.WriteFileAtomic(l.fs, l.dir, marker, nil); err != nil {
 		return fmt.Errorf("write clean shutdown marker: %w", err)

@@ -36,7 +36,11 @@ type Log struct {
 	dirSynced     uint64     // dirVersion as of the last SyncDir
 
 	failed error // set by an I/O error that may have lost data; sticky
-	closed bool
+	// damagedFrom is the base of the first segment a read found corrupt,
+	// or -1: the recovery point stays at or below it, and no clean
+	// shutdown is recorded (see noteDamage).
+	damagedFrom int64
+	closed      bool
 
 	// forceFullRecovery is set while opening when a checkpoint that
 	// recovery relies on is unreadable.
@@ -349,7 +353,10 @@ func (l *Log) syncLocked() (int64, error) {
 	}
 	// Every segment before the active one is now durable with its indexes:
 	// recovery can start at the active segment.
-	if active.base > l.recoveryPoint {
+	l.mu.RLock()
+	damaged := l.damagedFrom >= 0
+	l.mu.RUnlock()
+	if active.base > l.recoveryPoint && !damaged {
 		if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, active.base); err != nil {
 			// Only costs a longer recovery after a crash.
 			l.logger.Warn("recovery point not saved", "dir", l.dir, "err", err)

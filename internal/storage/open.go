@@ -22,7 +22,7 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized()}
+	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized(), damagedFrom: -1}
 	if err := mkdirAllDurably(fs, l.dir); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}

@@ -23,30 +23,84 @@ const MaxReadBytes = 64 << 20
 // It returns ErrOffsetOutOfRange if offset is outside [LogStartOffset,
 // LogEndOffset], and (nil, nil) at the log end or when nothing fits below
 // upTo or in maxBytes.
+//
+// A batch that fails its CRC (or any other check) is never returned: the
+// read fails with ErrCorrupt, and the log notes the damage durably so that
+// its next open re-validates the damaged segment and cuts the log there
+// (see noteDamage); the replica then copies the rest back from the leader.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
+	data, damaged, err := l.read(offset, maxBytes, upTo, minOneBatch)
+	if damaged >= 0 {
+		l.noteDamage(damaged, err)
+	}
+	return data, err
+}
+
+// read does Read's work; damaged is the base of a segment found corrupt,
+// or -1.
+func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch bool) (data []byte, damaged int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	damaged = -1
 	if l.closed {
-		return nil, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
+		return nil, damaged, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
 	}
 	if offset < l.logStart || offset > l.leo() {
-		return nil, fmt.Errorf("%w: %s: offset %d, log covers [%d, %d]", ErrOffsetOutOfRange, l.dir, offset, l.logStart, l.leo())
+		return nil, damaged, fmt.Errorf("%w: %s: offset %d, log covers [%d, %d]", ErrOffsetOutOfRange, l.dir, offset, l.logStart, l.leo())
 	}
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
 		s := l.segments[i]
 		pos, first, found, err := s.findBatch(offset)
 		if err != nil {
-			return nil, fmt.Errorf("read %s at offset %d: %w", l.dir, offset, err)
+			if errors.Is(err, ErrCorrupt) {
+				damaged = s.base
+			}
+			return nil, damaged, fmt.Errorf("read %s at offset %d: %w", l.dir, offset, err)
 		}
 		if !found {
 			continue // nothing at or after offset here; try the next segment
 		}
 		if first.LastOffset() >= upTo {
-			return nil, nil
+			return nil, damaged, nil
 		}
-		return s.readBatches(pos, first, maxBytes, upTo, minOneBatch)
+		data, err := s.readBatches(pos, first, maxBytes, upTo, minOneBatch)
+		if errors.Is(err, ErrCorrupt) {
+			damaged = s.base
+		}
+		return data, damaged, err
 	}
-	return nil, nil
+	return nil, damaged, nil
+}
+
+// noteDamage makes the next open re-validate the log from the segment at
+// base, wherever the recovery point had got to, and whether or not this
+// process stops cleanly: the recovery point goes down to base (durably)
+// and stays there, and Close leaves out the clean-shutdown marker. The
+// damage itself is left in place: cutting the log now could remove records
+// this replica, perhaps the leader, has acknowledged; after a restart the
+// broker is fenced first, so the cut happens while it leads nothing.
+func (l *Log) noteDamage(base int64, cause error) {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	first := l.damagedFrom < 0
+	if first || base < l.damagedFrom {
+		l.damagedFrom = base
+	}
+	l.mu.Unlock()
+	if first {
+		l.logger.Error("corrupt batch in the log; it is not served, and the log is cut there at the next start so the replica copies the rest again",
+			"dir", l.dir, "segment", base, "err", cause)
+	}
+	if base >= l.recoveryPoint {
+		return
+	}
+	if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, base); err != nil {
+		// The missing marker still forces recovery, from the old point.
+		l.logger.Warn("recovery point not lowered to the damaged segment", "dir", l.dir, "segment", base, "err", err)
+		return
+	}
+	l.recoveryPoint = base
 }
 
 // segmentFor returns the index of the segment holding offset (the last one
@@ -160,18 +214,34 @@ func (l *Log) MaxTimestamp() (ts int64, offset int64) {
 
 // ScanHeaders calls fn with the header of every batch whose last offset is
 // >= from, in order (rebuilding producer state at startup). fn must not
-// call back into the Log: the log is read-locked meanwhile.
+// call back into the Log: the log is read-locked meanwhile. A damaged
+// header fails the scan with ErrCorrupt and is noted as a read's would be
+// (see noteDamage): the log is cut there when it is next opened.
 func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
+	damaged, err := l.scanHeaders(from, fn)
+	if damaged >= 0 {
+		l.noteDamage(damaged, err)
+	}
+	return err
+}
+
+// scanHeaders does ScanHeaders' work; damaged is the base of a segment
+// found corrupt, or -1.
+func (l *Log) scanHeaders(from int64, fn func(h batch.Header) error) (damaged int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	damaged = -1
 	if l.closed {
-		return fmt.Errorf("scan %s: %w", l.dir, ErrClosed)
+		return damaged, fmt.Errorf("scan %s: %w", l.dir, ErrClosed)
 	}
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
 		pos, _, found, err := s.findBatch(from)
 		if err != nil {
-			return fmt.Errorf("scan %s from %d: %w", l.dir, from, err)
+			if errors.Is(err, ErrCorrupt) {
+				damaged = s.base
+			}
+			return damaged, fmt.Errorf("scan %s from %d: %w", l.dir, from, err)
 		}
 		if !found {
 			continue
@@ -186,14 +256,22 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 			if err == nil && expected >= 0 && h.BaseOffset != expected {
 				err = fmt.Errorf("%w: batch at %d starts at %d, expected %d", ErrCorrupt, at, h.BaseOffset, expected)
 			}
+			if errors.Is(err, errTornTail) {
+				// Inside the segment's known size a partial batch is damage:
+				// a length field that lies.
+				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
 			if err != nil {
-				return fmt.Errorf("scan %s: %w", s.logPath(), err)
+				if errors.Is(err, ErrCorrupt) {
+					damaged = s.base
+				}
+				return damaged, fmt.Errorf("scan %s: %w", s.logPath(), err)
 			}
 			expected = h.LastOffset() + 1
 			if err := fn(h); err != nil {
-				return err
+				return damaged, err
 			}
 		}
 	}
-	return nil
+	return damaged, nil
 }

@@ -96,6 +96,10 @@ type Meta struct {
 	// expected and the note in the verdict says so.
 	DrainComplete bool   `json:"drain_complete"`
 	DrainNote     string `json:"drain_note,omitempty"`
+	// Connections counts, per link ("p1->n2": producer 1 dialled broker
+	// 2), the connections the fault proxies forwarded; it shows that
+	// every node and client went through them and was told apart.
+	Connections map[string]int `json:"connections,omitempty"`
 }
 
 // History is a run's metadata and every event, in the order recorded.

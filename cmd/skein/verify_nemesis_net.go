@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/skein-log/skein/internal/faultnet"
+)
+
+// lookupTimeout bounds the nemesis's look-up of a leader or the active
+// controller before a fault; a cluster that cannot answer in time gets
+// the fault on a broker drawn by the schedule instead.
+const lookupTimeout = 3 * time.Second
+
+// networkFault cuts or slows links through the proxies for s.hold, then
+// restores them. Whom it hits (a partition's leader, the active
+// controller) is looked up now, so the fault meets the cluster as it is.
+func (n *nemesis) networkFault(ctx context.Context, s faultStep) error {
+	if n.vn == nil {
+		return nil
+	}
+	rule, mode := faultnet.Rule{Fault: faultnet.Blackhole}, "blackhole"
+	if s.drop {
+		rule, mode = faultnet.Rule{Fault: faultnet.Drop}, "drop"
+	}
+	target := s.broker
+	var links []faultnet.Link
+	var note string
+	switch s.kind {
+	case faultIsolateLeader:
+		partition := s.partition % int32(n.parts)
+		target = n.leaderOr(ctx, partition, s.broker)
+		links = faultnet.Between([]string{nodeName(target)}, n.vn.others(nodeName(target)))
+		note = fmt.Sprintf("isolate broker %d, leader of partition %d, from the other brokers (%s)", target+1, partition, mode)
+	case faultIsolateController:
+		target = n.controllerOr(ctx, s.broker)
+		links = faultnet.Between([]string{nodeName(target)}, n.vn.others(nodeName(target)))
+		note = fmt.Sprintf("isolate broker %d, the active controller, from the other brokers (%s)", target+1, mode)
+	case faultIsolateMinority:
+		var minority []string
+		for k := range max(1, (n.c.n-1)/2) {
+			minority = append(minority, nodeName((s.broker+k)%n.c.n))
+		}
+		links = faultnet.Between(minority, n.vn.others(minority...))
+		note = fmt.Sprintf("isolate the minority %s from the majority %s (%s)", strings.Join(minority, ","), strings.Join(n.vn.others(minority...), ","), mode)
+	case faultCutClients:
+		partition := s.partition % int32(n.parts)
+		target = n.leaderOr(ctx, partition, s.broker)
+		links = clientLinks(n.producers, n.consumers, nodeName(target))
+		note = fmt.Sprintf("cut producers and consumers off broker %d, leader of partition %d (%s)", target+1, partition, mode)
+	case faultSlow:
+		rule = faultnet.Rule{Fault: faultnet.Delay, Delay: s.delay}
+		links = faultnet.Between(n.vn.nodes, n.vn.nodes)
+		note = fmt.Sprintf("delay every link between brokers by %v", s.delay)
+	default:
+		return fmt.Errorf("not a network fault: %s", s.kind)
+	}
+	id := n.begin(target, s.kind, note)
+	if err := n.vn.net.Set(rule, links...); err != nil {
+		return err
+	}
+	if !sleepCtx(ctx, s.hold) {
+		return nil
+	}
+	if err := n.vn.net.Set(faultnet.Rule{Fault: faultnet.Pass}, links...); err != nil {
+		return err
+	}
+	n.end(id, "healed: "+note)
+	return nil
+}
+
+// leaderOr returns the 0-based broker leading partition, or fallback when
+// the cluster does not say within lookupTimeout.
+func (n *nemesis) leaderOr(ctx context.Context, partition int32, fallback int) int {
+	lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	leader, _, _, err := n.c.partitionState(lctx, n.topic, partition)
+	if err != nil || leader < 1 || int(leader) > n.c.n {
+		fmt.Fprintf(n.log, "nemesis: no leader of partition %d known (%v); hitting broker %d\n", partition, err, fallback+1)
+		return fallback
+	}
+	return int(leader) - 1
+}
+
+// controllerOr returns the 0-based active controller, or fallback when the
+// cluster does not say within lookupTimeout.
+func (n *nemesis) controllerOr(ctx context.Context, fallback int) int {
+	lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	cl, err := n.c.client()
+	if err == nil {
+		defer cl.Close()
+		var md kadm.Metadata
+		if md, err = kadm.NewClient(cl).BrokerMetadata(lctx); err == nil && md.Controller >= 1 && int(md.Controller) <= n.c.n {
+			return int(md.Controller) - 1
+		}
+	}
+	fmt.Fprintf(n.log, "nemesis: no active controller known (%v); hitting broker %d\n", err, fallback+1)
+	return fallback
+}
