@@ -95,3 +95,24 @@ func (b *Broker) ReplicaBatches(topic string, partition int32) ([]BatchInfo, err
 	}
 	return out, nil
 }
+
+// LeaderISR reports the ISR this broker's leader state for topic-partition
+// works with (ok is false when it does not lead it). The image can name a
+// new ISR a moment before the partition's leader state applies it; tests
+// that need the leader itself to act on an ISR change wait on this.
+func (b *Broker) LeaderISR(topic string, partition int32) (isr []int32, ok bool) {
+	t, found := b.Image().Topic(topic)
+	if !found {
+		return nil, false
+	}
+	p := b.partition(t.ID, partition)
+	if p == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leader == nil {
+		return nil, false
+	}
+	return p.leader.ISR(), true
+}

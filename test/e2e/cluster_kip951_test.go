@@ -70,9 +70,24 @@ func TestClusterNotLeaderCarriesNewLeader(t *testing.T) {
 // partition and checks the KIP-951 fields of the refusal.
 func checkLeaderHint(ctx context.Context, t *testing.T, c *testCluster, to int32, version int16, topic string, want partitionView) {
 	t.Helper()
-	part, brokers, err := rawProduce(ctx, c.addrs()[to-1], version, 1, topic, 0, "misdirected")
-	if err != nil {
-		t.Fatalf("produce to broker %d: %v", to, err)
+	var part kmsg.ProduceResponseTopicPartition
+	var brokers []kmsg.ProduceResponseBroker
+	for {
+		var err error
+		part, brokers, err = rawProduce(ctx, c.addrs()[to-1], version, 1, topic, 0, "misdirected")
+		if err != nil {
+			t.Fatalf("produce to broker %d: %v", to, err)
+		}
+		// Each broker applies metadata on its own: one that has not yet
+		// learnt of the topic rightly says UNKNOWN_TOPIC_OR_PARTITION.
+		if kerr.ErrorForCode(part.ErrorCode) != kerr.UnknownTopicOrPartition {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("broker %d never learnt of %s", to, topic)
+		case <-time.After(externalPollInterval):
+		}
 	}
 	if got := kerr.ErrorForCode(part.ErrorCode); got != kerr.NotLeaderForPartition {
 		t.Fatalf("error %v, want NOT_LEADER_OR_FOLLOWER", got)

@@ -289,6 +289,21 @@ func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
 	awaitPartition(ctx, t, adm, "__consumer_offsets", partition, "an ISR without the killed follower", func(v partitionView) bool {
 		return v.Leader == coordinator && len(v.ISR) == 2
 	})
+	// Metadata can show the shrunk ISR a moment before the coordinator's
+	// own leader state applies it; a commit in that window is appended
+	// (its acks=all wait then fails, as in Kafka, but the record stays
+	// and a reload finds it). Wait for the leader itself.
+	for {
+		isr, ok := c.brokers[coordinator-1].LeaderISR("__consumer_offsets", partition)
+		if ok && len(isr) == 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the coordinator's leader state never dropped the killed follower: ISR %v", isr)
+		case <-time.After(externalPollInterval):
+		}
+	}
 
 	impatient := kadm.NewClient(newSeededClient(t, c.addrs(), kgo.RetryTimeout(2*time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })))
