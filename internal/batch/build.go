@@ -8,6 +8,13 @@ import (
 // base offset 0 and no producer id. The broker uses it for its own internal
 // logs (metadata records); client data is always stored as sent.
 func Build(values [][]byte, timestampMs int64) []byte {
+	return BuildProducer(values, timestampMs, -1, -1, -1)
+}
+
+// BuildProducer is Build for an idempotent producer: the batch carries its
+// producer id, epoch and first sequence (-1, -1, -1 for none). The
+// simulator's clients write with it.
+func BuildProducer(values [][]byte, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
 	var recs []byte
 	for i, v := range values {
 		r := kmsg.Record{OffsetDelta: int32(i), Value: v}
@@ -22,9 +29,9 @@ func Build(values [][]byte, timestampMs int64) []byte {
 		LastOffsetDelta: int32(len(values) - 1),
 		FirstTimestamp:  timestampMs,
 		MaxTimestamp:    timestampMs,
-		ProducerID:      -1,
-		ProducerEpoch:   -1,
-		FirstSequence:   -1,
+		ProducerID:      producerID,
+		ProducerEpoch:   producerEpoch,
+		FirstSequence:   firstSequence,
 		NumRecords:      int32(len(values)),
 		Records:         recs,
 	}
