@@ -9,10 +9,9 @@ import (
 // faultState injects the run's fault mix until the faulty phase ends.
 type faultState struct {
 	c *Cluster
-	// powerLostAll is set once every machine lost power together: with
-	// write.caching that may lose acknowledged records, and the checker
-	// knows it.
-	powerLostAll bool
+	// powerLost is set once any machine lost power: with write.caching
+	// that may lose acknowledged records, and the checker knows it.
+	powerLost bool
 }
 
 func newFaultState(c *Cluster) *faultState { return &faultState{c: c} }
@@ -78,11 +77,12 @@ func (f *faultState) next() {
 		}
 		st.Crashes++
 		n.tracef("FAULT power loss")
+		f.powerLost = true
 		n.crash(c.s.chance(0.5))
 		f.restartLater(n)
 	case faultPowerLossAll:
 		st.PowerLosses++
-		f.powerLostAll = true
+		f.powerLost = true
 		c.tracef("FAULT power loss of every machine")
 		for _, id := range c.ids {
 			m := c.nodes[id]

@@ -141,7 +141,10 @@ func (f *fetcher) reconcile(r *replica, st followState, round int) {
 			f.again(err)
 			return
 		}
-		if tr.Offset < r.log.LogEndOffset() {
+		// At the log end too: storage.Log.Truncate then drops an epoch
+		// with no batches (internal/node's fetcher skips that call; see
+		// the report of issue #4).
+		if tr.Offset <= r.log.LogEndOffset() {
 			if err := r.truncateTo(tr.Offset); err != nil {
 				f.p.n.tracef("%s: %v", r.name(), err)
 				f.again(err)
@@ -328,6 +331,9 @@ func (r *replica) truncateTo(offset int64) error {
 	before := r.log.LogEndOffset()
 	if err := r.log.Truncate(offset); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", r.name(), offset, err)
+	}
+	if r.log.LogEndOffset() == before {
+		return nil
 	}
 	r.p.n.tracef("%s truncated divergent tail %d..%d", r.name(), r.log.LogEndOffset(), before)
 	r.p.n.c.onTruncate(r.p.n, r, r.log.LogEndOffset(), before)
