@@ -54,7 +54,7 @@ type Stats struct {
 	Acked, Unacked, Consumed int64
 	Crashes, PowerLosses     int
 	Partitions, Pauses       int
-	DiskFull                 int
+	DiskFull, BitFlips       int
 	MessagesSent, Dropped    int64
 	Elections                int
 	Converged                time.Duration // simulated time from heal to convergence

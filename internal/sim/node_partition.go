@@ -157,6 +157,7 @@ func (r *replica) becomeLeader(st metadata.Partition) error {
 	r.leaderEpoch = st.LeaderEpoch
 	r.p.n.tracef("leads %s epoch %d isr %v log end %d hw %d", r.name(), st.LeaderEpoch, st.ISR, leo, hw)
 	r.p.n.c.onBecomeLeader(r.p.n, r, st.LeaderEpoch)
+	r.p.n.c.onLeaderHW(r.p.n, r)
 	r.progress()
 	return nil
 }

@@ -35,6 +35,7 @@ type FaultMix struct {
 	OneWay       bool          // cut one direction of one link
 	Pause        bool          // SIGSTOP a process, sometimes past the session timeout
 	DiskFull     bool          // a node's disk fills up for a while
+	BitFlip      bool          // a stored byte of a partition log rots
 }
 
 // ProducerSpec is one simulated producer.
@@ -93,7 +94,8 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	if r.IntN(8) != 0 {
 		o.Faults = FaultMix{Every: time.Duration(300+r.IntN(3000)) * time.Millisecond,
 			Kill: r.IntN(2) == 0, PowerLoss: r.IntN(2) == 0, PowerLossAll: r.IntN(4) == 0,
-			Partition: r.IntN(2) == 0, OneWay: r.IntN(3) == 0, Pause: r.IntN(3) == 0, DiskFull: r.IntN(4) == 0}
+			Partition: r.IntN(2) == 0, OneWay: r.IntN(3) == 0, Pause: r.IntN(3) == 0, DiskFull: r.IntN(4) == 0,
+			BitFlip: r.IntN(6) == 0}
 	}
 	o.Producers = []ProducerSpec{{Acks: -1, Idempotent: true}}
 	for range r.IntN(3) {
