@@ -57,6 +57,7 @@ type Stats struct {
 	DiskFull, BitFlips       int
 	MessagesSent, Dropped    int64
 	Elections                int
+	SnapshotsInstalled       int           // metadata snapshots sent by a quorum leader
 	Converged                time.Duration // simulated time from heal to convergence
 }
 

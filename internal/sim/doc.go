@@ -16,6 +16,15 @@
 // re-done here single-threaded on an event queue (see node_*.go); the
 // comments there name the internal/node code each piece mirrors.
 //
+// Rot is simulated in the bytes a batch's CRC covers (and its magic byte),
+// followed by a crash so that recovery meets it. Two cases are left out
+// because the design has no answer for them yet: rot a running leader reads
+// (it answers KAFKA_STORAGE_ERROR to followers and consumers but keeps
+// leading, so the partition stalls), and rot in the first 16 header bytes
+// (base offset, length, leader epoch: outside Kafka's CRC), where a flipped
+// leader epoch enters the epoch cache at recovery and makes the follower
+// reconcile forever.
+//
 // Everything random (network delays, drops, duplicates, partitions,
 // crashes, torn writes, client timing, raft's election jitter through
 // testing/cryptotest) derives from the seed, so a failing seed replays bit

@@ -122,6 +122,7 @@ func (n *node) deliver(fn func()) {
 func (n *node) start() error {
 	n.up = true
 	n.incarnation++
+	n.pausedUntil = 0
 	p := &process{n: n, controller: -1, brokerEpoch: -1,
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
 	n.proc = p
@@ -142,8 +143,8 @@ func (n *node) start() error {
 		ElectionTicks:  electionTicks,
 		HeartbeatTicks: 1,
 		// Small snapshots so that runs exercise snapshot installs too.
-		SnapshotEntries: 200,
-		KeepEntries:     50,
+		SnapshotEntries: 20,
+		KeepEntries:     5,
 		SegmentBytes:    1 << 20,
 		MaxEntryBytes:   256 << 10,
 		Logger:          p.log,

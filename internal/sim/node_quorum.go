@@ -39,6 +39,7 @@ func (p *process) processReady() {
 		}
 		if out.Restored != nil {
 			p.n.tracef("installed metadata snapshot at index %d", out.Restored.Index)
+			p.n.c.check.stats.SnapshotsInstalled++
 			p.reconcile()
 		}
 		for _, e := range out.Committed {
@@ -63,6 +64,7 @@ func (p *process) sendRaft(m *raftpb.Message) {
 		panic(fmt.Sprintf("sim: marshal raft message: %v", err))
 	}
 	from, to := p.n, p.n.c.nodes[quorum.NodeID(m.GetTo())]
+	inc := from.incarnation
 	isSnap := m.GetType() == raftpb.MsgSnap
 	delivered := false
 	if isSnap {
@@ -88,7 +90,6 @@ func (p *process) sendRaft(m *raftpb.Message) {
 			q.processReady()
 			if isSnap && !delivered {
 				delivered = true
-				inc := from.incarnation
 				from.c.s.after(0, func() {
 					from.runIf(inc, func() {
 						p.core.ReportSnapshot(m.GetTo(), true)
