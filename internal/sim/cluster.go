@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/metadata"
@@ -150,7 +151,9 @@ func (c *Cluster) run() {
 		if c.converged() {
 			c.check.stats.Converged = c.s.now - healedAt
 			c.tracef("converged %v after healing", c.s.now-healedAt)
-			c.check.final()
+			if c.probe() {
+				c.check.final()
+			}
 			return
 		}
 	}
@@ -257,4 +260,44 @@ func (c *Cluster) ensureTopic() {
 			c.tracef("topic creation failed: %v", err)
 		}
 	})
+}
+
+// probeTimeout bounds how long a converged cluster may take to
+// acknowledge one acks=all record per partition.
+const probeTimeout = 10 * time.Second
+
+// probe writes one acks=all record to every partition through the
+// Produce handler, as a client would, and requires every one to be
+// acknowledged in time: a cluster that looks converged must also serve.
+func (c *Cluster) probe() bool {
+	id := int32(clientEndpointBase + 900)
+	pc := &producerClient{c: c, index: 900, spec: ProducerSpec{Acks: -1}, pid: -1,
+		lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}}, seq: map[int32]int32{}, busy: map[int32]bool{}}
+	var recs []*sentRecord
+	for part := range int32(c.opts.Partitions) {
+		r := c.check.sent(fmt.Sprintf("probe-%d", part), part, pc.spec)
+		recs = append(recs, r)
+		pc.busy[part] = true
+		pc.send(part, batch.Build([][]byte{[]byte(r.value)}, c.nowMs()), []*sentRecord{r}, 1, -1)
+	}
+	done := func() bool {
+		for _, r := range recs {
+			if !r.acked {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := c.s.now + probeTimeout
+	c.s.runUntil(deadline, func() bool { return c.stopped || done() })
+	if c.stopped {
+		return false
+	}
+	if !done() {
+		c.violation("converged, but a probe record per partition was not acknowledged within %v: %s", probeTimeout, c.convergenceReport())
+		return false
+	}
+	// Let followers fetch the probes so the final comparison sees them.
+	c.s.runUntil(c.s.now+time.Second, func() bool { return c.stopped })
+	return !c.stopped
 }
