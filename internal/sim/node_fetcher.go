@@ -279,7 +279,7 @@ func (f *fetcher) handlePartition(r *replica, epoch int32, rp kmsg.FetchResponse
 // and epochs, fsync before the next fetch reports it, follow the leader's
 // high watermark.
 func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
-	if r.closed || r.leader != nil || r.state.LeaderEpoch != epoch {
+	if r.leader != nil || r.state.LeaderEpoch != epoch {
 		return nil
 	}
 	if r.failed != nil {

@@ -40,7 +40,6 @@ type replica struct {
 	unflushed   int64
 	flushTimer  bool
 	syncQueued  bool
-	closed      bool
 }
 
 type ackWaiter struct {
@@ -182,7 +181,7 @@ func (r *replica) replicationConfig() replication.Config {
 // produce is partition.produce.
 func (r *replica) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	fail := func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) }
-	if r.closed || r.leader == nil {
+	if r.leader == nil {
 		fail(kerr.NotLeaderForPartition)
 		return
 	}
@@ -308,9 +307,6 @@ func (r *replica) scheduleSync() {
 }
 
 func (r *replica) sync() {
-	if r.closed {
-		return
-	}
 	durable, err := r.log.Sync()
 	if err != nil {
 		r.fail(err)
@@ -403,7 +399,7 @@ func (r *replica) onFollowerFetch(id int32, offset int64) error {
 // maybeProposeISR sends the ISR change replication.Leader proposes, as
 // partition.maybeProposeISRLocked and Broker.proposeISRChange do.
 func (r *replica) maybeProposeISR() {
-	if r.leader == nil || r.closed {
+	if r.leader == nil {
 		return
 	}
 	change := r.leader.Tick(r.nowMs(), r.p.isEligibleReplica)
@@ -453,14 +449,4 @@ func (r *replica) checkLeaderEpoch(current int32) error {
 		return nil
 	}
 	return replication.CheckLeaderEpoch(current, r.leaderEpoch)
-}
-
-func (r *replica) close() {
-	if r.closed {
-		return
-	}
-	r.closed = true
-	r.leader = nil
-	r.failAcks(kerr.NotLeaderForPartition)
-	_ = r.log.Close()
 }

@@ -66,7 +66,7 @@ func (p *process) updateFetchers() {
 
 // following reports the leader and epoch this replica follows.
 func (r *replica) following() (leader, epoch int32, ok bool) {
-	if r.closed || r.leader != nil || r.state.Leader < 0 || r.state.Leader == r.p.n.id {
+	if r.leader != nil || r.state.Leader < 0 || r.state.Leader == r.p.n.id {
 		return 0, 0, false
 	}
 	return r.state.Leader, r.state.LeaderEpoch, true

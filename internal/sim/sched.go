@@ -10,12 +10,11 @@ import (
 // randomness. Events run in order of simulated time, ties in order of
 // scheduling, so a run depends on nothing but the seed.
 type scheduler struct {
-	now    time.Duration // since the start of the run
-	seq    uint64
-	queue  eventQueue
-	rng    *rand.Rand
-	steps  int64
-	closed bool
+	now   time.Duration // since the start of the run
+	seq   uint64
+	queue eventQueue
+	rng   *rand.Rand
+	steps int64
 }
 
 type event struct {
