@@ -136,6 +136,34 @@ func (c *Cluster) onLeaderHW(n *node, r *replica) {
 
 func (c *Cluster) onTruncate(n *node, r *replica, to, from int64) {}
 
+// onAcksAll: when a leader acknowledges acks=all up to target, every
+// member of its (maximal) ISR that is running holds the records durably:
+// fsynced, or with write.caching at least appended.
+func (c *Cluster) onAcksAll(r *replica, target int64) {
+	if !c.check.strict() {
+		return
+	}
+	for _, id := range r.leader.Snapshot().MaximalISR {
+		p := c.nodes[id].proc
+		if p == nil {
+			continue
+		}
+		m := p.parts[partKey{r.id, r.index}]
+		if m == nil {
+			continue
+		}
+		have := m.log.DurableEndOffset()
+		if c.opts.WriteCaching {
+			have = m.log.LogEndOffset()
+		}
+		if have < target {
+			c.violation("n%d acknowledged acks=all up to offset %d of partition %d, but ISR member n%d holds only %d durably",
+				r.p.n.id, target, r.index, id, have)
+			return
+		}
+	}
+}
+
 // checkImage: a node's view of every partition's epochs only grows.
 func (c *Cluster) checkImage(n *node, prev, next *metadata.Image) {
 	for _, t := range prev.Topics() {

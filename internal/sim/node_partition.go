@@ -364,6 +364,9 @@ func (r *replica) completeAcks() {
 	clear(r.ackWaiters[len(kept):])
 	r.ackWaiters = kept
 	for _, w := range ready {
+		if w.all && w.result.Err == nil {
+			r.p.n.c.onAcksAll(r, w.target)
+		}
 		w.done(w.result)
 	}
 }
