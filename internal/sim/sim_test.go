@@ -8,7 +8,7 @@ import (
 )
 
 var (
-	flagSeeds    = flag.Int("sim.seeds", 150, "how many seeds TestSeeds runs (seeds 1..N, swarm fault mixes)")
+	flagSeeds    = flag.Int("sim.seeds", 200, "how many seeds TestSeeds runs (seeds 1..N, swarm fault mixes; 50 with -short)")
 	flagSeed     = flag.Uint64("sim.seed", 0, "run only this seed, printing its whole trace with -v")
 	flagDuration = flag.Duration("sim.duration", 10*time.Second, "simulated length of each run's faulty phase")
 )
@@ -33,9 +33,13 @@ func TestSeeds(t *testing.T) {
 		})
 		return
 	}
+	seeds := *flagSeeds
+	if testing.Short() {
+		seeds = min(seeds, 50)
+	}
 	var simulated time.Duration
 	var steps int64
-	for seed := uint64(1); seed <= uint64(*flagSeeds); seed++ {
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
 			r = runSeed(t, seed, false)
@@ -44,7 +48,7 @@ func TestSeeds(t *testing.T) {
 		simulated += r.SimTime
 		steps += r.Steps
 	}
-	t.Logf("%d seeds, %v simulated, %d events", *flagSeeds, simulated, steps)
+	t.Logf("%d seeds, %v simulated, %d events", seeds, simulated, steps)
 }
 
 func report(t *testing.T, r Result) {
