@@ -15,9 +15,22 @@ func Build(values [][]byte, timestampMs int64) []byte {
 // producer id, epoch and first sequence (-1, -1, -1 for none). The
 // simulator's clients write with it.
 func BuildProducer(values [][]byte, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
+	return assemble(nil, values, timestampMs, producerID, producerEpoch, firstSequence)
+}
+
+// BuildKeyed is Build with a key per record (keys[i] for values[i]); a nil
+// key or value is written as null (a nil value is a tombstone).
+func BuildKeyed(keys, values [][]byte, timestampMs int64) []byte {
+	return assemble(keys, values, timestampMs, -1, -1, -1)
+}
+
+func assemble(keys, values [][]byte, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
 	var recs []byte
 	for i, v := range values {
 		r := kmsg.Record{OffsetDelta: int32(i), Value: v}
+		if i < len(keys) {
+			r.Key = keys[i]
+		}
 		// A record starts with its own length as a varint; encode once to
 		// measure, then again with the right length.
 		probe := r.AppendTo(nil)

@@ -47,3 +47,33 @@ func TestSetLogAppendTimeKeepsBatchValid(t *testing.T) {
 		t.Fatalf("unexpected header after stamping: %+v", h)
 	}
 }
+
+func TestBuildKeyedAndProducer(t *testing.T) {
+	b := BuildKeyed([][]byte{[]byte("k"), nil}, [][]byte{[]byte("v"), nil}, 7)
+	if _, err := Validate(b); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(b); err != nil {
+		t.Fatal(err)
+	}
+	var first, second kmsg.Record
+	if err := first.ReadFrom(rb.Records); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.ReadFrom(rb.Records[len(first.AppendTo(nil)):]); err != nil {
+		t.Fatal(err)
+	}
+	if string(first.Key) != "k" || string(first.Value) != "v" || second.Key != nil || second.Value != nil {
+		t.Fatalf("records %q=%q, %v=%v; want k=v and null=null", first.Key, first.Value, second.Key, second.Value)
+	}
+
+	p := BuildProducer([][]byte{[]byte("x")}, 1, 42, 3, 17)
+	h, err := Validate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != 17 {
+		t.Fatalf("producer fields %d/%d/%d, want 42/3/17", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+	}
+}

@@ -23,11 +23,19 @@ type checker struct {
 	violations []string
 	stats      Stats
 
-	epochLeader map[int32]map[int32]int32 // partition -> leader epoch -> node
+	epochLeader map[partKey]map[int32]int32 // partition -> leader epoch -> node
 	values      map[string]*sentRecord
 	order       []*sentRecord
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
-	servedHW    map[[2]int32]int64         // node, partition -> highest HW served as leader
+	servedHW    map[nodePart]int64         // highest HW served as leader
+	// groupAcked is, per partition of the data topic, the highest offset
+	// whose commit for the simulated group was acknowledged.
+	groupAcked map[int32]int64
+}
+
+type nodePart struct {
+	node int32
+	part partKey
 }
 
 type sentRecord struct {
@@ -41,7 +49,8 @@ type sentRecord struct {
 }
 
 func newChecker(c *Cluster) *checker {
-	return &checker{c: c, epochLeader: map[int32]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[[2]int32]int64{}}
+	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
+		groupAcked: map[int32]int64{}}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must
@@ -105,13 +114,14 @@ func (k *checker) consumerOutOfRange(part int32, off int64, from int32) {
 // onBecomeLeader: at most one leader per partition per leader epoch.
 func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
 	k := c.check
-	m := k.epochLeader[r.index]
+	pk := partKey{r.id, r.index}
+	m := k.epochLeader[pk]
 	if m == nil {
 		m = map[int32]int32{}
-		k.epochLeader[r.index] = m
+		k.epochLeader[pk] = m
 	}
 	if prev, ok := m[epoch]; ok && prev != n.id {
-		c.violation("partition %d has two leaders in epoch %d: n%d and n%d", r.index, epoch, prev, n.id)
+		c.violation("%s has two leaders in epoch %d: n%d and n%d", r.name(), epoch, prev, n.id)
 		return
 	}
 	if _, ok := m[epoch]; !ok {
@@ -125,10 +135,10 @@ func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
 // legitimately be lost (write.caching after a power loss).
 func (c *Cluster) onLeaderHW(n *node, r *replica) {
 	k := c.check
-	key := [2]int32{n.id, r.index}
+	key := nodePart{n.id, partKey{r.id, r.index}}
 	hw := r.leader.HighWatermark()
 	if prev, ok := k.servedHW[key]; ok && hw < prev && k.strict() {
-		c.violation("%s serves partition %d below high watermark %d, after serving up to %d", n, r.index, hw, prev)
+		c.violation("%s serves %s below high watermark %d, after serving up to %d", n, r.name(), hw, prev)
 		return
 	}
 	k.servedHW[key] = max(k.servedHW[key], hw)
@@ -157,8 +167,8 @@ func (c *Cluster) onAcksAll(r *replica, target int64) {
 			have = m.log.LogEndOffset()
 		}
 		if have < target {
-			c.violation("n%d acknowledged acks=all up to offset %d of partition %d, but ISR member n%d holds only %d durably",
-				r.p.n.id, target, r.index, id, have)
+			c.violation("n%d acknowledged acks=all up to offset %d of %s, but ISR member n%d holds only %d durably",
+				r.p.n.id, target, r.name(), id, have)
 			return
 		}
 	}
@@ -198,8 +208,7 @@ func (c *Cluster) convergenceReport() string {
 	if ctl == nil {
 		return "no active controller"
 	}
-	t, ok := ctl.image.Topic(topicName)
-	if !ok {
+	if _, ok := ctl.image.Topic(topicName); !ok {
 		return "topic not created"
 	}
 	for _, id := range c.ids {
@@ -214,23 +223,32 @@ func (c *Cluster) convergenceReport() string {
 			return fmt.Sprintf("n%d fenced", id)
 		}
 	}
+	for _, t := range ctl.image.Topics() {
+		if msg := c.partitionsConverged(t); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func (c *Cluster) partitionsConverged(t *metadata.Topic) string {
 	for _, st := range t.Partitions {
 		if st.Leader < 0 || len(st.ISR) != len(st.Replicas) {
-			return fmt.Sprintf("partition %d: leader %d isr %v replicas %v; %s", st.Index, st.Leader, st.ISR, st.Replicas, c.replicaReport(t.ID, st))
+			return fmt.Sprintf("%s-%d: leader %d isr %v replicas %v; %s", t.Name, st.Index, st.Leader, st.ISR, st.Replicas, c.replicaReport(t.ID, st))
 		}
 		lp := c.nodes[st.Leader].proc
 		lr := lp.parts[partKey{t.ID, st.Index}]
 		if lr == nil || lr.leader == nil || lr.leaderEpoch != st.LeaderEpoch {
-			return fmt.Sprintf("partition %d: n%d does not lead epoch %d yet", st.Index, st.Leader, st.LeaderEpoch)
+			return fmt.Sprintf("%s-%d: n%d does not lead epoch %d yet", t.Name, st.Index, st.Leader, st.LeaderEpoch)
 		}
 		leo := lr.log.LogEndOffset()
 		if lr.hw != leo {
-			return fmt.Sprintf("partition %d: leader hw %d, log end %d", st.Index, lr.hw, leo)
+			return fmt.Sprintf("%s-%d: leader hw %d, log end %d", t.Name, st.Index, lr.hw, leo)
 		}
 		for _, id := range st.Replicas {
 			r := c.nodes[id].proc.parts[partKey{t.ID, st.Index}]
 			if r == nil || r.log.LogEndOffset() != leo {
-				return fmt.Sprintf("partition %d: n%d not caught up", st.Index, id)
+				return fmt.Sprintf("%s-%d: n%d not caught up", t.Name, st.Index, id)
 			}
 		}
 	}
@@ -280,31 +298,20 @@ func readAll(r *replica, upTo int64) ([]logEntry, error) {
 func (k *checker) final() {
 	c := k.c
 	ctl := c.activeController()
+	for _, t := range ctl.image.Topics() {
+		for _, st := range t.Partitions {
+			if _, ok := c.sameBelowHW(t, st); !ok {
+				return
+			}
+		}
+	}
+	if !k.finalGroupCheck(ctl) {
+		return
+	}
 	t, _ := ctl.image.Topic(topicName)
 	strict := k.strict()
 	for _, st := range t.Partitions {
-		lr := c.nodes[st.Leader].proc.parts[partKey{t.ID, st.Index}]
-		ref, err := readAll(lr, lr.hw)
-		if err != nil {
-			c.violation("partition %d on leader n%d: %v", st.Index, st.Leader, err)
-			return
-		}
-		for _, id := range st.Replicas {
-			if id == st.Leader {
-				continue
-			}
-			got, err := readAll(c.nodes[id].proc.parts[partKey{t.ID, st.Index}], lr.hw)
-			if err != nil {
-				c.violation("partition %d on n%d: %v", st.Index, id, err)
-				return
-			}
-			for off := range min(len(got), len(ref)) {
-				if got[off].value != ref[off].value {
-					c.violation("partition %d offset %d: leader n%d has %q, n%d has %q", st.Index, off, st.Leader, ref[off].value, id, got[off].value)
-					return
-				}
-			}
-		}
+		ref, _ := c.sameBelowHW(t, st)
 		seen := map[string]int64{}
 		for off, e := range ref {
 			if prev, dup := seen[e.value]; dup {
@@ -404,4 +411,32 @@ func (c *Cluster) replicaReport(id metadata.TopicID, st metadata.Partition) stri
 		parts = append(parts, desc)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// sameBelowHW reads a converged partition on its leader below the high
+// watermark and checks every other replica holds the same records there.
+func (c *Cluster) sameBelowHW(t *metadata.Topic, st metadata.Partition) ([]logEntry, bool) {
+	lr := c.nodes[st.Leader].proc.parts[partKey{t.ID, st.Index}]
+	ref, err := readAll(lr, lr.hw)
+	if err != nil {
+		c.violation("%s-%d on leader n%d: %v", t.Name, st.Index, st.Leader, err)
+		return nil, false
+	}
+	for _, id := range st.ISR {
+		if id == st.Leader {
+			continue
+		}
+		got, err := readAll(c.nodes[id].proc.parts[partKey{t.ID, st.Index}], lr.hw)
+		if err != nil {
+			c.violation("%s-%d on n%d: %v", t.Name, st.Index, id, err)
+			return nil, false
+		}
+		for off := range min(len(got), len(ref)) {
+			if got[off].value != ref[off].value {
+				c.violation("%s-%d offset %d: leader n%d has %q, n%d has %q", t.Name, st.Index, off, st.Leader, ref[off].value, id, got[off].value)
+				return nil, false
+			}
+		}
+	}
+	return ref, true
 }

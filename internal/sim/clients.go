@@ -28,6 +28,7 @@ const (
 // leaderCache is a client's view of partition leaders.
 type leaderCache struct {
 	c        *Cluster
+	topic    string
 	self     int32
 	leaders  map[int32]int32
 	inFlight bool
@@ -47,7 +48,7 @@ func (l *leaderCache) refresh() {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	t := kmsg.NewMetadataRequestTopic()
-	t.Topic = kmsg.StringPtr(topicName)
+	t.Topic = kmsg.StringPtr(l.topic)
 	req.Topics = append(req.Topics, t)
 	to := l.c.ids[l.c.s.rng.IntN(len(l.c.ids))]
 	l.c.call(l.self, to, req, rpcTimeout, func(resp kmsg.Response, err error) {
@@ -87,12 +88,17 @@ func (c *Cluster) startClients() {
 	for i, spec := range c.opts.Producers {
 		id := int32(clientEndpointBase + i)
 		c.clients = append(c.clients, &producerClient{c: c, index: i, spec: spec, pid: -1,
-			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}}, seq: map[int32]int32{}, busy: map[int32]bool{}})
+			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{}, busy: map[int32]bool{}})
 	}
 	for i := range c.opts.Consumers {
 		id := int32(clientEndpointBase + 100 + i)
 		c.clients = append(c.clients, &consumerClient{c: c, index: i,
-			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}}, next: map[int32]int64{}, busy: map[int32]bool{}})
+			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: topicName}, next: map[int32]int64{}, busy: map[int32]bool{}})
+	}
+	if c.opts.Groups {
+		id := int32(clientEndpointBase + 200)
+		c.clients = append(c.clients, &offsetCommitter{c: c,
+			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: offsetsTopic}, next: map[int32]int64{}})
 	}
 	for _, cl := range c.clients {
 		cl.start()

@@ -53,6 +53,7 @@ type Result struct {
 // Stats counts what a run did.
 type Stats struct {
 	Acked, Unacked, Consumed int64
+	GroupCommits             int64
 	Crashes, PowerLosses     int
 	Partitions, Pauses       int
 	DiskFull, BitFlips       int
@@ -246,14 +247,33 @@ func (c *Cluster) ensureTopic() {
 	if c.opts.WriteCaching {
 		configs["write.caching"] = "true"
 	}
-	id := c.newTopicID()
+	want := []controller.CreateTopicRequest{{Name: topicName, NumPartitions: int32(c.opts.Partitions),
+		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
+	if c.opts.Groups {
+		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+	}
+	ids := make([]metadata.TopicID, len(want))
+	for i := range ids {
+		ids[i] = c.newTopicID()
+	}
 	p.decide("topic creation", func(im *metadata.Image) ([]metadata.Record, error) {
-		return controller.CreateTopic(im, controller.CreateTopicRequest{
-			Name: topicName, NumPartitions: int32(c.opts.Partitions), ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs,
-		}, controller.Defaults{NumPartitions: 1, ReplicationFactor: 1}, id, func(m map[string]string) error {
-			_, err := config.ResolveTopic(p.cfg, m)
-			return err
-		})
+		var all []metadata.Record
+		for i, req := range want {
+			recs, err := controller.CreateTopic(im, req, controller.Defaults{NumPartitions: 1, ReplicationFactor: 1}, ids[i],
+				func(m map[string]string) error {
+					_, err := config.ResolveTopic(p.cfg, m)
+					return err
+				})
+			if err != nil {
+				return nil, err
+			}
+			if im, err = im.Apply(recs...); err != nil {
+				return nil, err
+			}
+			all = append(all, recs...)
+		}
+		return all, nil
 	}, func(err error) {
 		c.creating = false
 		if err != nil {
@@ -272,7 +292,7 @@ const probeTimeout = 10 * time.Second
 func (c *Cluster) probe() bool {
 	id := int32(clientEndpointBase + 900)
 	pc := &producerClient{c: c, index: 900, spec: ProducerSpec{Acks: -1}, pid: -1,
-		lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}}, seq: map[int32]int32{}, busy: map[int32]bool{}}
+		lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{}, busy: map[int32]bool{}}
 	var recs []*sentRecord
 	for part := range int32(c.opts.Partitions) {
 		r := c.check.sent(fmt.Sprintf("probe-%d", part), part, pc.spec)
@@ -297,7 +317,15 @@ func (c *Cluster) probe() bool {
 		c.violation("converged, but a probe record per partition was not acknowledged within %v: %s", probeTimeout, c.convergenceReport())
 		return false
 	}
-	// Let followers fetch the probes so the final comparison sees them.
-	c.s.runUntil(c.s.now+time.Second, func() bool { return c.stopped })
+	// The probes must reach every replica again before the logs are
+	// compared (a follower may have dropped out of the ISR meanwhile).
+	deadline = c.s.now + c.opts.Settle
+	for !c.stopped && !c.converged() {
+		if c.s.now >= deadline {
+			c.violation("did not converge again within %v after the probes: %s", c.opts.Settle, c.convergenceReport())
+			return false
+		}
+		c.s.runUntil(min(c.s.now+250*time.Millisecond, deadline), func() bool { return c.stopped })
+	}
 	return !c.stopped
 }

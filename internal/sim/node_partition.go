@@ -11,6 +11,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/group"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/producer"
 	"github.com/skein-log/skein/internal/replication"
@@ -40,6 +41,9 @@ type replica struct {
 	unflushed   int64
 	flushTimer  bool
 	syncQueued  bool
+	// coord is the group coordinator while this replica leads an offsets
+	// partition (node_group.go).
+	coord *group.Coordinator
 }
 
 type ackWaiter struct {
@@ -158,6 +162,9 @@ func (r *replica) becomeLeader(st metadata.Partition) error {
 	r.p.n.c.onBecomeLeader(r.p.n, r, st.LeaderEpoch)
 	r.p.n.c.onLeaderHW(r.p.n, r)
 	r.progress()
+	if r.topic == offsetsTopic {
+		r.loadCoordinator()
+	}
 	return nil
 }
 
@@ -166,6 +173,7 @@ func (r *replica) becomeFollower(st metadata.Partition) {
 		r.p.n.tracef("follows %s leader %d epoch %d", r.name(), st.Leader, st.LeaderEpoch)
 	}
 	r.leader = nil
+	r.coord = nil
 	r.leaderEpoch = st.LeaderEpoch
 	r.failAcks(kerr.NotLeaderForPartition)
 }

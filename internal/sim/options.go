@@ -20,6 +20,7 @@ type Options struct {
 	Faults            FaultMix
 	Producers         []ProducerSpec
 	Consumers         int
+	Groups            bool // a client commits and fetches group offsets
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -103,10 +104,11 @@ func Swarm(seed uint64, duration time.Duration) Options {
 		o.Producers = append(o.Producers, ProducerSpec{Acks: acks, Idempotent: acks == -1 && r.IntN(2) == 0})
 	}
 	o.Consumers = 1 + r.IntN(2)
+	o.Groups = r.IntN(2) == 0
 	return o
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v net=%+v faults=%+v producers=%+v consumers=%d",
-		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.Net, o.Faults, o.Producers, o.Consumers)
+	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
 }
