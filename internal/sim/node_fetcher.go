@@ -336,7 +336,6 @@ func (r *replica) truncateTo(offset int64) error {
 		return nil
 	}
 	r.p.n.tracef("%s truncated divergent tail %d..%d", r.name(), r.log.LogEndOffset(), before)
-	r.p.n.c.onTruncate(r.p.n, r, r.log.LogEndOffset(), before)
 	r.durableEnd = min(r.durableEnd, r.log.LogEndOffset())
 	if r.hw > r.log.LogEndOffset() {
 		r.hw = r.log.LogEndOffset()
