@@ -247,6 +247,9 @@ func (c *Cluster) ensureTopic() {
 	if c.opts.WriteCaching {
 		configs["write.caching"] = "true"
 	}
+	if c.opts.SegmentBytes > 0 {
+		configs["segment.bytes"] = strconv.Itoa(c.opts.SegmentBytes)
+	}
 	want := []controller.CreateTopicRequest{{Name: topicName, NumPartitions: int32(c.opts.Partitions),
 		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
 	if c.opts.Groups {

@@ -17,10 +17,13 @@
 // comments there name the internal/node code each piece mirrors.
 //
 // Rot is simulated in the bytes a batch's CRC covers (and its magic byte),
-// followed by a crash so that recovery meets it. Two cases are left out
-// because the design has no answer for them yet: rot a running leader reads
-// (it answers KAFKA_STORAGE_ERROR to followers and consumers but keeps
-// leading, so the partition stalls), and rot in the first 16 header bytes
+// followed by a crash so that recovery meets it, in the segments recovery
+// re-checks (the last one, and those from the recovery point on). Three
+// cases are left out because the design has no answer for them yet: rot a
+// running leader reads (it answers KAFKA_STORAGE_ERROR to followers and
+// consumers but keeps leading, so the partition stalls), rot in an older
+// sealed segment (trusted by recovery, so found only when read, with the
+// same stall), and rot in the first 16 header bytes
 // (base offset, length, leader epoch: outside Kafka's CRC), where a flipped
 // leader epoch enters the epoch cache at recovery and makes the follower
 // reconcile forever.

@@ -14,6 +14,7 @@ type Options struct {
 	ReplicationFactor int           // 3 unless fewer nodes
 	MinISR            int           // min.insync.replicas of the topic
 	WriteCaching      bool          // write.caching of the topic
+	SegmentBytes      int           // segment.bytes of the topic; 0 = default (one segment)
 	Duration          time.Duration // of the faulty phase
 	Settle            time.Duration // bound on convergence after healing
 	Net               netConfig
@@ -85,6 +86,9 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	o.Nodes = 3 + r.IntN(3)
 	o.Partitions = 1 + r.IntN(3)
 	o.WriteCaching = r.IntN(5) == 0
+	if r.IntN(3) == 0 {
+		o.SegmentBytes = 1024 << r.IntN(5) // many segments: rolls, sealed indexes, recovery points
+	}
 	o.Net = netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: time.Duration(1+r.IntN(10)) * time.Millisecond}
 	if r.IntN(2) == 0 {
 		o.Net.DropRate = 0.02 * r.Float64()
@@ -109,6 +113,6 @@ func Swarm(seed uint64, duration time.Duration) Options {
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
-		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
+	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
 }
