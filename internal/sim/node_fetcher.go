@@ -301,9 +301,15 @@ func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) err
 		appended = true
 		return nil
 	})
-	if err != nil && !errors.Is(err, batch.ErrTruncated) {
-		return fmt.Errorf("append from leader: %w", err)
+	if err != nil && errors.Is(err, batch.ErrTruncated) {
+		err = nil // a partial trailing batch is normal (fetch size limit)
 	}
+	// Sync what was appended even when a later batch failed: the next
+	// fetch reports the log end as held durably. internal/node's
+	// appendFromLeader returns before its Sync here, so a follower whose
+	// disk filled up mid-response claims unsynced batches and the leader
+	// acknowledges acks=all on their strength (found by this simulator;
+	// see the report of issue #4).
 	var durable int64
 	if appended && !r.cfg.WriteCaching {
 		d, err := r.log.Sync()
@@ -320,6 +326,9 @@ func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) err
 	}
 	if hw := min(leaderHW, r.durableEnd); hw > r.hw {
 		r.hw = hw
+	}
+	if err != nil {
+		return fmt.Errorf("append from leader: %w", err)
 	}
 	return nil
 }
