@@ -84,30 +84,11 @@ func (oc *offsetCommitter) fetch(coord, coordPart int32) {
 		t.Partitions = append(t.Partitions, p)
 	}
 	req.Topics = append(req.Topics, t)
-	before := make(map[int32]int64, len(c.check.groupAcked))
-	for p, o := range c.check.groupAcked {
-		before[p] = o
-	}
 	c.call(oc.lc.self, coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		oc.busy = false
-		if err != nil {
+		if err != nil || resp.(*kmsg.OffsetFetchResponse).ErrorCode != 0 {
 			oc.lc.forget(coordPart)
-			return
 		}
-		r := resp.(*kmsg.OffsetFetchResponse)
-		if r.ErrorCode != 0 {
-			oc.lc.forget(coordPart)
-			return
-		}
-		got := map[int32]int64{}
-		for _, rt := range r.Topics {
-			for _, rp := range rt.Partitions {
-				if rp.ErrorCode == 0 {
-					got[rp.Partition] = rp.Offset
-				}
-			}
-		}
-		c.check.groupFetched(before, got, coord)
 	})
 }
 
@@ -117,16 +98,40 @@ func (k *checker) groupCommitAcked(part int32, offset int64, coord int32) {
 	k.c.tracef("group commit of offset %d for partition %d acknowledged by n%d", offset, part, coord)
 }
 
-// groupFetched: a fetch returns, for every partition, at least the
-// offset whose commit was acknowledged before the fetch was sent.
-func (k *checker) groupFetched(before, got map[int32]int64, coord int32) {
+// groupServed: the current coordinator (the leader of the group's
+// partition in the newest committed metadata, in that leader epoch)
+// answers every partition with at least the offset whose commit was
+// acknowledged. A deposed coordinator that has not heard yet (partitioned
+// away with clients still reaching it) may answer stale offsets, as in
+// Kafka; those answers are not checked.
+func (k *checker) groupServed(r *replica, got []group.FetchedOffset) {
 	if !k.strict() {
 		return
 	}
-	for _, part := range sortedKeys(before) {
-		if o, ok := got[part]; !ok || o < before[part] {
-			k.c.violation("group %s: n%d answers offset %d for partition %d (present: %v) after a commit of %d was acknowledged",
-				simGroup, coord, o, part, ok, before[part])
+	ctl := k.c.activeController()
+	if ctl == nil {
+		return
+	}
+	t, ok := ctl.image.Topic(offsetsTopic)
+	if !ok || t.ID != r.id {
+		return
+	}
+	st := t.Partitions[r.index]
+	if st.Leader != r.p.n.id || st.LeaderEpoch != r.leaderEpoch {
+		k.c.tracef("offset fetch answered by deposed coordinator n%d (epoch %d; current n%d epoch %d): not checked",
+			r.p.n.id, r.leaderEpoch, st.Leader, st.LeaderEpoch)
+		return
+	}
+	have := map[int32]int64{}
+	for _, f := range got {
+		if f.Topic == topicName {
+			have[f.Partition] = f.Offset
+		}
+	}
+	for _, part := range sortedKeys(k.groupAcked) {
+		if have[part] < k.groupAcked[part] {
+			k.c.violation("group %s: coordinator n%d (epoch %d) answers offset %d for partition %d after a commit of %d was acknowledged",
+				simGroup, r.p.n.id, r.leaderEpoch, have[part], part, k.groupAcked[part])
 			return
 		}
 	}

@@ -159,8 +159,12 @@ func (p *process) onOffsetFetch(req *kmsg.OffsetFetchRequest, respond api.Respon
 			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: part})
 		}
 	}
+	fetched := r.coord.FetchOffsets(req.Group, tps)
+	if req.Group == simGroup {
+		p.n.c.check.groupServed(r, fetched)
+	}
 	byTopic := map[string]int{}
-	for _, f := range r.coord.FetchOffsets(req.Group, tps) {
+	for _, f := range fetched {
 		i, ok := byTopic[f.Topic]
 		if !ok {
 			i = len(resp.Topics)
