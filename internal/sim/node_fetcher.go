@@ -142,8 +142,9 @@ func (f *fetcher) reconcile(r *replica, st followState, round int) {
 			return
 		}
 		// At the log end too: storage.Log.Truncate then drops an epoch
-		// with no batches (internal/node's fetcher skips that call; see
-		// the report of issue #4).
+		// with no batches, which the follower would otherwise keep naming
+		// as its last fetched epoch. internal/node's fetcher still calls
+		// truncateTo only below the log end and needs the same change.
 		if tr.Offset <= r.log.LogEndOffset() {
 			if err := r.truncateTo(tr.Offset); err != nil {
 				f.p.n.tracef("%s: %v", r.name(), err)
@@ -309,7 +310,7 @@ func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) err
 	// appendFromLeader returns before its Sync here, so a follower whose
 	// disk filled up mid-response claims unsynced batches and the leader
 	// acknowledges acks=all on their strength (found by this simulator;
-	// see the report of issue #4).
+	// internal/node needs the same change).
 	var durable int64
 	if appended && !r.cfg.WriteCaching {
 		d, err := r.log.Sync()
