@@ -56,7 +56,7 @@ func report(t *testing.T, r Result) {
 	if len(r.Violations) > 0 {
 		t.Fatal(r.Failure())
 	}
-	t.Logf("seed %d: %v simulated, %d events, %+v", r.Seed, r.SimTime, r.Steps, r.Stats)
+	t.Logf("seed %d: %v simulated, %d events, trace %016x, %+v", r.Seed, r.SimTime, r.Steps, r.TraceHash, r.Stats)
 }
 
 // TestDeterminism runs seeds twice and compares complete traces: any
