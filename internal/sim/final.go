@@ -11,7 +11,9 @@ import (
 	"github.com/skein-log/skein/internal/records"
 )
 
-// logEntry is one record of a converged log.
+// logEntry is one record of a converged log. Logs start at offset 0 in
+// the simulation (runs are far shorter than retention), so a record's
+// index in readAll's answer is its offset.
 type logEntry struct {
 	value string
 	epoch int32
@@ -66,8 +68,10 @@ func (k *checker) final() {
 	}
 	t, _ := ctl.image.Topic(topicName)
 	strict := k.strict()
+	refs := map[int32][]logEntry{}
 	for _, st := range t.Partitions {
 		ref, _ := c.sameBelowHW(t, st)
+		refs[st.Index] = ref
 		seen := map[string]int64{}
 		for off, e := range ref {
 			if prev, dup := seen[e.value]; dup {
@@ -102,9 +106,7 @@ func (k *checker) final() {
 		if r.spec.Acks != -1 || !strict {
 			continue
 		}
-		st := t.Partitions[r.partition]
-		lr := c.nodes[st.Leader].proc.parts[partKey{t.ID, st.Index}]
-		ref, _ := readAll(lr, lr.hw)
+		ref := refs[r.partition]
 		if r.offset >= int64(len(ref)) || ref[r.offset].value != r.value {
 			got := "nothing"
 			if r.offset < int64(len(ref)) {
