@@ -185,11 +185,14 @@ func (f *faultState) flipBit(n *node) {
 		recoveryPoint := readRecoveryPoint(n.fs, dir)
 		var logs []vfs.DirEntry
 		for _, e := range segs {
-			if strings.HasSuffix(e.Name, ".log") && e.Size > 0 {
+			if strings.HasSuffix(e.Name, ".log") {
 				logs = append(logs, e)
 			}
 		}
 		for i, e := range logs {
+			if e.Size == 0 {
+				continue
+			}
 			// Recovery re-checks the last segment and those at or past
 			// the recovery point; older sealed segments are trusted, and
 			// rot there is not simulated (see the package documentation).

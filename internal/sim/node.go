@@ -131,7 +131,7 @@ func (n *node) start() error {
 		return err
 	}
 	p.cfg = cfg
-	p.log = slog.New(slog.DiscardHandler)
+	p.log = slog.New(traceHandler{n: n})
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
