@@ -37,9 +37,8 @@ func (c ISRChange) equal(o ISRChange) bool {
 // replica.lag.time.max.ms) and after each follower fetch, then sends the
 // proposal to the controller.
 //
-// At most one change is in flight: while one is pending Tick returns nil,
-// except once after OnISRChangeRejected reported an unknown outcome, when it
-// returns the same proposal again for the node to resend. A shrink comes first: it removes every ISR follower
+// At most one change is in flight: while one is pending Tick returns nil (use
+// Pending to resend it). A shrink comes first: it removes every ISR follower
 // that has not been caught up within replica.lag.time.max.ms. Otherwise an
 // expansion adds every follower whose durable end has reached both the HW and
 // the start of the current leader epoch and for which eligible returns true
@@ -51,12 +50,7 @@ func (c ISRChange) equal(o ISRChange) bool {
 // shrink never removes it and an expansion only adds.
 func (l *Leader) Tick(nowMs int64, eligible func(id int32) bool) *ISRChange {
 	if l.pend != nil {
-		if !l.resend {
-			return nil
-		}
-		l.resend = false
-		out := l.pend.clone()
-		return &out
+		return nil
 	}
 	newISR := l.shrunkISR(nowMs)
 	if newISR == nil {
@@ -137,37 +131,25 @@ func (l *Leader) Pending() (ISRChange, bool) {
 
 // OnISRChangeRejected handles the controller's error answer to proposal ch.
 // An answer to an older proposal is ignored. As in Kafka's
-// handleAlterPartitionError, only INELIGIBLE_REPLICA and
-// OPERATION_NOT_ATTEMPTED clear it: the controller says it did not and will
-// not apply it. Dropping a proposed addition means the HW waits for fewer
-// replicas, so it may advance; hwAdvanced reports that (it never goes back).
+// handleAlterPartitionError, a proposal refused because this leader's view
+// is stale (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, unknown partition)
+// stays pending: newer metadata is on its way and OnISRCommitted will clear
+// it, and proposing again from the stale view would only be refused again.
+// Any other error (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED, a lost
+// request) clears it so the next Tick may propose afresh.
 //
-// A proposal refused because this leader's view is stale
-// (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, unknown partition) stays
-// pending: newer metadata is on its way and OnISRCommitted will clear it.
-// Any other answer (NOT_CONTROLLER, a timeout, a lost request) leaves the
-// outcome unknown: the change may still commit (a controller that loses
-// office after proposing it answers NOT_CONTROLLER, and its successor
-// commits the entry). It stays pending, so proposed additions keep bounding
-// the HW, and the next Tick returns it for resending, as Kafka's
-// AlterPartitionManager retries. Clearing it instead let the HW pass a
-// follower the controller then committed to the ISR, which could be
-// elected without records consumers had read (found by internal/sim).
+// Dropping a proposed addition means the HW waits for fewer replicas, so it
+// may advance; hwAdvanced reports that. It never goes back.
 func (l *Leader) OnISRChangeRejected(ch ISRChange, err error) (hwAdvanced bool) {
 	if l.pend == nil || !l.pend.equal(ch) {
 		return false
 	}
-	switch {
-	case errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.OperationNotAttempted):
-		l.pend, l.resend = nil, false
-		return l.maybeAdvanceHW()
-	case errors.Is(err, kerr.InvalidUpdateVersion) || errors.Is(err, kerr.FencedLeaderEpoch) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID):
-		return false
-	default:
-		l.resend = true
+	if errors.Is(err, kerr.InvalidUpdateVersion) || errors.Is(err, kerr.FencedLeaderEpoch) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 		return false
 	}
+	l.pend = nil
+	return l.maybeAdvanceHW()
 }
 
 // OnISRCommitted applies a partition state committed in metadata at nowMs:
@@ -200,7 +182,7 @@ func (l *Leader) OnISRCommitted(st State, nowMs int64) (hwAdvanced bool, err err
 	}
 	l.syncFollowers(st, nowMs)
 	l.state = st.clone()
-	l.pend, l.resend = nil, false
+	l.pend = nil
 	return l.maybeAdvanceHW(), nil
 }
 

@@ -25,9 +25,6 @@ type Leader struct {
 	cfg   Config
 	state State      // as committed in metadata
 	pend  *ISRChange // the one proposal in flight, if any
-	// resend is set when pend's outcome is unknown (a lost request, a
-	// controller that lost office): the next Tick returns it again.
-	resend bool
 
 	logEnd     int64
 	durableEnd int64

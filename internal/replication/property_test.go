@@ -138,7 +138,7 @@ func (r *randomRun) controllerAnswer() (string, error) {
 		if r.inFlight == nil {
 			return "nothing to reject", nil
 		}
-		errs := []error{kerr.InvalidUpdateVersion, kerr.IneligibleReplica, kerr.OperationNotAttempted, kerr.FencedLeaderEpoch, kerr.NotController, kerr.RequestTimedOut}
+		errs := []error{kerr.InvalidUpdateVersion, kerr.IneligibleReplica, kerr.OperationNotAttempted, kerr.FencedLeaderEpoch}
 		cause := errs[r.rng.IntN(len(errs))]
 		r.l.OnISRChangeRejected(*r.inFlight, cause)
 		r.inFlight = nil

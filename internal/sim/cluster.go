@@ -173,6 +173,14 @@ func (c *Cluster) heal() {
 		n.fs.SetCapacity(-1)
 		n.fs.SetFault(nil)
 		n.pausedUntil = 0
+		if n.up && n.proc.hasFailedLog() {
+			// A log failed by an I/O error (a full disk during an
+			// append, a truncation or a checkpoint) refuses everything
+			// until the process restarts, and nothing in the broker
+			// restarts it: the operator does, once the disk has room.
+			n.tracef("restarted by the operator: a partition log failed")
+			n.up, n.proc = false, nil
+		}
 		if !n.up {
 			c.restart(n)
 		}

@@ -215,3 +215,14 @@ func (p *process) partitionList() []*replica {
 	}
 	return out
 }
+
+// hasFailedLog reports whether a partition log of this process stopped
+// after an I/O error (see storage.Log.Failed).
+func (p *process) hasFailedLog() bool {
+	for _, r := range p.partitionList() {
+		if r.failed != nil || r.log.Failed() != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,7 +102,8 @@ func (p *process) sendISRChange(r *replica, change replication.ISRChange) {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	if p.controller < 0 {
-		r.onISRChangeRejected(change, kerr.NotController)
+		// An earlier send of the same change may still commit: try again.
+		p.n.after(isrResendBackoff, func() { p.resendISRChange(r, change) })
 		return
 	}
 	p.call(p.controller, req, func(resp kmsg.Response, err error) {
@@ -110,11 +113,54 @@ func (p *process) sendISRChange(r *replica, change replication.ISRChange) {
 				err = kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode)
 			}
 		}
-		if err != nil {
-			p.n.tracef("%s ISR change %v refused: %v", r.name(), change.NewISR, err)
-			r.onISRChangeRejected(change, err)
+		if err == nil {
+			return
 		}
+		if outcomeUnknown(err) {
+			p.n.tracef("%s ISR change %v: outcome unknown (%v); resending", r.name(), change.NewISR, err)
+			p.n.after(isrResendBackoff, func() { p.resendISRChange(r, change) })
+			return
+		}
+		p.n.tracef("%s ISR change %v refused: %v", r.name(), change.NewISR, err)
+		r.onISRChangeRejected(change, err)
 	})
+}
+
+// isrResendBackoff spaces resends of a proposal whose outcome is unknown.
+const isrResendBackoff = 100 * time.Millisecond
+
+// outcomeUnknown says whether an AlterPartition failure leaves the
+// proposal's fate open: no answer, or a controller that lost office after
+// proposing the entry (its successor may still commit it). Only answers
+// that say the change was not and will not be applied (INELIGIBLE_REPLICA,
+// OPERATION_NOT_ATTEMPTED) or that this leader's view is stale may reach
+// replication.Leader.OnISRChangeRejected. Kafka's AlterPartitionManager
+// retries the others the same way. internal/node passes every failure to
+// OnISRChangeRejected, which drops the proposal: its additions stop
+// bounding the HW although the controller may commit them (found by this
+// simulator; see TestRegressions, seed 905).
+func outcomeUnknown(err error) bool {
+	for _, known := range []error{kerr.IneligibleReplica, kerr.OperationNotAttempted, kerr.InvalidUpdateVersion,
+		kerr.FencedLeaderEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID} {
+		if errors.Is(err, known) {
+			return false
+		}
+	}
+	return true
+}
+
+// resendISRChange sends the same proposal again while it is still the
+// one pending on this replica's leader state.
+func (p *process) resendISRChange(r *replica, change replication.ISRChange) {
+	if r.leader == nil {
+		return
+	}
+	pending, ok := r.leader.Pending()
+	if !ok || pending.PartitionEpoch != change.PartitionEpoch || pending.LeaderEpoch != change.LeaderEpoch ||
+		!slices.Equal(pending.NewISR, change.NewISR) {
+		return
+	}
+	p.sendISRChange(r, change)
 }
 
 func sortedKeys[V any](m map[int32]V) []int32 {

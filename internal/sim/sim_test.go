@@ -105,14 +105,16 @@ func TestBitFlips(t *testing.T) {
 // never rejoined the ISR. Fixed in storage.Log.Truncate (truncating at the
 // log end drops epochs that start there).
 //
-// Seed 905: a leader proposed adding a follower to the ISR; the controller
-// lost office after proposing the entry and answered NOT_CONTROLLER, but
-// its successor committed it. replication.Leader had dropped the proposal
-// on that answer, so the HW passed the follower's position; when the
-// leader died the follower was elected from the committed ISR without
-// records consumers had read. Fixed in replication.Leader's
-// OnISRChangeRejected (an unknown outcome keeps the proposal pending and
-// resends it).
+// Seed 16: a leader proposed adding a follower to the ISR of the group
+// offsets partition; the controller lost office after proposing the entry
+// and answered NOT_CONTROLLER, but its successor committed it. The leader
+// dropped the proposal on that answer (replication.Leader's
+// OnISRChangeRejected does for any error but the stale-view ones), so the
+// HW passed the follower's position, and after failover the follower led
+// without an acknowledged offset commit. Fixed in the simulated runtime:
+// an unknown outcome is resent, never reported as a refusal (sendISRChange);
+// internal/node still has the bug. (Found first as swarm seed 905, whose
+// run no longer reproduces it.)
 func TestRegressions(t *testing.T) {
 	idem := ProducerSpec{Acks: -1, Idempotent: true}
 	for _, o := range []Options{
@@ -130,11 +132,10 @@ func TestRegressions(t *testing.T) {
 				DupRate: 0.017905029701326326, SlowRate: 0.010901455089531432, SlowDelay: 100 * time.Millisecond},
 			Faults:    FaultMix{Every: 1869 * time.Millisecond, Kill: true},
 			Producers: []ProducerSpec{idem, {Acks: 1}}},
-		{Seed: 905, Nodes: 4, Partitions: 2, Duration: 20 * time.Second, SegmentBytes: 2048, Consumers: 1,
-			Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 5 * time.Millisecond, DropRate: 0.001161178123712454,
-				DupRate: 0.013405486950508597, SlowRate: 0.00945419866600139, SlowDelay: 100 * time.Millisecond},
-			Faults:    FaultMix{Every: 1630 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, OneWay: true},
-			Producers: []ProducerSpec{idem, {Acks: 1}, {Acks: 0}}},
+		{Seed: 16, Nodes: 4, Partitions: 2, Duration: 20 * time.Second, Groups: true, Consumers: 1,
+			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 2 * time.Millisecond},
+			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, OneWay: true},
+			Producers: []ProducerSpec{idem, {Acks: 1}}},
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
