@@ -15,16 +15,31 @@ type KeyValue struct {
 // base offset 0 and no producer id. The broker uses it for its own internal
 // logs (metadata records); client data is always stored as sent.
 func Build(values [][]byte, timestampMs int64) []byte {
-	recs := make([]KeyValue, len(values))
-	for i, v := range values {
-		recs[i].Value = v
-	}
-	return BuildKeyed(recs, timestampMs)
+	return assemble(valuesOnly(values), timestampMs, -1, -1, -1)
 }
 
 // BuildKeyed is Build for records with keys (the group coordinator's
 // __consumer_offsets records).
 func BuildKeyed(kvs []KeyValue, timestampMs int64) []byte {
+	return assemble(kvs, timestampMs, -1, -1, -1)
+}
+
+// BuildProducer is Build for an idempotent producer: the batch carries its
+// producer id, epoch and first sequence (-1, -1, -1 for none). The
+// simulator's clients write with it.
+func BuildProducer(values [][]byte, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
+	return assemble(valuesOnly(values), timestampMs, producerID, producerEpoch, firstSequence)
+}
+
+func valuesOnly(values [][]byte) []KeyValue {
+	kvs := make([]KeyValue, len(values))
+	for i, v := range values {
+		kvs[i].Value = v
+	}
+	return kvs
+}
+
+func assemble(kvs []KeyValue, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
 	var recs []byte
 	for i, kv := range kvs {
 		r := kmsg.Record{OffsetDelta: int32(i), Key: kv.Key, Value: kv.Value}
@@ -39,9 +54,9 @@ func BuildKeyed(kvs []KeyValue, timestampMs int64) []byte {
 		LastOffsetDelta: int32(len(kvs) - 1),
 		FirstTimestamp:  timestampMs,
 		MaxTimestamp:    timestampMs,
-		ProducerID:      -1,
-		ProducerEpoch:   -1,
-		FirstSequence:   -1,
+		ProducerID:      producerID,
+		ProducerEpoch:   producerEpoch,
+		FirstSequence:   firstSequence,
 		NumRecords:      int32(len(kvs)),
 		Records:         recs,
 	}

@@ -70,3 +70,14 @@ func TestBuildKeyedKeepsKeysAndNullValues(t *testing.T) {
 		rest = rest[len(r.AppendTo(nil)):]
 	}
 }
+
+func TestBuildProducerCarriesProducerFields(t *testing.T) {
+	p := BuildProducer([][]byte{[]byte("x")}, 1, 42, 3, 17)
+	h, err := Validate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != 17 {
+		t.Fatalf("producer fields %d/%d/%d, want 42/3/17", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+	}
+}

@@ -128,7 +128,8 @@ func (l *Log) EnforceRetention(nowMs int64) (deletedSegments int, err error) {
 // Truncate removes every batch at and after offset (a follower cutting a
 // divergent tail). If offset falls inside a batch the whole batch goes, as
 // in Kafka, so the log end may end up below offset. An offset at or beyond
-// the log end is a no-op; one below the log start empties the log and
+// the log end cuts no batch but drops epoch entries starting at the log
+// end (epochs without batches); one below the log start empties the log and
 // restarts it at offset. The change is durable on return, and the leader
 // epoch cache is truncated after the log, so a crash in between leaves a
 // state the follower's next OffsetForLeaderEpoch round repairs.
@@ -141,6 +142,15 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	if offset >= l.leo() {
+		// Nothing to cut from the log, but an epoch that starts at the log
+		// end holds no batches: a replica that led it briefly without
+		// appending. Keeping it would make the follower claim that epoch
+		// as its last fetched one, which the leader never had, and it
+		// would be told to reconcile again and again (Kafka's
+		// UnifiedLog.truncateTo clears it the same way).
+		if err := l.epochs.TruncateFromEnd(l.leo()); err != nil {
+			return l.failLocked(err)
+		}
 		return nil
 	}
 	if offset < l.logStart {

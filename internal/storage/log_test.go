@@ -338,6 +338,27 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
+// TestTruncateAtLogEndDropsEmptyEpoch: a replica that led an epoch
+// without appending and then follows must forget that epoch when told to
+// truncate at its log end, or it keeps claiming an epoch the leader never
+// had and reconciles forever (found by the simulator, seed 22 of
+// internal/sim's swarm).
+func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), "/p", smallConfig())
+	fillLog(t, l, 5, 1) // epoch 1
+	if err := l.Epochs().Assign(2, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	end := l.LogEndOffset()
+	if err := l.Truncate(end); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := l.Epochs().Latest(); e != 1 || l.LogEndOffset() != end {
+		t.Fatalf("after truncating at the log end: latest epoch %d (want 1), end %d (want %d)", e, l.LogEndOffset(), end)
+	}
+	l.Close()
+}
+
 func TestDeleteBeforeAndRetention(t *testing.T) {
 	fs := vfs.NewMem()
 	cfg := smallConfig()

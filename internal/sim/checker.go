@@ -1,0 +1,190 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// checker holds the invariants: some are checked as events happen (one
+// leader per epoch, epochs only grow, high watermarks only grow, consumers
+// agree with each other), the rest at the end against the converged logs
+// (no acknowledged record lost, no record read and later truncated,
+// replicas identical below the high watermark, no duplicates from
+// idempotent producers, contiguous offsets).
+type checker struct {
+	c          *Cluster
+	violations []string
+	stats      Stats
+
+	epochLeader map[partKey]map[int32]int32 // partition -> leader epoch -> node
+	values      map[string]*sentRecord
+	order       []*sentRecord
+	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
+	servedHW    map[nodePart]int64         // highest HW served as leader
+	// groupAcked is, per partition of the data topic, the highest offset
+	// whose commit for the simulated group was acknowledged.
+	groupAcked map[int32]int64
+}
+
+type nodePart struct {
+	node int32
+	part partKey
+}
+
+type sentRecord struct {
+	value      string
+	partition  int32
+	spec       ProducerSpec
+	acked      bool
+	offset     int64
+	ackedBy    int32
+	ackedAtSec float64
+}
+
+func newChecker(c *Cluster) *checker {
+	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
+		groupAcked: map[int32]int64{}}
+}
+
+// strict says whether acknowledged (acks=all) and consumed records must
+// all survive: always, except with write.caching once a machine lost
+// power. write.caching acknowledges what is only in the ISR's page
+// caches; a power loss of every ISR member (all machines at once, or the
+// last member of a shrunken ISR, which then leads again from the ELR)
+// loses it. That is the trade the topic setting makes.
+//
+// A flipped bit makes recovery cut a replica's log at the rotten batch,
+// which may lie below the high watermark: that replica lost acknowledged
+// records, and if it was the last of its ISR (or in the ELR) it may lead
+// again without them. Such runs check everything but loss.
+func (k *checker) strict() bool {
+	return !(k.c.opts.WriteCaching && k.c.faults.powerLost) && !k.c.faults.corrupted
+}
+
+func (k *checker) sent(v string, part int32, spec ProducerSpec) *sentRecord {
+	r := &sentRecord{value: v, partition: part, spec: spec, offset: -1}
+	k.values[v] = r
+	k.order = append(k.order, r)
+	return r
+}
+
+func (k *checker) acked(recs []*sentRecord, base int64, leader int32) {
+	for i, r := range recs {
+		if r.acked && r.offset != base+int64(i) && r.spec.Idempotent {
+			k.c.violation("idempotent record %s acknowledged twice at offsets %d and %d", r.value, r.offset, base+int64(i))
+			return
+		}
+		r.acked, r.offset, r.ackedBy, r.ackedAtSec = true, base+int64(i), leader, k.c.s.now.Seconds()
+		k.stats.Acked++
+	}
+	k.c.tracef("ack %s..%s at %d-%d by n%d (acks=%d)", recs[0].value, recs[len(recs)-1].value, recs[0].partition, base, leader, recs[0].spec.Acks)
+}
+
+func (k *checker) consumed(part int32, off int64, v string, from int32) {
+	m := k.read[part]
+	if m == nil {
+		m = map[int64]string{}
+		k.read[part] = m
+	}
+	if prev, ok := m[off]; ok && prev != v && k.strict() {
+		k.c.violation("partition %d offset %d read as %q and, from n%d, as %q", part, off, prev, from, v)
+		return
+	}
+	if _, ok := m[off]; !ok {
+		k.stats.Consumed++
+	}
+	m[off] = v
+}
+
+func (k *checker) consumerOutOfRange(part int32, off int64, from int32) {
+	if k.strict() && off > 0 {
+		if _, ok := k.read[part][off-1]; ok {
+			k.c.tracef("consumer offset %d of partition %d out of range on n%d", off, part, from)
+		}
+	}
+}
+
+// onBecomeLeader: at most one leader per partition per leader epoch.
+func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
+	k := c.check
+	pk := partKey{r.id, r.index}
+	m := k.epochLeader[pk]
+	if m == nil {
+		m = map[int32]int32{}
+		k.epochLeader[pk] = m
+	}
+	if prev, ok := m[epoch]; ok && prev != n.id {
+		c.violation("%s has two leaders in epoch %d: n%d and n%d", r.name(), epoch, prev, n.id)
+		return
+	}
+	if _, ok := m[epoch]; !ok {
+		k.stats.Elections++
+	}
+	m[epoch] = n.id
+}
+
+// onLeaderHW: the high watermark a replica serves reads below never goes
+// back, across leader epochs and restarts, unless acknowledged data may
+// legitimately be lost (write.caching after a power loss).
+func (c *Cluster) onLeaderHW(n *node, r *replica) {
+	k := c.check
+	key := nodePart{n.id, partKey{r.id, r.index}}
+	hw := r.leader.HighWatermark()
+	if prev, ok := k.servedHW[key]; ok && hw < prev && k.strict() {
+		c.violation("%s serves %s below high watermark %d, after serving up to %d", n, r.name(), hw, prev)
+		return
+	}
+	k.servedHW[key] = max(k.servedHW[key], hw)
+}
+
+// onAcksAll: when a leader acknowledges acks=all up to target, every
+// member of its (maximal) ISR that is running holds the records durably:
+// fsynced, or with write.caching at least appended.
+func (c *Cluster) onAcksAll(r *replica, target int64) {
+	if !c.check.strict() {
+		return
+	}
+	for _, id := range r.leader.Snapshot().MaximalISR {
+		p := c.nodes[id].proc
+		if p == nil {
+			continue
+		}
+		m := p.parts[partKey{r.id, r.index}]
+		if m == nil {
+			continue
+		}
+		have := m.log.DurableEndOffset()
+		if c.opts.WriteCaching {
+			have = m.log.LogEndOffset()
+		}
+		if have < target {
+			c.violation("n%d acknowledged acks=all up to offset %d of %s, but ISR member n%d holds only %d durably",
+				r.p.n.id, target, r.name(), id, have)
+			return
+		}
+	}
+}
+
+// checkImage: a node's view of every partition's epochs only grows.
+func (c *Cluster) checkImage(n *node, prev, next *metadata.Image) {
+	for _, t := range prev.Topics() {
+		nt, ok := next.TopicByID(t.ID)
+		if !ok {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if i >= len(nt.Partitions) {
+				break
+			}
+			q := nt.Partitions[i]
+			if q.LeaderEpoch < p.LeaderEpoch || q.PartitionEpoch < p.PartitionEpoch {
+				c.violation("%s: partition %d epochs went back: leader epoch %d -> %d, partition epoch %d -> %d",
+					n, i, p.LeaderEpoch, q.LeaderEpoch, p.PartitionEpoch, q.PartitionEpoch)
+			}
+			if q.Leader >= 0 && !slices.Contains(q.ISR, q.Leader) {
+				c.violation("%s: partition %d leader %d not in its ISR %v", n, i, q.Leader, q.ISR)
+			}
+		}
+	}
+}

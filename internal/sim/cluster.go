@@ -1,0 +1,342 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/quorum"
+)
+
+// simEpochMs is the wall-clock time at simulated time zero (batch
+// timestamps, retention): fixed, so runs do not depend on the real clock.
+const simEpochMs = 1_767_225_600_000 // 2026-01-01T00:00:00Z
+
+// topicName is the one topic every run creates and writes.
+const topicName = "sim"
+
+// Cluster is one simulated run.
+type Cluster struct {
+	opts      Options
+	s         *scheduler
+	net       *network
+	trace     *trace
+	nodes     map[int32]*node
+	ids       []int32
+	clusterID string
+	check     *checker
+	faults    *faultState
+	clients   []client
+
+	topicID  metadata.TopicID
+	creating bool
+	healed   bool
+	stopped  bool // a violation ends the run
+}
+
+// Result summarises a run.
+type Result struct {
+	Seed       uint64
+	Options    Options
+	SimTime    time.Duration
+	Steps      int64
+	TraceHash  uint64
+	Violations []string
+	Trace      string // the last events, for a person
+	Stats      Stats
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Acked, Unacked, Consumed int64
+	GroupCommits             int64
+	Crashes, PowerLosses     int
+	Partitions, Pauses       int
+	DiskFull, BitFlips       int
+	MessagesSent, Dropped    int64
+	Elections                int
+	SnapshotsInstalled       int           // metadata snapshots sent by a quorum leader
+	Converged                time.Duration // simulated time from heal to convergence
+}
+
+// Run simulates one seed.
+func Run(opts Options) Result {
+	c := newCluster(opts)
+	c.run()
+	return c.result()
+}
+
+func newCluster(opts Options) *Cluster {
+	opts = opts.withDefaults()
+	s := newScheduler(opts.Seed)
+	c := &Cluster{opts: opts, s: s, trace: newTrace(), nodes: map[int32]*node{},
+		clusterID: "sim-" + strconv.FormatUint(opts.Seed, 36)}
+	c.trace.verbose, c.trace.out = opts.Verbose, opts.Out
+	c.net = newNetwork(s, opts.Net)
+	c.check = newChecker(c)
+	for i := 1; i <= opts.Nodes; i++ {
+		id := int32(i)
+		c.nodes[id] = c.newNode(id)
+		c.ids = append(c.ids, id)
+	}
+	c.faults = newFaultState(c)
+	return c
+}
+
+func (c *Cluster) tracef(format string, args ...any) { c.trace.add(c.s.now, format, args...) }
+
+// violation records a broken invariant and stops the run.
+func (c *Cluster) violation(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	c.tracef("VIOLATION: %s", msg)
+	c.check.violations = append(c.check.violations, msg)
+	c.stopped = true
+}
+
+func (c *Cluster) nowMs() int64 { return simEpochMs + c.s.now.Milliseconds() }
+
+func (c *Cluster) newTopicID() metadata.TopicID {
+	var id metadata.TopicID
+	for id.IsZero() {
+		for i := range id {
+			id[i] = byte(c.s.rng.Uint32())
+		}
+	}
+	return id
+}
+
+func (c *Cluster) raftVoters() []uint64 {
+	out := make([]uint64, len(c.ids))
+	for i, id := range c.ids {
+		out[i] = quorum.RaftID(id)
+	}
+	return out
+}
+
+func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
+	return config.NewBroker(map[string]string{
+		"node.id":                    strconv.Itoa(int(id)),
+		"process.roles":              "broker,controller",
+		"default.replication.factor": strconv.Itoa(c.opts.ReplicationFactor),
+		"num.partitions":             strconv.Itoa(c.opts.Partitions),
+	})
+}
+
+func (c *Cluster) run() {
+	for _, id := range c.ids {
+		if err := c.nodes[id].start(); err != nil {
+			c.violation("start %s: %v", c.nodes[id], err)
+			return
+		}
+	}
+	c.s.after(100*time.Millisecond, c.ensureTopic)
+	c.startClients()
+	c.faults.start()
+	stop := func() bool { return c.stopped }
+	c.s.runUntil(c.opts.Duration, stop)
+	if c.stopped {
+		return
+	}
+	c.heal()
+	deadline := c.opts.Duration + c.opts.Settle
+	healedAt := c.s.now
+	for !c.stopped && c.s.now < deadline {
+		c.s.runUntil(min(c.s.now+250*time.Millisecond, deadline), stop)
+		if c.stopped {
+			return
+		}
+		if c.converged() {
+			c.check.stats.Converged = c.s.now - healedAt
+			c.tracef("converged %v after healing", c.s.now-healedAt)
+			if c.probe() {
+				c.check.final()
+			}
+			return
+		}
+	}
+	c.violation("cluster did not converge within %v of healing: %s", c.opts.Settle, c.convergenceReport())
+}
+
+// heal ends every fault: restart dead nodes, resume paused ones, mend the
+// network and the disks, and stop the clients from starting new work.
+func (c *Cluster) heal() {
+	c.healed = true
+	c.tracef("healing every fault")
+	c.net.healAll()
+	c.net.cfg = netConfig{MinDelay: c.opts.Net.MinDelay, MaxDelay: c.opts.Net.MaxDelay}
+	for _, id := range c.ids {
+		n := c.nodes[id]
+		n.fs.SetCapacity(-1)
+		n.fs.SetFault(nil)
+		n.pausedUntil = 0
+		if n.up && n.proc.hasFailedLog() {
+			// A log failed by an I/O error (a full disk during an
+			// append, a truncation or a checkpoint) refuses everything
+			// until the process restarts, and nothing in the broker
+			// restarts it: the operator does, once the disk has room.
+			n.tracef("restarted by the operator: a partition log failed")
+			n.up, n.proc = false, nil
+		}
+		if !n.up {
+			c.restart(n)
+		}
+	}
+}
+
+func (c *Cluster) restart(n *node) {
+	if err := n.start(); err != nil {
+		n.tracef("restart failed: %v", err)
+		n.up = false
+		n.proc = nil
+		c.s.after(500*time.Millisecond, func() {
+			if !n.up {
+				c.restart(n)
+			}
+		})
+	}
+}
+
+// processExited is a process dying on its own (a failed quorum fsync): the
+// machine stays up, so the page cache survives, and it restarts.
+func (c *Cluster) processExited(n *node) {
+	n.up = false
+	n.proc = nil
+	c.s.after(500*time.Millisecond, func() {
+		if !n.up {
+			c.restart(n)
+		}
+	})
+}
+
+// activeController is the node whose process is the active controller
+// with the newest term, nil if none.
+func (c *Cluster) activeController() *process {
+	var best *process
+	for _, id := range c.ids {
+		p := c.nodes[id].proc
+		if p != nil && p.ctrl != nil && (best == nil || p.core.Term() > best.core.Term()) {
+			best = p
+		}
+	}
+	return best
+}
+
+// ensureTopic creates the run's topic once every node is registered, from
+// the active controller's decision functions.
+func (c *Cluster) ensureTopic() {
+	if !c.topicID.IsZero() || c.stopped {
+		return
+	}
+	c.s.after(100*time.Millisecond, c.ensureTopic)
+	p := c.activeController()
+	if p == nil || c.creating {
+		return
+	}
+	if t, ok := p.image.Topic(topicName); ok {
+		c.topicID = t.ID
+		c.tracef("topic %s created with id %s", topicName, shortID(t.ID))
+		return
+	}
+	active := 0
+	for _, id := range c.ids {
+		if p.image.IsActive(id) {
+			active++
+		}
+	}
+	if active < c.opts.Nodes {
+		return
+	}
+	c.creating = true
+	configs := map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}
+	if c.opts.WriteCaching {
+		configs["write.caching"] = "true"
+	}
+	if c.opts.SegmentBytes > 0 {
+		configs["segment.bytes"] = strconv.Itoa(c.opts.SegmentBytes)
+	}
+	want := []controller.CreateTopicRequest{{Name: topicName, NumPartitions: int32(c.opts.Partitions),
+		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
+	if c.opts.Groups {
+		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+	}
+	ids := make([]metadata.TopicID, len(want))
+	for i := range ids {
+		ids[i] = c.newTopicID()
+	}
+	p.decide("topic creation", func(im *metadata.Image) ([]metadata.Record, error) {
+		var all []metadata.Record
+		for i, req := range want {
+			recs, err := controller.CreateTopic(im, req, controller.Defaults{NumPartitions: 1, ReplicationFactor: 1}, ids[i],
+				func(m map[string]string) error {
+					_, err := config.ResolveTopic(p.cfg, m)
+					return err
+				})
+			if err != nil {
+				return nil, err
+			}
+			if im, err = im.Apply(recs...); err != nil {
+				return nil, err
+			}
+			all = append(all, recs...)
+		}
+		return all, nil
+	}, func(err error) {
+		c.creating = false
+		if err != nil {
+			c.tracef("topic creation failed: %v", err)
+		}
+	})
+}
+
+// probeTimeout bounds how long a converged cluster may take to
+// acknowledge one acks=all record per partition.
+const probeTimeout = 10 * time.Second
+
+// probe writes one acks=all record to every partition through the
+// Produce handler, as a client would, and requires every one to be
+// acknowledged in time: a cluster that looks converged must also serve.
+func (c *Cluster) probe() bool {
+	id := int32(clientEndpointBase + 900)
+	pc := &producerClient{c: c, index: 900, spec: ProducerSpec{Acks: -1}, pid: -1,
+		lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{}, busy: map[int32]bool{}}
+	var recs []*sentRecord
+	for part := range int32(c.opts.Partitions) {
+		r := c.check.sent(fmt.Sprintf("probe-%d", part), part, pc.spec)
+		recs = append(recs, r)
+		pc.busy[part] = true
+		pc.send(part, batch.Build([][]byte{[]byte(r.value)}, c.nowMs()), []*sentRecord{r}, 1, -1)
+	}
+	done := func() bool {
+		for _, r := range recs {
+			if !r.acked {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := c.s.now + probeTimeout
+	c.s.runUntil(deadline, func() bool { return c.stopped || done() })
+	if c.stopped {
+		return false
+	}
+	if !done() {
+		c.violation("converged, but a probe record per partition was not acknowledged within %v: %s", probeTimeout, c.convergenceReport())
+		return false
+	}
+	// The probes must reach every replica again before the logs are
+	// compared (a follower may have dropped out of the ISR meanwhile).
+	deadline = c.s.now + c.opts.Settle
+	for !c.stopped && !c.converged() {
+		if c.s.now >= deadline {
+			c.violation("did not converge again within %v after the probes: %s", c.opts.Settle, c.convergenceReport())
+			return false
+		}
+		c.s.runUntil(min(c.s.now+250*time.Millisecond, deadline), func() bool { return c.stopped })
+	}
+	return !c.stopped
+}

@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// converged: one active controller every node agrees with, and every
+// partition led, with its full replica set in sync and every log equal.
+func (c *Cluster) converged() bool {
+	return c.convergenceReport() == ""
+}
+
+func (c *Cluster) convergenceReport() string {
+	ctl := c.activeController()
+	if ctl == nil {
+		return "no active controller"
+	}
+	if _, ok := ctl.image.Topic(topicName); !ok {
+		return "topic not created"
+	}
+	for _, id := range c.ids {
+		p := c.nodes[id].proc
+		if p == nil {
+			return fmt.Sprintf("n%d is down", id)
+		}
+		if p.brokerEpoch < 0 {
+			return fmt.Sprintf("n%d not registered", id)
+		}
+		if br, ok := ctl.image.Broker(id); !ok || br.Fenced {
+			return fmt.Sprintf("n%d fenced", id)
+		}
+	}
+	for _, t := range ctl.image.Topics() {
+		if msg := c.partitionsConverged(t); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func (c *Cluster) partitionsConverged(t *metadata.Topic) string {
+	for _, st := range t.Partitions {
+		if st.Leader < 0 || len(st.ISR) != len(st.Replicas) {
+			return fmt.Sprintf("%s-%d: leader %d isr %v replicas %v; %s", t.Name, st.Index, st.Leader, st.ISR, st.Replicas, c.replicaReport(t.ID, st))
+		}
+		lp := c.nodes[st.Leader].proc
+		lr := lp.parts[partKey{t.ID, st.Index}]
+		if lr == nil || lr.leader == nil || lr.leaderEpoch != st.LeaderEpoch {
+			return fmt.Sprintf("%s-%d: n%d does not lead epoch %d yet", t.Name, st.Index, st.Leader, st.LeaderEpoch)
+		}
+		leo := lr.log.LogEndOffset()
+		if lr.hw != leo {
+			return fmt.Sprintf("%s-%d: leader hw %d, log end %d", t.Name, st.Index, lr.hw, leo)
+		}
+		for _, id := range st.Replicas {
+			r := c.nodes[id].proc.parts[partKey{t.ID, st.Index}]
+			if r == nil || r.log.LogEndOffset() != leo {
+				return fmt.Sprintf("%s-%d: n%d not caught up", t.Name, st.Index, id)
+			}
+		}
+	}
+	return ""
+}
+
+// replicaReport describes each replica of a partition, for a person
+// reading why a run did not converge.
+func (c *Cluster) replicaReport(id metadata.TopicID, st metadata.Partition) string {
+	var parts []string
+	for _, n := range st.Replicas {
+		p := c.nodes[n].proc
+		if p == nil {
+			parts = append(parts, fmt.Sprintf("n%d down", n))
+			continue
+		}
+		r := p.parts[partKey{id, st.Index}]
+		if r == nil {
+			parts = append(parts, fmt.Sprintf("n%d has no replica", n))
+			continue
+		}
+		desc := fmt.Sprintf("n%d: epoch %d leader %v log end %d hw %d", n, r.leaderEpoch, r.leader != nil, r.log.LogEndOffset(), r.hw)
+		if r.failed != nil {
+			desc += fmt.Sprintf(" failed (%v)", r.failed)
+		}
+		if f, ok := p.fetchers[st.Leader]; ok {
+			if fs := f.parts[r]; fs != nil {
+				desc += fmt.Sprintf(" fetcher: epoch %d truncate %v", fs.epoch, fs.truncate)
+			}
+		}
+		if r.leader != nil {
+			desc += fmt.Sprintf(" %+v", r.leader.Snapshot())
+		}
+		parts = append(parts, desc)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/quorum"
+	"github.com/skein-log/skein/internal/vfs"
+)
+
+// Timing of the simulated runtime. They are shorter than production's
+// defaults so that a few simulated seconds hold many failovers; the ratios
+// between them are production's.
+const (
+	raftTick          = 50 * time.Millisecond
+	electionTicks     = 10
+	heartbeatInterval = 250 * time.Millisecond
+	sessionTimeout    = 2 * time.Second
+	replicaLagMax     = 2 * time.Second
+	fetchMaxWait      = 200 * time.Millisecond
+	fetchBackoff      = 100 * time.Millisecond
+	pauseAfterRefusal = 200 * time.Millisecond
+	controllerPeriod  = 100 * time.Millisecond
+	isrTickPeriod     = 250 * time.Millisecond
+	rpcTimeout        = time.Second
+	maxFsyncDelay     = 3 * time.Millisecond
+)
+
+// node is one simulated process: a broker with a combined controller.
+// Its disk (fs) outlives crashes; everything else is rebuilt from the disk
+// on restart, as a real process is.
+type node struct {
+	c  *Cluster
+	id int32
+	fs *vfs.Mem
+
+	up          bool
+	incarnation uint64        // bumped by every crash, so a dead process's timers never fire
+	pausedUntil time.Duration // a SIGSTOPped process runs nothing until then
+
+	proc *process // nil while down
+}
+
+// process is the state of one incarnation of a node.
+type process struct {
+	n      *node
+	cfg    *config.Broker
+	server *api.Server
+	log    *slog.Logger
+
+	core       *quorum.Core
+	empty      *metadata.Image
+	image      *metadata.Image
+	controller int32 // the quorum leader's node id, -1 if unknown
+
+	ctrl *controllerState // non-nil while this node is the active controller
+
+	brokerEpoch int64 // -1 until registered
+	// pendingEpoch is a registration the controller granted that this
+	// node's image does not hold yet (registerWithController waits so).
+	pendingEpoch int64
+	registering  bool
+	parts        map[partKey]*replica
+	fetchers     map[int32]*fetcher
+	waiters      []*fetchWaiter
+	pokeQueued   bool
+
+	pidNext, pidEnd int64
+	pidAsking       bool
+}
+
+type partKey struct {
+	topic metadata.TopicID
+	index int32
+}
+
+func (c *Cluster) newNode(id int32) *node {
+	return &node{c: c, id: id, fs: vfs.NewMem()}
+}
+
+func (n *node) String() string { return fmt.Sprintf("n%d", n.id) }
+
+func (n *node) tracef(format string, args ...any) {
+	n.c.tracef("%s %s", n, fmt.Sprintf(format, args...))
+}
+
+// after runs fn on this incarnation after d; nothing runs if the process
+// died meanwhile, and a paused process runs it when it resumes.
+func (n *node) after(d time.Duration, fn func()) {
+	inc := n.incarnation
+	n.c.s.after(d, func() { n.runIf(inc, fn) })
+}
+
+func (n *node) runIf(inc uint64, fn func()) {
+	if !n.up || n.incarnation != inc {
+		return
+	}
+	if now := n.c.s.now; n.pausedUntil > now {
+		n.c.s.after(n.pausedUntil-now, func() { n.runIf(inc, fn) })
+		return
+	}
+	fn()
+}
+
+// deliver runs an arriving message on the current incarnation, if any.
+func (n *node) deliver(fn func()) {
+	if !n.up {
+		return
+	}
+	n.runIf(n.incarnation, fn)
+}
+
+// start boots a process from the node's disk.
+func (n *node) start() error {
+	n.up = true
+	n.incarnation++
+	n.pausedUntil = 0
+	p := &process{n: n, controller: -1, brokerEpoch: -1,
+		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
+	n.proc = p
+	cfg, err := n.c.brokerConfig(n.id)
+	if err != nil {
+		return err
+	}
+	p.cfg = cfg
+	p.log = slog.New(traceHandler{n: n})
+	p.server = &api.Server{Backend: backend{p}, Log: p.log}
+	p.empty = metadata.Empty(n.c.clusterID)
+	p.image = p.empty
+	core, err := quorum.NewCore(quorum.CoreConfig{
+		ID:             quorum.RaftID(n.id),
+		Voters:         n.c.raftVoters(),
+		Dir:            path.Join("data", "__cluster_metadata-0"),
+		FS:             n.fs,
+		ElectionTicks:  electionTicks,
+		HeartbeatTicks: 1,
+		// Small snapshots so that runs exercise snapshot installs too.
+		SnapshotEntries: 20,
+		KeepEntries:     5,
+		SegmentBytes:    1 << 20,
+		MaxEntryBytes:   256 << 10,
+		Logger:          p.log,
+		Snapshotter:     snapshotter{p},
+	})
+	if err != nil {
+		return fmt.Errorf("%s: quorum: %w", n, err)
+	}
+	p.core = core
+	n.tracef("started (incarnation %d)", n.incarnation)
+	p.processReady()
+	n.after(n.c.s.between(0, raftTick), p.tickLoop)
+	n.after(n.c.s.between(0, heartbeatInterval), p.sessionLoop)
+	n.after(n.c.s.between(0, isrTickPeriod), p.isrLoop)
+	return nil
+}
+
+// crash kills the process: nothing of it runs again, and its disk keeps
+// only what was synced (with torn writes if asked).
+func (n *node) crash(torn bool) {
+	if !n.up {
+		return
+	}
+	n.up = false
+	n.pausedUntil = 0
+	n.proc = nil
+	n.fs.Crash(vfs.CrashOptions{TornWrites: torn, Seed: n.c.s.rng.Uint64()})
+	n.tracef("crashed (torn writes: %v)", torn)
+}
+
+// handle serves one request that arrived from endpoint from.
+func (n *node) handle(from int32, req kmsg.Request, respond api.Respond) {
+	p := n.proc
+	switch r := req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		p.onRegistration(r, respond)
+	case *kmsg.BrokerHeartbeatRequest:
+		p.onHeartbeat(r, respond)
+	case *kmsg.AlterPartitionRequest:
+		p.onAlterPartition(r, respond)
+	case *kmsg.AllocateProducerIDsRequest:
+		p.onAllocateProducerIDs(r, respond)
+	case *kmsg.OffsetCommitRequest:
+		p.onOffsetCommit(r, respond)
+	case *kmsg.OffsetFetchRequest:
+		p.onOffsetFetch(r, respond)
+	default:
+		p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
+			Listener: "PLAINTEXT", Body: req}, respond)
+	}
+}
+
+// partitionList returns the replicas in a stable order.
+func (p *process) partitionList() []*replica {
+	keys := make([]partKey, 0, len(p.parts))
+	for k := range p.parts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b partKey) int {
+		if c := slices.Compare(a.topic[:], b.topic[:]); c != 0 {
+			return c
+		}
+		return int(a.index - b.index)
+	})
+	out := make([]*replica, len(keys))
+	for i, k := range keys {
+		out[i] = p.parts[k]
+	}
+	return out
+}
+
+// hasFailedLog reports whether a partition log of this process stopped
+// after an I/O error (see storage.Log.Failed).
+func (p *process) hasFailedLog() bool {
+	for _, r := range p.partitionList() {
+		if r.failed != nil || r.log.Failed() != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// backend is api.Backend for a simulated process, so the production
+// handlers (Produce, Fetch, OffsetForLeaderEpoch, Metadata,
+// InitProducerId, ListOffsets) serve the simulated clients and followers.
+type backend struct{ p *process }
+
+var _ api.Backend = backend{}
+
+func (x backend) NodeID() int32                     { return x.p.n.id }
+func (x backend) Config() *config.Broker            { return x.p.cfg }
+func (x backend) Image() *metadata.Image            { return x.p.image }
+func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID() }
+func (x backend) IsActiveController() bool          { return x.p.ctrl != nil }
+func (x backend) LeaderSuspect(int32) bool          { return false }
+func (x backend) SettleSuspects()                   {}
+func (x backend) Controller() api.ControllerBackend { return nil }
+
+func (x backend) AllocateProducerID() (int64, error) { return x.p.allocateProducerID() }
+
+func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
+	return config.ResolveTopic(x.p.cfg, t.Configs)
+}
+
+// Commit and Forward serve admin requests, which simulated clients do
+// not send: topics are created by the harness through the controller.
+func (x backend) Commit([]metadata.Record) error {
+	return fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
+}
+
+func (x backend) Forward(r *api.Request, respond api.Respond) {
+	respond(nil)
+}
+
+func (x backend) replicaOf(id metadata.TopicID, index int32) (*replica, error) {
+	r := x.p.parts[partKey{id, index}]
+	if r == nil {
+		t, ok := x.p.image.TopicByID(id)
+		if !ok || index < 0 || int(index) >= len(t.Partitions) {
+			return nil, kerr.UnknownTopicOrPartition
+		}
+		return nil, kerr.NotLeaderForPartition
+	}
+	return r, nil
+}
+
+func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
+	r, err := x.replicaOf(req.Topic, req.Partition)
+	if err != nil {
+		done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
+		return
+	}
+	r.produce(req, done)
+}
+
+func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
+	r, err := x.replicaOf(id, index)
+	if err == nil && r.leader == nil {
+		err = kerr.NotLeaderForPartition
+	}
+	if err != nil {
+		return api.OffsetResult{}, err
+	}
+	switch ts {
+	case -1:
+		return api.OffsetResult{Offset: r.hw, Timestamp: -1, LeaderEpoch: r.leaderEpoch}, nil
+	case -2:
+		return api.OffsetResult{Offset: r.log.LogStartOffset(), Timestamp: -1, LeaderEpoch: r.leaderEpoch}, nil
+	}
+	return api.OffsetResult{}, fmt.Errorf("%w: timestamp lookups are not simulated", kerr.InvalidRequest)
+}
+
+func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {
+	r, err := x.replicaOf(id, index)
+	if err == nil && r.leader == nil {
+		err = kerr.NotLeaderForPartition
+	}
+	if err != nil {
+		return -1, -1, err
+	}
+	if err := r.checkLeaderEpoch(current); err != nil {
+		return -1, -1, err
+	}
+	epoch, end := r.log.Epochs().EndOffsetFor(requested, r.log.LogEndOffset())
+	return epoch, end, nil
+}
+
+// fetchWaiter is internal/node's fetch.go long poll: read now, and if
+// min_bytes is not met, wait for a poke (new data or a high watermark
+// move) or max_wait.
+type fetchWaiter struct {
+	p                *process
+	params           api.FetchParams
+	done             func([]api.FetchResult)
+	positionRecorded bool
+	finished         bool
+}
+
+func (x backend) Fetch(params api.FetchParams, done func([]api.FetchResult)) {
+	w := &fetchWaiter{p: x.p, params: params, done: done}
+	results, enough := w.read()
+	w.positionRecorded = true
+	if enough || params.MaxWait <= 0 {
+		done(results)
+		return
+	}
+	x.p.waiters = append(x.p.waiters, w)
+	x.p.n.after(params.MaxWait, func() { w.finish() })
+}
+
+func (w *fetchWaiter) finish() {
+	if w.finished {
+		return
+	}
+	w.finished = true
+	w.p.waiters = slices.DeleteFunc(w.p.waiters, func(o *fetchWaiter) bool { return o == w })
+	results, _ := w.read()
+	w.done(results)
+}
+
+// pokeFetches re-reads every waiting fetch once, after the current event.
+func (p *process) pokeFetches() {
+	if p.pokeQueued || len(p.waiters) == 0 {
+		return
+	}
+	p.pokeQueued = true
+	p.n.after(0, func() {
+		p.pokeQueued = false
+		for _, w := range slices.Clone(p.waiters) {
+			if w.finished {
+				continue
+			}
+			if results, enough := w.read(); enough {
+				w.finished = true
+				p.waiters = slices.DeleteFunc(p.waiters, func(o *fetchWaiter) bool { return o == w })
+				w.done(results)
+			}
+		}
+	})
+}
+
+func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
+	x := backend{w.p}
+	results = make([]api.FetchResult, len(w.params.Partitions))
+	budget := int(w.params.MaxBytes)
+	total := 0
+	gotData := false
+	fromReplica := w.params.ReplicaID >= 0
+	for i, fp := range w.params.Partitions {
+		r, err := x.replicaOf(fp.Topic, fp.Partition)
+		if err == nil {
+			err = w.admit(r, fp)
+		}
+		if err != nil {
+			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
+			enough = true
+			continue
+		}
+		limit := min(int(fp.MaxBytes), budget)
+		if limit <= 0 && gotData {
+			results[i] = api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset()}
+			continue
+		}
+		if d := r.divergence(fp, fromReplica); d != nil {
+			results[i] = api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset(), Diverging: d}
+			enough = true
+			continue
+		}
+		res, err := r.read(fp.Offset, max(limit, 0), !gotData, fromReplica)
+		res.Err = err
+		if err != nil {
+			enough = true
+		}
+		if n := len(res.Records); n > 0 {
+			gotData = true
+			total += n
+			budget -= n
+		}
+		results[i] = res
+	}
+	if total >= int(max(w.params.MinBytes, 1)) {
+		enough = true
+	}
+	return results, enough
+}
+
+func (w *fetchWaiter) admit(r *replica, fp api.FetchPartition) error {
+	if r.leader == nil {
+		return kerr.NotLeaderForPartition
+	}
+	if err := r.checkLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
+		return err
+	}
+	if w.params.ReplicaID >= 0 && !w.positionRecorded {
+		return r.onFollowerFetch(w.params.ReplicaID, fp.Offset)
+	}
+	return nil
+}
+
+// divergence is partition.divergence (KIP-595's DivergingEpoch).
+func (r *replica) divergence(fp api.FetchPartition, fromReplica bool) *api.EpochEnd {
+	if !fromReplica || fp.LastFetchedEpoch < 0 {
+		return nil
+	}
+	epoch, end := r.log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, r.log.LogEndOffset())
+	if epoch == fp.LastFetchedEpoch && end >= fp.Offset {
+		return nil
+	}
+	if epoch < 0 {
+		return &api.EpochEnd{Epoch: -1, EndOffset: r.log.LogStartOffset()}
+	}
+	return &api.EpochEnd{Epoch: epoch, EndOffset: end}
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// The simulated cluster has combined nodes only, so no broker-only node
+// ever fetches the metadata log.
+func (x backend) FetchMetadataLog(_ *kmsg.FetchRequest, respond api.Respond) {
+	respond(nil)
+}
+
+func (x backend) FetchMetadataSnapshot(*kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {
+	resp := kmsg.NewPtrFetchSnapshotResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	return resp
+}
+
+// Groups is nil: the simulated node answers OffsetCommit and OffsetFetch
+// itself (node.go) and never dispatches group requests to the handlers.
+func (x backend) Groups() api.GroupBackend { return nil }

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Options shape one run. Swarm derives them from the seed.
+type Options struct {
+	Seed              uint64
+	Nodes             int           // 3 to 5, every one a broker and a controller
+	Partitions        int           // of the one topic
+	ReplicationFactor int           // 3 unless fewer nodes
+	MinISR            int           // min.insync.replicas of the topic
+	WriteCaching      bool          // write.caching of the topic
+	SegmentBytes      int           // segment.bytes of the topic; 0 = default (one segment)
+	Duration          time.Duration // of the faulty phase
+	Settle            time.Duration // bound on convergence after healing
+	Net               netConfig
+	Faults            FaultMix
+	Producers         []ProducerSpec
+	Consumers         int
+	Groups            bool // a client commits and fetches group offsets
+
+	Verbose bool         // print every trace line through Out
+	Out     func(string) `json:"-"`
+}
+
+// FaultMix says which faults a run injects and how often.
+type FaultMix struct {
+	Every        time.Duration // mean time between faults; 0 = no faults
+	Kill         bool          // kill -9 a process (page cache survives)
+	PowerLoss    bool          // one machine loses power (unsynced data lost, torn writes)
+	PowerLossAll bool          // every machine at once
+	Partition    bool          // isolate a node, both ways
+	OneWay       bool          // cut one direction of one link
+	Pause        bool          // SIGSTOP a process, sometimes past the session timeout
+	DiskFull     bool          // a node's disk fills up for a while
+	BitFlip      bool          // a stored byte of a partition log rots
+}
+
+// ProducerSpec is one simulated producer.
+type ProducerSpec struct {
+	Acks       int16 // 0, 1 or -1
+	Idempotent bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 2
+	}
+	if o.ReplicationFactor == 0 {
+		o.ReplicationFactor = min(3, o.Nodes)
+	}
+	if o.MinISR == 0 {
+		o.MinISR = 2
+	}
+	if o.Duration == 0 {
+		o.Duration = 20 * time.Second
+	}
+	if o.Settle == 0 {
+		o.Settle = 60 * time.Second
+	}
+	if o.Net.MaxDelay == 0 {
+		o.Net.MinDelay, o.Net.MaxDelay = 100*time.Microsecond, 2*time.Millisecond
+	}
+	if o.Producers == nil {
+		o.Producers = []ProducerSpec{{Acks: -1, Idempotent: true}}
+	}
+	if o.Out == nil {
+		o.Out = func(string) {}
+	}
+	return o
+}
+
+// Swarm picks a run's shape from its seed: cluster size, topic settings,
+// network quality, which faults and how often (some seeds get none), and
+// the producers (acks=0/1/all, idempotent or not).
+func Swarm(seed uint64, duration time.Duration) Options {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	o := Options{Seed: seed, Duration: duration}
+	o.Nodes = 3 + r.IntN(3)
+	o.Partitions = 1 + r.IntN(3)
+	o.WriteCaching = r.IntN(5) == 0
+	if r.IntN(3) == 0 {
+		o.SegmentBytes = 1024 << r.IntN(5) // many segments: rolls, sealed indexes, recovery points
+	}
+	o.Net = netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: time.Duration(1+r.IntN(10)) * time.Millisecond}
+	if r.IntN(2) == 0 {
+		o.Net.DropRate = 0.02 * r.Float64()
+		o.Net.DupRate = 0.02 * r.Float64()
+		o.Net.SlowRate = 0.05 * r.Float64()
+		o.Net.SlowDelay = 100 * time.Millisecond
+	}
+	if r.IntN(8) != 0 {
+		o.Faults = FaultMix{Every: time.Duration(300+r.IntN(3000)) * time.Millisecond,
+			Kill: r.IntN(2) == 0, PowerLoss: r.IntN(2) == 0, PowerLossAll: r.IntN(4) == 0,
+			Partition: r.IntN(2) == 0, OneWay: r.IntN(3) == 0, Pause: r.IntN(3) == 0, DiskFull: r.IntN(4) == 0,
+			BitFlip: r.IntN(6) == 0}
+	}
+	o.Producers = []ProducerSpec{{Acks: -1, Idempotent: true}}
+	for range r.IntN(3) {
+		acks := []int16{-1, 1, 0}[r.IntN(3)]
+		o.Producers = append(o.Producers, ProducerSpec{Acks: acks, Idempotent: acks == -1 && r.IntN(2) == 0})
+	}
+	o.Consumers = 1 + r.IntN(2)
+	o.Groups = r.IntN(2) == 0
+	return o
+}
+
+func (o Options) String() string {
+	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
+}

@@ -1,0 +1,26 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+func (c *Cluster) result() Result {
+	st := c.check.stats
+	st.MessagesSent, st.Dropped = c.net.sent, c.net.dropped
+	return Result{Seed: c.opts.Seed, Options: c.opts, SimTime: c.s.now, Steps: c.s.steps, TraceHash: c.trace.hash,
+		Violations: c.check.violations, Trace: c.trace.tail(), Stats: st}
+}
+
+// Failure renders a failed run for a person.
+func (r Result) Failure() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "seed %d FAILED after %v simulated (%d steps)\n", r.Seed, r.SimTime, r.Steps)
+	fmt.Fprintf(&sb, "options: %s\n", r.Options)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&sb, "violation: %s\n", v)
+	}
+	fmt.Fprintf(&sb, "replay: go test ./internal/sim/ -run TestSeeds -sim.seed=%d -v\n", r.Seed)
+	fmt.Fprintf(&sb, "last events:\n%s", r.Trace)
+	return sb.String()
+}

@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"flag"
+	"testing"
+	"testing/cryptotest"
+	"time"
+)
+
+var (
+	flagSeeds    = flag.Int("sim.seeds", 200, "how many seeds TestSeeds runs (seeds 1..N, swarm fault mixes; 50 with -short)")
+	flagSeed     = flag.Uint64("sim.seed", 0, "run only this seed, printing its whole trace with -v")
+	flagDuration = flag.Duration("sim.duration", 10*time.Second, "simulated length of each run's faulty phase")
+)
+
+// runSeed runs one swarm seed. etcd raft draws its election jitter from
+// crypto/rand; cryptotest makes that stream a function of the seed too.
+func runSeed(t *testing.T, seed uint64, verbose bool) Result {
+	cryptotest.SetGlobalRandom(t, seed)
+	o := Swarm(seed, *flagDuration)
+	o.Verbose = verbose
+	o.Out = func(s string) { t.Log(s) }
+	return Run(o)
+}
+
+// TestSeeds runs many seeds; a failing one prints its seed, the options
+// the swarm chose and the events that led to the violation.
+func TestSeeds(t *testing.T) {
+	if *flagSeed != 0 {
+		t.Run("seed", func(t *testing.T) {
+			r := runSeed(t, *flagSeed, testing.Verbose())
+			report(t, r)
+		})
+		return
+	}
+	seeds := *flagSeeds
+	if testing.Short() {
+		seeds = min(seeds, 50)
+	}
+	var simulated time.Duration
+	var steps int64
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		var r Result
+		t.Run("", func(t *testing.T) {
+			r = runSeed(t, seed, false)
+			report(t, r)
+		})
+		simulated += r.SimTime
+		steps += r.Steps
+	}
+	t.Logf("%d seeds, %v simulated, %d events", seeds, simulated, steps)
+}
+
+func report(t *testing.T, r Result) {
+	t.Helper()
+	if len(r.Violations) > 0 {
+		t.Fatal(r.Failure())
+	}
+	t.Logf("seed %d: %v simulated, %d events, trace %016x, %+v", r.Seed, r.SimTime, r.Steps, r.TraceHash, r.Stats)
+}
+
+// TestDeterminism runs seeds twice and compares complete traces: any
+// dependence on map order, the real clock or goroutine scheduling shows.
+func TestDeterminism(t *testing.T) {
+	var acked int64
+	for _, seed := range []uint64{3, 7, 11} {
+		var a, b Result
+		t.Run("first", func(t *testing.T) { a = runSeed(t, seed, false) })
+		t.Run("second", func(t *testing.T) { b = runSeed(t, seed, false) })
+		if a.TraceHash != b.TraceHash || a.Steps != b.Steps || a.SimTime != b.SimTime {
+			t.Fatalf("seed %d is not deterministic: hashes %x / %x, steps %d / %d\nfirst:\n%s\nsecond:\n%s",
+				seed, a.TraceHash, b.TraceHash, a.Steps, b.Steps, a.Trace, b.Trace)
+		}
+		acked += a.Stats.Acked
+	}
+	if acked == 0 {
+		t.Fatal("the runs acknowledged nothing; they did not exercise the cluster")
+	}
+}
+
+// TestBitFlips runs seeds whose only faults are flipped bits in stored
+// batches, with crashes to make recovery read them.
+func TestBitFlips(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		t.Run("", func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, seed)
+			o := Swarm(seed, *flagDuration)
+			o.Faults = FaultMix{Every: time.Second, BitFlip: true, Kill: true}
+			o.Verbose = *flagSeed == seed
+			o.Out = func(s string) { t.Log(s) }
+			report(t, Run(o))
+		})
+	}
+}
+
+// TestRegressions replays runs that found bugs, with the options the
+// swarm gave them then (spelled out, so a later swarm change cannot move
+// them). A change to the simulator itself can still change what a seed
+// does: re-pin by reverting the fix and picking seeds that fail again.
+//
+// Seeds 18, 19, 21: a replica that led an epoch without appending kept
+// that epoch in its cache after losing leadership; as a follower it named
+// it as its last fetched epoch, the leader (which never had it) answered
+// "diverging" and reconciliation found nothing to cut, forever: the replica
+// never rejoined the ISR. Fixed in storage.Log.Truncate (truncating at the
+// log end drops epochs that start there).
+//
+// Seed 16: a leader proposed adding a follower to the ISR of the group
+// offsets partition; the controller lost office after proposing the entry
+// and answered NOT_CONTROLLER, but its successor committed it. The leader
+// dropped the proposal on that answer (replication.Leader's
+// OnISRChangeRejected does for any error but the stale-view ones), so the
+// HW passed the follower's position, and after failover the follower led
+// without an acknowledged offset commit. Fixed in the simulated runtime:
+// an unknown outcome is resent, never reported as a refusal (sendISRChange);
+// internal/node still has the bug. (Found first as swarm seed 905, whose
+// run no longer reproduces it.)
+func TestRegressions(t *testing.T) {
+	idem := ProducerSpec{Acks: -1, Idempotent: true}
+	for _, o := range []Options{
+		{Seed: 18, Nodes: 5, Partitions: 3, Duration: 10 * time.Second, Groups: true, Consumers: 1,
+			Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 7 * time.Millisecond, DropRate: 0.006078125950715136,
+				DupRate: 0.00969397973253265, SlowRate: 0.02393395876097337, SlowDelay: 100 * time.Millisecond},
+			Faults:    FaultMix{Every: 1064 * time.Millisecond, Kill: true, DiskFull: true},
+			Producers: []ProducerSpec{idem, {Acks: 0}}},
+		{Seed: 19, Nodes: 3, Partitions: 1, Duration: 10 * time.Second, Groups: true, Consumers: 2,
+			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 6 * time.Millisecond},
+			Faults:    FaultMix{Every: 3049 * time.Millisecond, PowerLoss: true, Partition: true, OneWay: true, Pause: true},
+			Producers: []ProducerSpec{idem, {Acks: 0}}},
+		{Seed: 21, Nodes: 5, Partitions: 2, Duration: 10 * time.Second, WriteCaching: true, SegmentBytes: 8192, Consumers: 1,
+			Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 6 * time.Millisecond, DropRate: 0.010233102742325839,
+				DupRate: 0.017905029701326326, SlowRate: 0.010901455089531432, SlowDelay: 100 * time.Millisecond},
+			Faults:    FaultMix{Every: 1869 * time.Millisecond, Kill: true},
+			Producers: []ProducerSpec{idem, {Acks: 1}}},
+		{Seed: 16, Nodes: 4, Partitions: 2, Duration: 20 * time.Second, Groups: true, Consumers: 1,
+			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 2 * time.Millisecond},
+			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, OneWay: true},
+			Producers: []ProducerSpec{idem, {Acks: 1}}},
+	} {
+		t.Run("", func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, o.Seed)
+			report(t, Run(o))
+		})
+	}
+}
+
+// TestRegressionFollowerAppendFailure replays seeds of a disk-full mix that
+// found a follower reporting unsynced batches as held: a fetch response's
+// first batches were appended, a later one failed with ENOSPC, and the
+// follower returned before its fsync; its next fetch offset (the log end)
+// made the leader acknowledge acks=all for records one ISR member had
+// only in its page cache (with a power loss after it: a consumed record
+// lost). The simulated follower syncs what it appended before reporting
+// the error; internal/node/fetcher.go still needs the same change.
+func TestRegressionFollowerAppendFailure(t *testing.T) {
+	for _, seed := range []uint64{1, 8, 24, 37} {
+		t.Run("", func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, seed)
+			report(t, Run(Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: 10 * time.Second,
+				Faults:    FaultMix{Every: 300 * time.Millisecond, DiskFull: true, Kill: true},
+				Producers: []ProducerSpec{{Acks: -1, Idempotent: true}, {Acks: -1}, {Acks: 1}, {Acks: 0}}, Consumers: 1}))
+		})
+	}
+}
