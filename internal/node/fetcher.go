@@ -340,7 +340,12 @@ func (f *replicaFetcher) reconcile(ctx context.Context, conn *rpc.Conn, w fetchW
 		if err != nil {
 			return err
 		}
-		if tr.Offset < w.p.log.LogEndOffset() {
+		// At the log end too: storage.Log.Truncate then drops an epoch
+		// without batches (one this replica led briefly without
+		// appending), which it would otherwise keep naming as its last
+		// fetched epoch and be told to reconcile forever (found by
+		// internal/sim).
+		if tr.Offset <= w.p.log.LogEndOffset() {
 			if err := w.p.truncateTo(tr.Offset); err != nil {
 				return err
 			}
@@ -546,6 +551,9 @@ func (p *partition) truncateTo(offset int64) error {
 	before := p.log.LogEndOffset()
 	if err := p.log.Truncate(offset); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", p.name(), offset, err)
+	}
+	if offset >= before {
+		return nil // no batch cut, only empty epochs dropped: state unchanged
 	}
 	p.b.log.Info("truncated divergent log tail", "partition", p.name(), "from", before, "to", p.log.LogEndOffset())
 	p.durableEnd = min(p.durableEnd, p.log.LogEndOffset())
