@@ -281,11 +281,19 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 	return nil
 }
 
+// demoMetadataMinAge is the demo client's metadata refresh floor.
+const demoMetadataMinAge = 250 * time.Millisecond
+
 func (c *devCluster) demo() error {
 	const topic = "demo"
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cl, err := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// franz-go refreshes metadata at most every 5 s by default
+	// (MetadataMinAge); a client this fresh would show that floor instead
+	// of the cluster's failover. 250 ms is close to the Java client, which
+	// retries a refresh after retry.backoff.ms (100 ms).
+	cl, err := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MetadataMinAge(demoMetadataMinAge))
 	if err != nil {
 		return err
 	}
@@ -345,8 +353,8 @@ func (c *devCluster) demo() error {
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "new leader of partition 0: broker %d (leader epoch %d), ISR %v; first write acknowledged %v after the kill; %d more records acknowledged\n",
-		leader, epoch, isr, firstAck.Sub(killedAt).Round(time.Millisecond), acked2)
+	fmt.Fprintf(c.out, "new leader of partition 0: broker %d (leader epoch %d), ISR %v; first write acknowledged %v after the kill (client metadata refresh floor %v); %d more records acknowledged\n",
+		leader, epoch, isr, firstAck.Sub(killedAt).Round(time.Millisecond), demoMetadataMinAge, acked2)
 
 	consumer, err := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
