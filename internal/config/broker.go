@@ -42,6 +42,9 @@ type Broker struct {
 
 	LogDirs                         []string      // log.dirs, else [log.dir]
 	LogRetentionCheckInterval       time.Duration // log.retention.check.interval.ms
+	LogCleanerEnable                bool          // log.cleaner.enable
+	LogCleanerBackoff               time.Duration // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize      int64         // log.cleaner.dedupe.buffer.size
 	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
 
 	NumPartitions            int32 // num.partitions
@@ -140,6 +143,9 @@ func (s *settings) build() (*Broker, error) {
 		ConnectionsMaxIdle:       r.durationMs("connections.max.idle.ms"),
 
 		LogRetentionCheckInterval:       r.durationMs("log.retention.check.interval.ms"),
+		LogCleanerEnable:                r.bool("log.cleaner.enable"),
+		LogCleanerBackoff:               r.durationMs("log.cleaner.backoff.ms"),
+		LogCleanerDedupeBufferSize:      r.int64("log.cleaner.dedupe.buffer.size"),
 		HighWatermarkCheckpointInterval: r.durationMs("replica.high.watermark.checkpoint.interval.ms"),
 
 		NumPartitions:            r.int32("num.partitions"),

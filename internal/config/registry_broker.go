@@ -118,6 +118,18 @@ var brokerProperties = []Property{
 		Doc: "Data directory, used when log.dirs is empty.",
 	},
 	{
+		Name: "log.cleaner.enable", Kind: KindBool, Default: "true",
+		Doc: "Run the log cleaner, which compacts the partitions of topics with cleanup.policy=compact (including __consumer_offsets).",
+	},
+	{
+		Name: "log.cleaner.backoff.ms", Kind: KindDurationMs, Default: "15000", Min: 1, Max: maxDurationMs,
+		Doc: "How often the log cleaner looks for partitions due for compaction.",
+	},
+	{
+		Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: "134217728", Min: 1 << 20, Max: 1 << 40,
+		Doc: "Memory for the log cleaner's key map (24 bytes per distinct key); a pass compacts as many dirty segments as it holds.",
+	},
+	{
 		Name: "log.retention.check.interval.ms", Kind: KindDurationMs, Default: "300000", Min: 1, Max: maxDurationMs,
 		Doc: "How often segments are checked against retention.ms and retention.bytes.",
 	},
