@@ -69,6 +69,7 @@ type Broker struct {
 
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
+	OffsetsTopicSegmentBytes      int32         // offsets.topic.segment.bytes
 	OffsetsRetention              time.Duration // offsets.retention.minutes
 	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
 	OffsetMetadataMaxBytes        int32         // offset.metadata.max.bytes
@@ -170,6 +171,7 @@ func (s *settings) build() (*Broker, error) {
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),
+		OffsetsTopicSegmentBytes:      r.int32("offsets.topic.segment.bytes"),
 		OffsetsRetention:              r.durationUnits("offsets.retention.minutes", time.Minute),
 		OffsetsRetentionCheckInterval: r.durationMs("offsets.retention.check.interval.ms"),
 		OffsetMetadataMaxBytes:        r.int32("offset.metadata.max.bytes"),

@@ -308,6 +308,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"offsets.retention.minutes":                     {"offsets.retention.minutes": "1"},
 		"offsets.topic.num.partitions":                  {"offsets.topic.num.partitions": "1"},
 		"offsets.topic.replication.factor":              {"offsets.topic.replication.factor": "1"},
+		"offsets.topic.segment.bytes":                   {"offsets.topic.segment.bytes": "1024"},
 		"process.roles":                                 {"process.roles": "controller", "listeners": "CONTROLLER://h:1"},
 		"producer.id.expiration.ms":                     {"producer.id.expiration.ms": "1"},
 		"queued.max.requests":                           {"queued.max.requests": "1"},

@@ -218,6 +218,10 @@ var brokerProperties = []Property{
 		Doc: "Partitions of __consumer_offsets; fixed once the topic exists. A group lives on partition abs(hash(group id)) modulo this count, as in Kafka.",
 	},
 	{
+		Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
+		Doc: "segment.bytes of __consumer_offsets, set when the topic is created; smaller segments are compacted (and so loaded by a new coordinator) sooner.",
+	},
+	{
 		Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Min: 1, Max: math.MaxInt32,
 		Doc: "Committed offsets of an empty group are deleted after this long.",
 	},
