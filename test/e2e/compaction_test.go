@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skein-log/skein/internal/node"
 )
 
 // produced is what a compaction test wrote at one offset.
@@ -173,4 +177,114 @@ func TestConsumerOffsetsCompacted(t *testing.T) {
 	tb.restart()
 	adm = kadm.NewClient(tb.client())
 	check("after restart")
+}
+
+// TestCompactionAcrossReplicas checks compaction in a 3-broker cluster:
+// while broker 3 is down, a compacted topic and __consumer_offsets get many
+// updates and brokers 1 and 2 compact their replicas (leaders and
+// followers alike); broker 3 then catches up by fetching the compacted
+// logs, gaps included, and holds exactly the leader's batches. Finally the
+// coordinator's broker stops and the new coordinator loads the latest
+// commits from its compacted replica.
+func TestCompactionAcrossReplicas(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{
+		"offsets.topic.num.partitions":     "1",
+		"offsets.topic.segment.bytes":      "1024",
+		"log.cleaner.enable":               "false", // cleaned on demand below
+		"group.initial.rebalance.delay.ms": "0",
+	})
+	ctx := testContext(t, 60*time.Second)
+	adm := kadm.NewClient(c.client())
+	const topic, group = "kv", "replicated"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 3, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024"})
+	commit := func(i int) {
+		var offsets kadm.Offsets
+		offsets.AddOffset(topic, 0, int64(i), -1)
+		resp, err := adm.CommitOffsets(ctx, group, offsets)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	commit(1) // creates __consumer_offsets while all three brokers are up
+	awaitPartition(ctx, t, adm, "__consumer_offsets", 0, "a full ISR", func(v partitionView) bool { return len(v.ISR) == 3 })
+
+	// What broker 3 holds when it stops; it copies the rest.
+	had := map[string]int64{}
+	for _, tp := range []string{topic, "__consumer_offsets"} {
+		bs, err := c.brokers[2].ReplicaBatches(tp, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) > 0 {
+			had[tp] = bs[len(bs)-1].LastOffset + 1
+		}
+	}
+	c.stop(2)
+	awaitPartition(ctx, t, adm, topic, 0, "broker 3 out of the ISR", func(v partitionView) bool { return !v.inISR(3) })
+	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	latest := map[string]string{}
+	for round := range 40 {
+		for k := range 4 {
+			key, value := fmt.Sprintf("key-%d", k), fmt.Sprintf("v%d", round)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+			latest[key] = value
+		}
+	}
+	const commits = 150
+	for i := 2; i <= commits; i++ {
+		commit(i)
+	}
+	for i := range 2 {
+		if n := c.brokers[i].CleanLogs(true); n == 0 {
+			t.Fatalf("broker %d compacted nothing", i+1)
+		}
+	}
+
+	c.start(2)
+	for _, tp := range []string{topic, "__consumer_offsets"} {
+		v := awaitPartition(ctx, t, adm, tp, 0, "broker 3 back in the ISR", func(v partitionView) bool { return v.inISR(3) })
+		leader, err := c.brokers[v.Leader-1].ReplicaBatches(tp, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, err := c.brokers[2].ReplicaBatches(tp, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := func(bs []node.BatchInfo) []node.BatchInfo {
+			return slices.DeleteFunc(bs, func(b node.BatchInfo) bool { return b.BaseOffset < had[tp] })
+		}
+		if !slices.Equal(from(leader), from(copied)) {
+			t.Fatalf("%s: broker 3 holds\n%v\nthe leader holds\n%v", tp, copied, leader)
+		}
+		if last := leader[len(leader)-1].LastOffset; len(leader) > int(last+1)/2 {
+			t.Fatalf("%s: %d batches up to offset %d: not compacted", tp, len(leader), last)
+		}
+	}
+
+	coordinator := c.leaderOf(ctx, "__consumer_offsets", 0)
+	c.stop(int(coordinator) - 1)
+	live := slices.Delete(c.addrs(), int(coordinator)-1, int(coordinator))
+	adm = kadm.NewClient(newSeededClient(t, live))
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetch offsets from the new coordinator: %v", err)
+	}
+	if o, ok := fetched.Lookup(topic, 0); !ok || o.Err != nil || o.At != commits {
+		t.Fatalf("new coordinator has %+v, want offset %d", o, commits)
+	}
+	reader := newSeededClient(t, live, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	seen := map[string]string{}
+	for len(seen) < len(latest) || !maps.Equal(seen, latest) {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read back %v, want %v: %v", seen, latest, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)] = string(r.Value) })
+	}
 }
