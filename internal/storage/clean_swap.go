@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,6 +51,7 @@ func (l *Log) loadCleanerState() error {
 		return fmt.Errorf("check %s: %w", offsetGapsFile, err)
 	}
 	l.cleanedTo = l.readCheckpointOrZero(cleanerCheckpointFile)
+	l.tombstoneHorizon = math.MaxInt64
 	lines, found, err := readCheckpointLines(l.fs, filepath.Join(l.dir, cleanerSwapFile))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", cleanerSwapFile, err)

@@ -45,8 +45,12 @@ type Log struct {
 	// (the "clean" section), from it on it is "dirty".
 	cleanedTo int64
 	// tombstoneHorizon is the earliest delete horizon of a tombstone the
-	// last pass kept (math.MaxInt64: none; 0: unknown since Open), so an
-	// idle log is cleaned again when a tombstone's time is up.
+	// last pass kept (math.MaxInt64: none, or not known since Open), so an
+	// idle log is cleaned again when a tombstone's time is up. After a
+	// restart it is learnt at the next pass the dirty ratio triggers:
+	// rewriting every compacted log once per restart to find out would
+	// cost more than late tombstones (Kafka too drops them only when a
+	// pass runs).
 	tombstoneHorizon int64
 	// cleanMu serialises compaction passes (Clean) of this log.
 	cleanMu sync.Mutex

@@ -26,6 +26,11 @@
 // durability that does not exist. A failed log rejects Append and Sync with
 // ErrLogFailed; reads keep working. Reopening the log (which recovers) is the
 // way back.
+//
+// Compaction. Clean compacts the sealed segments of a cleanup.policy=compact
+// log as Kafka's log cleaner does (clean.go); offsets never change, so a
+// compacted log has gaps, which reads skip (gaps.go); a cleaned segment
+// replaces its sources atomically (clean_swap.go).
 package storage
 
 import (
