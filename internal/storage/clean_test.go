@@ -267,3 +267,52 @@ func TestCleanOffsetMapBound(t *testing.T) {
 		t.Fatalf("%d records, want all 200 distinct keys", got)
 	}
 }
+
+// TestCleanAbandonsWhenRetentionRemovesItsSegments deletes the segments a
+// pass is cleaning while it writes the cleaned copy (from the filesystem
+// seam, at the moment the .cleaned file is created): the pass gives up
+// without touching the log, and the next one compacts what is left.
+func TestCleanAbandonsWhenRetentionRemovesItsSegments(t *testing.T) {
+	fs := vfs.NewMem()
+	l := openLog(t, fs, "/p", compactConfig())
+	defer l.Close()
+	writeUpdates(t, l, 30, 3, 100)
+	mustSync(t, l)
+	cut := l.segments[2].base
+	fired := false
+	fs.SetFault(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpen && !fired && bytes.HasSuffix([]byte(path), []byte(logSuffix+cleanedSuffix)) {
+			fired = true
+			if err := l.DeleteBefore(cut); err != nil {
+				t.Errorf("delete before %d: %v", cut, err)
+			}
+		}
+		return nil
+	})
+	before := readRecords(t, l)
+	_, err := l.Clean(CleanParams{NowMs: 1000, UpTo: l.LogEndOffset(), Force: true}, NewOffsetMap(1<<20))
+	fs.SetFault(nil)
+	if !fired || !IsLogChanged(err) {
+		t.Fatalf("fired %v, clean: %v; want the log-changed error", fired, err)
+	}
+	var want []stored
+	for _, r := range before {
+		if r.offset >= cut {
+			want = append(want, r)
+		}
+	}
+	assertRecords(t, "after the abandoned pass", readRecords(t, l), want)
+	if names := indexFiles(t, fs, "/p"); len(names) == 0 {
+		t.Fatal("no index files left")
+	}
+	entries, _ := fs.ReadDir("/p")
+	for _, e := range entries {
+		if bytes.HasSuffix([]byte(e.Name), []byte(cleanedSuffix)) {
+			t.Fatalf("leftover %s", e.Name)
+		}
+	}
+	res := mustClean(t, l, CleanParams{NowMs: 1000, UpTo: l.LogEndOffset(), Force: true})
+	if !res.Cleaned || l.LogStartOffset() != cut {
+		t.Fatalf("next pass %+v, log start %d", res, l.LogStartOffset())
+	}
+}
