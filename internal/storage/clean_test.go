@@ -2,9 +2,12 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/vfs"
@@ -314,5 +317,68 @@ func TestCleanAbandonsWhenRetentionRemovesItsSegments(t *testing.T) {
 	res := mustClean(t, l, CleanParams{NowMs: 1000, UpTo: l.LogEndOffset(), Force: true})
 	if !res.Cleaned || l.LogStartOffset() != cut {
 		t.Fatalf("next pass %+v, log start %d", res, l.LogStartOffset())
+	}
+}
+
+// gzipped returns b with its records section gzip-compressed.
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(b[batch.HeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := append(bytes.Clone(b[:batch.HeaderSize]), buf.Bytes()...)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batch.LogOverhead))
+	binary.BigEndian.PutUint16(out[21:], binary.BigEndian.Uint16(out[21:])|batch.CompressionGzip)
+	binary.BigEndian.PutUint32(out[17:], batch.CRC(out))
+	return out
+}
+
+// TestCleanCompressedBatchesAndEpochs compacts gzip batches: one that
+// loses a record is rewritten uncompressed with the survivors at their
+// offsets; one that loses nothing stays byte for byte (still compressed).
+// The leader-epoch cache is untouched, also across a reopen.
+func TestCleanCompressedBatchesAndEpochs(t *testing.T) {
+	fs := vfs.NewMem()
+	l := openLog(t, fs, "/p", compactConfig())
+	mixed := gzipped(t, keyedBatch(50, -1, 0, 0, kv{key: "a", value: "1"}, kv{key: "b", value: "1"}, kv{key: "c", value: "1"}))
+	mustAppend(t, l, mixed, 0, 50)
+	intact := gzipped(t, keyedBatch(60, -1, 0, 0, kv{key: "d", value: "1"}, kv{key: "e", value: "1"}))
+	mustAppend(t, l, intact, 3, 60)
+	mustAppend(t, l, keyedBatch(70, -1, 0, 0, kv{key: "b", value: "2"}), 3, 70)
+	for epoch := int32(5); epoch <= 7; epoch += 2 {
+		for i := range 15 {
+			mustAppend(t, l, keyedBatch(80, -1, 0, 0, kv{key: fmt.Sprintf("x%d", i%3), value: "y"}), epoch, 80)
+		}
+	}
+	mustSync(t, l)
+	epochs := l.Epochs().Entries()
+	mustClean(t, l, CleanParams{NowMs: 1000, UpTo: l.LogEndOffset(), Force: true})
+
+	got := readAll(t, l)
+	first, _ := batch.ValidateStored(got[0])
+	if first.BaseOffset != 0 || first.LastOffset() != 2 || first.RecordCount != 2 || first.Compression() != batch.CompressionNone {
+		t.Fatalf("filtered gzip batch %+v", first)
+	}
+	if !bytes.Equal(got[1][12:], intact[12:]) { // base offset and epoch are stamped at append
+		t.Fatal("the batch that lost nothing was rewritten")
+	}
+	recs := readRecords(t, l)
+	if recs[0].offset != 0 || recs[0].key != "a" || recs[1].offset != 2 || recs[1].key != "c" {
+		t.Fatalf("survivors of the gzip batch: %v", recs[:2])
+	}
+	if e := l.Epochs().Entries(); !equalEntries(e, epochs) {
+		t.Fatalf("epochs %v after compaction, %v before", e, epochs)
+	}
+	l.Close()
+	fs.Remove("/p/" + cleanShutdownFile)
+	l = openLog(t, fs, "/p", compactConfig())
+	defer l.Close()
+	if e := l.Epochs().Entries(); !equalEntries(e, epochs) {
+		t.Fatalf("epochs %v after reopen, %v before", e, epochs)
 	}
 }
