@@ -226,7 +226,7 @@ func TestCompactionAcrossReplicas(t *testing.T) {
 	awaitPartition(ctx, t, adm, topic, 0, "broker 3 out of the ISR", func(v partitionView) bool { return !v.inISR(3) })
 	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	latest := map[string]string{}
-	for round := range 40 {
+	for round := range 20 {
 		for k := range 4 {
 			key, value := fmt.Sprintf("key-%d", k), fmt.Sprintf("v%d", round)
 			if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
@@ -235,7 +235,7 @@ func TestCompactionAcrossReplicas(t *testing.T) {
 			latest[key] = value
 		}
 	}
-	const commits = 150
+	const commits = 60
 	for i := 2; i <= commits; i++ {
 		commit(i)
 	}
