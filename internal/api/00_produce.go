@@ -9,7 +9,8 @@ package api
 // does for formats it no longer stores. v13 names topics by id.
 //
 // Every batch is validated before it reaches the log: size against
-// max.message.bytes, magic, CRC-32C, record counts. acks=0 gets no response
+// max.message.bytes, magic, CRC-32C, record counts, and for a topic whose
+// cleanup.policy includes compact, a key on every record. acks=0 gets no response
 // at all; acks=1 and acks=all are answered when the backend says the batch
 // is as durable as the topic's contract requires.
 
@@ -83,9 +84,10 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t, terr := lookupTopic(im, req.Version >= 13, rt.Topic, rt.TopicID)
 		var tcMax int32 = maxMessageBytes
+		compacted := false
 		if terr == nil {
 			if tc, err := s.Backend.TopicConfig(t); err == nil {
-				tcMax = tc.MaxMessageBytes
+				tcMax, compacted = tc.MaxMessageBytes, tc.Compact()
 			}
 		}
 		for pi := range rt.Partitions {
@@ -103,6 +105,9 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 				continue
 			}
 			batches, err := splitProduceRecords(rp.Records, tcMax)
+			if err == nil && compacted {
+				err = checkKeysForCompaction(batches, req.Version)
+			}
 			if err != nil {
 				sp.ErrorCode = ErrorCode(err)
 				sp.ErrorMessage = ErrorMessage(err)

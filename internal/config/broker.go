@@ -46,6 +46,9 @@ type Broker struct {
 
 	LogDirs                         []string      // log.dirs, else [log.dir]
 	LogRetentionCheckInterval       time.Duration // log.retention.check.interval.ms
+	LogCleanerEnable                bool          // log.cleaner.enable
+	LogCleanerBackoff               time.Duration // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize      int64         // log.cleaner.dedupe.buffer.size
 	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
 
 	NumPartitions            int32 // num.partitions
@@ -70,6 +73,7 @@ type Broker struct {
 
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
+	OffsetsTopicSegmentBytes      int32         // offsets.topic.segment.bytes
 	OffsetsRetention              time.Duration // offsets.retention.minutes
 	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
 	OffsetMetadataMaxBytes        int32         // offset.metadata.max.bytes
@@ -144,6 +148,9 @@ func (s *settings) build() (*Broker, error) {
 		ConnectionsMaxIdle:       r.durationMs("connections.max.idle.ms"),
 
 		LogRetentionCheckInterval:       r.durationMs("log.retention.check.interval.ms"),
+		LogCleanerEnable:                r.bool("log.cleaner.enable"),
+		LogCleanerBackoff:               r.durationMs("log.cleaner.backoff.ms"),
+		LogCleanerDedupeBufferSize:      r.int64("log.cleaner.dedupe.buffer.size"),
 		HighWatermarkCheckpointInterval: r.durationMs("replica.high.watermark.checkpoint.interval.ms"),
 
 		NumPartitions:            r.int32("num.partitions"),
@@ -168,6 +175,7 @@ func (s *settings) build() (*Broker, error) {
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),
+		OffsetsTopicSegmentBytes:      r.int32("offsets.topic.segment.bytes"),
 		OffsetsRetention:              r.durationUnits("offsets.retention.minutes", time.Minute),
 		OffsetsRetentionCheckInterval: r.durationMs("offsets.retention.check.interval.ms"),
 		OffsetMetadataMaxBytes:        r.int32("offset.metadata.max.bytes"),

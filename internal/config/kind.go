@@ -14,6 +14,7 @@ const (
 	KindString                 // free text, possibly checked by a property-specific rule
 	KindEnum                   // exactly one of a fixed set of words
 	KindList                   // comma-separated items, optionally from a fixed set
+	KindDouble                 // a finite decimal number (Kafka's DOUBLE), bounded by Min and Max
 )
 
 // String names the kind as the reference documentation shows it.
@@ -35,6 +36,8 @@ func (k Kind) String() string {
 		return "enum"
 	case KindList:
 		return "list"
+	case KindDouble:
+		return "double"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -46,6 +49,7 @@ const (
 	ConfigTypeInt     int8 = 3
 	ConfigTypeShort   int8 = 4
 	ConfigTypeLong    int8 = 5
+	ConfigTypeDouble  int8 = 6
 	ConfigTypeList    int8 = 7
 )
 
@@ -62,6 +66,8 @@ func (k Kind) ConfigType() int8 {
 		return ConfigTypeBoolean
 	case KindList:
 		return ConfigTypeList
+	case KindDouble:
+		return ConfigTypeDouble
 	}
 	return ConfigTypeString
 }

@@ -28,7 +28,7 @@ type Property struct {
 	Default string
 	// Doc is one line for the reference and DescribeConfigs.
 	Doc string
-	// Min and Max bound the integer kinds (inclusive).
+	// Min and Max bound the integer and double kinds (inclusive).
 	Min, Max int64
 	// Values lists what an enum, or each item of a list, may be.
 	Values []string
@@ -97,6 +97,8 @@ func (p *Property) Allowed() string {
 		default:
 			return fmt.Sprintf("%s between %d and %d", noun, p.Min, p.Max)
 		}
+	case KindDouble:
+		return fmt.Sprintf("a number between %d and %d", p.Min, p.Max)
 	case KindBool:
 		return "true or false"
 	case KindEnum:
@@ -152,6 +154,11 @@ func (p *Property) checkKind(v string) error {
 		}
 		n, err := strconv.ParseInt(v, 10, p.Kind.bitSize())
 		if err != nil || n < p.Min || n > p.Max {
+			return errPlain
+		}
+	case KindDouble:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || f < float64(p.Min) || f > float64(p.Max) {
 			return errPlain
 		}
 	case KindBool:

@@ -124,6 +124,18 @@ var brokerProperties = []Property{
 		Doc: "Data directory, used when log.dirs is empty.",
 	},
 	{
+		Name: "log.cleaner.enable", Kind: KindBool, Default: "true",
+		Doc: "Run the log cleaner, which compacts the partitions of topics with cleanup.policy=compact (including __consumer_offsets).",
+	},
+	{
+		Name: "log.cleaner.backoff.ms", Kind: KindDurationMs, Default: "15000", Min: 1, Max: maxDurationMs,
+		Doc: "How often the log cleaner looks for partitions due for compaction.",
+	},
+	{
+		Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: "134217728", Min: 1 << 20, Max: 1 << 40,
+		Doc: "Memory for the log cleaner's key map (24 bytes per distinct key); a pass compacts as many dirty segments as it holds.",
+	},
+	{
 		Name: "log.retention.check.interval.ms", Kind: KindDurationMs, Default: "300000", Min: 1, Max: maxDurationMs,
 		Doc: "How often segments are checked against retention.ms and retention.bytes.",
 	},
@@ -210,6 +222,10 @@ var brokerProperties = []Property{
 	{
 		Name: "offsets.topic.num.partitions", Kind: KindInt, Default: "50", Min: 1, Max: 10_000,
 		Doc: "Partitions of __consumer_offsets; fixed once the topic exists. A group lives on partition abs(hash(group id)) modulo this count, as in Kafka.",
+	},
+	{
+		Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
+		Doc: "segment.bytes of __consumer_offsets, set when the topic is created; smaller segments are compacted (and so loaded by a new coordinator) sooner.",
 	},
 	{
 		Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Min: 1, Max: math.MaxInt32,

@@ -19,6 +19,26 @@ var topicProperties = []Property{
 		Doc: "What happens to old segments: delete them past retention, compact them to the latest record per key, or both.",
 	},
 	{
+		Name: "log.cleaner.delete.retention.ms", TopicName: "delete.retention.ms", Kind: KindDurationMs, Default: "86400000",
+		Min: 0, Max: math.MaxInt64,
+		Doc: "How long a tombstone (a null value) of a compacted topic is kept after its first compaction, so consumers reading from the start see deletions.",
+	},
+	{
+		Name: "log.cleaner.min.cleanable.ratio", TopicName: "min.cleanable.dirty.ratio", Kind: KindDouble, Default: "0.5",
+		Min: 0, Max: 1,
+		Doc: "Compact a partition once its not yet compacted part is this share of its compactable bytes.",
+	},
+	{
+		Name: "log.cleaner.min.compaction.lag.ms", TopicName: "min.compaction.lag.ms", Kind: KindDurationMs, Default: "0",
+		Min: 0, Max: math.MaxInt64,
+		Doc: "Records younger than this are never compacted (the segment holding them is left alone).",
+	},
+	{
+		Name: "log.cleaner.max.compaction.lag.ms", TopicName: "max.compaction.lag.ms", Kind: KindDurationMs, Default: "9223372036854775807",
+		Min: 1, Max: math.MaxInt64,
+		Doc: "Compact a partition whatever its dirty ratio once its oldest not yet compacted record (in a sealed segment) is this old.",
+	},
+	{
 		Name: "compression.type", TopicName: "compression.type", Kind: KindEnum, Default: "producer",
 		Values: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
 		Doc:    "Codec batches are stored with; producer keeps whatever codec the producer used.",

@@ -27,6 +27,11 @@ type TopicConfig struct {
 	SegmentMs             int64    // segment.ms
 	UncleanLeaderElection bool     // unclean.leader.election.enable
 	WriteCaching          bool     // write.caching (false = acks=all waits for fsync)
+
+	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones outlive their first compaction
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
 }
 
 // Compact reports whether cleanup.policy includes compact.
@@ -93,6 +98,11 @@ func ResolveTopic(b *Broker, overrides map[string]string) (TopicConfig, error) {
 		SegmentMs:             t.integer("segment.ms", 64),
 		UncleanLeaderElection: t.bool("unclean.leader.election.enable"),
 		WriteCaching:          t.bool("write.caching"),
+
+		DeleteRetentionMs:      t.integer("delete.retention.ms", 64),
+		MinCleanableDirtyRatio: t.float("min.cleanable.dirty.ratio"),
+		MinCompactionLagMs:     t.integer("min.compaction.lag.ms", 64),
+		MaxCompactionLagMs:     t.integer("max.compaction.lag.ms", 64),
 	}
 	if t.err != nil {
 		return TopicConfig{}, t.err
@@ -113,6 +123,14 @@ func (t *topicReader) integer(name string, bits int) int64 {
 		t.err = invalid(name, t.values[name], "an integer (internal: "+err.Error()+")")
 	}
 	return n
+}
+
+func (t *topicReader) float(name string) float64 {
+	f, err := strconv.ParseFloat(t.values[name], 64)
+	if err != nil && t.err == nil {
+		t.err = invalid(name, t.values[name], "a number (internal: "+err.Error()+")")
+	}
+	return f
 }
 
 func (t *topicReader) bool(name string) bool {

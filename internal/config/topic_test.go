@@ -77,25 +77,30 @@ func TestSegmentRollPrecedence(t *testing.T) {
 
 func TestResolveTopicSynonyms(t *testing.T) {
 	b := mustBroker(t, map[string]string{
-		"log.segment.bytes":              "1048576",
-		"message.max.bytes":              "2000000",
-		"log.cleanup.policy":             "compact",
-		"log.message.timestamp.type":     "LogAppendTime",
-		"log.flush.interval.messages":    "10",
-		"log.flush.interval.ms":          "20",
-		"log.index.interval.bytes":       "8192",
-		"log.index.size.max.bytes":       "4096",
-		"log.retention.bytes":            "100000",
-		"min.insync.replicas":            "2",
-		"unclean.leader.election.enable": "true",
-		"write.caching":                  "true",
-		"compression.type":               "lz4",
+		"log.segment.bytes":                 "1048576",
+		"message.max.bytes":                 "2000000",
+		"log.cleanup.policy":                "compact",
+		"log.message.timestamp.type":        "LogAppendTime",
+		"log.flush.interval.messages":       "10",
+		"log.flush.interval.ms":             "20",
+		"log.index.interval.bytes":          "8192",
+		"log.index.size.max.bytes":          "4096",
+		"log.retention.bytes":               "100000",
+		"min.insync.replicas":               "2",
+		"unclean.leader.election.enable":    "true",
+		"write.caching":                     "true",
+		"compression.type":                  "lz4",
+		"log.cleaner.delete.retention.ms":   "5",
+		"log.cleaner.min.cleanable.ratio":   "0.25",
+		"log.cleaner.min.compaction.lag.ms": "9",
+		"log.cleaner.max.compaction.lag.ms": "7",
 	})
 	want := TopicConfig{
 		CleanupPolicy: []string{"compact"}, CompressionType: "lz4", FlushMessages: 10, FlushMs: 20,
 		IndexIntervalBytes: 8192, MaxMessageBytes: 2000000, MessageTimestampType: "LogAppendTime",
 		MinInsyncReplicas: 2, RetentionBytes: 100000, RetentionMs: 604800000, SegmentBytes: 1048576,
 		SegmentIndexBytes: 4096, SegmentMs: 604800000, UncleanLeaderElection: true, WriteCaching: true,
+		DeleteRetentionMs: 5, MinCleanableDirtyRatio: 0.25, MinCompactionLagMs: 9, MaxCompactionLagMs: 7,
 	}
 	got, err := ResolveTopic(b, nil)
 	if err != nil {
@@ -111,12 +116,15 @@ func TestResolveTopicSynonyms(t *testing.T) {
 		"message.timestamp.type": "CreateTime", "min.insync.replicas": "3", "retention.bytes": "-1",
 		"retention.ms": "1000", "segment.bytes": "14", "segment.index.bytes": "4", "segment.ms": "1",
 		"unclean.leader.election.enable": "false", "write.caching": "FALSE",
+		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "1", "min.compaction.lag.ms": "100",
+		"max.compaction.lag.ms": "200",
 	}
 	want = TopicConfig{
 		CleanupPolicy: []string{"compact", "delete"}, CompressionType: "producer", FlushMessages: 1, FlushMs: 0,
 		IndexIntervalBytes: 0, MaxMessageBytes: 100, MessageTimestampType: "CreateTime",
 		MinInsyncReplicas: 3, RetentionBytes: -1, RetentionMs: 1000, SegmentBytes: 14,
 		SegmentIndexBytes: 4, SegmentMs: 1, UncleanLeaderElection: false, WriteCaching: false,
+		DeleteRetentionMs: 0, MinCleanableDirtyRatio: 1, MinCompactionLagMs: 100, MaxCompactionLagMs: 200,
 	}
 	got, err = ResolveTopic(b, overrides)
 	if err != nil {
@@ -153,6 +161,15 @@ func TestValidateTopicOverrides(t *testing.T) {
 		{
 			"bad list item", map[string]string{"cleanup.policy": "delete,archive"},
 			`config: cleanup.policy="delete,archive": must be a non-empty comma-separated list of delete, compact: "archive" is not allowed`,
+		},
+		{"valid ratio", map[string]string{"min.cleanable.dirty.ratio": "0.05"}, ""},
+		{
+			"ratio above 1", map[string]string{"min.cleanable.dirty.ratio": "1.5"},
+			`config: min.cleanable.dirty.ratio="1.5": must be a number between 0 and 1`,
+		},
+		{
+			"ratio not a number", map[string]string{"min.cleanable.dirty.ratio": "NaN"},
+			`config: min.cleanable.dirty.ratio="NaN": must be a number between 0 and 1`,
 		},
 		{
 			"bad bool", map[string]string{"write.caching": "on"},

@@ -54,6 +54,9 @@ type Metrics struct {
 
 	connections *prometheus.GaugeVec // listener
 
+	compactions            prometheus.Counter
+	compactionBytesRemoved prometheus.Counter
+
 	topics *topicTable
 }
 
@@ -119,12 +122,21 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "connections",
 			Help: "Open client connections, by listener.",
 		}, []string{"listener"}),
+		compactions: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "log_compactions_total",
+			Help: "Log cleaner passes that compacted a partition replica on this broker.",
+		}),
+		compactionBytesRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "log_compaction_bytes_removed_total",
+			Help: "Bytes of log the cleaner removed from partition replicas on this broker.",
+		}),
 		topics: newTopicTable(opts.MaxTopics),
 	}
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
 		m.replicationBytesIn, m.replicationBytesOut, m.connections,
+		m.compactions, m.compactionBytesRemoved,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
 	for _, c := range collectors {
@@ -133,6 +145,16 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// ObserveCompaction records one cleaner pass over a partition replica that
+// rewrote bytesBefore bytes of log into bytesAfter.
+func (m *Metrics) ObserveCompaction(bytesBefore, bytesAfter int64) {
+	if m == nil {
+		return
+	}
+	m.compactions.Inc()
+	m.compactionBytesRemoved.Add(float64(max(bytesBefore-bytesAfter, 0)))
 }
 
 // ObserveFsync records one partition log fsync.

@@ -123,6 +123,8 @@ type Broker struct {
 	stop     chan struct{}
 	bgWG     sync.WaitGroup
 	stopOnce sync.Once
+
+	cleaner *logCleaner // compaction of cleanup.policy=compact partitions
 }
 
 // New prepares a broker from its configuration; Start opens the logs and
@@ -159,6 +161,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
 	b.groups = newGroupRuntime(b)
+	b.cleaner = newLogCleaner(b)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
 	b.reg = metrics.NewRegistry()
 	return b
@@ -247,6 +250,7 @@ func (b *Broker) Start() error {
 		go b.controllerSvc.loop()
 	}
 	b.startMaintenance()
+	b.cleaner.start()
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	// A quorum of one elects itself at once: wait for the registration so
@@ -560,15 +564,26 @@ func (b *Broker) partitionList() []*partition {
 	return parts
 }
 
+func (b *Broker) enforceRetention(p *partition, now time.Time) {
+	if n, err := p.log.EnforceRetention(now.UnixMilli()); err != nil {
+		b.log.Warn("retention failed", "partition", p.name(), "err", err)
+	} else if n > 0 {
+		b.log.Info("retention deleted segments", "partition", p.name(), "segments", n, "log_start_offset", p.log.LogStartOffset())
+	}
+}
+
 func (b *Broker) maintain(now time.Time) {
 	for _, p := range b.partitionList() {
 		if err := p.log.MaybeRoll(now.UnixMilli()); err != nil {
 			b.log.Warn("segment roll failed", "partition", p.name(), "err", err)
 		}
-		if n, err := p.log.EnforceRetention(now.UnixMilli()); err != nil {
-			b.log.Warn("retention failed", "partition", p.name(), "err", err)
-		} else if n > 0 {
-			b.log.Info("retention deleted segments", "partition", p.name(), "segments", n, "log_start_offset", p.log.LogStartOffset())
+		p.mu.Lock()
+		deletes := p.cfg.Delete()
+		p.mu.Unlock()
+		// With cleanup.policy=compact alone retention never deletes:
+		// compaction keeps the latest record of every key, as in Kafka.
+		if deletes {
+			b.enforceRetention(p, now)
 		}
 		p.mu.Lock()
 		p.producers.ExpireOlderThan(now.UnixMilli(), b.cfg.ProducerIDExpiration.Milliseconds())

@@ -132,7 +132,9 @@ func (gc *groupCoordinator) replay(c *group.Coordinator) error {
 			return fmt.Errorf("read %s at %d: %w", gc.part.name(), off, err)
 		}
 		if len(data) == 0 {
-			return fmt.Errorf("read %s at %d: no batch below the log end %d", gc.part.name(), off, end)
+			// Compaction removed everything from off to the log end
+			// (the active segment, never compacted, is empty).
+			break
 		}
 		err = batch.Split(data, func(b []byte) error {
 			h, recs, err := records.Decode(b, maxLoadBatchBytes)

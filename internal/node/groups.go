@@ -2,6 +2,7 @@ package node
 
 import (
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -171,9 +172,11 @@ func (rt *groupRuntime) replaceFailed(gc *groupCoordinator) {
 }
 
 // offsetsTopicRequest is the creation of __consumer_offsets: the broker's
-// offsets.topic.* properties, compacted like Kafka's. Our storage does not
-// compact, so retention must never delete its segments: a deleted segment
-// would lose committed offsets that no later record repeats.
+// offsets.topic.* properties, compacted like Kafka's (the log cleaner keeps
+// the latest record of every group and committed offset, so a new
+// coordinator replays little). Retention must never delete its segments,
+// as in Kafka: a deleted segment would lose committed offsets that no later
+// record repeats.
 func (rt *groupRuntime) offsetsTopicRequest() (partitions int32, replicationFactor int16, configs map[string]string) {
 	rf := rt.b.cfg.OffsetsTopicReplicationFactor
 	// In a cluster of combined nodes every broker is a voter, so there can
@@ -192,7 +195,7 @@ func (rt *groupRuntime) offsetsTopicRequest() (partitions int32, replicationFact
 		"cleanup.policy":  "compact",
 		"retention.ms":    "-1",
 		"retention.bytes": "-1",
-		"segment.bytes":   "104857600", // Kafka's offsets.topic.segment.bytes
+		"segment.bytes":   strconv.Itoa(int(rt.b.cfg.OffsetsTopicSegmentBytes)),
 	}
 }
 

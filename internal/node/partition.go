@@ -132,6 +132,11 @@ func storageConfig(cfg config.TopicConfig) storage.Config {
 		RetentionMs:        cfg.RetentionMs,
 		IndexIntervalBytes: int(cfg.IndexIntervalBytes),
 		MaxIndexBytes:      int(cfg.SegmentIndexBytes),
+
+		DeleteRetentionMs:      cfg.DeleteRetentionMs,
+		MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
+		MinCompactionLagMs:     cfg.MinCompactionLagMs,
+		MaxCompactionLagMs:     cfg.MaxCompactionLagMs,
 	}
 }
 

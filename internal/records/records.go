@@ -24,7 +24,7 @@ import (
 	"github.com/skein-log/skein/internal/batch"
 )
 
-// Errors from Decode besides those of batch.Validate.
+// Errors from Decode besides those of batch.ValidateStored.
 var (
 	// ErrCorrupt maps to CORRUPT_MESSAGE: the records do not decode.
 	ErrCorrupt = errors.New("records corrupt")
@@ -77,13 +77,15 @@ func FirstAtOrAfter(h batch.Header, recs []Record, ts int64) (Record, bool) {
 // int8 for each of its seven fields. It bounds allocations by input size.
 const minRecordSize = 7
 
-// Decode validates b, which must be exactly one v2 batch (CRC included), and
+// Decode validates b, which must be exactly one v2 batch (CRC included; a
+// batch filtered by log compaction may hold fewer records than its offset
+// range, see batch.ValidateStored), and
 // decodes its records, decompressing first if needed. maxUncompressed caps
 // the decompressed size (e.g. twice message.max.bytes). The batch must hold
 // exactly the header's record count, with offset deltas strictly increasing
 // within [0, lastOffsetDelta]. Decode never panics on garbage.
 func Decode(b []byte, maxUncompressed int) (batch.Header, []Record, error) {
-	h, err := batch.Validate(b)
+	h, err := batch.ValidateStored(b)
 	if err != nil {
 		return h, nil, fmt.Errorf("decode batch: %w", err)
 	}

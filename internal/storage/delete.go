@@ -158,7 +158,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	i := l.segmentFor(offset)
 	keep := l.segments[i]
-	pos, _, found, err := keep.findBatch(offset)
+	pos, _, found, err := keep.findBatch(offset, l.gaps)
 	if err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
 	}
@@ -188,6 +188,7 @@ func (l *Log) Truncate(offset int64) error {
 		return l.failLocked(fmt.Errorf("truncate %s: re-read tail: %w", l.dir, err))
 	}
 	l.durableEnd = min(l.durableEnd, keep.next)
+	l.lowerCleanedToLocked(keep.next)
 	l.logger.Info("truncated log", "dir", l.dir, "requested", offset, "log_end", keep.next)
 	if err := l.epochs.TruncateFromEnd(keep.next); err != nil {
 		return l.failLocked(err)
@@ -260,6 +261,7 @@ func (l *Log) resetTo(offset int64) error {
 		return l.failLocked(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
 	l.logStart, l.durableEnd, l.recoveryPoint = offset, offset, offset
+	l.lowerCleanedToLocked(offset)
 	l.logger.Info("log restarted", "dir", l.dir, "offset", offset)
 	if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, offset); err != nil {
 		l.logger.Warn("recovery point not saved", "dir", l.dir, "err", err)

@@ -101,7 +101,7 @@ func readAll(t testing.TB, l *Log) [][]byte {
 			t.Fatalf("read at %d returned nothing, log end %d", next, l.LogEndOffset())
 		}
 		err = batch.Split(data, func(b []byte) error {
-			h, err := batch.Validate(b)
+			h, err := batch.ValidateStored(b)
 			if err != nil {
 				return err
 			}

@@ -42,6 +42,23 @@ type Log struct {
 	damagedFrom int64
 	closed      bool
 
+	// gaps is set once offsets may skip (compaction, or batches copied
+	// from a compacted leader); see follows. Persisted by offsetGapsFile.
+	gaps bool
+	// cleanedTo is the cleaner checkpoint: the log below it was compacted
+	// (the "clean" section), from it on it is "dirty".
+	cleanedTo int64
+	// tombstoneHorizon is the earliest delete horizon of a tombstone the
+	// last pass kept (math.MaxInt64: none, or not known since Open), so an
+	// idle log is cleaned again when a tombstone's time is up. After a
+	// restart it is learnt at the next pass the dirty ratio triggers:
+	// rewriting every compacted log once per restart to find out would
+	// cost more than late tombstones (Kafka too drops them only when a
+	// pass runs).
+	tombstoneHorizon int64
+	// cleanMu serialises compaction passes (Clean) of this log.
+	cleanMu sync.Mutex
+
 	// forceFullRecovery is set while opening when a checkpoint that
 	// recovery relies on is unreadable.
 	forceFullRecovery bool
@@ -172,10 +189,10 @@ func (l *Log) Append(b []byte, leaderEpoch int32, nowMs int64) (AppendResult, er
 }
 
 // AppendReplica is the follower's append of one batch copied from the
-// leader: offsets and leader epoch are kept, and the batch must start at the
-// log end offset.
+// leader: offsets and leader epoch are kept, and the batch must start at or
+// (when the leader's log is compacted) after the log end offset.
 func (l *Log) AppendReplica(b []byte, nowMs int64) (AppendResult, error) {
-	h, err := batch.Validate(b)
+	h, err := batch.ValidateStored(b)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: replica append to %s: %w", ErrInvalidBatch, l.dir, err)
 	}
@@ -185,7 +202,14 @@ func (l *Log) AppendReplica(b []byte, nowMs int64) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	if leo := l.leo(); h.BaseOffset != leo {
-		return AppendResult{}, fmt.Errorf("%w: %s: batch starts at %d, log ends at %d", ErrOffsetMismatch, l.dir, h.BaseOffset, leo)
+		// A leader whose log was compacted serves gaps; anything else
+		// that does not continue the log is a mismatch.
+		if h.BaseOffset < leo {
+			return AppendResult{}, fmt.Errorf("%w: %s: batch starts at %d, log ends at %d", ErrOffsetMismatch, l.dir, h.BaseOffset, leo)
+		}
+		if err := l.allowGapsLocked(); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	if err := l.assignEpochLocked(h.LeaderEpoch, h.BaseOffset); err != nil {
 		return AppendResult{}, err

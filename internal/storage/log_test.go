@@ -214,16 +214,23 @@ func TestAppendReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := makeBatch(2, 10, 0, 0)
-	batch.SetBaseOffset(b2, 5)
+	batch.SetBaseOffset(b2, 2)
 	batch.SetLeaderEpoch(b2, 4)
 	if _, err := l.AppendReplica(b2, 0); !errors.Is(err, ErrOffsetMismatch) {
-		t.Fatalf("gap accepted: %v", err)
+		t.Fatalf("overlap accepted: %v", err)
 	}
-	batch.SetBaseOffset(b2, 3)
+	if l.OffsetGaps() {
+		t.Fatal("contiguous log marked as having gaps")
+	}
+	// A compacted leader serves gaps: the log marks itself and goes on.
+	batch.SetBaseOffset(b2, 5)
 	if _, err := l.AppendReplica(b2, 0); err != nil {
 		t.Fatal(err)
 	}
-	want := []EpochEntry{{2, 0}, {4, 3}}
+	if !l.OffsetGaps() || l.LogEndOffset() != 7 {
+		t.Fatalf("after a gap: gaps %v, log end %d", l.OffsetGaps(), l.LogEndOffset())
+	}
+	want := []EpochEntry{{2, 0}, {4, 5}}
 	if got := l.Epochs().Entries(); !equalEntries(got, want) {
 		t.Fatalf("epochs %v, want %v", got, want)
 	}
@@ -232,7 +239,7 @@ func TestAppendReplica(t *testing.T) {
 		t.Fatalf("stale epoch accepted: %v", err)
 	}
 	b3 := makeBatch(1, 10, 0, 0)
-	batch.SetBaseOffset(b3, 5)
+	batch.SetBaseOffset(b3, 7)
 	batch.SetLeaderEpoch(b3, 1)
 	if _, err := l.AppendReplica(b3, 0); !errors.Is(err, ErrStaleEpoch) {
 		t.Fatalf("stale replica epoch accepted: %v", err)

@@ -45,6 +45,9 @@ func (l *Log) load() error {
 	if l.epochs, err = l.loadEpochCache(); err != nil {
 		return err
 	}
+	if err := l.loadCleanerState(); err != nil {
+		return err
+	}
 	l.recoveryPoint = l.readCheckpointOrZero(recoveryPointFile)
 	logStartCheckpoint := l.readCheckpointOrZero(logStartOffsetFile)
 	if l.forceFullRecovery {
@@ -176,7 +179,7 @@ func (l *Log) loadSegments(bases []int64, clean bool, logStartCheckpoint int64) 
 				return err
 			}
 		}
-		if !damaged && !last && s.next != nextBase && nextBase > logStartCheckpoint {
+		if !damaged && !last && !segmentsAbut(s.next, nextBase, l.gaps) && nextBase > logStartCheckpoint {
 			l.logger.Warn("segment does not end where the next begins; dropping later segments",
 				"dir", l.dir, "segment", base, "end", s.next, "next", nextBase)
 			damaged = true
@@ -223,7 +226,7 @@ func (l *Log) recoverSegment(s *segment, fileSize int64) (damaged bool, err erro
 			stop = err
 			break
 		}
-		if h.BaseOffset != s.next {
+		if !follows(s.next, h.BaseOffset, l.gaps) {
 			stop = fmt.Errorf("%w: batch at position %d starts at offset %d, expected %d", ErrCorrupt, pos, h.BaseOffset, s.next)
 			break
 		}
@@ -327,9 +330,9 @@ func (l *Log) walkTail(s *segment, fileSize int64) error {
 		switch {
 		case first && expectLast >= 0 && h.LastOffset() != expectLast:
 			return fmt.Errorf("index says offset %d at position %d, batch there ends at %d", expectLast, at, h.LastOffset())
-		case first && expectLast < 0 && h.BaseOffset != s.base:
+		case first && expectLast < 0 && !follows(s.base, h.BaseOffset, l.gaps):
 			return fmt.Errorf("first batch starts at %d, segment base is %d", h.BaseOffset, s.base)
-		case !first && h.BaseOffset != s.next:
+		case !first && !follows(s.next, h.BaseOffset, l.gaps):
 			return fmt.Errorf("batch at position %d starts at %d, expected %d", at, h.BaseOffset, s.next)
 		}
 		if !s.fitsOffset(h.LastOffset()) {
@@ -375,7 +378,7 @@ func (l *Log) rebuildFromHeaders(s *segment, fileSize int64) (damaged bool, err 
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil || h.BaseOffset != s.next || !s.fitsOffset(h.LastOffset()) {
+		if err != nil || !follows(s.next, h.BaseOffset, l.gaps) || !s.fitsOffset(h.LastOffset()) {
 			l.logger.Warn("segment structure damaged; re-validating it", "dir", l.dir, "segment", s.base, "position", pos, "err", err)
 			return l.recoverSegment(s, fileSize)
 		}

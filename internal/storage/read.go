@@ -50,7 +50,7 @@ func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch bool) (da
 	}
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
 		s := l.segments[i]
-		pos, first, found, err := s.findBatch(offset)
+		pos, first, found, err := s.findBatch(offset, l.gaps)
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				damaged = s.base
@@ -63,7 +63,7 @@ func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch bool) (da
 		if first.LastOffset() >= upTo {
 			return nil, damaged, nil
 		}
-		data, err := s.readBatches(pos, first, maxBytes, upTo, minOneBatch)
+		data, err := s.readBatches(pos, first, maxBytes, upTo, minOneBatch, l.gaps)
 		if errors.Is(err, ErrCorrupt) {
 			damaged = s.base
 		}
@@ -113,7 +113,7 @@ func (l *Log) segmentFor(offset int64) int {
 // readBatches reads whole batches from pos, where first (already parsed)
 // starts, with one pread of at most maxBytes (or exactly the first batch
 // when it alone is larger and minOneBatch is set).
-func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
+func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo int64, minOneBatch, gaps bool) ([]byte, error) {
 	window := min(int64(min(max(maxBytes, 0), MaxReadBytes)), s.size-pos)
 	if int64(first.Size()) > window {
 		if !minOneBatch {
@@ -139,10 +139,10 @@ func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo 
 		if h.Size() > len(rest) || h.LastOffset() >= upTo {
 			break
 		}
-		if h.BaseOffset != expected {
+		if !follows(expected, h.BaseOffset, gaps) {
 			return nil, fmt.Errorf("%w: %s at %d: batch starts at offset %d, expected %d", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, expected)
 		}
-		if _, err := batch.Validate(rest[:h.Size()]); err != nil {
+		if _, err := batch.ValidateStored(rest[:h.Size()]); err != nil {
 			return nil, fmt.Errorf("%w: %s at %d (offset %d): %w", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, err)
 		}
 		end += h.Size()
@@ -173,7 +173,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (baseOffsetOfBatch int64, batchMaxTim
 			// Every batch up to the one ending at e.rel is below ts.
 			from = s.base + int64(e.rel) + 1
 		}
-		pos, h, found, err := s.findBatch(max(from, l.logStart))
+		pos, h, found, err := s.findBatch(max(from, l.logStart), l.gaps)
 		for found && pos < s.size {
 			if h.MaxTimestamp >= ts {
 				return h.BaseOffset, h.MaxTimestamp, true, nil
@@ -183,7 +183,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (baseOffsetOfBatch int64, batchMaxTim
 				break
 			}
 			next := h.LastOffset() + 1
-			if h, err = s.readHeader(pos); err == nil && h.BaseOffset != next {
+			if h, err = s.readHeader(pos); err == nil && !follows(next, h.BaseOffset, l.gaps) {
 				err = fmt.Errorf("%w: %s: batch at %d starts at %d, expected %d", ErrCorrupt, s.logPath(), pos, h.BaseOffset, next)
 			}
 			if err != nil {
@@ -236,7 +236,7 @@ func (l *Log) scanHeaders(from int64, fn func(h batch.Header) error) (damaged in
 	}
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
-		pos, _, found, err := s.findBatch(from)
+		pos, _, found, err := s.findBatch(from, l.gaps)
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				damaged = s.base
@@ -253,7 +253,7 @@ func (l *Log) scanHeaders(from int64, fn func(h batch.Header) error) (damaged in
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			if err == nil && expected >= 0 && h.BaseOffset != expected {
+			if err == nil && expected >= 0 && !follows(expected, h.BaseOffset, l.gaps) {
 				err = fmt.Errorf("%w: batch at %d starts at %d, expected %d", ErrCorrupt, at, h.BaseOffset, expected)
 			}
 			if errors.Is(err, errTornTail) {

@@ -92,7 +92,7 @@ func (s *scanner) next() (h batch.Header, pos int64, data []byte, err error) {
 		if err != nil {
 			return h, pos, nil, err
 		}
-		if _, err := batch.Validate(data); err != nil {
+		if _, err := batch.ValidateStored(data); err != nil {
 			return h, pos, nil, fmt.Errorf("%w: batch at position %d: %w", ErrCorrupt, pos, err)
 		}
 	}

@@ -223,9 +223,10 @@ func (s *segment) readHeader(pos int64) (batch.Header, error) {
 // findBatch returns the position and header of the first batch whose last
 // offset is >= offset, starting from the index's floor entry. found is false
 // when every batch of the segment ends below offset. The walk checks that
-// offsets (which the CRC does not cover) continue where they should, so a
+// offsets (which the CRC does not cover) continue where they should (see
+// follows), so a
 // damaged offset field reads as corruption rather than as a wrong answer.
-func (s *segment) findBatch(offset int64) (pos int64, h batch.Header, found bool, err error) {
+func (s *segment) findBatch(offset int64, gaps bool) (pos int64, h batch.Header, found bool, err error) {
 	expected := s.base // base offset of the batch at pos
 	if offset > s.base {
 		if e, ok := s.index.lookup(s.relative(min(offset, s.next))); ok {
@@ -245,7 +246,7 @@ func (s *segment) findBatch(offset int64) (pos int64, h batch.Header, found bool
 			if h, err = s.readHeader(pos); err != nil {
 				return 0, h, false, err
 			}
-			if h.BaseOffset != expected || h.LastOffset() >= s.next {
+			if !follows(expected, h.BaseOffset, gaps) || h.LastOffset() >= s.next {
 				return 0, h, false, fmt.Errorf("%w: %s: batch at %d holds offsets [%d, %d], expected to start at %d below %d", ErrCorrupt, s.logPath(), pos, h.BaseOffset, h.LastOffset(), expected, s.next)
 			}
 		}

@@ -26,6 +26,11 @@
 // durability that does not exist. A failed log rejects Append and Sync with
 // ErrLogFailed; reads keep working. Reopening the log (which recovers) is the
 // way back.
+//
+// Compaction. Clean compacts the sealed segments of a cleanup.policy=compact
+// log as Kafka's log cleaner does (clean.go); offsets never change, so a
+// compacted log has gaps, which reads skip (gaps.go); a cleaned segment
+// replaces its sources atomically (clean_swap.go).
 package storage
 
 import (
@@ -69,6 +74,12 @@ type Config struct {
 	RetentionMs        int64 // retention.ms; -1 = unlimited; by a segment's largest timestamp
 	IndexIntervalBytes int   // index.interval.bytes (default 4096)
 	MaxIndexBytes      int   // segment.index.bytes (default 10 MiB): roll when an index is full
+
+	// Compaction (see Clean); they matter only when the caller cleans.
+	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones outlive their first cleaning
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio: clean when dirty/total bytes reach it
+	MinCompactionLagMs     int64   // min.compaction.lag.ms: records younger than this stay uncompacted
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms: clean whatever the ratio once dirty data is this old (<= 0: off)
 }
 
 // Kafka's defaults.
@@ -78,6 +89,8 @@ const (
 	DefaultRetentionMs        = 7 * 24 * 60 * 60 * 1000
 	DefaultIndexIntervalBytes = 4096
 	DefaultMaxIndexBytes      = 10 << 20
+	DefaultDeleteRetentionMs  = 24 * 60 * 60 * 1000
+	DefaultMinCleanableRatio  = 0.5
 )
 
 // Limits that keep positions and relative offsets inside the 32-bit index
@@ -98,6 +111,10 @@ func DefaultConfig() Config {
 		RetentionMs:        DefaultRetentionMs,
 		IndexIntervalBytes: DefaultIndexIntervalBytes,
 		MaxIndexBytes:      DefaultMaxIndexBytes,
+
+		DeleteRetentionMs:      DefaultDeleteRetentionMs,
+		MinCleanableDirtyRatio: DefaultMinCleanableRatio,
+		MaxCompactionLagMs:     math.MaxInt64,
 	}
 }
 
@@ -125,6 +142,9 @@ func (c Config) normalized() Config {
 		c.MaxIndexBytes = d.MaxIndexBytes
 	}
 	c.MaxIndexBytes = min(max(c.MaxIndexBytes, minMaxIndexBytes), maxMaxIndexBytes)
+	c.DeleteRetentionMs = max(c.DeleteRetentionMs, 0)
+	c.MinCleanableDirtyRatio = min(max(c.MinCleanableDirtyRatio, 0), 1)
+	c.MinCompactionLagMs = max(c.MinCompactionLagMs, 0)
 	return c
 }
 

@@ -1,0 +1,130 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/records"
+)
+
+// filter decides, batch by batch, what a compaction pass keeps.
+type filter struct {
+	m                 *OffsetMap
+	nowMs             int64
+	deleteRetentionMs int64
+	lastBatches       map[int64]int64 // producer id -> last offset of its last batch
+	res               *CleanResult
+	nextHorizon       int64 // earliest delete horizon of a kept tombstone
+}
+
+// segment filters every batch of s into w.
+func (f *filter) segment(s *segment, size int64, w *cleanWriter) error {
+	sc := newScanner(s.file, 0, size, true)
+	for {
+		h, _, data, err := sc.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("clean %s: %w", s.logPath(), err)
+		}
+		out, err := f.batch(h, data)
+		if err != nil {
+			return fmt.Errorf("clean %s at offset %d: %w", s.logPath(), h.BaseOffset, err)
+		}
+		if out == nil {
+			continue
+		}
+		oh, err := batch.ValidateStored(out)
+		if err != nil { // a bug in building it; never write it
+			return fmt.Errorf("cleaned batch at offset %d invalid: %w", h.BaseOffset, err)
+		}
+		if err := w.write(out, &oh); err != nil {
+			return err
+		}
+	}
+}
+
+// batch returns what replaces one batch: data itself when nothing changes,
+// a rebuilt batch, or nil when nothing of it survives.
+func (f *filter) batch(h batch.Header, data []byte) ([]byte, error) {
+	if h.IsControl() {
+		return data, nil // transaction markers: not produced here; keep
+	}
+	_, recs, err := records.Decode(data, maxCleanBatchBytes)
+	if err != nil {
+		f.res.BatchesUncleaned++
+		return data, nil // keep what cannot be opened: never lose data over it
+	}
+	horizonPassed := h.HasDeleteHorizon() && f.nowMs >= h.BaseTimestamp
+	kept := recs[:0:0]
+	needsHorizon := false
+	for _, r := range recs {
+		switch {
+		case r.Key == nil:
+			// No key: nothing to compact it by; a compacted topic refuses
+			// these at produce time, as Kafka's cleaner drops them.
+		case f.superseded(r.Key, r.Offset(h)):
+		case r.Value == nil && horizonPassed:
+		default:
+			if r.Value == nil {
+				f.res.TombstonesKept++
+				needsHorizon = needsHorizon || !h.HasDeleteHorizon()
+			}
+			kept = append(kept, r)
+		}
+	}
+	f.res.RecordsRemoved += int64(len(recs) - len(kept))
+	if len(kept) == len(recs) && !needsHorizon {
+		if h.HasDeleteHorizon() && slices.ContainsFunc(kept, func(r records.Record) bool { return r.Value == nil }) {
+			f.nextHorizon = min(f.nextHorizon, h.BaseTimestamp)
+		}
+		return data, nil
+	}
+	lastOfProducer := h.HasProducerID() && f.lastBatches[h.ProducerID] == h.LastOffset()
+	if len(kept) == 0 && !lastOfProducer {
+		return nil, nil
+	}
+	out := f.rebuild(h, kept, needsHorizon)
+	if slices.ContainsFunc(kept, func(r records.Record) bool { return r.Value == nil }) {
+		oh, _ := batch.ParseHeader(out)
+		f.nextHorizon = min(f.nextHorizon, oh.BaseTimestamp)
+	}
+	return out, nil
+}
+
+// superseded reports whether a later record of the key is in the map.
+func (f *filter) superseded(key []byte, offset int64) bool {
+	latest, ok := f.m.get(key)
+	return ok && offset < latest
+}
+
+// rebuild builds the uncompressed batch holding kept in h's offset range.
+// A batch that gets a delete horizon carries it as its base timestamp; the
+// records' timestamp deltas are re-based so their timestamps do not change.
+func (f *filter) rebuild(h batch.Header, kept []records.Record, setHorizon bool) []byte {
+	attrs := h.Attributes &^ batch.CompressionMask
+	baseTs := h.BaseTimestamp
+	if setHorizon {
+		attrs |= batch.DeleteHorizonBit
+		baseTs = f.nowMs + min(f.deleteRetentionMs, math.MaxInt64-max(f.nowMs, 0))
+	}
+	logAppendTime := h.Attributes&batch.TimestampTypeBit != 0
+	maxTs := h.MaxTimestamp
+	if !logAppendTime && len(kept) > 0 {
+		maxTs = math.MinInt64
+	}
+	var body []byte
+	for _, r := range kept {
+		ts := h.BaseTimestamp + r.TimestampDelta
+		if !logAppendTime {
+			maxTs = max(maxTs, ts)
+		}
+		body = records.Append(body, r, ts-baseTs)
+	}
+	return batch.Filtered(h, attrs, baseTs, maxTs, int32(len(kept)), body)
+}
