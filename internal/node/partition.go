@@ -517,6 +517,16 @@ func (p *partition) maybeProposeISRLocked(now time.Time) {
 	go p.b.proposeISRChange(p, *change)
 }
 
+// isrChangePending reports whether change is still this partition's
+// proposal in flight, so a resend is due. Metadata settles it otherwise: a
+// newer partition epoch (the change committed, or another one did and the
+// controller would refuse it as stale) or another leader epoch.
+func (p *partition) isrChangePending(change replication.ISRChange) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.closed && p.leader != nil && p.leader.IsPending(change)
+}
+
 // onISRChangeRejected lets the replication state retry after the
 // controller refused a proposal.
 func (p *partition) onISRChangeRejected(change replication.ISRChange, err error) {

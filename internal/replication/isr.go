@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ErrLeaderChanged is returned by OnISRCommitted when the committed state
@@ -129,23 +127,31 @@ func (l *Leader) Pending() (ISRChange, bool) {
 	return l.pend.clone(), true
 }
 
+// IsPending reports whether ch is still the proposal in flight: a resend
+// of ch is due only then. Committed metadata (OnISRCommitted), a refusal
+// or a new Leader for another epoch ends it.
+func (l *Leader) IsPending(ch ISRChange) bool {
+	return l.pend != nil && l.pend.equal(ch)
+}
+
 // OnISRChangeRejected handles the controller's error answer to proposal ch.
-// An answer to an older proposal is ignored. As in Kafka's
-// handleAlterPartitionError, a proposal refused because this leader's view
-// is stale (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, unknown partition)
-// stays pending: newer metadata is on its way and OnISRCommitted will clear
-// it, and proposing again from the stale view would only be refused again.
-// Any other error (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED, a lost
-// request) clears it so the next Tick may propose afresh.
+// An answer to an older proposal is ignored. The answer decides (see
+// classifyISRAnswer):
+//   - a refusal (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED, an invalid
+//     request) clears the proposal so the next Tick may propose afresh;
+//   - a refusal because this leader's view is stale (INVALID_UPDATE_VERSION,
+//     FENCED_LEADER_EPOCH, unknown partition) keeps it pending, as in
+//     Kafka's handleAlterPartitionError: newer metadata is on its way and
+//     OnISRCommitted will clear it;
+//   - an unknown outcome (no answer, NOT_CONTROLLER, STALE_BROKER_EPOCH, a
+//     timeout) keeps it pending too: the controller may still commit it, so
+//     its additions must keep bounding the HW. The caller resends it
+//     (ISRChangeOutcomeUnknown tells).
 //
 // Dropping a proposed addition means the HW waits for fewer replicas, so it
 // may advance; hwAdvanced reports that. It never goes back.
 func (l *Leader) OnISRChangeRejected(ch ISRChange, err error) (hwAdvanced bool) {
-	if l.pend == nil || !l.pend.equal(ch) {
-		return false
-	}
-	if errors.Is(err, kerr.InvalidUpdateVersion) || errors.Is(err, kerr.FencedLeaderEpoch) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+	if !l.IsPending(ch) || classifyISRAnswer(err) != answerRefused {
 		return false
 	}
 	l.pend = nil

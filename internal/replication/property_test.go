@@ -138,7 +138,8 @@ func (r *randomRun) controllerAnswer() (string, error) {
 		if r.inFlight == nil {
 			return "nothing to reject", nil
 		}
-		errs := []error{kerr.InvalidUpdateVersion, kerr.IneligibleReplica, kerr.OperationNotAttempted, kerr.FencedLeaderEpoch}
+		errs := []error{kerr.InvalidUpdateVersion, kerr.IneligibleReplica, kerr.OperationNotAttempted, kerr.FencedLeaderEpoch,
+			kerr.NotController, kerr.StaleBrokerEpoch, kerr.RequestTimedOut}
 		cause := errs[r.rng.IntN(len(errs))]
 		r.l.OnISRChangeRejected(*r.inFlight, cause)
 		r.inFlight = nil

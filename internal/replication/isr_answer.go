@@ -1,0 +1,58 @@
+package replication
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// isrAnswer is what the controller's error answer to an ISR proposal says
+// about the proposal's fate.
+type isrAnswer int
+
+const (
+	// answerUnknown: the proposal may still be committed. No answer, a
+	// controller that lost office after proposing the metadata entry
+	// (NOT_CONTROLLER; its successor may commit the entry), a commit that
+	// timed out, or a broker epoch the controller did not know (the broker
+	// is re-registering). The proposal stays pending and is resent.
+	answerUnknown isrAnswer = iota
+	// answerStaleView: the controller refused it because this leader's
+	// view is older than the committed state (or, NEW_LEADER_ELECTED,
+	// applied it and moved leadership). Newer metadata is on its way and
+	// settles the proposal; resending would be refused again.
+	answerStaleView
+	// answerRefused: the controller validated the proposal against the
+	// current partition epoch and will not apply it (INELIGIBLE_REPLICA,
+	// OPERATION_NOT_ATTEMPTED, an invalid request). A request of the same
+	// proposal sent earlier cannot have been committed either: it would
+	// have moved the partition epoch, and the answer would be stale-view.
+	answerRefused
+)
+
+// classifyISRAnswer sorts an AlterPartition error as Kafka's
+// AlterPartitionManager and Partition.handleAlterPartitionError do:
+// only errors that say the change was not and will not be applied are
+// refusals; anything unrecognised is treated as an unknown outcome,
+// because dropping a proposal that the controller then commits lets the
+// HW move past a follower that ends up in the ISR.
+func classifyISRAnswer(err error) isrAnswer {
+	switch {
+	case errors.Is(err, kerr.InvalidUpdateVersion), errors.Is(err, kerr.FencedLeaderEpoch),
+		errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.NewLeaderElected),
+		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
+		return answerStaleView
+	case errors.Is(err, kerr.IneligibleReplica), errors.Is(err, kerr.OperationNotAttempted),
+		errors.Is(err, kerr.InvalidRequest):
+		return answerRefused
+	}
+	return answerUnknown
+}
+
+// ISRChangeOutcomeUnknown reports whether err, the failure of an ISR
+// proposal's request, leaves its fate open: the caller must resend the
+// proposal (while it is still pending, see IsPending) rather than count
+// on OnISRChangeRejected to release it.
+func ISRChangeOutcomeUnknown(err error) bool {
+	return classifyISRAnswer(err) == answerUnknown
+}
