@@ -56,6 +56,9 @@ type partition struct {
 	// failed is set when the log can no longer be trusted (an fsync
 	// failed): every later write fails with KAFKA_STORAGE_ERROR.
 	failed error
+	// offline is set when the partition's log directory went offline
+	// (diskfail.go): reads fail too. Readable without mu.
+	offline atomic.Bool
 	// unflushed counts messages appended since the last fsync, for
 	// flush.messages when write.caching is on.
 	unflushed  int64
@@ -297,6 +300,9 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		if err != nil {
 			p.mu.Unlock()
 			p.b.log.Error("append failed", "partition", p.name(), "err", err)
+			if isDiskFailure(err) {
+				p.b.logDirFailed(p, err)
+			}
 			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, err), BaseOffset: -1, LogAppendTime: -1})
 			return
 		}
@@ -410,6 +416,7 @@ func (p *partition) failLocked(err error) {
 		p.failed = err
 		p.b.log.Error("fsync failed; partition refuses writes until restart", "partition", p.name(), "err", err)
 	}
+	p.b.logDirFailed(p, err)
 	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
 }
 
@@ -530,6 +537,9 @@ func (p *partition) onISRChangeRejected(change replication.ISRChange, err error)
 func (p *partition) read(offset int64, maxBytes int, minOneBatch, replica bool) (api.FetchResult, error) {
 	hw := p.highWatermark.Load()
 	res := api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
+	if p.offline.Load() {
+		return res, fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
+	}
 	leo := p.log.LogEndOffset()
 	if offset < res.LogStartOffset || offset > leo {
 		return res, kerr.OffsetOutOfRange

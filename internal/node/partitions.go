@@ -62,6 +62,9 @@ func (b *Broker) reconcilePartitions() error {
 			continue
 		}
 		p, ok := b.parts[k]
+		if !ok && b.dirOffline() {
+			continue // no replica is created while a log directory is offline; the broker is stopping
+		}
 		if !ok {
 			dir, err := b.partitionDir(w.t, w.p.Index)
 			if err != nil {

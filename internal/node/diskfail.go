@@ -1,0 +1,143 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/storage"
+)
+
+// A broker whose disk fails hands over instead of lingering.
+//
+// A partition log that cannot be written or fsynced (ENOSPC, EFBIG from
+// RLIMIT_FSIZE, EIO) takes its whole log directory offline, as Kafka does
+// (KIP-112): a full or broken disk affects every partition on it. Kafka's
+// KRaft brokers keep serving their other directories only with KIP-858
+// directory assignment, which tells the controller which directory holds
+// each replica; our metadata has no such assignment, so a broker with an
+// offline directory does what KRaft brokers without it (Kafka 3.3-3.6) and
+// every broker with a single log directory (the common case: it hosts
+// nothing any more) do: it stops. It stops through the controlled-shutdown
+// path, so the controller takes it out of every ISR (the last member goes
+// to the ELR, KIP-966) and elects new leaders from the rest of the ISR
+// before it goes, then the process exits non-zero. Until then the
+// partitions of the offline directory answer KAFKA_STORAGE_ERROR to
+// produces and fetches, and no replica is created there. A restart with a
+// healthy disk brings the directory back: the broker registers again and
+// its replicas catch up and rejoin the ISRs.
+//
+// The metadata log (the raft log of a controller) is different: a node
+// whose metadata log cannot be written has lost its vote and its view of
+// the cluster, so it halts at once, as Kafka halts when its metadata log
+// directory fails; its sessions close and the controller fences it.
+
+// ErrLogDirOffline is the fatal error of a broker that stopped because a
+// log directory failed.
+var ErrLogDirOffline = errors.New("log directory offline")
+
+// ErrMetadataLogFailed is the fatal error of a node that halted because
+// its metadata log could not be written.
+var ErrMetadataLogFailed = errors.New("metadata log failed")
+
+// Fatal delivers, at most once, the error for which the node stopped by
+// itself (a failed log directory or metadata log). `skein server` exits
+// with it; tests observe it. It is never sent after Close or Halt.
+func (b *Broker) Fatal() <-chan error { return b.fatal }
+
+// isDiskFailure tells a failed write or fsync of a log (the disk's fault)
+// from a refusal of the data itself or of the caller, which says nothing
+// about the disk.
+func isDiskFailure(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, storage.ErrInvalidBatch),
+		errors.Is(err, storage.ErrBatchTooLarge),
+		errors.Is(err, storage.ErrStaleEpoch),
+		errors.Is(err, storage.ErrOffsetMismatch),
+		errors.Is(err, storage.ErrOffsetOutOfRange),
+		errors.Is(err, storage.ErrCorrupt),
+		errors.Is(err, storage.ErrClosed):
+		return false
+	}
+	return true
+}
+
+// logDirFailed takes the log directory holding p offline and starts the
+// broker's stop. It only records and spawns, so it may be called with
+// p.mu held.
+func (b *Broker) logDirFailed(p *partition, err error) {
+	dir := filepath.Dir(p.log.Dir())
+	if !b.offlineDir.CompareAndSwap(nil, &dir) {
+		return
+	}
+	b.log.Error("log directory failed: it goes offline and this broker hands its partitions over and stops; restart it with a healthy disk",
+		"dir", dir, "partition", p.name(), "err", err)
+	go func() {
+		for _, q := range b.partitionList() {
+			if filepath.Dir(q.log.Dir()) == dir {
+				q.setOffline(err)
+			}
+		}
+		b.stopFatally(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, dir, err), true)
+	}()
+}
+
+// dirOffline reports whether a log directory failed on this broker.
+func (b *Broker) dirOffline() bool { return b.offlineDir.Load() != nil }
+
+// watchMetadataLog halts the node when its quorum member stops on a
+// storage error, rather than leaving a broker running without metadata.
+func (b *Broker) watchMetadataLog() {
+	defer b.bgWG.Done()
+	select {
+	case <-b.stop:
+		return
+	case <-b.quorum.Done():
+	}
+	err := b.quorum.Err()
+	if err == nil {
+		return
+	}
+	select {
+	case <-b.stop: // stopping anyway
+		return
+	default:
+	}
+	b.log.Error("metadata log failed: halting this node", "dir", filepath.Join(b.cfg.LogDirs[0], metadataDirName), "err", err)
+	// Not on this goroutine: Halt waits for it.
+	go b.stopFatally(fmt.Errorf("%w: %w", ErrMetadataLogFailed, err), false)
+}
+
+// stopFatally stops the node (through a controlled shutdown if clean,
+// else as a crash would) and then reports err on Fatal. A Close or Halt
+// that came first wins: the node was being stopped anyway.
+func (b *Broker) stopFatally(err error, clean bool) {
+	first := false
+	b.stopOnce.Do(func() {
+		first = true
+		if clean {
+			b.closeOnce()
+		} else {
+			b.haltOnce()
+		}
+	})
+	if first {
+		b.fatal <- err // buffered, sent once: only the first stop gets here
+	}
+}
+
+// setOffline fences the partition when its log directory went offline:
+// writes fail as after a failed fsync, and reads fail too (a failed disk
+// is not read from), each with KAFKA_STORAGE_ERROR.
+func (p *partition) setOffline(err error) {
+	p.offline.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed == nil {
+		p.failed = err
+	}
+	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
+}
