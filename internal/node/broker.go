@@ -127,8 +127,11 @@ type Broker struct {
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy); fatal carries why the node stopped by itself
 	// (diskfail.go).
-	offlineDir atomic.Pointer[string]
-	fatal      chan error
+	offlineDir      atomic.Pointer[string]
+	fatal           chan error
+	handoverMu      sync.Mutex
+	handoverClosed  bool // guarded by handoverMu
+	handoverAnswers sync.WaitGroup
 }
 
 // New prepares a broker from its configuration; Start opens the logs and
@@ -334,6 +337,7 @@ func (b *Broker) Close() error {
 // closeOnce is Close's body; it runs under stopOnce.
 func (b *Broker) closeOnce() error {
 	b.controlledShutdown(controlledShutdownTimeout)
+	b.waitHandoverAnswers()
 	// Refuse new client connections before anything stops: a client
 	// retries a refused connection, but takes a connection closed
 	// before its first answer for a misconfiguration and gives up.

@@ -206,7 +206,7 @@ func (b *Broker) shutdownApproved() {
 // instead of errors (SIGTERM, rolling restarts). It gives up after
 // timeout: a controller that cannot be reached must not stop a shutdown.
 func (b *Broker) controlledShutdown(timeout time.Duration) {
-	if !b.cfg.HasRole(config.RoleBroker) || b.Image() == nil || len(b.Image().Brokers()) < 2 || b.brokerEpoch.Load() < 0 {
+	if !b.canHandOver() {
 		return
 	}
 	b.shuttingDown.Store(true)
@@ -222,6 +222,12 @@ func (b *Broker) controlledShutdown(timeout time.Duration) {
 	case <-time.After(timeout):
 		b.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", timeout)
 	}
+}
+
+// canHandOver reports whether a controlled shutdown can move anything:
+// this node is a registered broker and not the only one.
+func (b *Broker) canHandOver() bool {
+	return b.cfg.HasRole(config.RoleBroker) && b.Image() != nil && len(b.Image().Brokers()) >= 2 && b.brokerEpoch.Load() >= 0
 }
 
 // shutdownGiveUpAfter is how long a stopping broker keeps asking an

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -127,6 +128,75 @@ func (b *Broker) stopFatally(err error, clean bool) {
 	if first {
 		b.fatal <- err // buffered, sent once: only the first stop gets here
 	}
+}
+
+// handoverWait bounds how long a storage error answer waits for the
+// handover (the controller's move of this broker's leaderships): as long
+// as a Metadata answer waits for a suspect leader's fencing (fetcher.go).
+const handoverWait = 2 * time.Second
+
+// answerAfterHandover answers a produce to p that failed with storageErr
+// once the handover of the failed log directory's partitions is done (at
+// most handoverWait). By then the image names p's new leader, so the
+// answer is NOT_LEADER_OR_FOLLOWER with that leader (KIP-951) and the
+// client moves at once; KAFKA_STORAGE_ERROR only sends it to a metadata
+// refresh, which clients like franz-go space out (5 s minimum age), and a
+// refresh racing the handover would still name this broker. If p still
+// leads here when the wait ends, the storage error stands. Never blocks
+// the caller.
+func (b *Broker) answerAfterHandover(p *partition, storageErr error, answer func(error)) {
+	if !b.dirOffline() || !b.canHandOver() || !b.holdHandoverAnswer() {
+		go answer(storageErr) // like any other completion: never under a lock
+		return
+	}
+	go func() {
+		defer b.handoverAnswers.Done()
+		t := time.NewTimer(handoverWait)
+		defer t.Stop()
+		select {
+		case <-b.shutdownOK:
+		case <-b.shutdownUnreachable:
+		case <-b.stop:
+		case <-t.C:
+		}
+		if p.ledHereInImage() {
+			answer(storageErr)
+			return
+		}
+		answer(kerr.NotLeaderForPartition)
+	}()
+}
+
+// holdHandoverAnswer counts one more answer held for the handover, unless
+// the broker already waited for them (then it answers at once).
+func (b *Broker) holdHandoverAnswer() bool {
+	b.handoverMu.Lock()
+	defer b.handoverMu.Unlock()
+	if b.handoverClosed {
+		return false
+	}
+	b.handoverAnswers.Add(1)
+	return true
+}
+
+// waitHandoverAnswers lets the answers held for the handover go out before
+// the connections close; they are released by the end of the controlled
+// shutdown at the latest. Later ones are not held.
+func (b *Broker) waitHandoverAnswers() {
+	b.handoverMu.Lock()
+	b.handoverClosed = true
+	b.handoverMu.Unlock()
+	b.handoverAnswers.Wait()
+}
+
+// ledHereInImage reports whether the latest image names this broker as
+// p's leader.
+func (p *partition) ledHereInImage() bool {
+	t, ok := p.b.Image().TopicByID(p.id)
+	if !ok || int(p.index) >= len(t.Partitions) {
+		return false
+	}
+	return t.Partitions[p.index].Leader == p.b.cfg.NodeID
 }
 
 // setOffline fences the partition when its log directory went offline:

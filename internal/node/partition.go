@@ -257,8 +257,9 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		return
 	}
 	if p.failed != nil {
+		err := fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed)
 		p.mu.Unlock()
-		done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed), BaseOffset: -1, LogAppendTime: -1})
+		p.b.answerAfterHandover(p, err, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
 		return
 	}
 	if req.Acks == -1 {
@@ -300,10 +301,13 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		if err != nil {
 			p.mu.Unlock()
 			p.b.log.Error("append failed", "partition", p.name(), "err", err)
+			storageErr := fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 			if isDiskFailure(err) {
 				p.b.logDirFailed(p, err)
+				p.b.answerAfterHandover(p, storageErr, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
+				return
 			}
-			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, err), BaseOffset: -1, LogAppendTime: -1})
+			done(api.ProduceResult{Err: storageErr, BaseOffset: -1, LogAppendTime: -1})
 			return
 		}
 		h.BaseOffset = ar.BaseOffset
@@ -472,6 +476,10 @@ func (p *partition) failAcksLocked(err error) {
 	for _, w := range p.ackWaiters {
 		w.fired = true
 		w.timer.Stop()
+		if errors.Is(err, kerr.KafkaStorageError) {
+			p.b.answerAfterHandover(p, err, func(err error) { w.done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
+			continue
+		}
 		go w.done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
 	}
 	p.ackWaiters = nil
