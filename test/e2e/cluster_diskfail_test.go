@@ -39,13 +39,20 @@ func failUnder(mem *vfs.Mem, dir, part string, errno syscall.Errno) {
 	})
 }
 
-// TestClusterLeaderDiskFullHandsOver: the disk of a partition's leader
-// fills up while an idempotent acks=all producer runs. The leader's log
-// directory goes offline and the broker hands over and stops; a follower
-// from the ISR leads, the producer carries on, and every acknowledged
-// record is read back exactly once, in order. The failed broker is out of
-// the ISR; restarted with a healthy disk, it catches up and rejoins.
-func TestClusterLeaderDiskFullHandsOver(t *testing.T) {
+// TestClusterDiskFullHandsOver: the disk of one replica of a partition
+// fills up while an idempotent acks=all producer runs. That broker's log
+// directory goes offline and the broker hands over and stops: when it led,
+// a follower from the ISR leads. Either way the producer carries on, every
+// acknowledged record is read back exactly once, in order, and the failed
+// broker is out of the ISR; restarted with a healthy disk, it catches up
+// and rejoins.
+func TestClusterDiskFullHandsOver(t *testing.T) {
+	for _, role := range []string{"leader", "follower"} {
+		t.Run(role, func(t *testing.T) { testDiskFullHandsOver(t, role == "leader") })
+	}
+}
+
+func testDiskFullHandsOver(t *testing.T, victimLeads bool) {
 	c, mem := startMemCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -53,8 +60,12 @@ func TestClusterLeaderDiskFullHandsOver(t *testing.T) {
 	const topic = "diskfull"
 	createReplicatedTopic(ctx, t, adm, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	leader := c.leaderOf(ctx, topic, 0)
-	victim := c.brokers[leader-1]
-	t.Logf("leader of %s-0 is broker %d", topic, leader)
+	failed := leader
+	if !victimLeads {
+		failed = otherBrokers(3, leader)[0]
+	}
+	victim := c.brokers[failed-1]
+	t.Logf("leader of %s-0 is broker %d; filling the disk of broker %d", topic, leader, failed)
 
 	producer := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1000), kgo.RequestRetries(1000))
 	var (
@@ -68,8 +79,8 @@ func TestClusterLeaderDiskFullHandsOver(t *testing.T) {
 			if err := producer.Flush(ctx); err != nil {
 				t.Fatalf("flush: %v", err)
 			}
-			failUnder(mem, c.props[leader-1]["log.dirs"], topic+"-0", syscall.ENOSPC)
-			t.Logf("filled the disk of broker %d after %d sends", leader, i)
+			failUnder(mem, c.props[failed-1]["log.dirs"], topic+"-0", syscall.ENOSPC)
+			t.Logf("filled the disk of broker %d after %d sends", failed, i)
 		}
 		wg.Add(1)
 		v := i
@@ -87,13 +98,13 @@ func TestClusterLeaderDiskFullHandsOver(t *testing.T) {
 	}
 	wg.Wait()
 	waitFatal(t, victim, node.ErrLogDirOffline)
-	c.brokers[leader-1] = nil
+	c.brokers[failed-1] = nil
 	if len(acked) != total {
-		t.Fatalf("%d of %d records acknowledged; the producer should carry on with the new leader", len(acked), total)
+		t.Fatalf("%d of %d records acknowledged; the producer should carry on", len(acked), total)
 	}
 
-	after := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("a new leader and broker %d out of the ISR", leader), func(v partitionView) bool {
-		return v.Leader >= 0 && v.Leader != leader && !v.inISR(leader)
+	after := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("a leader and broker %d out of the ISR", failed), func(v partitionView) bool {
+		return v.Leader >= 0 && v.Leader != failed && !v.inISR(failed)
 	})
 	t.Logf("after the disk filled: %v", after)
 	readExactlyOnce(ctx, t, c, topic, acked)
@@ -101,9 +112,9 @@ func TestClusterLeaderDiskFullHandsOver(t *testing.T) {
 	// A restart with a healthy disk brings the directory back; the
 	// replica catches up and rejoins the ISR.
 	mem.SetFault(nil)
-	c.start(int(leader) - 1)
-	rejoined := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d back in the ISR", leader), func(v partitionView) bool {
-		return v.inISR(leader) && len(v.ISR) == 3
+	c.start(int(failed) - 1)
+	rejoined := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d back in the ISR", failed), func(v partitionView) bool {
+		return v.inISR(failed) && len(v.ISR) == 3
 	})
 	t.Logf("after the restart: %v", rejoined)
 }
