@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,16 +67,34 @@ func isDiskFailure(err error) bool {
 	return true
 }
 
+// isDeviceError reports an error of the device itself. Opening a log
+// fails for many reasons (damage it cannot repair, a foreign directory);
+// only these say the disk is gone or full.
+func isDeviceError(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EFBIG, syscall.EDQUOT, syscall.EROFS} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
 // logDirFailed takes the log directory holding p offline and starts the
 // broker's stop. It only records and spawns, so it may be called with
 // p.mu held.
 func (b *Broker) logDirFailed(p *partition, err error) {
-	dir := filepath.Dir(p.log.Dir())
+	b.takeLogDirOffline(filepath.Dir(p.log.Dir()), p.name(), err)
+}
+
+// takeLogDirOffline takes log directory dir offline after a failure found
+// while working on partition name, and starts the broker's stop. Only the
+// first failure counts: the broker is stopping from then on.
+func (b *Broker) takeLogDirOffline(dir, name string, err error) {
 	if !b.offlineDir.CompareAndSwap(nil, &dir) {
 		return
 	}
 	b.log.Error("log directory failed: it goes offline and this broker hands its partitions over and stops; restart it with a healthy disk",
-		"dir", dir, "partition", p.name(), "err", err)
+		"dir", dir, "partition", name, "err", err)
 	go func() {
 		for _, q := range b.partitionList() {
 			if filepath.Dir(q.log.Dir()) == dir {

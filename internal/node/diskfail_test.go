@@ -37,3 +37,21 @@ func TestIsDiskFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestIsDeviceError: opening a log takes the directory offline only for
+// errors of the device.
+func TestIsDeviceError(t *testing.T) {
+	open := func(err error) error {
+		return fmt.Errorf("open log d: %w", &os.PathError{Op: "open", Path: "d/0.log", Err: err})
+	}
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EFBIG, syscall.EDQUOT, syscall.EROFS} {
+		if !isDeviceError(open(errno)) {
+			t.Errorf("isDeviceError(%v) = false, want true", open(errno))
+		}
+	}
+	for _, err := range []error{nil, open(os.ErrNotExist), open(syscall.EACCES), fmt.Errorf("%w: segment 0", storage.ErrCorrupt)} {
+		if isDeviceError(err) {
+			t.Errorf("isDeviceError(%v) = true, want false", err)
+		}
+	}
+}

@@ -72,6 +72,9 @@ func (b *Broker) reconcilePartitions() error {
 				continue
 			}
 			if p, err = openPartition(b, w.t, w.p, cfg, dir); err != nil {
+				if isDeviceError(err) {
+					b.takeLogDirOffline(filepath.Dir(dir), w.t.Name+"-"+strconv.Itoa(int(w.p.Index)), err)
+				}
 				errs = append(errs, err)
 				continue
 			}

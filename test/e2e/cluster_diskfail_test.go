@@ -44,8 +44,8 @@ func failUnder(mem *vfs.Mem, dir, part string, errno syscall.Errno) {
 // directory goes offline and the broker hands over and stops: when it led,
 // a follower from the ISR leads. Either way the producer carries on, every
 // acknowledged record is read back exactly once, in order, and the failed
-// broker is out of the ISR; restarted with a healthy disk, it catches up
-// and rejoins.
+// broker is out of the ISR. Restarted on the still full disk it stops
+// again; restarted with a healthy disk, it catches up and rejoins.
 func TestClusterDiskFullHandsOver(t *testing.T) {
 	for _, role := range []string{"leader", "follower"} {
 		t.Run(role, func(t *testing.T) { testDiskFullHandsOver(t, role == "leader") })
@@ -108,6 +108,12 @@ func testDiskFullHandsOver(t *testing.T, victimLeads bool) {
 	})
 	t.Logf("after the disk filled: %v", after)
 	readExactlyOnce(ctx, t, c, topic, acked)
+
+	// A restart on the same full disk finds it when it opens the
+	// replica, and stops again rather than run without it.
+	c.start(int(failed) - 1)
+	waitFatal(t, c.brokers[failed-1], node.ErrLogDirOffline)
+	c.brokers[failed-1] = nil
 
 	// A restart with a healthy disk brings the directory back; the
 	// replica catches up and rejoins the ISR.
