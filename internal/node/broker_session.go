@@ -98,6 +98,17 @@ func (b *Broker) sessionLoop() {
 	interval := max(b.cfg.BrokerHeartbeatInterval, 10*time.Millisecond)
 	retry := time.NewTimer(0)
 	defer retry.Stop()
+	// A stop ends the step in flight (a registration waiting for the
+	// image, say) rather than wait out controllerRPCTimeout.
+	stopCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-stopCtx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-b.stop:
@@ -107,7 +118,7 @@ func (b *Broker) sessionLoop() {
 		case <-retry.C:
 		}
 		wait := interval
-		err := b.sessionStep()
+		err := b.sessionStep(stopCtx)
 		if b.shuttingDown.Load() {
 			b.reportShutdownHeartbeat(err)
 		}
@@ -128,8 +139,8 @@ func (b *Broker) sessionLoop() {
 }
 
 // sessionStep registers if needed, else heartbeats once.
-func (b *Broker) sessionStep() error {
-	ctx, cancel := context.WithTimeout(context.Background(), controllerRPCTimeout)
+func (b *Broker) sessionStep(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, controllerRPCTimeout)
 	defer cancel()
 	epoch := b.brokerEpoch.Load()
 	if epoch < 0 {
