@@ -49,9 +49,15 @@ func runServer(args []string) error {
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	sig := <-sigs
-	logger.Info("shutting down", "signal", sig.String())
-	return b.Close()
+	select {
+	case sig := <-sigs:
+		logger.Info("shutting down", "signal", sig.String())
+		return b.Close()
+	case err := <-b.Fatal():
+		// The node already stopped itself (a failed log directory or
+		// metadata log); a non-zero exit tells the supervisor.
+		return fmt.Errorf("broker stopped: %w", err)
+	}
 }
 
 func newLogger(format, level string) *slog.Logger {

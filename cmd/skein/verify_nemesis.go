@@ -232,6 +232,9 @@ func (n *nemesis) heal() error {
 		n.vn.net.HealAll()
 	}
 	for i := range n.c.n {
+		if n.limited[i] && n.c.reapExited(i) {
+			n.limited[i] = false // it stopped on its full disk; started below
+		}
 		if n.limited[i] && n.c.procs[i] != nil {
 			if err := liftFileSizeLimit(n.c.procs[i].Process.Pid); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("lift the file size limit of broker %d: %w", i+1, err)

@@ -19,7 +19,7 @@ const diskFullBytes = 32 << 10
 // diskFullFor makes broker s.broker's files unable to grow for s.hold, by
 // lowering its RLIMIT_FSIZE (no privileges needed, unlike a small mount).
 // The broker must answer KAFKA_STORAGE_ERROR to writes it cannot make,
-// and lose nothing it acknowledged.
+// hand its partitions over and stop, and lose nothing it acknowledged.
 func (n *nemesis) diskFullFor(ctx context.Context, s faultStep) error {
 	i := s.broker
 	p := n.c.procs[i]
@@ -27,9 +27,9 @@ func (n *nemesis) diskFullFor(ctx context.Context, s faultStep) error {
 		return nil
 	}
 	// The limit holds for every file, the metadata log's too, and a
-	// metadata log that cannot be written stops the node's quorum member
-	// for good. This fault is about partition logs: skip a broker whose
-	// metadata log is near the limit.
+	// metadata log that cannot be written halts the node. This fault is
+	// about partition logs (a failed one also stops the broker, after it
+	// hands over): skip a broker whose metadata log is near the limit.
 	metaDir := filepath.Join(n.c.dataDir, fmt.Sprintf("broker-%d", i+1), "__cluster_metadata-0")
 	if largest := largestFile(metaDir); largest > diskFullBytes/2 {
 		fmt.Fprintf(n.log, "nemesis: skipping disk-full on broker %d: its metadata log holds a %d-byte file, near the %d-byte limit\n", i+1, largest, diskFullBytes)
@@ -41,6 +41,17 @@ func (n *nemesis) diskFullFor(ctx context.Context, s faultStep) error {
 	}
 	n.limited[i] = true
 	if !sleepCtx(ctx, s.hold) {
+		return nil
+	}
+	if n.c.reapExited(i) {
+		// A write that failed took its log directory offline: the broker
+		// handed its partitions over and exited. The limit died with the
+		// process; a restart brings the directory back.
+		n.limited[i] = false
+		if err := n.c.start(i); err != nil {
+			return fmt.Errorf("start broker %d after its disk filled: %w", i+1, err)
+		}
+		n.end(id, fmt.Sprintf("broker %d had stopped on its full disk; restarted it with the disk freed", i+1))
 		return nil
 	}
 	if p := n.c.procs[i]; p != nil {
@@ -151,4 +162,19 @@ func largestFile(dir string) int64 {
 		return nil
 	})
 	return largest
+}
+
+// reapExited forgets broker i's process if it has exited by itself (a
+// broker whose log directory fails stops), and reports whether it had.
+func (c *devCluster) reapExited(i int) bool {
+	if c.procs[i] == nil {
+		return false
+	}
+	select {
+	case <-c.exited[i]:
+		c.procs[i] = nil
+		return true
+	default:
+		return false
+	}
 }

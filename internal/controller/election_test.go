@@ -244,3 +244,38 @@ func TestPreferredLeaderElection(t *testing.T) {
 		t.Fatalf("partition 0 = %+v", p)
 	}
 }
+
+// TestBeginControlledShutdownLeavesEveryISR is the decision a broker whose
+// log directory failed gets (node/diskfail.go): it leaves every ISR, each
+// partition it led gets the next ISR member in replica order, a partition
+// whose whole ISR it was keeps it in the ELR and has no leader (no unclean
+// election), and partitions where it is only an out-of-sync replica are
+// left alone. The ISR may drop below min.insync.replicas: the new leader
+// then refuses acks=all until the broker is back, which is what keeps an
+// acknowledged record on min.insync.replicas disks.
+func TestBeginControlledShutdownLeavesEveryISR(t *testing.T) {
+	im := withTopic(t, cluster(t, ids(1, 2, 3)), "t", topicID(1),
+		part(3, ids(3, 1, 2), ids(3, 2, 1), nil), // led: the next ISR member in replica order leads
+		part(1, ids(1, 3, 2), ids(1, 3, 2), nil), // follower: leaves the ISR
+		part(3, ids(3, 1), ids(3), nil),          // the whole ISR: to the ELR, leaderless
+		part(1, ids(1, 3), ids(1), nil),          // not in the ISR: untouched
+	)
+	recs, err := BeginControlledShutdown(im, 3)
+	wantCode(t, err, nil)
+	im = apply(t, im, recs...)
+	want := []metadata.Partition{
+		{Leader: 1, ISR: ids(2, 1)},
+		{Leader: 1, ISR: ids(1, 2)},
+		{Leader: metadata.NoLeader, ISR: ids(), ELR: ids(3)},
+		{Leader: 1, ISR: ids(1)},
+	}
+	for i, w := range want {
+		p := mustPartition(t, im, "t", int32(i))
+		if p.Leader != w.Leader || !slices.Equal(p.ISR, w.ISR) || !slices.Equal(p.ELR, w.ELR) {
+			t.Errorf("partition %d: leader %d isr %v elr %v; want leader %d isr %v elr %v", i, p.Leader, p.ISR, p.ELR, w.Leader, w.ISR, w.ELR)
+		}
+	}
+	if len(recs) != 1+3 {
+		t.Errorf("%d records, want the shutdown record and three partition changes: %+v", len(recs), recs)
+	}
+}

@@ -125,6 +125,15 @@ type Broker struct {
 	stopOnce sync.Once
 
 	cleaner *logCleaner // compaction of cleanup.policy=compact partitions
+
+	// offlineDir is the log directory that failed (nil while all are
+	// healthy); fatal carries why the node stopped by itself
+	// (diskfail.go).
+	offlineDir      atomic.Pointer[string]
+	fatal           chan error
+	handoverMu      sync.Mutex
+	handoverClosed  bool // guarded by handoverMu
+	handoverAnswers sync.WaitGroup
 }
 
 // New prepares a broker from its configuration; Start opens the logs and
@@ -145,6 +154,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		listeners: map[string]net.Listener{},
 		conns:     map[net.Conn]struct{}{},
 		stop:      make(chan struct{}),
+		fatal:     make(chan error, 1),
 
 		controllerChanged: make(chan struct{}, 1),
 		imageCond:         newImageCond(),
@@ -217,6 +227,8 @@ func (b *Broker) Start() error {
 			b.shutdownStorage()
 			return err
 		}
+		b.bgWG.Add(1)
+		go b.watchMetadataLog()
 	} else {
 		b.startMetadataObserver(clusterID)
 	}
@@ -294,53 +306,61 @@ func (b *Broker) Addr(listener string) string {
 // shutdown, no clean close of the logs (the next start recovers them),
 // sockets dropped mid-request.
 func (b *Broker) Halt() {
-	b.stopOnce.Do(func() {
-		close(b.stop)
-		b.groups.stopAll()
-		b.fetchers.stopAll()
-		if b.quorum != nil {
-			b.quorum.Stop()
-		}
-		b.closeListeners()
-		b.connWG.Wait()
-		b.bgWG.Wait()
-		// After the session loop ended, so it cannot redial.
-		b.ctrl.close()
-		if b.flusher != nil {
-			b.flusher.stop()
-		}
-		for _, a := range b.admins {
-			a.Close()
-		}
-		b.log.Info("broker halted")
-	})
+	b.stopOnce.Do(b.haltOnce)
+}
+
+// haltOnce is Halt's body; it runs under stopOnce.
+func (b *Broker) haltOnce() {
+	close(b.stop)
+	b.groups.stopAll()
+	b.fetchers.stopAll()
+	if b.quorum != nil {
+		b.quorum.Stop()
+	}
+	b.closeListeners()
+	b.connWG.Wait()
+	b.bgWG.Wait()
+	// After the session loop ended, so it cannot redial.
+	b.ctrl.close()
+	if b.flusher != nil {
+		b.flusher.stop()
+	}
+	for _, a := range b.admins {
+		a.Close()
+	}
+	b.log.Info("broker halted")
 }
 
 // Close stops serving and closes every log cleanly.
 func (b *Broker) Close() error {
 	var err error
-	b.stopOnce.Do(func() {
-		b.controlledShutdown(controlledShutdownTimeout)
-		// Refuse new client connections before anything stops: a client
-		// retries a refused connection, but takes a connection closed
-		// before its first answer for a misconfiguration and gives up.
-		b.closeClientListeners()
-		close(b.stop)
-		b.groups.stopAll()
-		b.fetchers.stopAll()
-		if b.quorum != nil {
-			b.quorum.Stop()
-		}
-		b.closeListeners()
-		b.connWG.Wait()
-		b.bgWG.Wait()
-		b.ctrl.close()
-		err = b.shutdownStorage()
-		for _, a := range b.admins {
-			a.Close()
-		}
-		b.log.Info("broker stopped")
-	})
+	b.stopOnce.Do(func() { err = b.closeOnce() })
+	return err
+}
+
+// closeOnce is Close's body; it runs under stopOnce.
+func (b *Broker) closeOnce() error {
+	b.controlledShutdown(controlledShutdownTimeout)
+	b.waitHandoverAnswers()
+	// Refuse new client connections before anything stops: a client
+	// retries a refused connection, but takes a connection closed
+	// before its first answer for a misconfiguration and gives up.
+	b.closeClientListeners()
+	close(b.stop)
+	b.groups.stopAll()
+	b.fetchers.stopAll()
+	if b.quorum != nil {
+		b.quorum.Stop()
+	}
+	b.closeListeners()
+	b.connWG.Wait()
+	b.bgWG.Wait()
+	b.ctrl.close()
+	err := b.shutdownStorage()
+	for _, a := range b.admins {
+		a.Close()
+	}
+	b.log.Info("broker stopped")
 	return err
 }
 

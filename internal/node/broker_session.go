@@ -98,6 +98,17 @@ func (b *Broker) sessionLoop() {
 	interval := max(b.cfg.BrokerHeartbeatInterval, 10*time.Millisecond)
 	retry := time.NewTimer(0)
 	defer retry.Stop()
+	// A stop ends the step in flight (a registration waiting for the
+	// image, say) rather than wait out controllerRPCTimeout.
+	stopCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-stopCtx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-b.stop:
@@ -107,7 +118,7 @@ func (b *Broker) sessionLoop() {
 		case <-retry.C:
 		}
 		wait := interval
-		err := b.sessionStep()
+		err := b.sessionStep(stopCtx)
 		if b.shuttingDown.Load() {
 			b.reportShutdownHeartbeat(err)
 		}
@@ -128,8 +139,8 @@ func (b *Broker) sessionLoop() {
 }
 
 // sessionStep registers if needed, else heartbeats once.
-func (b *Broker) sessionStep() error {
-	ctx, cancel := context.WithTimeout(context.Background(), controllerRPCTimeout)
+func (b *Broker) sessionStep(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, controllerRPCTimeout)
 	defer cancel()
 	epoch := b.brokerEpoch.Load()
 	if epoch < 0 {
@@ -206,7 +217,7 @@ func (b *Broker) shutdownApproved() {
 // instead of errors (SIGTERM, rolling restarts). It gives up after
 // timeout: a controller that cannot be reached must not stop a shutdown.
 func (b *Broker) controlledShutdown(timeout time.Duration) {
-	if !b.cfg.HasRole(config.RoleBroker) || b.Image() == nil || len(b.Image().Brokers()) < 2 || b.brokerEpoch.Load() < 0 {
+	if !b.canHandOver() {
 		return
 	}
 	b.shuttingDown.Store(true)
@@ -222,6 +233,12 @@ func (b *Broker) controlledShutdown(timeout time.Duration) {
 	case <-time.After(timeout):
 		b.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", timeout)
 	}
+}
+
+// canHandOver reports whether a controlled shutdown can move anything:
+// this node is a registered broker and not the only one.
+func (b *Broker) canHandOver() bool {
+	return b.cfg.HasRole(config.RoleBroker) && b.Image() != nil && len(b.Image().Brokers()) >= 2 && b.brokerEpoch.Load() >= 0
 }
 
 // shutdownGiveUpAfter is how long a stopping broker keeps asking an

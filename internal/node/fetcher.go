@@ -497,6 +497,9 @@ func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) e
 			return nil // already have it
 		}
 		if _, err := p.log.AppendReplica(b, now); err != nil {
+			if isDiskFailure(err) {
+				p.b.logDirFailed(p, err)
+			}
 			return err
 		}
 		p.producers.Apply(h)

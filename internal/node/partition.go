@@ -56,6 +56,9 @@ type partition struct {
 	// failed is set when the log can no longer be trusted (an fsync
 	// failed): every later write fails with KAFKA_STORAGE_ERROR.
 	failed error
+	// offline is set when the partition's log directory went offline
+	// (diskfail.go): reads fail too. Readable without mu.
+	offline atomic.Bool
 	// unflushed counts messages appended since the last fsync, for
 	// flush.messages when write.caching is on.
 	unflushed  int64
@@ -259,8 +262,9 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		return
 	}
 	if p.failed != nil {
+		err := fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed)
 		p.mu.Unlock()
-		done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed), BaseOffset: -1, LogAppendTime: -1})
+		p.b.answerAfterHandover(p, err, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
 		return
 	}
 	if req.Acks == -1 {
@@ -302,7 +306,13 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		if err != nil {
 			p.mu.Unlock()
 			p.b.log.Error("append failed", "partition", p.name(), "err", err)
-			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, err), BaseOffset: -1, LogAppendTime: -1})
+			storageErr := fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+			if isDiskFailure(err) {
+				p.b.logDirFailed(p, err)
+				p.b.answerAfterHandover(p, storageErr, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
+				return
+			}
+			done(api.ProduceResult{Err: storageErr, BaseOffset: -1, LogAppendTime: -1})
 			return
 		}
 		h.BaseOffset = ar.BaseOffset
@@ -415,6 +425,7 @@ func (p *partition) failLocked(err error) {
 		p.failed = err
 		p.b.log.Error("fsync failed; partition refuses writes until restart", "partition", p.name(), "err", err)
 	}
+	p.b.logDirFailed(p, err)
 	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
 }
 
@@ -470,6 +481,10 @@ func (p *partition) failAcksLocked(err error) {
 	for _, w := range p.ackWaiters {
 		w.fired = true
 		w.timer.Stop()
+		if errors.Is(err, kerr.KafkaStorageError) {
+			p.b.answerAfterHandover(p, err, func(err error) { w.done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
+			continue
+		}
 		go w.done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
 	}
 	p.ackWaiters = nil
@@ -545,6 +560,9 @@ func (p *partition) onISRChangeRejected(change replication.ISRChange, err error)
 func (p *partition) read(offset int64, maxBytes int, minOneBatch, replica bool) (api.FetchResult, error) {
 	hw := p.highWatermark.Load()
 	res := api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
+	if p.offline.Load() {
+		return res, fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
+	}
 	leo := p.log.LogEndOffset()
 	if offset < res.LogStartOffset || offset > leo {
 		return res, kerr.OffsetOutOfRange

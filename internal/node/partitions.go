@@ -62,6 +62,9 @@ func (b *Broker) reconcilePartitions() error {
 			continue
 		}
 		p, ok := b.parts[k]
+		if !ok && b.dirOffline() {
+			continue // no replica is created while a log directory is offline; the broker is stopping
+		}
 		if !ok {
 			dir, err := b.partitionDir(w.t, w.p.Index)
 			if err != nil {
@@ -69,6 +72,9 @@ func (b *Broker) reconcilePartitions() error {
 				continue
 			}
 			if p, err = openPartition(b, w.t, w.p, cfg, dir); err != nil {
+				if isDeviceError(err) {
+					b.takeLogDirOffline(filepath.Dir(dir), w.t.Name+"-"+strconv.Itoa(int(w.p.Index)), err)
+				}
 				errs = append(errs, err)
 				continue
 			}

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/node"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -26,8 +29,11 @@ func produceBatches(t *testing.T, c *rawConn, corr *int32, topic string, count, 
 }
 
 // TestDiskFullAnswersStorageError: when appends hit ENOSPC the producer
-// gets KAFKA_STORAGE_ERROR at once (no hang, no crash), and everything
-// acknowledged before stays readable.
+// gets KAFKA_STORAGE_ERROR at once (no hang, no crash), the log directory
+// goes offline and this broker, whose only directory it is, stops with a
+// fatal error (Kafka shuts down a broker with no live log directory). A
+// restart with space again serves everything acknowledged before, and the
+// log continues without a gap or a phantom record from the failed append.
 func TestDiskFullAnswersStorageError(t *testing.T) {
 	mem := vfs.NewMem()
 	tb := startBroker(t, withFS(mem))
@@ -38,37 +44,33 @@ func TestDiskFullAnswersStorageError(t *testing.T) {
 	acked := produceBatches(t, c, &corr, topic, 5, 4, 0)
 
 	mem.SetCapacity(mem.Usage() + 64) // room for no batch
-	for attempt := 0; attempt < 2; attempt++ {
-		corr++
-		res := produceResult(t, c, produceRequest(9, -1, topic, 0, recordsBatch(10, 100)), corr)
-		if res.ErrorCode != kerr.KafkaStorageError.Code {
-			t.Fatalf("produce on a full disk (attempt %d): error %d, want KAFKA_STORAGE_ERROR (56)", attempt, res.ErrorCode)
-		}
-	}
-	consumeCount(t, tb, topic, int(acked))
-
-	// Space comes back. The broker promises nothing here beyond "no
-	// acknowledged record lost"; report what it does, and check that if it
-	// accepts writes again, they continue the log without a gap or a
-	// phantom record from the failed appends.
-	mem.SetCapacity(-1)
 	corr++
-	res := produceResult(t, c, produceRequest(9, -1, topic, 0, recordsBatch(3, 50)), corr)
-	t.Logf("produce after space is freed: error %d (%v), base offset %d", res.ErrorCode, kerr.ErrorForCode(res.ErrorCode), res.BaseOffset)
-	if res.ErrorCode == 0 {
-		if res.BaseOffset != acked {
-			t.Fatalf("after the disk-full errors the log continued at %d, want %d", res.BaseOffset, acked)
-		}
-		acked += 3
+	res := produceResult(t, c, produceRequest(9, -1, topic, 0, recordsBatch(10, 100)), corr)
+	if res.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce on a full disk: error %d, want KAFKA_STORAGE_ERROR (56)", res.ErrorCode)
 	}
+	waitFatal(t, tb.b, node.ErrLogDirOffline)
+	tb.b = nil
+
+	mem.SetCapacity(-1)
+	tb.start()
 	consumeCount(t, tb, topic, int(acked))
+	c = dialRaw(t, tb.addr)
+	corr++
+	res = produceResult(t, c, produceRequest(9, -1, topic, 0, recordsBatch(3, 50)), corr)
+	if res.ErrorCode != 0 || res.BaseOffset != acked {
+		t.Fatalf("produce after a restart with space: error %d, base offset %d; want 0, %d", res.ErrorCode, res.BaseOffset, acked)
+	}
+	consumeCount(t, tb, topic, int(acked)+3)
 }
 
 // TestFsyncFailureFencesPartition: a failed fsync means the kernel may have
 // dropped the data, so the broker cannot know what is on disk. The
-// waiting acks=all produce gets KAFKA_STORAGE_ERROR and the partition
-// refuses every later write until the broker restarts, even after the fault
-// clears; what was acknowledged before stays readable.
+// waiting acks=all produce gets KAFKA_STORAGE_ERROR, the log directory goes
+// offline and the broker (with no other directory) stops with a fatal
+// error rather than serve from a disk it cannot trust. After a restart the
+// partition is recovered from disk, writable again, and everything
+// acknowledged before is there.
 func TestFsyncFailureFencesPartition(t *testing.T) {
 	mem := vfs.NewMem()
 	tb := startBroker(t, withFS(mem))
@@ -89,26 +91,13 @@ func TestFsyncFailureFencesPartition(t *testing.T) {
 	if res.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("produce whose fsync fails: error %d, want KAFKA_STORAGE_ERROR (56)", res.ErrorCode)
 	}
-
-	mem.SetFault(nil)
-	corr++
-	res = produceResult(t, c, produceRequest(9, -1, topic, 0, recordsBatch(4, 50)), corr)
-	if res.ErrorCode != kerr.KafkaStorageError.Code {
-		t.Fatalf("produce after a failed fsync, fault cleared: error %d, want KAFKA_STORAGE_ERROR (56) until restart", res.ErrorCode)
-	}
-	consumeCount(t, tb, topic, int(acked))
-
-	// After a restart the partition is recovered from disk and writable
-	// again. The batch whose fsync failed was never acknowledged; recovery
-	// may keep it (as Kafka does with unacknowledged data), so only a lower
-	// bound is checked.
-	// Close may report the partition's sticky fsync failure (it does
-	// today); that is not a shutdown bug, so the broker is stopped by hand
-	// rather than through the harness, which fails on any Close error.
-	if err := tb.b.Close(); err != nil {
-		t.Logf("broker Close after a failed fsync: %v", err)
-	}
+	waitFatal(t, tb.b, node.ErrLogDirOffline)
 	tb.b = nil
+
+	// The batch whose fsync failed was never acknowledged; recovery may
+	// keep it (as Kafka does with unacknowledged data), so only a lower
+	// bound is checked.
+	mem.SetFault(nil)
 	tb.start()
 	c = dialRaw(t, tb.addr)
 	corr++
@@ -117,4 +106,18 @@ func TestFsyncFailureFencesPartition(t *testing.T) {
 		t.Fatalf("produce after restart: error %d, base offset %d; want success at >= %d", res.ErrorCode, res.BaseOffset, acked)
 	}
 	t.Logf("after restart the log continues at offset %d (%d acknowledged before the fault)", res.BaseOffset, acked)
+}
+
+// waitFatal waits for b to stop by itself with an error matching want.
+func waitFatal(t testing.TB, b *node.Broker, want error) {
+	t.Helper()
+	select {
+	case err := <-b.Fatal():
+		if !errors.Is(err, want) {
+			t.Fatalf("broker stopped with %v, want %v", err, want)
+		}
+		t.Logf("broker stopped by itself: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("broker did not stop by itself within 30 s (want %v)", want)
+	}
 }
