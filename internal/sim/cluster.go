@@ -31,6 +31,7 @@ type Cluster struct {
 	check     *checker
 	faults    *faultState
 	clients   []client
+	members   []*groupMember
 
 	topicID  metadata.TopicID
 	creating bool
@@ -52,15 +53,16 @@ type Result struct {
 
 // Stats counts what a run did.
 type Stats struct {
-	Acked, Unacked, Consumed int64
-	GroupCommits             int64
-	Crashes, PowerLosses     int
-	Partitions, Pauses       int
-	DiskFull, BitFlips       int
-	MessagesSent, Dropped    int64
-	Elections                int
-	SnapshotsInstalled       int           // metadata snapshots sent by a quorum leader
-	Converged                time.Duration // simulated time from heal to convergence
+	Acked, Unacked, Consumed  int64
+	GroupCommits              int64
+	GroupSyncs, MemberCrashes int64
+	Crashes, PowerLosses      int
+	Partitions, Pauses        int
+	DiskFull, BitFlips        int
+	MessagesSent, Dropped     int64
+	Elections                 int
+	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
+	Converged                 time.Duration // simulated time from heal to convergence
 }
 
 // Run simulates one seed.
