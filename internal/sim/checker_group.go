@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/group"
 )
@@ -20,6 +23,9 @@ type groupChecks struct {
 	size   map[int32]int
 	// maxGeneration is the highest generation any member synced in.
 	maxGeneration int32
+	// removals counts removals of the members' group: generations only
+	// grow between two.
+	removals int
 	// consumed is, per partition, every offset a group member consumed.
 	consumed map[int32]map[int64]bool
 }
@@ -145,6 +151,26 @@ func (k *checker) memberSynced(key string, generation int32, parts []int32, lead
 		if len(covered) != k.c.opts.Partitions {
 			k.c.violation("group %s generation %d: every member synced, but partitions %v are covered, not all %d",
 				memberGroup, generation, sortedKeys(covered), k.c.opts.Partitions)
+		}
+	}
+}
+
+// groupRecordsWritten watches a coordinator's records for the removal of
+// the members' group (an empty group without offsets is removed, as in
+// Kafka): a group created again starts over at generation 1, so what was
+// recorded about the old one's generations no longer applies.
+func (k *checker) groupRecordsWritten(recs []group.Record) {
+	for _, rec := range recs {
+		if rec.Value != nil || len(rec.Key) < 2 || binary.BigEndian.Uint16(rec.Key) != 2 {
+			continue
+		}
+		key := kmsg.NewGroupMetadataKey()
+		if err := key.ReadFrom(rec.Key); err == nil && key.Group == memberGroup {
+			k.c.tracef("group %s removed: its generations start over", memberGroup)
+			k.groups.maxGeneration = 0
+			k.groups.removals++
+			clear(k.groups.synced)
+			clear(k.groups.size)
 		}
 	}
 }

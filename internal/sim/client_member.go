@@ -60,6 +60,9 @@ type groupMember struct {
 	generation  int32
 	synced      int32 // highest generation this incarnation synced in; never decreases (a member rejoining a Stable group with unchanged metadata gets the same one back)
 	assigned    []int32
+	// syncedRemovals is the checker's count of group removals when synced
+	// was set: a removed group starts over at generation 1.
+	syncedRemovals int
 	// positions is nil until the committed offsets of the assignment are
 	// fetched; then the next offset to consume per assigned partition.
 	positions   map[int32]int64
@@ -342,6 +345,9 @@ func (m *groupMember) sync(join *kmsg.JoinGroupResponse) {
 			}
 		}
 		slices.Sort(parts)
+		if m.syncedRemovals != m.c.check.groups.removals {
+			m.synced, m.syncedRemovals = 0, m.c.check.groups.removals
+		}
 		if gen < m.synced {
 			m.c.violation("member %d: synced in generation %d after generation %d", m.index, gen, m.synced)
 		}

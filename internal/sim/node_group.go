@@ -202,6 +202,7 @@ func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Outpu
 		}
 		return
 	}
+	gc.r.p.n.c.check.groupRecordsWritten(out.Records)
 	kvs := make([]batch.KeyValue, len(out.Records))
 	for i, rec := range out.Records {
 		kvs[i] = batch.KeyValue{Key: rec.Key, Value: rec.Value}
