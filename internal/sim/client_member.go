@@ -115,6 +115,9 @@ func (m *groupMember) loop() {
 		return
 	}
 	if !c.healed && c.opts.Faults.Every > 0 && c.s.chance(memberCrashChance) {
+		if m.instanceID == "" && m.memberID != "" && m.coord >= 0 && c.s.chance(0.5) {
+			m.leave()
+		}
 		m.crash()
 		return
 	}
@@ -155,6 +158,20 @@ func (m *groupMember) crash() {
 	m.finding = false
 	m.synced = 0
 	m.c.s.after(m.c.s.between(300*time.Millisecond, 3*time.Second), m.restart)
+}
+
+// leave is a dynamic member's LeaveGroup on shutdown, sent without waiting
+// for the answer (a static member does not leave: its instance id keeps
+// its place until the session times out).
+func (m *groupMember) leave() {
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version = 3
+	req.Group = memberGroup
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = m.memberID
+	req.Members = append(req.Members, lm)
+	m.tracef("leaves")
+	m.c.call(m.self, m.coord, req, rpcTimeout, func(kmsg.Response, error) {})
 }
 
 func (m *groupMember) restart() {
