@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,28 +12,33 @@ import (
 )
 
 // groupChecks is the checker's state for consumer groups.
+type generationID struct {
+	generation int32
+	leader     string
+}
+
 type groupChecks struct {
 	// acked is, per group and partition of the data topic, the highest
 	// offset whose commit was acknowledged.
 	acked map[string]map[int32]int64
-	// synced is, per generation of the members' group, what each member
-	// (by instance id if static, else member id) was assigned by a
-	// successful SyncGroup; size is the member count the leader assigned
-	// for, once its own sync succeeded.
-	synced map[int32]map[string][]int32
-	size   map[int32]int
-	// maxGeneration is the highest generation any member synced in.
-	maxGeneration int32
-	// removals counts removals of the members' group: generations only
-	// grow between two.
-	removals int
+	// synced is, per generation of the members' group (a generation
+	// number and its leader's member id: a removed group starts over at
+	// generation 1, with new member ids), what each member (by instance id
+	// if static, else member id) was assigned by a successful SyncGroup;
+	// size is the member count the leader assigned for, once its own sync
+	// succeeded.
+	synced map[generationID]map[string][]int32
+	size   map[generationID]int
+	// committedGeneration is the generation in the newest committed
+	// metadata record of the members' group (0 after its tombstone).
+	committedGeneration int32
 	// consumed is, per partition, every offset a group member consumed.
 	consumed map[int32]map[int64]bool
 }
 
 func newGroupChecks() groupChecks {
-	return groupChecks{acked: map[string]map[int32]int64{}, synced: map[int32]map[string][]int32{},
-		size: map[int32]int{}, consumed: map[int32]map[int64]bool{}}
+	return groupChecks{acked: map[string]map[int32]int64{}, synced: map[generationID]map[string][]int32{},
+		size: map[generationID]int{}, consumed: map[int32]map[int64]bool{}}
 }
 
 func (k *checker) groupCommitAcked(groupID string, part int32, offset int64, coord int32) {
@@ -92,20 +98,24 @@ func (k *checker) isCurrentCoordinator(gc *coordinator) bool {
 	return true
 }
 
-// coordinatorLoaded: a coordinator loaded from the log knows a generation
-// at least as new as any a member synced in (a sync is answered only once
-// the group's record is committed).
+// coordinatorLoaded: the current coordinator, loaded from the log, knows
+// the group at a generation at least as new as the newest committed
+// record's (its log may also hold newer records beyond the high
+// watermark, possibly a tombstone: a removed group is not checked). A
+// deposed one reloading after a failed write may know less; it answers
+// nothing that matters.
 func (k *checker) coordinatorLoaded(gc *coordinator) {
-	if !k.strict() || k.groups.maxGeneration == 0 {
+	if !k.strict() || k.groups.committedGeneration == 0 || !k.isCurrentCoordinator(gc) {
 		return
 	}
 	t, ok := gc.r.p.image.Topic(offsetsTopic)
 	if !ok || group.PartitionFor(memberGroup, int32(len(t.Partitions))) != gc.r.index {
 		return
 	}
-	if d := gc.c.DescribeGroup(memberGroup); d.Generation < k.groups.maxGeneration {
-		k.c.violation("group %s: coordinator n%d (epoch %d) loaded generation %d, but members synced in generation %d",
-			memberGroup, gc.r.p.n.id, gc.epoch, d.Generation, k.groups.maxGeneration)
+	d := gc.c.DescribeGroup(memberGroup)
+	if d.State != group.Dead && d.Generation < k.groups.committedGeneration {
+		k.c.violation("group %s: coordinator n%d (epoch %d) loaded generation %d, but generation %d was committed",
+			memberGroup, gc.r.p.n.id, gc.epoch, d.Generation, k.groups.committedGeneration)
 	}
 }
 
@@ -113,26 +123,26 @@ func (k *checker) coordinatorLoaded(gc *coordinator) {
 // generation, assignments are disjoint, a member's is the same each time
 // it syncs, and once every member the leader assigned for has synced they
 // cover every partition.
-func (k *checker) memberSynced(key string, generation int32, parts []int32, leaderOf int) {
+func (k *checker) memberSynced(key string, generation generationID, parts []int32, leaderOf int) {
 	g := &k.groups
 	k.stats.GroupSyncs++
-	g.maxGeneration = max(g.maxGeneration, generation)
 	byMember := g.synced[generation]
 	if byMember == nil {
 		byMember = map[string][]int32{}
 		g.synced[generation] = byMember
 	}
 	if prev, ok := byMember[key]; ok && !slices.Equal(prev, parts) {
-		k.c.violation("group %s generation %d: member %s assigned %v, then %v", memberGroup, generation, key, prev, parts)
+		k.c.violation("group %s generation %d: member %s assigned %v, then %v", memberGroup, generation.generation, key, prev, parts)
 		return
 	}
-	for other, theirs := range byMember {
+	for _, other := range slices.Sorted(maps.Keys(byMember)) {
+		theirs := byMember[other]
 		if other == key {
 			continue
 		}
 		for _, p := range parts {
 			if slices.Contains(theirs, p) {
-				k.c.violation("group %s generation %d: partition %d assigned to both %s and %s", memberGroup, generation, p, key, other)
+				k.c.violation("group %s generation %d: partition %d assigned to both %s and %s", memberGroup, generation.generation, p, key, other)
 				return
 			}
 		}
@@ -150,27 +160,29 @@ func (k *checker) memberSynced(key string, generation int32, parts []int32, lead
 		}
 		if len(covered) != k.c.opts.Partitions {
 			k.c.violation("group %s generation %d: every member synced, but partitions %v are covered, not all %d",
-				memberGroup, generation, sortedKeys(covered), k.c.opts.Partitions)
+				memberGroup, generation.generation, sortedKeys(covered), k.c.opts.Partitions)
 		}
 	}
 }
 
-// groupRecordsWritten watches a coordinator's records for the removal of
-// the members' group (an empty group without offsets is removed, as in
-// Kafka): a group created again starts over at generation 1, so what was
-// recorded about the old one's generations no longer applies.
-func (k *checker) groupRecordsWritten(recs []group.Record) {
+// groupRecordsCommitted follows the generation of the members' group in
+// its committed metadata records (called in log order, as writes commit).
+func (k *checker) groupRecordsCommitted(recs []group.Record) {
 	for _, rec := range recs {
-		if rec.Value != nil || len(rec.Key) < 2 || binary.BigEndian.Uint16(rec.Key) != 2 {
+		if len(rec.Key) < 2 || binary.BigEndian.Uint16(rec.Key) != 2 {
 			continue
 		}
 		key := kmsg.NewGroupMetadataKey()
-		if err := key.ReadFrom(rec.Key); err == nil && key.Group == memberGroup {
-			k.c.tracef("group %s removed: its generations start over", memberGroup)
-			k.groups.maxGeneration = 0
-			k.groups.removals++
-			clear(k.groups.synced)
-			clear(k.groups.size)
+		if err := key.ReadFrom(rec.Key); err != nil || key.Group != memberGroup {
+			continue
+		}
+		if rec.Value == nil {
+			k.groups.committedGeneration = 0
+			continue
+		}
+		v := kmsg.NewGroupMetadataValue()
+		if err := v.ReadFrom(rec.Value); err == nil {
+			k.groups.committedGeneration = v.Generation
 		}
 	}
 }
@@ -211,8 +223,9 @@ func (k *checker) finalGroupCheck(ctl *process) bool {
 				have[f.Partition] = f.Offset
 			}
 		}
-		for part, acked := range k.groups.acked[groupID] {
-			if have[part] < acked {
+		ackedOf := k.groups.acked[groupID]
+		for _, part := range sortedKeys(ackedOf) {
+			if acked := ackedOf[part]; have[part] < acked {
 				k.c.violation("group %s: commit of offset %d for partition %d was acknowledged, coordinator n%d now has %v",
 					groupID, acked, part, st.Leader, fmt.Sprint(got))
 				return false

@@ -60,9 +60,9 @@ type groupMember struct {
 	generation  int32
 	synced      int32 // highest generation this incarnation synced in; never decreases (a member rejoining a Stable group with unchanged metadata gets the same one back)
 	assigned    []int32
-	// syncedRemovals is the checker's count of group removals when synced
-	// was set: a removed group starts over at generation 1.
-	syncedRemovals int
+	// syncedAs is the member id synced was recorded for: generations only
+	// grow for one member id (a removed group starts over at 1).
+	syncedAs string
 	// positions is nil until the committed offsets of the assignment are
 	// fetched; then the next offset to consume per assigned partition.
 	positions   map[int32]int64
@@ -336,7 +336,7 @@ func (m *groupMember) sync(join *kmsg.JoinGroupResponse) {
 			req.GroupAssignment = append(req.GroupAssignment, ga)
 		}
 	}
-	gen := m.generation
+	gen, leader := m.generation, join.LeaderID
 	m.call(req, memberRebalanceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
 		if m.phase != memberSyncing || m.generation != gen {
 			return
@@ -362,17 +362,17 @@ func (m *groupMember) sync(join *kmsg.JoinGroupResponse) {
 			}
 		}
 		slices.Sort(parts)
-		if m.syncedRemovals != m.c.check.groups.removals {
-			m.synced, m.syncedRemovals = 0, m.c.check.groups.removals
+		if m.syncedAs != m.memberID {
+			m.synced, m.syncedAs = 0, m.memberID
 		}
 		if gen < m.synced {
-			m.c.violation("member %d: synced in generation %d after generation %d", m.index, gen, m.synced)
+			m.c.violation("member %d (%s): synced in generation %d after generation %d", m.index, m.memberID, gen, m.synced)
 		}
 		m.synced = gen
 		m.phase, m.assigned, m.positions = memberStable, parts, nil
 		m.lastHeartbeat = m.c.s.now
 		m.tracef("synced, assigned %v", parts)
-		m.c.check.memberSynced(m.key(), gen, parts, leaderOf)
+		m.c.check.memberSynced(m.key(), generationID{gen, leader}, parts, leaderOf)
 	})
 }
 

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -132,12 +134,16 @@ func (r *replica) stopCoordinator(why string) {
 	gc.stopped = true
 	gc.timerGen++
 	send := gc.answers(gc.c.Unload())
-	for _, pj := range gc.joins {
+	// Unload answers every parked request; any left over are answered
+	// here, in request order so that runs stay deterministic.
+	for _, id := range slices.Sorted(maps.Keys(gc.joins)) {
+		pj := gc.joins[id]
 		send = append(send, func(error) {
 			pj.done(group.JoinResponse{Err: kerr.NotCoordinator, MemberID: pj.memberID, Generation: -1})
 		})
 	}
-	for _, done := range gc.syncs {
+	for _, id := range slices.Sorted(maps.Keys(gc.syncs)) {
+		done := gc.syncs[id]
 		send = append(send, func(error) { done(group.SyncResponse{Err: kerr.NotCoordinator}) })
 	}
 	gc.joins, gc.syncs = nil, nil
@@ -202,7 +208,6 @@ func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Outpu
 		}
 		return
 	}
-	gc.r.p.n.c.check.groupRecordsWritten(out.Records)
 	kvs := make([]batch.KeyValue, len(out.Records))
 	for i, rec := range out.Records {
 		kvs[i] = batch.KeyValue{Key: rec.Key, Value: rec.Value}
@@ -215,6 +220,7 @@ func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Outpu
 		Acks: -1, Timeout: groupWriteTimeout},
 		func(res api.ProduceResult) {
 			if res.Err == nil {
+				r.p.n.c.check.groupRecordsCommitted(out.Records)
 				w.finish(nil)
 				return
 			}
