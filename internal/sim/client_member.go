@@ -217,6 +217,14 @@ func (m *groupMember) rejoin(err error, op string) {
 
 func (m *groupMember) call(req kmsg.Request, timeout time.Duration, cb func(kmsg.Response, error)) {
 	inc := m.incarnation
+	if m.coord < 0 {
+		m.c.s.after(0, func() {
+			if m.incarnation == inc {
+				cb(nil, kerr.CoordinatorNotAvailable)
+			}
+		})
+		return
+	}
 	m.c.call(m.self, m.coord, req, timeout, func(resp kmsg.Response, err error) {
 		if m.incarnation == inc {
 			cb(resp, err)

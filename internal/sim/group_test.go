@@ -14,7 +14,9 @@ import (
 // settles once the faults heal.
 func TestGroups(t *testing.T) {
 	var commits, syncs, memberCrashes int64
-	for seed := uint64(1); seed <= 20; seed++ {
+	// A tenth of -sim.seeds (20 by default): these runs are all groups.
+	seeds := uint64(max(*flagSeeds/10, 20))
+	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, seed)
 			o := Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: *flagDuration, Groups: true,
