@@ -22,9 +22,7 @@ type checker struct {
 	order       []*sentRecord
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
 	servedHW    map[nodePart]int64         // highest HW served as leader
-	// groupAcked is, per partition of the data topic, the highest offset
-	// whose commit for the simulated group was acknowledged.
-	groupAcked map[int32]int64
+	groups      groupChecks
 }
 
 type nodePart struct {
@@ -44,7 +42,7 @@ type sentRecord struct {
 
 func newChecker(c *Cluster) *checker {
 	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
-		groupAcked: map[int32]int64{}}
+		groups: newGroupChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must

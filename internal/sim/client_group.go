@@ -9,6 +9,10 @@ import (
 	"github.com/skein-log/skein/internal/group"
 )
 
+// simpleGroup is committed to by a simple consumer (no membership), next
+// to memberGroup's members.
+const simpleGroup = "sim-simple"
+
 // offsetCommitter commits ever larger offsets for the data topic's
 // partitions in one group (as a simple consumer: generation -1, no
 // member id) and now and then fetches them back. It finds the coordinator
@@ -32,7 +36,7 @@ func (oc *offsetCommitter) loop() {
 	if oc.busy {
 		return
 	}
-	coordPart := group.PartitionFor(simGroup, 1)
+	coordPart := group.PartitionFor(simpleGroup, 1)
 	coord, ok := oc.lc.leader(coordPart)
 	if !ok {
 		oc.lc.refresh()
@@ -48,7 +52,7 @@ func (oc *offsetCommitter) loop() {
 	offset := oc.count // strictly increasing over every partition
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = 8
-	req.Group = simGroup
+	req.Group = simpleGroup
 	req.Generation = -1
 	t := kmsg.NewOffsetCommitRequestTopic()
 	t.Topic = topicName
@@ -56,7 +60,7 @@ func (oc *offsetCommitter) loop() {
 	p.Partition, p.Offset, p.LeaderEpoch = part, offset, -1
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	c.call(oc.lc.self, coord, req, groupCommitTTL+rpcTimeout, func(resp kmsg.Response, err error) {
+	c.call(oc.lc.self, coord, req, groupWriteTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
 		oc.busy = false
 		if err == nil {
 			r := resp.(*kmsg.OffsetCommitResponse)
@@ -69,7 +73,7 @@ func (oc *offsetCommitter) loop() {
 			oc.lc.forget(coordPart)
 			return
 		}
-		c.check.groupCommitAcked(part, offset, coord)
+		c.check.groupCommitAcked(simpleGroup, part, offset, coord)
 	})
 }
 
@@ -77,7 +81,7 @@ func (oc *offsetCommitter) fetch(coord, coordPart int32) {
 	c := oc.c
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = 7
-	req.Group = simGroup
+	req.Group = simpleGroup
 	t := kmsg.NewOffsetFetchRequestTopic()
 	t.Topic = topicName
 	for p := range int32(c.opts.Partitions) {
@@ -90,49 +94,4 @@ func (oc *offsetCommitter) fetch(coord, coordPart int32) {
 			oc.lc.forget(coordPart)
 		}
 	})
-}
-
-func (k *checker) groupCommitAcked(part int32, offset int64, coord int32) {
-	k.groupAcked[part] = max(k.groupAcked[part], offset)
-	k.stats.GroupCommits++
-	k.c.tracef("group commit of offset %d for partition %d acknowledged by n%d", offset, part, coord)
-}
-
-// groupServed: the current coordinator (the leader of the group's
-// partition in the newest committed metadata, in that leader epoch)
-// answers every partition with at least the offset whose commit was
-// acknowledged. A deposed coordinator that has not heard yet (partitioned
-// away with clients still reaching it) may answer stale offsets, as in
-// Kafka; those answers are not checked.
-func (k *checker) groupServed(r *replica, got []group.FetchedOffset) {
-	if !k.strict() {
-		return
-	}
-	ctl := k.c.activeController()
-	if ctl == nil {
-		return
-	}
-	t, ok := ctl.image.Topic(offsetsTopic)
-	if !ok || t.ID != r.id {
-		return
-	}
-	st := t.Partitions[r.index]
-	if st.Leader != r.p.n.id || st.LeaderEpoch != r.leaderEpoch {
-		k.c.tracef("offset fetch answered by deposed coordinator n%d (epoch %d; current n%d epoch %d): not checked",
-			r.p.n.id, r.leaderEpoch, st.Leader, st.LeaderEpoch)
-		return
-	}
-	have := map[int32]int64{}
-	for _, f := range got {
-		if f.Topic == topicName {
-			have[f.Partition] = f.Offset
-		}
-	}
-	for _, part := range sortedKeys(k.groupAcked) {
-		if have[part] < k.groupAcked[part] {
-			k.c.violation("group %s: coordinator n%d (epoch %d) answers offset %d for partition %d after a commit of %d was acknowledged",
-				simGroup, r.p.n.id, r.leaderEpoch, have[part], part, k.groupAcked[part])
-			return
-		}
-	}
 }

@@ -99,6 +99,7 @@ func (c *Cluster) startClients() {
 		id := int32(clientEndpointBase + 200)
 		c.clients = append(c.clients, &offsetCommitter{c: c,
 			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: offsetsTopic}, next: map[int32]int64{}})
+		c.clients = append(c.clients, c.newGroupMembers()...)
 	}
 	for _, cl := range c.clients {
 		cl.start()

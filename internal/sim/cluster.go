@@ -31,9 +31,12 @@ type Cluster struct {
 	check     *checker
 	faults    *faultState
 	clients   []client
+	members   []*groupMember
 
-	topicID  metadata.TopicID
-	creating bool
+	topicID metadata.TopicID
+	// creating is the controller process deciding the topics' creation,
+	// nil when none is: a decision whose process died never calls back.
+	creating *process
 	healed   bool
 	stopped  bool // a violation ends the run
 }
@@ -52,15 +55,16 @@ type Result struct {
 
 // Stats counts what a run did.
 type Stats struct {
-	Acked, Unacked, Consumed int64
-	GroupCommits             int64
-	Crashes, PowerLosses     int
-	Partitions, Pauses       int
-	DiskFull, BitFlips       int
-	MessagesSent, Dropped    int64
-	Elections                int
-	SnapshotsInstalled       int           // metadata snapshots sent by a quorum leader
-	Converged                time.Duration // simulated time from heal to convergence
+	Acked, Unacked, Consumed  int64
+	GroupCommits              int64
+	GroupSyncs, MemberCrashes int64
+	Crashes, PowerLosses      int
+	Partitions, Pauses        int
+	DiskFull, BitFlips        int
+	MessagesSent, Dropped     int64
+	Elections                 int
+	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
+	Converged                 time.Duration // simulated time from heal to convergence
 }
 
 // Run simulates one seed.
@@ -233,7 +237,7 @@ func (c *Cluster) ensureTopic() {
 	}
 	c.s.after(100*time.Millisecond, c.ensureTopic)
 	p := c.activeController()
-	if p == nil || c.creating {
+	if p == nil || (c.creating != nil && c.creating.n.proc == c.creating && c.creating.ctrl != nil) {
 		return
 	}
 	if t, ok := p.image.Topic(topicName); ok {
@@ -250,7 +254,7 @@ func (c *Cluster) ensureTopic() {
 	if active < c.opts.Nodes {
 		return
 	}
-	c.creating = true
+	c.creating = p
 	configs := map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}
 	if c.opts.WriteCaching {
 		configs["write.caching"] = "true"
@@ -286,7 +290,7 @@ func (c *Cluster) ensureTopic() {
 		}
 		return all, nil
 	}, func(err error) {
-		c.creating = false
+		c.creating = nil
 		if err != nil {
 			c.tracef("topic creation failed: %v", err)
 		}

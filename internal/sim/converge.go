@@ -38,6 +38,9 @@ func (c *Cluster) convergenceReport() string {
 			return msg
 		}
 	}
+	if c.opts.Groups {
+		return c.groupConvergence(ctl)
+	}
 	return ""
 }
 

@@ -9,10 +9,14 @@
 // acks and ISR changes, replication.TruncationPoint for follower
 // reconciliation, producer.Table for idempotence, storage.Log on a
 // crashable vfs.Mem for the partition logs, and the internal/api handlers
-// (Produce, Fetch, OffsetForLeaderEpoch, Metadata, InitProducerId) that real
-// clients reach. What internal/node does with goroutines, sockets, timers
-// and files — the partition runtime, the follower fetch loop, the flusher,
-// the controller's broker sessions and the broker's session with it — is
+// (Produce, Fetch, OffsetForLeaderEpoch, Metadata, InitProducerId, and the
+// consumer-group ones behind an api.GroupBackend around internal/group's
+// Coordinator) that real clients reach. Simulated group members run the
+// classic protocol (join, sync, heartbeat, offset fetch, fetch, commit)
+// through those handlers while members and coordinators crash. What
+// internal/node does with goroutines, sockets, timers and files — the
+// partition runtime, the follower fetch loop, the flusher, the group
+// runtime, the controller's broker sessions and the broker's session with it — is
 // re-done here single-threaded on an event queue (see node_*.go); the
 // comments there name the internal/node code each piece mirrors.
 //

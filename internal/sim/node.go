@@ -187,10 +187,6 @@ func (n *node) handle(from int32, req kmsg.Request, respond api.Respond) {
 		p.onAlterPartition(r, respond)
 	case *kmsg.AllocateProducerIDsRequest:
 		p.onAllocateProducerIDs(r, respond)
-	case *kmsg.OffsetCommitRequest:
-		p.onOffsetCommit(r, respond)
-	case *kmsg.OffsetFetchRequest:
-		p.onOffsetFetch(r, respond)
 	default:
 		p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
 			Listener: "PLAINTEXT", Body: req}, respond)

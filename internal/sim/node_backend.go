@@ -238,7 +238,3 @@ func (x backend) FetchMetadataSnapshot(*kmsg.FetchSnapshotRequest) *kmsg.FetchSn
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	return resp
 }
-
-// Groups is nil: the simulated node answers OffsetCommit and OffsetFetch
-// itself (node.go) and never dispatches group requests to the handlers.
-func (x backend) Groups() api.GroupBackend { return nil }

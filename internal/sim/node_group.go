@@ -2,10 +2,11 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
@@ -13,195 +14,323 @@ import (
 	"github.com/skein-log/skein/internal/records"
 )
 
-// The group coordinator's runtime for offset commits and fetches, wired as
-// internal/group's contract asks: a Coordinator per __consumer_offsets
-// partition this node leads, rebuilt by replaying the partition's log when
-// leadership arrives; records are appended with acks=all and a commit is
-// answered only once they are committed; a failed append answers
-// NOT_COORDINATOR and reloads from the log. internal/node does not wire
-// groups yet; the simulated clients reach this through OffsetCommit and
-// OffsetFetch requests (membership, join and sync are not simulated).
+// The group coordinator's runtime: internal/node's group_partition.go,
+// single threaded. Each __consumer_offsets partition this node leads has a
+// coordinator for that leader epoch, loaded by replaying the partition's
+// log when leadership arrives; its records are appended with acks=all and
+// the answers that depend on them go out only once they are committed; a
+// failed append answers NOT_COORDINATOR and the partition is loaded again.
+// Timers run on the event queue at the coordinator's NextDeadline, and
+// ExpireOffsets on a schedule. The harness creates __consumer_offsets with
+// the data topic (cluster.go), so EnsureOffsetsTopic only reports whether
+// this node's image has it yet.
 
 const (
-	offsetsTopic   = "__consumer_offsets"
-	simGroup       = "sim-group"
-	groupCommitTTL = 2 * time.Second
+	offsetsTopic = api.OffsetsTopic
+	// groupWriteTimeout bounds the wait for a coordinator's records
+	// (production: offsets.commit.timeout.ms, 5s; shortened with the rest
+	// of the simulated timings).
+	groupWriteTimeout    = 2 * time.Second
+	groupExpireInterval  = 2 * time.Second
+	groupLoadRetryPeriod = time.Second
 )
 
-// loadCoordinator builds the coordinator of an offsets partition this
-// replica just started leading, from every record in its log.
-func (r *replica) loadCoordinator() {
-	r.coord = nil
-	c, err := group.New(group.DefaultConfig(), r.p.n.c.s.rng.Uint64())
-	if err != nil {
-		r.p.n.c.violation("group coordinator: %v", err)
+// simGroupConfig is production's defaults with the session and rebalance
+// timings scaled down like the rest of the simulated runtime.
+func simGroupConfig() group.Config {
+	cfg := group.DefaultConfig()
+	cfg.InitialRebalanceDelayMs = 300
+	cfg.MinSessionTimeoutMs = 500
+	cfg.MaxSessionTimeoutMs = 30_000
+	return cfg
+}
+
+// coordinator is one group.Coordinator of one offsets partition in one
+// leader epoch (internal/node's groupCoordinator).
+type coordinator struct {
+	r       *replica
+	epoch   int32
+	c       *group.Coordinator
+	stopped bool
+	nextID  group.RequestID
+	joins   map[group.RequestID]parkedJoin
+	syncs   map[group.RequestID]func(group.SyncResponse)
+	// lastWrite is the latest batch of records appended; answers of later
+	// calls that wrote nothing wait for it too.
+	lastWrite *groupWrite
+	// timerGen invalidates tick timers armed before the latest rearm.
+	timerGen uint64
+}
+
+type parkedJoin struct {
+	memberID string
+	done     func(group.JoinResponse)
+}
+
+// groupWrite is one batch of records on its way to commit (single
+// threaded: no lock, unlike internal/node's).
+type groupWrite struct {
+	finished bool
+	err      error
+	waiters  []func(error)
+}
+
+func (w *groupWrite) then(f func(error)) {
+	if w.finished {
+		f(w.err)
 		return
 	}
-	now := r.nowMs()
-	next := r.log.LogStartOffset()
-	for leo := r.log.LogEndOffset(); next < leo; {
-		data, err := r.log.Read(next, 1<<20, leo, true)
-		if err != nil || len(data) == 0 {
-			r.p.n.tracef("%s: cannot replay offsets log at %d: %v", r.name(), next, err)
-			return
+	w.waiters = append(w.waiters, f)
+}
+
+func (w *groupWrite) finish(err error) {
+	if w.finished {
+		return
+	}
+	w.finished, w.err = true, err
+	waiters := w.waiters
+	w.waiters = nil
+	for _, f := range waiters {
+		f(err)
+	}
+}
+
+// startCoordinator replaces the replica's coordinator with one for its
+// current leader epoch, loaded from the log.
+func (r *replica) startCoordinator() {
+	r.stopCoordinator("new leader epoch")
+	gc := &coordinator{r: r, epoch: r.leaderEpoch,
+		joins: map[group.RequestID]parkedJoin{}, syncs: map[group.RequestID]func(group.SyncResponse){}}
+	c, err := group.New(simGroupConfig(), r.p.n.c.s.rng.Uint64())
+	if err == nil {
+		err = gc.replay(c)
+	}
+	if err != nil {
+		r.p.n.tracef("%s: loading consumer groups failed: %v; retrying", r.name(), err)
+		epoch := r.leaderEpoch
+		r.p.n.after(groupLoadRetryPeriod, func() {
+			if r.coord == nil && r.leader != nil && r.leaderEpoch == epoch && r.p.parts[partKey{r.id, r.index}] == r {
+				r.startCoordinator()
+			}
+		})
+		return
+	}
+	gc.c = c
+	r.coord = gc
+	r.p.n.tracef("%s: coordinating %d groups in epoch %d", r.name(), len(c.ListGroups(nil)), gc.epoch)
+	r.p.n.c.check.coordinatorLoaded(gc)
+	gc.rearm()
+	gc.scheduleExpire()
+}
+
+// stopCoordinator unloads the replica's coordinator: parked requests are
+// answered NOT_COORDINATOR so their clients look for the new one.
+func (r *replica) stopCoordinator(why string) {
+	gc := r.coord
+	if gc == nil {
+		return
+	}
+	r.coord = nil
+	gc.stopped = true
+	gc.timerGen++
+	send := gc.answers(gc.c.Unload())
+	// Unload answers every parked request; any left over are answered
+	// here, in request order so that runs stay deterministic.
+	for _, id := range slices.Sorted(maps.Keys(gc.joins)) {
+		pj := gc.joins[id]
+		send = append(send, func(error) {
+			pj.done(group.JoinResponse{Err: kerr.NotCoordinator, MemberID: pj.memberID, Generation: -1})
+		})
+	}
+	for _, id := range slices.Sorted(maps.Keys(gc.syncs)) {
+		done := gc.syncs[id]
+		send = append(send, func(error) { done(group.SyncResponse{Err: kerr.NotCoordinator}) })
+	}
+	gc.joins, gc.syncs = nil, nil
+	for _, a := range send {
+		a(nil)
+	}
+	r.p.n.tracef("%s: stopped coordinating groups of epoch %d (%s)", r.name(), gc.epoch, why)
+}
+
+// replay applies every record of the partition, as groupCoordinator.replay.
+func (gc *coordinator) replay(c *group.Coordinator) error {
+	log := gc.r.log
+	now := gc.r.nowMs()
+	end := log.LogEndOffset()
+	for off := log.LogStartOffset(); off < end; {
+		data, err := log.Read(off, 1<<20, end, true)
+		if err != nil {
+			return fmt.Errorf("read at %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			return fmt.Errorf("read at %d: no batch below the log end %d", off, end)
 		}
 		err = batch.Split(data, func(b []byte) error {
 			h, recs, err := records.Decode(b, 1<<20)
 			if err != nil {
-				return err
+				return fmt.Errorf("batch at %d: %w", off, err)
 			}
+			off = h.LastOffset() + 1
 			for _, rec := range recs {
 				if err := c.Apply(now, group.Record{Key: rec.Key, Value: rec.Value}); err != nil {
-					return err
+					gc.r.p.n.c.violation("%s: unreadable group record at %d: %v", gc.r.name(), rec.Offset(h), err)
 				}
 			}
-			next = h.LastOffset() + 1
 			return nil
 		})
 		if err != nil {
-			r.p.n.tracef("%s: cannot replay offsets log at %d: %v", r.name(), next, err)
-			return
+			return err
 		}
 	}
-	r.coord = c
-	r.p.n.tracef("%s: group coordinator loaded from %d offsets", r.name(), next)
+	return nil
 }
 
-// coordinatorFor is the loaded coordinator of the group's partition if
-// this node leads it.
-func (p *process) coordinatorFor(groupID string) *replica {
-	t, ok := p.image.Topic(offsetsTopic)
-	if !ok {
-		return nil
+// call runs fn on the coordinator and carries out its Output (see
+// groupCoordinator.call); finish, if not nil, gets the write's outcome.
+func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) {
+	out := fn(gc.c, gc.r.nowMs())
+	answers := gc.answers(out)
+	if finish != nil {
+		answers = append(answers, finish)
 	}
-	r := p.parts[partKey{t.ID, group.PartitionFor(groupID, int32(len(t.Partitions)))}]
-	if r == nil || r.leader == nil || r.coord == nil {
-		return nil
-	}
-	return r
-}
-
-func (p *process) onOffsetCommit(req *kmsg.OffsetCommitRequest, respond api.Respond) {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	answer := func(errs func(topic string, partition int32) error) {
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, pt := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition = pt.Partition
-				rp.ErrorCode = api.ErrorCode(errs(t.Topic, pt.Partition))
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		respond(resp)
-	}
-	r := p.coordinatorFor(req.Group)
-	if r == nil {
-		answer(func(string, int32) error { return kerr.NotCoordinator })
-		return
-	}
-	cr := group.CommitRequest{GroupID: req.Group, MemberID: req.MemberID, Generation: req.Generation}
-	for _, t := range req.Topics {
-		for _, pt := range t.Partitions {
-			cr.Offsets = append(cr.Offsets, group.CommitOffset{Topic: t.Topic, Partition: pt.Partition,
-				Offset: pt.Offset, LeaderEpoch: pt.LeaderEpoch})
+	deliver := func(err error) {
+		for _, a := range answers {
+			a(err)
 		}
 	}
-	results, out := r.coord.CommitOffsets(r.nowMs(), cr)
-	errOf := func(topic string, partition int32) error {
-		for _, res := range results {
-			if res.Topic == topic && res.Partition == partition {
-				return res.Err
-			}
-		}
-		return kerr.UnknownServerError
-	}
+	defer gc.rearm()
 	if len(out.Records) == 0 {
-		answer(errOf)
+		if w := gc.lastWrite; w != nil {
+			w.then(deliver)
+		} else {
+			deliver(nil)
+		}
 		return
 	}
 	kvs := make([]batch.KeyValue, len(out.Records))
 	for i, rec := range out.Records {
 		kvs[i] = batch.KeyValue{Key: rec.Key, Value: rec.Value}
 	}
-	b := batch.BuildKeyed(kvs, r.nowMs())
-	r.produce(api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{b}, Acks: -1, Timeout: groupCommitTTL},
+	w := &groupWrite{}
+	w.then(deliver)
+	gc.lastWrite = w
+	r := gc.r
+	r.produce(api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{batch.BuildKeyed(kvs, r.nowMs())},
+		Acks: -1, Timeout: groupWriteTimeout},
 		func(res api.ProduceResult) {
-			if res.Err != nil {
-				// The coordinator's memory ran ahead of the log: start
-				// over from the log if this node still leads.
-				r.p.n.tracef("%s: offset commit not committed (%v); reloading the coordinator", r.name(), res.Err)
-				r.coord = nil
-				if r.leader != nil {
-					r.loadCoordinator()
-				}
-				answer(func(string, int32) error { return kerr.NotCoordinator })
+			if res.Err == nil {
+				r.p.n.c.check.groupRecordsCommitted(out.Records)
+				w.finish(nil)
 				return
 			}
-			answer(errOf)
+			w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, r.name(), res.Err))
+			// The coordinator's memory ran ahead of the log: reload it,
+			// after this event (the append may have failed inside call).
+			r.p.n.after(0, func() { gc.fail(res.Err) })
 		})
 }
 
-func (p *process) onOffsetFetch(req *kmsg.OffsetFetchRequest, respond api.Respond) {
-	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	r := p.coordinatorFor(req.Group)
-	if r == nil {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		respond(resp)
-		return
+// write is call for requests whose purpose is to write: refused up front
+// with COORDINATOR_NOT_AVAILABLE when the partition cannot take an
+// acks=all write now.
+func (gc *coordinator) write(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) error {
+	if gc.r.leader == nil {
+		return kerr.NotCoordinator
 	}
-	var tps []group.TopicPartition
-	for _, t := range req.Topics {
-		for _, part := range t.Partitions {
-			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: part})
-		}
+	if err := gc.r.leader.CheckAcksAll(); err != nil {
+		return fmt.Errorf("%w: %s cannot take writes now: %v", kerr.CoordinatorNotAvailable, gc.r.name(), err)
 	}
-	fetched := r.coord.FetchOffsets(req.Group, tps)
-	if req.Group == simGroup {
-		p.n.c.check.groupServed(r, fetched)
-	}
-	byTopic := map[string]int{}
-	for _, f := range fetched {
-		i, ok := byTopic[f.Topic]
-		if !ok {
-			i = len(resp.Topics)
-			byTopic[f.Topic] = i
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = f.Topic
-			resp.Topics = append(resp.Topics, rt)
-		}
-		rp := kmsg.NewOffsetFetchResponseTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = f.Partition, f.Offset, f.LeaderEpoch
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
-	}
-	respond(resp)
+	gc.call(fn, finish)
+	return nil
 }
 
-// finalGroupCheck: after convergence the group's coordinator still holds
-// every acknowledged commit.
-func (k *checker) finalGroupCheck(ctl *process) bool {
-	if !k.c.opts.Groups || !k.strict() {
-		return true
+func (gc *coordinator) fail(cause error) {
+	r := gc.r
+	if gc.stopped || r.coord != gc {
+		return
 	}
-	t, ok := ctl.image.Topic(offsetsTopic)
-	if !ok {
-		return true
+	r.p.n.tracef("%s: group state write failed (%v); reloading", r.name(), cause)
+	r.stopCoordinator("write failed")
+	if r.leader != nil && r.p.parts[partKey{r.id, r.index}] == r {
+		r.startCoordinator()
 	}
-	st := t.Partitions[group.PartitionFor(simGroup, int32(len(t.Partitions)))]
-	r := k.c.nodes[st.Leader].proc.parts[partKey{t.ID, st.Index}]
-	if r == nil || r.coord == nil {
-		k.c.violation("no loaded group coordinator on n%d after convergence", st.Leader)
-		return false
-	}
-	for part, acked := range k.groupAcked {
-		got := r.coord.FetchOffsets(simGroup, []group.TopicPartition{{Topic: topicName, Partition: part}})
-		if len(got) != 1 || got[0].Offset < acked {
-			k.c.violation("group %s: commit of offset %d for partition %d was acknowledged, coordinator n%d now has %v",
-				simGroup, acked, part, st.Leader, fmt.Sprint(got))
-			return false
+}
+
+func (gc *coordinator) parkJoin(memberID string, done func(group.JoinResponse)) group.RequestID {
+	gc.nextID++
+	gc.joins[gc.nextID] = parkedJoin{memberID: memberID, done: done}
+	return gc.nextID
+}
+
+func (gc *coordinator) parkSync(done func(group.SyncResponse)) group.RequestID {
+	gc.nextID++
+	gc.syncs[gc.nextID] = done
+	return gc.nextID
+}
+
+// answers turns an Output's answers into callbacks taking the write's
+// outcome: nil sends the coordinator's answer, an error replaces it.
+func (gc *coordinator) answers(out group.Output) []func(error) {
+	var answers []func(error)
+	for _, j := range out.Joins {
+		pj, ok := gc.joins[j.To]
+		if !ok {
+			gc.r.p.n.c.violation("%s: coordinator answered unknown join %d", gc.r.name(), j.To)
+			continue
 		}
+		delete(gc.joins, j.To)
+		resp := j.Response
+		answers = append(answers, func(err error) {
+			if err != nil {
+				resp = group.JoinResponse{Err: err, MemberID: pj.memberID, Generation: -1}
+			}
+			pj.done(resp)
+		})
 	}
-	return true
+	for _, s := range out.Syncs {
+		done, ok := gc.syncs[s.To]
+		if !ok {
+			gc.r.p.n.c.violation("%s: coordinator answered unknown sync %d", gc.r.name(), s.To)
+			continue
+		}
+		delete(gc.syncs, s.To)
+		resp := s.Response
+		answers = append(answers, func(err error) {
+			if err != nil {
+				resp = group.SyncResponse{Err: err}
+			}
+			done(resp)
+		})
+	}
+	return answers
+}
+
+// rearm schedules a Tick at the coordinator's next deadline.
+func (gc *coordinator) rearm() {
+	if gc.stopped {
+		return
+	}
+	gc.timerGen++
+	deadline, ok := gc.c.NextDeadline()
+	if !ok {
+		return
+	}
+	gen := gc.timerGen
+	gc.r.p.n.after(msDuration(deadline-gc.r.nowMs()), func() {
+		if gc.stopped || gc.timerGen != gen {
+			return
+		}
+		gc.call(func(c *group.Coordinator, now int64) group.Output { return c.Tick(now) }, nil)
+	})
+}
+
+func (gc *coordinator) scheduleExpire() {
+	gc.r.p.n.after(groupExpireInterval, func() {
+		if gc.stopped {
+			return
+		}
+		gc.call(func(c *group.Coordinator, now int64) group.Output { return c.ExpireOffsets(now) }, nil)
+		gc.scheduleExpire()
+	})
 }

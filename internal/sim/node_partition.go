@@ -11,7 +11,6 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
-	"github.com/skein-log/skein/internal/group"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/producer"
 	"github.com/skein-log/skein/internal/replication"
@@ -43,7 +42,7 @@ type replica struct {
 	syncQueued  bool
 	// coord is the group coordinator while this replica leads an offsets
 	// partition (node_group.go).
-	coord *group.Coordinator
+	coord *coordinator
 }
 
 type ackWaiter struct {
@@ -163,7 +162,7 @@ func (r *replica) becomeLeader(st metadata.Partition) error {
 	r.p.n.c.onLeaderHW(r.p.n, r)
 	r.progress()
 	if r.topic == offsetsTopic {
-		r.loadCoordinator()
+		r.startCoordinator()
 	}
 	return nil
 }
@@ -173,7 +172,7 @@ func (r *replica) becomeFollower(st metadata.Partition) {
 		r.p.n.tracef("follows %s leader %d epoch %d", r.name(), st.Leader, st.LeaderEpoch)
 	}
 	r.leader = nil
-	r.coord = nil
+	r.stopCoordinator("leadership moved")
 	r.leaderEpoch = st.LeaderEpoch
 	r.failAcks(kerr.NotLeaderForPartition)
 }

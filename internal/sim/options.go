@@ -21,7 +21,7 @@ type Options struct {
 	Faults            FaultMix
 	Producers         []ProducerSpec
 	Consumers         int
-	Groups            bool // a client commits and fetches group offsets
+	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`

@@ -136,6 +136,12 @@ func TestRegressions(t *testing.T) {
 			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 2 * time.Millisecond},
 			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, OneWay: true},
 			Producers: []ProducerSpec{idem, {Acks: 1}}},
+		{Seed: 2607, Nodes: 4, Partitions: 3, ReplicationFactor: 3, MinISR: 2, SegmentBytes: 2048, Duration: 10 * time.Second,
+			Groups: true, Consumers: 2,
+			Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 8 * time.Millisecond, DropRate: 0.016698067377188763,
+				DupRate: 0.011140382135546408, SlowRate: 0.04036866813063354, SlowDelay: 100 * time.Millisecond},
+			Faults:    FaultMix{Every: 1257 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true, DiskFull: true},
+			Producers: []ProducerSpec{idem}},
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
