@@ -114,16 +114,23 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 			log.Close()
 			return nil, fmt.Errorf("sync recovered log %s: %w", dir, err)
 		}
-		durable = pt.durableEnd
 		err = pt.rebuildProducerStateLocked()
 	}
 	if err != nil {
 		log.Close()
 		return nil, err
 	}
-	// A restarted replica knows nothing newer than its own log; as leader it
-	// starts from what it has, as a follower the leader tells it more.
-	pt.highWatermark.Store(durable)
+	// A reopened replica does not know which of its records were committed:
+	// its tail may hold records a leader appended but never got replicated
+	// (a killed leader's), which a new leader has since overwritten. Serving
+	// them would show consumers records that are then truncated (seen by
+	// skein verify, seed 213: a restarted broker served one before it
+	// learnt it no longer led). So the high watermark starts at the log
+	// start: as a follower it learns the real one from its leader; as a
+	// leader replication.Leader raises it once every ISR member has
+	// reported (at once when the ISR is this broker alone). Kafka keeps a
+	// high-watermark checkpoint for this; without one we start low.
+	pt.highWatermark.Store(pt.log.LogStartOffset())
 	return pt, nil
 }
 
