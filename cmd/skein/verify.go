@@ -49,7 +49,7 @@ type verifyConfig struct {
 	consumers         int
 	groupMembers      int    // consumers in one group, numbered after the assigned ones
 	group             string // their group: <topic>-group
-	rate              int // records per second per producer
+	rate              int    // records per second per producer
 	out               string
 	bootstrap         string // empty: start a local cluster
 	compose           string // Compose project whose containers the faults hit (with bootstrap)
