@@ -340,10 +340,8 @@ func (f *replicaFetcher) reconcile(ctx context.Context, conn *rpc.Conn, w fetchW
 		if err != nil {
 			return err
 		}
-		if tr.Offset < w.p.log.LogEndOffset() {
-			if err := w.p.truncateTo(tr.Offset); err != nil {
-				return err
-			}
+		if err := w.p.truncateTo(tr.Offset); err != nil {
+			return err
 		}
 		if tr.Complete {
 			return nil
@@ -544,6 +542,15 @@ func (p *partition) truncateTo(offset int64) error {
 		return errors.New("a leader never truncates its log")
 	}
 	before := p.log.LogEndOffset()
+	if offset >= before {
+		// No record to cut, but the epoch cache may end with an epoch that
+		// starts here and holds nothing: one this broker led without
+		// writing. A leader that never had it answers every fetch naming
+		// it as diverging at this very offset, so it must go, or the
+		// follower reconciles forever and never fetches (Kafka's
+		// UnifiedLog.truncateTo does the same).
+		return p.log.Epochs().TruncateFromEnd(offset)
+	}
 	if err := p.log.Truncate(offset); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", p.name(), offset, err)
 	}
