@@ -12,78 +12,100 @@ import "fmt"
 // and never starts past the commit (that would skip records no one
 // committed); the committed offset of a partition never goes back.
 type groupChecker struct {
-	owned map[consumerPartition]bool
+	// seq numbers the group's events in history order.
+	seq int
+	// ownedSince is, per member and partition it owns, the seq of the
+	// assignment that gave it.
+	ownedSince map[consumerPartition]int
 	// resuming marks a member's partitions given to it and not read yet:
 	// its next read there is where it resumed.
 	resuming map[consumerPartition]bool
 	// attempted is, per partition, the highest offset any member tried to
 	// commit so far (an unanswered or failed commit may have been applied).
 	attempted map[int32]int64
-	// accepted is, per partition, the highest commit the coordinator
-	// accepted so far.
-	accepted map[int32]int64
-	// pending holds each member's commits in flight, to be matched with
-	// their answers.
-	pending map[consumerPartition]int64
+	// stored is, per partition, the last commit the coordinator accepted:
+	// what it holds now.
+	stored  map[int32]acceptedCommit
 	read    map[string]bool
 	maxRead map[int32]int64
 }
 
+type acceptedCommit struct {
+	offset int64
+	member int
+	seq    int
+}
+
 func newGroupChecker() *groupChecker {
-	return &groupChecker{owned: map[consumerPartition]bool{}, resuming: map[consumerPartition]bool{},
-		attempted: map[int32]int64{}, accepted: map[int32]int64{}, pending: map[consumerPartition]int64{},
+	return &groupChecker{ownedSince: map[consumerPartition]int{}, resuming: map[consumerPartition]bool{},
+		attempted: map[int32]int64{}, stored: map[int32]acceptedCommit{},
 		read: map[string]bool{}, maxRead: map[int32]int64{}}
 }
 
 // groupEvent takes an assign, revoke or commit event.
 func (c *checker) groupEvent(e *Event) {
 	g := c.group
+	g.seq++
 	switch e.Type {
 	case EventAssign:
 		c.res.Rebalances++
 		for _, p := range e.Partitions {
 			cp := consumerPartition{e.Consumer, p}
-			g.owned[cp], g.resuming[cp] = true, true
+			g.ownedSince[cp], g.resuming[cp] = g.seq, true
 			delete(c.lastRead, cp) // a new run of reads begins where it resumes
 		}
 	case EventRevoke:
 		c.res.Rebalances++
 		for _, p := range e.Partitions {
 			cp := consumerPartition{e.Consumer, p}
-			delete(g.owned, cp)
+			delete(g.ownedSince, cp)
 			delete(g.resuming, cp)
 		}
 	case EventCommit:
 		if o, ok := g.attempted[e.Partition]; !ok || e.Offset > o {
 			g.attempted[e.Partition] = e.Offset
 		}
-		g.pending[consumerPartition{e.Consumer, e.Partition}] = e.Offset
 	case EventCommitDone:
 		c.commitDone(e)
 	}
 }
 
+// commitDone takes a commit's answer. An accepted commit below the one
+// the coordinator held is allowed in one case: the classic group protocol
+// checks a committer's generation, not which partitions it owns, so a
+// member that has not yet heard its partition moved (its assignment began
+// before the other member's commit, or it no longer owns the partition)
+// may still commit what it read there. That lowers the committed offset
+// and means re-deliveries, not loss. Otherwise the coordinator forgot an
+// accepted commit (the new owner resumed below it) or accepted a member's
+// commits out of order: an anomaly.
 func (c *checker) commitDone(e *Event) {
 	g := c.group
-	cp := consumerPartition{e.Consumer, e.Partition}
-	delete(g.pending, cp)
 	if e.Err != "" {
 		c.res.CommitsFailed++
 		return
 	}
 	c.res.Commits++
-	if prev, ok := g.accepted[e.Partition]; ok && e.Offset < prev {
-		c.res.add(Anomaly{Kind: CommitRegressed, Partition: e.Partition, Offset: e.Offset, Consumer: e.Consumer,
-			Detail: fmt.Sprintf("member %d's commit of offset %d for partition %d was accepted after offset %d had been", e.Consumer, e.Offset, e.Partition, prev)})
+	cp := consumerPartition{e.Consumer, e.Partition}
+	prev, ok := g.stored[e.Partition]
+	g.stored[e.Partition] = acceptedCommit{offset: e.Offset, member: e.Consumer, seq: g.seq}
+	if !ok || e.Offset >= prev.offset {
 		return
 	}
-	g.accepted[e.Partition] = e.Offset
+	since, owns := g.ownedSince[cp]
+	if !owns || (prev.member != e.Consumer && since < prev.seq) {
+		c.res.StaleCommits++
+		return
+	}
+	c.res.add(Anomaly{Kind: CommitRegressed, Partition: e.Partition, Offset: e.Offset, Consumer: e.Consumer,
+		Detail: fmt.Sprintf("member %d's commit of offset %d for partition %d was accepted after member %d's of offset %d", e.Consumer, e.Offset, e.Partition, prev.member, prev.offset)})
 }
 
 // groupRead takes a member's read: where it resumed, or how it continued,
 // and whether the group had read the value before.
 func (c *checker) groupRead(e *Event) {
 	g := c.group
+	g.seq++
 	c.res.GroupReads++
 	if g.read[e.Value] {
 		c.res.Redeliveries++

@@ -39,9 +39,12 @@ const (
 	// the highest offset ever committed (or tried) for it, skipping
 	// records no member had committed.
 	GroupResumeSkip Kind = "group-resume-skip"
-	// CommitRegressed: the coordinator accepted a commit below one it had
-	// accepted before for the same partition: an acknowledged commit was
-	// lost, or a fenced member's commit was let through.
+	// CommitRegressed: the coordinator accepted a commit below the one it
+	// held for the partition, from the member that made that one, or from
+	// a member given the partition after it was made (which resumed below
+	// an accepted commit: the coordinator forgot it). A lower commit from a
+	// member that had not yet heard its partition moved is allowed by the
+	// classic protocol and counted in StaleCommits instead.
 	CommitRegressed Kind = "commit-regressed"
 )
 
@@ -89,6 +92,10 @@ type Result struct {
 	Rebalances    int `json:"rebalances,omitempty"`
 	Commits       int `json:"commits,omitempty"`
 	CommitsFailed int `json:"commits_failed,omitempty"`
+	// StaleCommits counts accepted commits that lowered a partition's
+	// committed offset, made by a member whose partition had moved on
+	// without it knowing yet (allowed; see CommitRegressed).
+	StaleCommits int `json:"stale_commits,omitempty"`
 
 	// FailureReasons counts failed sends by error text (the first
 	// maxReasons distinct texts; later ones under "other").

@@ -25,6 +25,9 @@ func (r *Result) Verdict(m Meta) string {
 	if m.GroupMembers > 0 {
 		fmt.Fprintf(&b, "  group %s: %d members, %d reads, %d re-deliveries (allowed after a rebalance or failure), %d assignment changes, %d commits accepted, %d failed\n",
 			m.Group, m.GroupMembers, r.GroupReads, r.Redeliveries, r.Rebalances, r.Commits, r.CommitsFailed)
+		if r.StaleCommits > 0 {
+			fmt.Fprintf(&b, "  %d commits from members whose partition had moved lowered a committed offset (allowed by the classic group protocol)\n", r.StaleCommits)
+		}
 	}
 	if !m.DrainComplete {
 		note := m.DrainNote
