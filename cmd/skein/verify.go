@@ -47,7 +47,9 @@ type verifyConfig struct {
 	minInsync         int
 	producers         int
 	consumers         int
-	rate              int // records per second per producer
+	groupMembers      int    // consumers in one group, numbered after the assigned ones
+	group             string // their group: <topic>-group
+	rate              int    // records per second per producer
 	out               string
 	bootstrap         string // empty: start a local cluster
 	compose           string // Compose project whose containers the faults hit (with bootstrap)
@@ -73,6 +75,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*verifyConfig, e
 	fs.IntVar(&cfg.minInsync, "min-insync-replicas", 2, "min.insync.replicas of the topic")
 	fs.IntVar(&cfg.producers, "producers", 3, "producers, each with its own client")
 	fs.IntVar(&cfg.consumers, "consumers", 2, "consumers, each assigned every partition from the beginning")
+	fs.IntVar(&cfg.groupMembers, "group-members", 2, "consumers in one group (cooperative-sticky, committing after each poll), besides the assigned ones; 0 for none")
 	fs.IntVar(&cfg.rate, "rate", 200, "records per second per producer")
 	fs.StringVar(&cfg.out, "out", "", "directory for history.json, timeline.html, verdict.txt and the local cluster's data (default: a new temporary directory)")
 	fs.StringVar(&cfg.bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no faults then, unless --compose)")
@@ -140,6 +143,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*verifyConfig, e
 	if cfg.topic == "" {
 		cfg.topic = fmt.Sprintf("verify-%d-%d", cfg.seed, now.Unix())
 	}
+	cfg.group = cfg.topic + "-group"
 	return cfg, cfg.validate()
 }
 
@@ -162,6 +166,8 @@ func (c *verifyConfig) validate() error {
 		return fmt.Errorf("--producers %d: want 1 to %d", c.producers, maxProducers)
 	case c.consumers < 1 || c.consumers > maxConsumers:
 		return fmt.Errorf("--consumers %d: want 1 to %d", c.consumers, maxConsumers)
+	case c.groupMembers < 0 || c.groupMembers > maxConsumers:
+		return fmt.Errorf("--group-members %d: want 0 to %d", c.groupMembers, maxConsumers)
 	case c.rate < 1 || c.rate > maxRate:
 		return fmt.Errorf("--rate %d: want 1 to %d records per second per producer", c.rate, maxRate)
 	case c.replicationFactor < 1 || (c.bootstrap == "" && c.replicationFactor > localBrokers):

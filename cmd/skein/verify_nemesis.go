@@ -92,14 +92,14 @@ type nemesis struct {
 	parts     int
 	rf        int
 	producers int
-	consumers int
+	consumers int // assigned consumers and group members, all from the consumers' network
 	paused    []bool
 	limited   []bool // file size limited (disk-full)
 }
 
 func newNemesis(c *devCluster, vn *verifyNetwork, rec *recorder, cfg *verifyConfig, log io.Writer) *nemesis {
 	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
-		producers: cfg.producers, consumers: cfg.consumers, paused: make([]bool, c.n), limited: make([]bool, c.n)}
+		producers: cfg.producers, consumers: cfg.consumers + cfg.groupMembers, paused: make([]bool, c.n), limited: make([]bool, c.n)}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be

@@ -43,6 +43,8 @@ var verifyBrokerOverrides = map[string]string{
 	"broker.session.timeout.ms":    "3000",
 	"replica.lag.time.max.ms":      "3000",
 	"replica.fetch.wait.max.ms":    "100",
+	// The group members join at once: no waiting for more to come.
+	"group.initial.rebalance.delay.ms": "0",
 	// Small segments roll every few seconds under the workload, so a run
 	// holds sealed segments below the recovery point (for the corrupt
 	// fault) and active ones that pass the disk-full limit.
@@ -62,6 +64,7 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	var driver faultDriver
 	var local *nemesis // the local cluster's driver, when there is one
 	meta := verify.Meta{Topic: cfg.topic, Partitions: cfg.partitions, Producers: cfg.producers, Consumers: cfg.consumers,
+		GroupMembers: cfg.groupMembers, Group: cfg.group,
 		Acks: cfg.acks, Idempotent: cfg.idempotent, Seed: cfg.seed, Nemesis: cfg.nemesisName, Duration: cfg.duration,
 		Started: started.UTC(), Cluster: cfg.bootstrap}
 	if cfg.bootstrap == "" {
@@ -99,14 +102,20 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	consumerCtx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var consumers sync.WaitGroup
-	consumerErrs := make(chan error, cfg.consumers)
-	for id := 1; id <= cfg.consumers; id++ {
+	consumerErrs := make(chan error, cfg.consumers+cfg.groupMembers)
+	// Group members are numbered after the assigned consumers, and dial
+	// from the consumers' network like them.
+	for id := 1; id <= cfg.consumers+cfg.groupMembers; id++ {
 		consumers.Go(func() {
 			var dial []kgo.Opt
 			if local != nil {
 				dial = append(dial, clientDialer(consumerNet+strconv.Itoa(id)))
 			}
-			if err := runConsumer(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
+			run := runConsumer
+			if id > cfg.consumers {
+				run = runGroupMember
+			}
+			if err := run(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
 				consumerErrs <- err
 			}
 		})
@@ -320,7 +329,7 @@ func drainConsumers(ctx context.Context, cfg *verifyConfig, seeds []string, prog
 	dctx, cancel := context.WithTimeout(ctx, cfg.drainTimeout)
 	defer cancel()
 	for {
-		behind := prog.behind(cfg.consumers, ends)
+		behind := prog.behind(cfg.consumers, cfg.groupMembers > 0, ends)
 		if len(behind) == 0 {
 			return true, ""
 		}

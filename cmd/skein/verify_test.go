@@ -283,6 +283,19 @@ func TestVerifyLocalCluster(t *testing.T) {
 	if res.Acked == 0 || res.ReadValues < res.Acked {
 		t.Fatalf("too little traffic checked:\n%s", verdict)
 	}
+	// The group consumed too, split between its members, committing.
+	if h.Meta.GroupMembers != 2 || res.GroupReads < res.Acked || res.Rebalances < 2 || res.Commits == 0 {
+		t.Fatalf("the group consumed too little:\n%s", verdict)
+	}
+	readers := map[int]bool{}
+	for _, e := range h.Events {
+		if e.Type == verify.EventRead && e.Group != "" {
+			readers[e.Consumer] = true
+		}
+	}
+	if !readers[3] || !readers[4] {
+		t.Fatalf("group members that read: %v, want both 3 and 4:\n%s", readers, verdict)
+	}
 	var notes []string
 	for _, e := range h.Events {
 		if e.Type == verify.EventFaultStart {
@@ -297,7 +310,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 	}
 	// Every broker dialled every other through the proxies, from its own
 	// address, and so did the producers: a partition cut what it meant to.
-	for _, link := range []string{"n1->n2", "n2->n3", "n3->n1", "p1->n1", "c1->n2"} {
+	for _, link := range []string{"n1->n2", "n2->n3", "n3->n1", "p1->n1", "c1->n2", "c3->n1"} {
 		if h.Meta.Connections[link] == 0 {
 			t.Errorf("no connection on link %s went through the proxies: %v", link, h.Meta.Connections)
 		}

@@ -158,16 +158,25 @@ func (p *progress) advance(consumer int, partition int32, next int64) {
 	}
 }
 
-// behind lists, for the consumers and partitions that have not reached
-// the end offsets, where they are; empty when all have.
-func (p *progress) behind(consumers int, ends map[int32]int64) []string {
+// behind lists, for the consumers (and the group, when there is one) and
+// partitions that have not reached the end offsets, where they are;
+// empty when all have.
+func (p *progress) behind(consumers int, group bool, ends map[int32]int64) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
-	for c := 1; c <= consumers; c++ {
+	first := 1
+	if group {
+		first = groupProgressID
+	}
+	for c := first; c <= consumers; c++ {
+		who := fmt.Sprintf("consumer %d", c)
+		if c == groupProgressID {
+			who = "the group"
+		}
 		for part := int32(0); part < int32(len(ends)); part++ {
 			if got := p.next[c][part]; got < ends[part] {
-				out = append(out, fmt.Sprintf("consumer %d at offset %d of %d in partition %d", c, got, ends[part], part))
+				out = append(out, fmt.Sprintf("%s at offset %d of %d in partition %d", who, got, ends[part], part))
 			}
 		}
 	}
@@ -193,13 +202,7 @@ func runConsumer(ctx context.Context, id int, cfg *verifyConfig, seeds []string,
 	for ctx.Err() == nil {
 		fetches := cl.PollRecords(ctx, pollMaxRecords)
 		now := time.Now()
-		var errs []string
-		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, kgo.ErrClientClosed) {
-				continue
-			}
-			errs = append(errs, fmt.Sprintf("%s/%d: %v", fe.Topic, fe.Partition, fe.Err))
-		}
+		errs := pollErrors(fetches)
 		records := fetches.Records()
 		if len(records) == 0 && len(errs) == 0 {
 			continue

@@ -556,7 +556,12 @@ func (p *partition) truncateTo(offset int64) error {
 		return fmt.Errorf("truncate %s to %d: %w", p.name(), offset, err)
 	}
 	if offset >= before {
-		return nil // no batch cut, only empty epochs dropped: state unchanged
+		// No record cut; Truncate only dropped an epoch that starts here
+		// and holds nothing (one this broker led without writing): a
+		// leader that never had it answers every fetch naming it as
+		// diverging at this very offset, so it must go (Kafka's
+		// UnifiedLog.truncateTo does the same).
+		return nil
 	}
 	p.b.log.Info("truncated divergent log tail", "partition", p.name(), "from", before, "to", p.log.LogEndOffset())
 	p.durableEnd = min(p.durableEnd, p.log.LogEndOffset())

@@ -50,33 +50,39 @@ type producerPartition struct {
 
 // checker holds the indexes built from one pass over the history.
 type checker struct {
-	res        *Result
-	sends      map[string]sendInfo
-	acks       []ackInfo
-	failed     map[string]bool // value -> definite
-	atOffset   map[position][]observation
-	offsetsOf  map[string][]position // distinct positions a value was seen at
-	readSet    map[string]bool
-	readOrder  map[int32][]int64 // per partition, offsets read, first time each
-	maxRead    map[int32]int64
-	maxSeqRead map[producerPartition]int64
-	lastRead   map[consumerPartition]int64
+	res          *Result
+	sends        map[string]sendInfo
+	acks         []ackInfo
+	failed       map[string]bool // value -> definite
+	atOffset     map[position][]observation
+	offsetsOf    map[string][]position // distinct positions a value was seen at
+	readSet      map[string]bool       // by anyone
+	assignedRead map[string]bool       // by the assigned consumers
+	readOrder    map[int32][]int64     // per partition, offsets read, first time each
+	maxRead      map[int32]int64
+	maxSeqRead   map[producerPartition]int64
+	lastRead     map[consumerPartition]int64
+	group        *groupChecker // nil without group members
 }
 
 // Check reads the whole history and reports every anomaly it finds.
 // Which kinds count against validity depends on h.Meta (acks, idempotence).
 func Check(h *History) *Result {
 	c := &checker{
-		res:        newResult(h.Meta),
-		sends:      map[string]sendInfo{},
-		failed:     map[string]bool{},
-		atOffset:   map[position][]observation{},
-		offsetsOf:  map[string][]position{},
-		readSet:    map[string]bool{},
-		readOrder:  map[int32][]int64{},
-		maxRead:    map[int32]int64{},
-		maxSeqRead: map[producerPartition]int64{},
-		lastRead:   map[consumerPartition]int64{},
+		res:          newResult(h.Meta),
+		sends:        map[string]sendInfo{},
+		failed:       map[string]bool{},
+		atOffset:     map[position][]observation{},
+		offsetsOf:    map[string][]position{},
+		readSet:      map[string]bool{},
+		assignedRead: map[string]bool{},
+		readOrder:    map[int32][]int64{},
+		maxRead:      map[int32]int64{},
+		maxSeqRead:   map[producerPartition]int64{},
+		lastRead:     map[consumerPartition]int64{},
+	}
+	if h.Meta.GroupMembers > 0 {
+		c.group = newGroupChecker()
 	}
 	for i := range h.Events {
 		c.index(&h.Events[i])
@@ -91,7 +97,12 @@ func Check(h *History) *Result {
 			}
 		}
 	}
-	c.checkAcked()
+	if h.Meta.Consumers > 0 {
+		c.checkAcked()
+	}
+	if c.group != nil {
+		c.checkGroupAcked()
+	}
 	c.checkOffsets()
 	c.checkValues()
 	c.checkOrder()
@@ -123,7 +134,14 @@ func (c *checker) index(e *Event) {
 		c.res.addFailure(e.Err)
 	case EventRead:
 		c.res.Reads++
+		if e.Group != "" && c.group != nil {
+			c.groupRead(e) // before read: a resume starts a new run of reads
+		}
 		c.read(e)
+	case EventAssign, EventRevoke, EventCommit, EventCommitDone:
+		if c.group != nil {
+			c.groupEvent(e)
+		}
 	}
 }
 
@@ -134,6 +152,9 @@ func (c *checker) read(e *Event) {
 	}
 	c.observe(at, e.Value, fmt.Sprintf("consumer %d", e.Consumer))
 	c.readSet[e.Value] = true
+	if e.Group == "" {
+		c.assignedRead[e.Value] = true
+	}
 	if m, ok := c.maxRead[at.partition]; !ok || at.offset > m {
 		c.maxRead[at.partition] = at.offset
 	}
@@ -170,11 +191,11 @@ func (c *checker) observe(at position, value, source string) {
 	}
 }
 
-// checkAcked finds acknowledged values never read: lost when something
-// after them was read, unseen otherwise.
+// checkAcked finds acknowledged values the assigned consumers never
+// read: lost when something after them was read, unseen otherwise.
 func (c *checker) checkAcked() {
 	for _, a := range c.acks {
-		if c.readSet[a.value] {
+		if c.assignedRead[a.value] {
 			continue
 		}
 		kind, why := Unseen, a.value+": acknowledged"

@@ -44,6 +44,25 @@ const (
 	// EventPhase marks the start of a phase of the run (Note: "faults",
 	// "heal", "drain", ...).
 	EventPhase EventType = "phase"
+
+	// Group members (events with Group set) poll and read like assigned
+	// consumers, and also:
+
+	// EventAssign: group member Consumer was given Partitions by a
+	// rebalance (only the new ones: cooperative rebalancing keeps the
+	// rest where they are).
+	EventAssign EventType = "assign"
+	// EventRevoke: group member Consumer gave up Partitions (Note
+	// "revoked" in a rebalance, "lost" when the group moved on without it).
+	EventRevoke EventType = "revoke"
+	// EventCommit: group member Consumer is about to commit Offset (the
+	// next offset to read) for Partition. Recorded before the request is
+	// sent, so every commit that may have reached the coordinator is in
+	// the history before anything that could have seen it.
+	EventCommit EventType = "commit"
+	// EventCommitDone: that commit was answered; Err is empty when the
+	// coordinator accepted it.
+	EventCommitDone EventType = "commit-done"
 )
 
 // Event is one entry of a history. Only the fields its Type uses are set;
@@ -66,6 +85,9 @@ type Event struct {
 	Fault     int           `json:"fault,omitempty"`
 	Broker    int           `json:"broker,omitempty"`
 	Note      string        `json:"note,omitempty"`
+	// Group is the consumer group of a group member's events.
+	Group      string  `json:"group,omitempty"`
+	Partitions []int32 `json:"partitions,omitempty"` // assign and revoke
 }
 
 // Acks is the producers' acknowledgement setting.
@@ -80,17 +102,21 @@ const (
 // Meta describes the run that produced a history: what the checker may
 // expect (acks, idempotence) and what a reader needs to reproduce it.
 type Meta struct {
-	Topic      string        `json:"topic"`
-	Partitions int           `json:"partitions"`
-	Producers  int           `json:"producers"`
-	Consumers  int           `json:"consumers"`
-	Acks       Acks          `json:"acks"`
-	Idempotent bool          `json:"idempotent"`
-	Seed       int64         `json:"seed"`
-	Nemesis    string        `json:"nemesis"`
-	Duration   time.Duration `json:"duration"`
-	Started    time.Time     `json:"started"`
-	Cluster    string        `json:"cluster"` // where it ran: "local 3 brokers" or the bootstrap list
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	Producers  int    `json:"producers"`
+	Consumers  int    `json:"consumers"`
+	// GroupMembers consume as one group, Group, numbered after the
+	// assigned consumers (Consumers+1 on).
+	GroupMembers int           `json:"group_members,omitempty"`
+	Group        string        `json:"group,omitempty"`
+	Acks         Acks          `json:"acks"`
+	Idempotent   bool          `json:"idempotent"`
+	Seed         int64         `json:"seed"`
+	Nemesis      string        `json:"nemesis"`
+	Duration     time.Duration `json:"duration"`
+	Started      time.Time     `json:"started"`
+	Cluster      string        `json:"cluster"` // where it ran: "local 3 brokers" or the bootstrap list
 	// DrainComplete is false when the consumers did not reach the end
 	// offsets before the drain phase timed out; unseen records are then
 	// expected and the note in the verdict says so.

@@ -59,6 +59,7 @@ func TestTimeline(t *testing.T) {
 	b.now = 5 * time.Second
 	b.add(Event{Type: EventFaultEnd, Fault: 1})
 	b.add(Event{Type: EventFaultStart, Fault: 2, Note: "kill -9 broker 1"}) // never ended: drawn to the end
+	b.add(Event{Type: EventAssign, Consumer: 3, Group: "g", Partitions: []int32{0, 1}, Note: "assigned"})
 	b.now = 9 * time.Second
 	b.sendAck(1, 10, 0, 3)
 	r := Check(&b.h)
@@ -67,7 +68,8 @@ func TestTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<!DOCTYPE html>", "pause broker 2 &lt;SIGSTOP&gt;", "kill -9 broker 1", "p99 acknowledgement latency", "INVALID: 1 anomalies", "p1-10: acknowledged at 0@3"} {
+	for _, want := range []string{"<!DOCTYPE html>", "pause broker 2 &lt;SIGSTOP&gt;", "kill -9 broker 1", "p99 acknowledgement latency", "INVALID: 1 anomalies", "p1-10: acknowledged at 0@3",
+		"<title>member 3 assigned partitions [0 1]</title>", "assignment changes"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("timeline lacks %q", want)
 		}

@@ -29,10 +29,28 @@ const (
 	NonMonotonicPoll Kind = "nonmonotonic-poll"
 	// Phantom: a read value that no producer sent.
 	Phantom Kind = "phantom"
+	// GroupLost: acknowledged, and the group read a later offset of its
+	// partition, but no member ever read the record itself.
+	GroupLost Kind = "group-lost"
+	// GroupUnseen: acknowledged, but no group member read it by the end,
+	// nor anything after it.
+	GroupUnseen Kind = "group-unseen"
+	// GroupResumeSkip: a member given a partition started reading it past
+	// the highest offset ever committed (or tried) for it, skipping
+	// records no member had committed.
+	GroupResumeSkip Kind = "group-resume-skip"
+	// CommitRegressed: the coordinator accepted a commit below the one it
+	// held for the partition, from the member that made that one, or from
+	// a member given the partition after it was made (which resumed below
+	// an accepted commit: the coordinator forgot it). A lower commit from a
+	// member that had not yet heard its partition moved is allowed by the
+	// classic protocol and counted in StaleCommits instead.
+	CommitRegressed Kind = "commit-regressed"
 )
 
 // Kinds lists every anomaly kind in the order reports show them.
-var Kinds = []Kind{Lost, Unseen, Duplicated, InconsistentOffset, Reordered, FailedButPresent, PollSkip, NonMonotonicPoll, Phantom}
+var Kinds = []Kind{Lost, Unseen, Duplicated, InconsistentOffset, Reordered, FailedButPresent, PollSkip, NonMonotonicPoll, Phantom,
+	GroupLost, GroupUnseen, GroupResumeSkip, CommitRegressed}
 
 // MaxExamples is how many examples of each kind a Result keeps; the count
 // covers them all.
@@ -64,6 +82,21 @@ type Result struct {
 	// outcome that were read after all: allowed, and worth knowing.
 	IndefiniteButPresent int `json:"indefinite_but_present"`
 
+	// Group consumption (zero without group members). GroupReads counts
+	// read events by members; Redeliveries the reads of a value some
+	// member had read before, which at-least-once delivery allows after a
+	// rebalance or failure; Rebalances the assignment changes (assign and
+	// revoke events); Commits and CommitsFailed the commits answered.
+	GroupReads    int `json:"group_reads,omitempty"`
+	Redeliveries  int `json:"redeliveries,omitempty"`
+	Rebalances    int `json:"rebalances,omitempty"`
+	Commits       int `json:"commits,omitempty"`
+	CommitsFailed int `json:"commits_failed,omitempty"`
+	// StaleCommits counts accepted commits that lowered a partition's
+	// committed offset, made by a member whose partition had moved on
+	// without it knowing yet (allowed; see CommitRegressed).
+	StaleCommits int `json:"stale_commits,omitempty"`
+
 	// FailureReasons counts failed sends by error text (the first
 	// maxReasons distinct texts; later ones under "other").
 	FailureReasons map[string]int `json:"failure_reasons,omitempty"`
@@ -79,7 +112,7 @@ type Result struct {
 func newResult(m Meta) *Result {
 	r := &Result{Counts: map[Kind]int{}, Examples: map[Kind][]Anomaly{}, FailureReasons: map[string]int{}}
 	if m.Acks != AcksAll {
-		r.Tolerated = append(r.Tolerated, Lost, Unseen)
+		r.Tolerated = append(r.Tolerated, Lost, Unseen, GroupLost, GroupUnseen)
 	}
 	if !m.Idempotent {
 		r.Tolerated = append(r.Tolerated, Duplicated, Reordered, FailedButPresent)

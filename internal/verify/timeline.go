@@ -13,6 +13,9 @@ import (
 // run is drawn with wider buckets rather than an enormous picture.
 const maxBuckets = 1200
 
+// maxRebalanceMarks bounds the assignment changes a timeline draws.
+const maxRebalanceMarks = 2000
+
 // Timeline layout, in SVG user units.
 const (
 	plotLeft   = 70
@@ -43,7 +46,10 @@ type timeline struct {
 	buckets []bucket
 	faults  []span
 	phases  []span // to is unused: a phase is drawn as a line where it began
-	end     time.Duration
+	// rebalances are group members' assignment changes, drawn as ticks
+	// along the top of each panel (to is unused).
+	rebalances []span
+	end        time.Duration
 }
 
 func buildTimeline(h *History) *timeline {
@@ -83,6 +89,10 @@ func buildTimeline(h *History) *timeline {
 			}
 		case EventPhase:
 			t.phases = append(t.phases, span{from: e.At, label: e.Note})
+		case EventAssign, EventRevoke:
+			if len(t.rebalances) < maxRebalanceMarks {
+				t.rebalances = append(t.rebalances, span{from: e.At, label: fmt.Sprintf("member %d %s partitions %v", e.Consumer, e.Note, e.Partitions)})
+			}
 		}
 	}
 	return t
@@ -141,6 +151,9 @@ func WriteTimeline(w io.Writer, h *History, r *Result) error {
 		t.drawPanel(&b, top, p.title, p.lines, i == 0)
 	}
 	b.WriteString("</svg>\n")
+	if len(t.rebalances) > 0 {
+		b.WriteString("<p>Cyan ticks along the top of each panel: group members' assignment changes (hover for which).</p>\n")
+	}
 	if len(t.faults) > 0 {
 		b.WriteString("<h3>faults</h3>\n<pre>")
 		for _, f := range t.faults {
@@ -190,6 +203,11 @@ func (t *timeline) drawPanel(b *strings.Builder, top int, title string, lines []
 			}
 			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#888\" text-anchor=\"%s\">%s</text>\n", x+dx, bottom-4-12*float64(i%labelRows), anchor, html.EscapeString(p.label))
 		}
+	}
+	for _, r := range t.rebalances {
+		x := t.x(r.from)
+		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#17becf\" stroke-width=\"2\"><title>%s</title></line>\n",
+			x, top, x, top+12, html.EscapeString(r.label))
 	}
 	peak := 1.0
 	for _, l := range lines {

@@ -22,6 +22,13 @@ func (r *Result) Verdict(m Meta) string {
 		word, r.Anomalies(), r.Sent, r.Acked, r.Failed, r.Indefinite, r.Reads, r.ReadValues, m.Consumers)
 	fmt.Fprintf(&b, "  run: topic %s, %d partitions, %d producers, acks=%s, idempotent=%t, nemesis %s, seed %d, %v\n",
 		m.Topic, m.Partitions, m.Producers, m.Acks, m.Idempotent, m.Nemesis, m.Seed, m.Duration)
+	if m.GroupMembers > 0 {
+		fmt.Fprintf(&b, "  group %s: %d members, %d reads, %d re-deliveries (allowed after a rebalance or failure), %d assignment changes, %d commits accepted, %d failed\n",
+			m.Group, m.GroupMembers, r.GroupReads, r.Redeliveries, r.Rebalances, r.Commits, r.CommitsFailed)
+		if r.StaleCommits > 0 {
+			fmt.Fprintf(&b, "  %d commits from members whose partition had moved lowered a committed offset (allowed by the classic group protocol)\n", r.StaleCommits)
+		}
+	}
 	if !m.DrainComplete {
 		note := m.DrainNote
 		if note == "" {
