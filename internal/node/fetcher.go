@@ -537,6 +537,19 @@ func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) e
 	} else if durable > p.durableEnd {
 		p.durableEnd = durable
 	}
+	if p.leader != nil {
+		// This replica became leader while the fsync ran (a controlled
+		// shutdown moves leadership to a follower mid-fetch): its leader
+		// state started from the durable end before this fsync. Tell it,
+		// or the HW waits for an fsync that only a new append would
+		// bring, and a producer retrying a batch already in the log
+		// never gets its acks=all answer.
+		if _, err := p.leader.OnLocalDurable(p.durableEnd); err != nil {
+			p.b.log.Error("replication state refused a durable end", "partition", p.name(), "err", err)
+		}
+		p.progressLocked()
+		return appendErr
+	}
 	if hw := min(leaderHW, p.durableEnd); hw > p.highWatermark.Load() {
 		p.highWatermark.Store(hw)
 	}

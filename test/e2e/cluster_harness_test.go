@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,8 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +31,27 @@ type testCluster struct {
 	brokers []*node.Broker
 	props   []map[string]string
 	opts    node.Options // Logger is set per start
+	// dumped makes the goroutine dump of a failed test happen once, before
+	// the first cleanup stops a broker.
+	dumped sync.Once
+}
+
+// dumpGoroutinesIfFailed writes every goroutine's stack to the test log
+// when the test failed: a stall (a request parked forever, a lock held)
+// is then visible in the log of the run that hit it. Call it before
+// stopping brokers, which would end the evidence.
+func (c *testCluster) dumpGoroutinesIfFailed() {
+	c.dumped.Do(func() {
+		if !c.t.Failed() {
+			return
+		}
+		var buf bytes.Buffer
+		if err := pprof.Lookup("goroutine").WriteTo(&buf, 2); err != nil {
+			c.t.Logf("goroutine dump: %v", err)
+			return
+		}
+		c.t.Logf("goroutines at failure:\n%s", buf.String())
+	})
 }
 
 func freePort(t testing.TB) int {

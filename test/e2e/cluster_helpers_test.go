@@ -189,6 +189,7 @@ func replicasOf(ctx context.Context, t testing.TB, adm *kadm.Client, topic strin
 // timeout; these tests check failover, not shutdown, so they skip that.
 func haltAllAtEnd(t testing.TB, c *testCluster) {
 	t.Cleanup(func() {
+		c.dumpGoroutinesIfFailed()
 		for i := range c.brokers {
 			c.kill(i)
 		}
