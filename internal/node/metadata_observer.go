@@ -47,7 +47,7 @@ func (b *Broker) startMetadataObserver(clusterID string) {
 
 // restoreObservedSnapshot replaces the image with a controller's snapshot.
 func (b *Broker) restoreObservedSnapshot(s quorum.SnapshotInfo, data []byte) error {
-	recs, err := decodeEntry(data)
+	recs, err := metadata.DecodeEntry(data)
 	if err != nil {
 		return fmt.Errorf("decode metadata snapshot: %w", err)
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -108,7 +107,7 @@ func electionTicks(voters int) int {
 // entry, in order, on every node. It must be deterministic: a record that
 // does not apply is skipped identically everywhere.
 func (b *Broker) applyMetadataEntry(index uint64, data []byte) {
-	recs, err := decodeEntry(data)
+	recs, err := metadata.DecodeEntry(data)
 	if err != nil {
 		b.log.Error("undecodable metadata entry skipped", "index", index, "err", err)
 		return
@@ -229,7 +228,7 @@ func (b *Broker) commitDecided(decide func(*metadata.Image) ([]metadata.Record, 
 	if _, err := b.Image().Apply(recs...); err != nil {
 		return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
 	}
-	data, err := encodeEntry(recs)
+	data, err := metadata.EncodeEntry(recs)
 	if err != nil {
 		return err
 	}
@@ -250,7 +249,7 @@ func (b *Broker) catchUpAsController(ctx context.Context) error {
 	if b.caughtUpTerm == term {
 		return nil
 	}
-	if err := b.quorum.Propose(ctx, barrierEntry); err != nil {
+	if err := b.quorum.Propose(ctx, metadata.BarrierEntry); err != nil {
 		return quorumError(err)
 	}
 	b.caughtUpTerm = term
@@ -297,62 +296,16 @@ func (b *Broker) isActiveController() bool {
 	return b.quorum != nil && b.quorum.IsLeader()
 }
 
-// Entries are a count then length-prefixed encoded records. A barrier
-// entry holds zero records.
-var barrierEntry = binary.AppendUvarint(nil, 0)
-
-func encodeEntry(recs []metadata.Record) ([]byte, error) {
-	out := binary.AppendUvarint(nil, uint64(len(recs)))
-	for _, r := range recs {
-		v, err := metadata.EncodeRecord(r)
-		if err != nil {
-			return nil, fmt.Errorf("encode metadata record: %w", err)
-		}
-		out = binary.AppendUvarint(out, uint64(len(v)))
-		out = append(out, v...)
-	}
-	return out, nil
-}
-
-// maxRecordsPerEntry bounds decoding of a corrupt count.
-const maxRecordsPerEntry = 1 << 20
-
-func decodeEntry(data []byte) ([]metadata.Record, error) {
-	n, used := binary.Uvarint(data)
-	if used <= 0 || n > maxRecordsPerEntry {
-		return nil, errors.New("bad record count")
-	}
-	data = data[used:]
-	recs := make([]metadata.Record, 0, min(n, 1024))
-	for i := uint64(0); i < n; i++ {
-		size, used := binary.Uvarint(data)
-		if used <= 0 || size > uint64(len(data)-used) {
-			return nil, fmt.Errorf("record %d truncated", i)
-		}
-		data = data[used:]
-		r, err := metadata.DecodeRecord(data[:size])
-		if err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
-		}
-		recs = append(recs, r)
-		data = data[size:]
-	}
-	if len(data) != 0 {
-		return nil, fmt.Errorf("%d bytes after the records", len(data))
-	}
-	return recs, nil
-}
-
 // imageSnapshotter lets the quorum compact its log: a snapshot is the
 // image written as the records that rebuild it.
 type imageSnapshotter struct{ b *Broker }
 
 func (s imageSnapshotter) Snapshot() ([]byte, error) {
-	return encodeEntry(imageRecords(s.b.Image()))
+	return metadata.EncodeEntry(metadata.ImageRecords(s.b.Image()))
 }
 
 func (s imageSnapshotter) Restore(data []byte) error {
-	recs, err := decodeEntry(data)
+	recs, err := metadata.DecodeEntry(data)
 	if err != nil {
 		return fmt.Errorf("decode metadata snapshot: %w", err)
 	}
@@ -363,22 +316,6 @@ func (s imageSnapshotter) Restore(data []byte) error {
 	s.b.image.Store(im)
 	s.b.notifyImageChange()
 	return nil
-}
-
-// imageRecords lists records that rebuild im from an empty image.
-func imageRecords(im *metadata.Image) []metadata.Record {
-	var recs []metadata.Record
-	for _, br := range im.Brokers() {
-		recs = append(recs, metadata.RegisterBroker{Broker: *br.Clone()})
-	}
-	for _, t := range im.Topics() {
-		c := t.Clone()
-		recs = append(recs, metadata.CreateTopic{Name: c.Name, ID: c.ID, Configs: c.Configs, Partitions: c.Partitions})
-	}
-	if next := im.NextProducerID(); next > 0 {
-		recs = append(recs, metadata.AllocateProducerIDs{NextID: next})
-	}
-	return recs
 }
 
 // imageWaiters is the condition variable for image and reconcile progress.

@@ -78,7 +78,7 @@ func (p *process) decide(what string, fn func(*metadata.Image) ([]metadata.Recor
 func (p *process) runDecisions(c *controllerState) {
 	for p.ctrl == c && len(c.inflight) == 0 && len(c.queue) > 0 {
 		if !c.caughtUp {
-			p.propose(c, barrierEntry, func(err error) {
+			p.propose(c, metadata.BarrierEntry, func(err error) {
 				if err == nil {
 					c.caughtUp = true
 				}
@@ -98,7 +98,7 @@ func (p *process) runDecisions(c *controllerState) {
 			d.done(err)
 			continue
 		}
-		data, err := encodeEntry(recs)
+		data, err := metadata.EncodeEntry(recs)
 		if err != nil {
 			d.done(err)
 			continue

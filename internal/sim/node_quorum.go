@@ -107,7 +107,7 @@ func (p *process) sendRaft(m *raftpb.Message) {
 func (p *process) applyEntry(e quorum.Entry) {
 	next := p.image
 	if len(e.Data) > 0 {
-		recs, err := decodeEntry(e.Data)
+		recs, err := metadata.DecodeEntry(e.Data)
 		if err != nil {
 			p.n.c.violation("undecodable metadata entry %d on %s: %v", e.Index, p.n, err)
 			return
