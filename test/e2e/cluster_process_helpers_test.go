@@ -163,18 +163,15 @@ func (pc *processCluster) resume(i int) {
 // logWatcher receives a node's JSON log on stderr, keeps its tail for
 // failure messages, and signals when a line with a given msg appears.
 type logWatcher struct {
-	mu      sync.Mutex
-	partial []byte
-	lines   []string
-	msgs    map[string]chan struct{} // closed once a line with that msg appeared
-	echo    io.Writer                // if set, every line is copied here
+	mu    sync.Mutex
+	split lineSplitter
+	lines []string
+	msgs  map[string]chan struct{} // closed once a line with that msg appeared
+	echo  io.Writer                // if set, every line is copied here
 }
 
 // logTailLines is how many lines of a node's log a failure shows.
 const logTailLines = 40
-
-// maxLogLine bounds a log line without a newline yet.
-const maxLogLine = 1 << 20
 
 func newLogWatcher() *logWatcher { return &logWatcher{msgs: map[string]chan struct{}{}} }
 
@@ -197,19 +194,7 @@ func (w *logWatcher) chanLocked(msg string) chan struct{} {
 func (w *logWatcher) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.partial = append(w.partial, b...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		w.lineLocked(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-	}
-	if len(w.partial) > maxLogLine {
-		w.lineLocked(string(w.partial))
-		w.partial = nil
-	}
+	w.split.feed(b, w.lineLocked)
 	return len(b), nil
 }
 
@@ -239,4 +224,28 @@ func (w *logWatcher) tail() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.lines, "\n")
+}
+
+// maxPartialLine bounds a line without a newline yet.
+const maxPartialLine = 1 << 20
+
+// lineSplitter cuts a process's output stream into lines.
+type lineSplitter struct{ partial []byte }
+
+// feed adds b and calls line for each complete line (and for an overlong
+// partial one, so a missing newline cannot grow it without bound).
+func (s *lineSplitter) feed(b []byte, line func(string)) {
+	s.partial = append(s.partial, b...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line(string(s.partial[:i]))
+		s.partial = s.partial[i+1:]
+	}
+	if len(s.partial) > maxPartialLine {
+		line(string(s.partial))
+		s.partial = nil
+	}
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -111,7 +110,7 @@ type stderrWatcher struct {
 	started chan startedLine
 
 	mu       sync.Mutex
-	partial  []byte
+	split    lineSplitter
 	lines    []string
 	reported bool
 }
@@ -119,25 +118,10 @@ type stderrWatcher struct {
 // stderrTailLines is how many lines of server output a failure shows.
 const stderrTailLines = 40
 
-// maxPartialLine bounds a line without a newline yet.
-const maxPartialLine = 1 << 20
-
 func (w *stderrWatcher) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.partial = append(w.partial, b...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		w.line(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-	}
-	if len(w.partial) > maxPartialLine {
-		w.line(string(w.partial))
-		w.partial = nil
-	}
+	w.split.feed(b, w.line)
 	return len(b), nil
 }
 
