@@ -511,25 +511,9 @@ func (m *groupMember) fetch(part int32) {
 		m.lc.refresh()
 		return
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 100
-	req.MinBytes = 1
-	req.MaxBytes = 64 << 10
-	req.SessionEpoch = -1
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic = topicName
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.Partition = part
-	fp.FetchOffset = m.positions[part]
-	fp.CurrentLeaderEpoch = -1
-	fp.LastFetchedEpoch = -1
-	fp.PartitionMaxBytes = 16 << 10
-	t.Partitions = append(t.Partitions, fp)
-	req.Topics = append(req.Topics, t)
+	req := consumerFetch(part, m.positions[part])
 	m.busy[part] = true
-	from := fp.FetchOffset
+	from := m.positions[part]
 	gen, inc := m.generation, m.incarnation
 	c.call(m.self, leader, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		if m.incarnation != inc || m.generation != gen || m.phase != memberStable || m.positions == nil {

@@ -258,23 +258,7 @@ func (cc *consumerClient) loop() {
 		cc.lc.refresh()
 		return
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 100
-	req.MinBytes = 1
-	req.MaxBytes = 64 << 10
-	req.SessionEpoch = -1
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic = topicName
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.Partition = part
-	fp.FetchOffset = cc.next[part]
-	fp.CurrentLeaderEpoch = -1
-	fp.LastFetchedEpoch = -1
-	fp.PartitionMaxBytes = 16 << 10
-	t.Partitions = append(t.Partitions, fp)
-	req.Topics = append(req.Topics, t)
+	req := consumerFetch(part, cc.next[part])
 	cc.busy[part] = true
 	from := cc.next[part]
 	c.call(cc.lc.self, leader, req, rpcTimeout, func(resp kmsg.Response, err error) {
@@ -330,4 +314,27 @@ func (cc *consumerClient) consume(part int32, data []byte, leader int32) {
 	if err != nil && !errors.Is(err, batch.ErrTruncated) && !c.stopped {
 		c.violation("consumer %d: partition %d from n%d: bad batch: %v", cc.index, part, leader, err)
 	}
+}
+
+// consumerFetch is a consumer's Fetch of one partition of the simulated
+// topic from offset, as the simulated consumers and group members send it.
+func consumerFetch(part int32, offset int64) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 100
+	req.MinBytes = 1
+	req.MaxBytes = 64 << 10
+	req.SessionEpoch = -1
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = topicName
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition = part
+	fp.FetchOffset = offset
+	fp.CurrentLeaderEpoch = -1
+	fp.LastFetchedEpoch = -1
+	fp.PartitionMaxBytes = 16 << 10
+	t.Partitions = append(t.Partitions, fp)
+	req.Topics = append(req.Topics, t)
+	return req
 }
