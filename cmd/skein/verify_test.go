@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/skein-log/skein/internal/testport"
 	"github.com/skein-log/skein/internal/verify"
 )
 
@@ -325,27 +326,18 @@ func TestVerifyLocalCluster(t *testing.T) {
 	}
 }
 
-// freeBasePort finds a base port whose three client and controller ports
-// (base+100*i and +1) are all free right now.
+// freeBasePort reserves a base port whose client and controller ports
+// (base+100*i and +1) are free on every node's and proxy's address, for
+// the whole test (see internal/testport for why reserving matters).
 func freeBasePort(t *testing.T) int {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	for range 100 {
-		base := 20000 + rng.IntN(30000)
-		free := true
-		for i := range localBrokers {
-			for _, host := range []string{proxyHost, nodeHost(i)} {
-				if hostPortFree(host, base+100*i) != nil || hostPortFree(host, base+100*i+1) != nil {
-					free = false
-				}
-			}
-		}
-		if free {
-			return base
-		}
+	var offsets []int
+	hosts := []string{proxyHost}
+	for i := range localBrokers {
+		offsets = append(offsets, 100*i, 100*i+1)
+		hosts = append(hosts, nodeHost(i))
 	}
-	t.Fatal("no free ports for a local cluster")
-	return 0
+	return testport.Block(t, offsets, testport.FreeOn(hosts...))
 }
 
 func TestSourceNameTellsNodesAndClientsApart(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/node"
+	"github.com/skein-log/skein/internal/testport"
 )
 
 // testCluster is n in-process brokers, each also a controller, on
@@ -54,14 +54,11 @@ func (c *testCluster) dumpGoroutinesIfFailed() {
 	})
 }
 
+// freePort reserves a port for a node the test may restart on the same
+// address (see internal/testport for why not port 0).
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testport.One(t)
 }
 
 func startCluster(t testing.TB, n int, extra map[string]string) *testCluster {

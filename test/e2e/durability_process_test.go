@@ -35,7 +35,7 @@ const processStartTimeout = 30 * time.Second
 // cluster (broker and controller) process; it is killed when the test ends.
 func startSkeinProcess(t testing.TB) *skeinProcess {
 	t.Helper()
-	p := &skeinProcess{t: t, bin: skeinBinary(t), dataDir: t.TempDir()}
+	p := &skeinProcess{t: t, bin: skeinBinary(t), dataDir: t.TempDir(), port: freePort(t)}
 	t.Cleanup(p.kill)
 	p.start()
 	return p
@@ -76,10 +76,9 @@ func (p *skeinProcess) start() {
 		if err != nil {
 			p.t.Fatalf("skein started, but: %v", err)
 		}
-		if p.port != 0 && port != p.port {
-			p.t.Fatalf("skein restarted on port %d, want %d", port, p.port)
+		if port != p.port {
+			p.t.Fatalf("skein started on port %d, want %d", port, p.port)
 		}
-		p.port = port
 	case <-exited:
 		p.t.Fatalf("skein exited before it started:\n%s", p.watcher.tail())
 	case <-timer.C:

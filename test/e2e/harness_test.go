@@ -49,8 +49,10 @@ func startBroker(t testing.TB, opts ...brokerOption) *testBroker {
 	t.Helper()
 	tb := &testBroker{t: t, dataDir: t.TempDir(), fs: vfs.OS{}}
 	tb.props = map[string]string{
-		"node.id":   "1",
-		"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"node.id": "1",
+		// A reserved port, so that a restart comes back on the same
+		// address without racing other processes for it.
+		"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:0", freePort(t)),
 		"log.dirs":  filepath.Join(tb.dataDir, "broker-1"),
 	}
 	for _, o := range opts {
@@ -76,8 +78,6 @@ func (tb *testBroker) start() {
 		tb.t.Fatalf("start broker: %v", err)
 	}
 	tb.addr = tb.b.Addr("PLAINTEXT")
-	// Pin the port so that a restart comes back on the same address.
-	tb.props["listeners"] = "PLAINTEXT://" + tb.addr + ",CONTROLLER://127.0.0.1:0"
 }
 
 func (tb *testBroker) stop() {
