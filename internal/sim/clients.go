@@ -82,6 +82,10 @@ type producerClient struct {
 	seq   map[int32]int32
 	busy  map[int32]bool
 	count int
+	// retryUntil, when set, replaces the attempt limit: the producer
+	// retries a batch until this simulated time, as a Kafka producer
+	// retries retriable errors until delivery.timeout.ms.
+	retryUntil time.Duration
 }
 
 func (c *Cluster) startClients() {
@@ -214,7 +218,11 @@ func (pc *producerClient) send(part int32, b []byte, recs []*sentRecord, attempt
 
 func (pc *producerClient) retry(part int32, b []byte, recs []*sentRecord, attempt int, pid int64, err error) {
 	c := pc.c
-	if attempt >= maxSendAttempts || errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+	outOfTries := attempt >= maxSendAttempts
+	if pc.retryUntil > 0 {
+		outOfTries = c.s.now >= pc.retryUntil
+	}
+	if outOfTries || errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.InvalidProducerEpoch) ||
 		errors.Is(err, kerr.UnknownProducerID) || pid != pc.pid {
 		// Give up on this batch; its fate is unknown. An idempotent
 		// producer starts a new producer id, as a client that cannot
