@@ -54,6 +54,8 @@ type Metrics struct {
 
 	connections *prometheus.GaugeVec // listener
 
+	fetchPurgatory *prometheus.GaugeVec // api: FetchConsumer or FetchFollower
+
 	compactions            prometheus.Counter
 	compactionBytesRemoved prometheus.Counter
 
@@ -122,6 +124,10 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "connections",
 			Help: "Open client connections, by listener.",
 		}, []string{"listener"}),
+		fetchPurgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "fetch_purgatory_size",
+			Help: "Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).",
+		}, []string{"api"}),
 		compactions: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "log_compactions_total",
 			Help: "Log cleaner passes that compacted a partition replica on this broker.",
@@ -135,7 +141,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
-		m.replicationBytesIn, m.replicationBytesOut, m.connections,
+		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.fetchPurgatory,
 		m.compactions, m.compactionBytesRemoved,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
@@ -207,6 +213,27 @@ func (m *Metrics) AddReplicationBytesOut(bytes int64) {
 		return
 	}
 	m.replicationBytesOut.Add(float64(bytes))
+}
+
+// FetchParked counts a Fetch parked to wait for data (a follower's when
+// follower is set). The gauge lets an operator, or a test, see whether a
+// broker holds long polls it will answer later.
+func (m *Metrics) FetchParked(follower bool) { m.addFetchPurgatory(follower, 1) }
+
+// FetchUnparked counts a parked Fetch answered (its answer already read).
+func (m *Metrics) FetchUnparked(follower bool) { m.addFetchPurgatory(follower, -1) }
+
+func (m *Metrics) addFetchPurgatory(follower bool, delta float64) {
+	if m == nil {
+		return
+	}
+	kind := FetchConsumer
+	if follower {
+		kind = FetchFollower
+	}
+	if g, err := m.fetchPurgatory.GetMetricWithLabelValues(kind); err == nil {
+		g.Add(delta)
+	}
 }
 
 // ConnectionOpened counts an accepted connection on a listener.

@@ -124,6 +124,10 @@ func TestEventCounters(t *testing.T) {
 	m.ConnectionOpened("PLAINTEXT")
 	m.ConnectionOpened("PLAINTEXT")
 	m.ConnectionClosed("PLAINTEXT")
+	m.FetchParked(true)
+	m.FetchParked(true)
+	m.FetchParked(false)
+	m.FetchUnparked(true)
 
 	want := `
 # HELP skein_isr_expands_total Replicas added back to the in-sync replica set of partitions this broker leads.
@@ -147,11 +151,15 @@ skein_replication_bytes_out_total 0
 # HELP skein_connections Open client connections, by listener.
 # TYPE skein_connections gauge
 skein_connections{listener="PLAINTEXT"} 1
+# HELP skein_fetch_purgatory_size Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).
+# TYPE skein_fetch_purgatory_size gauge
+skein_fetch_purgatory_size{api="FetchConsumer"} 1
+skein_fetch_purgatory_size{api="FetchFollower"} 1
 `
 	names := []string{
 		"skein_isr_expands_total", "skein_isr_shrinks_total", "skein_leader_elections_total",
 		"skein_unclean_leader_elections_total", "skein_replication_bytes_in_total",
-		"skein_replication_bytes_out_total", "skein_connections",
+		"skein_replication_bytes_out_total", "skein_connections", "skein_fetch_purgatory_size",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
@@ -171,6 +179,8 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.IncISRShrink()
 	m.IncISRExpand()
 	m.IncLeaderElection(true)
+	m.FetchParked(true)
+	m.FetchUnparked(true)
 	m.AddBytesIn("t", 1, 1)
 	m.AddBytesOut("t", 1, 1)
 	m.DeleteTopic("t")

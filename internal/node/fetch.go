@@ -42,6 +42,9 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 		done(results)
 		return
 	}
+	// Counted before any partition can poke it: from here on only answer
+	// finishes it, and uncounts it.
+	b.metrics.FetchParked(w.follower())
 	// Lock order is partition.mu before fetchWaiter.mu (pokes come from
 	// under the partition lock), so register without holding w.mu.
 	for _, p := range w.parts {
@@ -153,8 +156,7 @@ func (w *fetchWaiter) reread() {
 		if enough {
 			w.finishLocked()
 			w.mu.Unlock()
-			w.countOut(results)
-			w.done(results)
+			w.answer(results)
 			return
 		}
 		if !w.again {
@@ -176,9 +178,21 @@ func (w *fetchWaiter) expire() {
 	w.finishLocked()
 	w.mu.Unlock()
 	results, _ := w.read()
+	w.answer(results)
+}
+
+// answer sends a parked fetch's answer. It leaves the purgatory gauge only
+// now, after its last read: a reader of the gauge that sees no parked
+// fetch knows that records appended afterwards reach no answer already
+// counted out.
+func (w *fetchWaiter) answer(results []api.FetchResult) {
+	w.b.metrics.FetchUnparked(w.follower())
 	w.countOut(results)
 	w.done(results)
 }
+
+// follower reports whether a broker replica sent this fetch.
+func (w *fetchWaiter) follower() bool { return w.params.ReplicaID >= 0 }
 
 // finishLocked marks the waiter answered and unregisters it. The partition
 // locks are taken in a goroutine: finishLocked may run inside a poke, which
