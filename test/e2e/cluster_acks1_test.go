@@ -40,7 +40,6 @@ func TestClusterAcksOneMayLoseAcksAllNever(t *testing.T) {
 	pc := startProcessCluster(t, 3, map[string]string{
 		"replica.lag.time.max.ms":   "15000",
 		"broker.session.timeout.ms": "15000",
-		"replica.fetch.wait.max.ms": strconv.Itoa(int(processFetchWait.Milliseconds())),
 	})
 	adm := observerClient(t, pc.addrs)
 	const topic = "acks-one"
@@ -77,13 +76,15 @@ func TestClusterAcksOneMayLoseAcksAllNever(t *testing.T) {
 	// stopped follower's last fetch may still be parked at the leader,
 	// which would answer it with the new records into the follower's
 	// socket buffer, where the follower finds them on SIGCONT. So the
-	// records are written only after the leader has answered every parked
-	// fetch (empty), when replica.fetch.wait.max.ms has passed: a broker
-	// timeout, not an event the test could observe. Waiting less makes
+	// records are written only once the followers have stopped (they send
+	// nothing more) and the leader holds no parked follower fetch (its
+	// fetch purgatory gauge): every fetch they sent has read its answer.
+	// One window is left: a fetch written just before the stop that the
+	// leader has not read yet when the gauge is scraped. It can only make
 	// the test lose fewer acks=1 records, never fail.
 	pc.pause(1)
 	pc.pause(2)
-	time.Sleep(3 * processFetchWait)
+	pc.awaitGauge(ctx, int(leader)-1, `skein_fetch_purgatory_size{api="FetchFollower"}`, 0)
 	produceTo(one, acksOne, 0, 100, 150)
 	if err := one.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -118,9 +119,6 @@ func TestClusterAcksOneMayLoseAcksAllNever(t *testing.T) {
 	}
 	checkExactlyOnceInOrder(t, 1, ackedAll[1], read[1])
 }
-
-// processFetchWait is replica.fetch.wait.max.ms in the acks=1 test.
-const processFetchWait = 100 * time.Millisecond
 
 // createAssignedTopic creates a topic whose partition i has the replicas
 // assignment[i], the first one its preferred leader.

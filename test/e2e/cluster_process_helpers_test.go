@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +27,7 @@ type processCluster struct {
 	bin   string
 	props [][]string // --override arguments per node
 	addrs []string   // PLAINTEXT addresses, fixed across restarts
+	admin []string   // admin HTTP addresses (/metrics), fixed across restarts
 	procs []*clusterProcess
 }
 
@@ -43,7 +46,7 @@ const processRegisterTimeout = 30 * time.Second
 // the controller. extra properties override the defaults on every node.
 func startProcessCluster(t testing.TB, n int, extra map[string]string) *processCluster {
 	t.Helper()
-	pc := &processCluster{t: t, bin: skeinBinary(t), props: make([][]string, n), addrs: make([]string, n), procs: make([]*clusterProcess, n)}
+	pc := &processCluster{t: t, bin: skeinBinary(t), props: make([][]string, n), addrs: make([]string, n), admin: make([]string, n), procs: make([]*clusterProcess, n)}
 	dir := t.TempDir()
 	ctrlPorts, clientPorts := make([]int, n), make([]int, n)
 	var voters []string
@@ -52,6 +55,7 @@ func startProcessCluster(t testing.TB, n int, extra map[string]string) *processC
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
 	}
 	for i := range n {
+		pc.admin[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		props := map[string]string{
 			"node.id":                          strconv.Itoa(i + 1),
 			"cluster.id":                       "skein-process-cluster",
@@ -64,6 +68,7 @@ func startProcessCluster(t testing.TB, n int, extra map[string]string) *processC
 			"replica.lag.time.max.ms":          "2000",
 			"replica.fetch.wait.max.ms":        "100",
 			"offsets.topic.replication.factor": "3",
+			"admin.listeners":                  "http://" + pc.admin[i],
 		}
 		for k, v := range extra {
 			props[k] = v
@@ -143,12 +148,61 @@ func (pc *processCluster) kill(i int) {
 	pc.procs[i] = nil
 }
 
-// pause sends SIGSTOP to node i: it stops fetching and heartbeating, but
-// its sockets stay open, so nothing notices until a timeout.
+// pause sends SIGSTOP to node i and waits until it has stopped: it stops
+// fetching and heartbeating, but its sockets stay open, so nothing
+// notices until a timeout. Once pause returns the node sends nothing more.
 func (pc *processCluster) pause(i int) {
 	pc.t.Helper()
-	if err := pc.procs[i].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	p := pc.procs[i].cmd.Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		pc.t.Fatalf("SIGSTOP node %d: %v", i+1, err)
+	}
+	if err := waitStopped(p.Pid); err != nil {
+		pc.t.Fatalf("node %d did not stop: %v", i+1, err)
+	}
+}
+
+// gauge reads the value of one series (name and labels, as /metrics
+// prints them) from node i's /metrics. A series not there yet reads 0: a
+// gauge vector shows a label set only once it was first changed.
+func (pc *processCluster) gauge(ctx context.Context, i int, series string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pc.admin[i]+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("node %d /metrics: %w", i+1, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("node %d /metrics: %w", i+1, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("node %d /metrics: %s", i+1, resp.Status)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, nil
+}
+
+// awaitGauge polls node i's /metrics until series reads want.
+func (pc *processCluster) awaitGauge(ctx context.Context, i int, series string, want float64) {
+	pc.t.Helper()
+	for {
+		v, err := pc.gauge(ctx, i, series)
+		if err == nil && v == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			pc.t.Fatalf("node %d: %s never read %v; last %v (err %v)", i+1, series, want, v, err)
+		case <-time.After(externalPollInterval):
+		}
 	}
 }
 
