@@ -125,7 +125,7 @@ func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error
 		confState: &raftpb.ConfState{Voters: slices.Clone(cfg.Voters)},
 	}
 	if snap := state.snapshot; snap != nil {
-		if err := cfg.Snapshotter.Restore(snap.GetData()); err != nil {
+		if err := cfg.Snapshotter.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
 			return nil, fmt.Errorf("restore snapshot at index %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
 		c.applied = snap.GetMetadata().GetIndex()
@@ -326,7 +326,7 @@ func (c *Core) installSnapshot(snap *raftpb.Snapshot) (*SnapshotInfo, error) {
 	if err := c.ms.ApplySnapshot(snap); err != nil {
 		return nil, fmt.Errorf("apply snapshot at index %d: %w", md.GetIndex(), err)
 	}
-	if err := c.cfg.Snapshotter.Restore(snap.GetData()); err != nil {
+	if err := c.cfg.Snapshotter.Restore(md.GetIndex(), snap.GetData()); err != nil {
 		return nil, fmt.Errorf("restore snapshot at index %d: %w", md.GetIndex(), err)
 	}
 	c.applied, c.snapIndex = md.GetIndex(), md.GetIndex()

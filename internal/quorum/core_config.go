@@ -12,11 +12,13 @@ import (
 // Snapshotter is the caller's state machine as the Core sees it. Snapshot
 // must return the state after every entry the caller was handed so far
 // (Output.Committed of every earlier Ready); Restore replaces the whole state
-// with a snapshot's. The Core calls both from inside Ready and NewCore, on
-// the caller's goroutine.
+// with a snapshot's, taken after the entry at index: a caller that tracks
+// the index its state reflects must set it there, as it would after
+// applying that entry. The Core calls both from inside Ready and NewCore,
+// on the caller's goroutine.
 type Snapshotter interface {
 	Snapshot() ([]byte, error)
-	Restore(data []byte) error
+	Restore(index uint64, data []byte) error
 }
 
 // Defaults and limits. Raft's flow control is bounded by the byte limits

@@ -177,6 +177,11 @@ func TestCoreSnapshotAndCompaction(t *testing.T) {
 		if c.sms[id].restores != 1 {
 			t.Fatalf("node %d: %d restores, want 1", id, c.sms[id].restores)
 		}
+		// A state machine that tracks its index (the broker's image
+		// version) needs the snapshot's.
+		if got, want := c.sms[id].restoredAt, c.cores[id].SnapshotIndex(); got != want {
+			t.Fatalf("node %d: restored at index %d, snapshot index %d", id, got, want)
+		}
 	}
 }
 
@@ -208,6 +213,9 @@ func TestCoreLaggingFollowerGetsSnapshot(t *testing.T) {
 	}
 	if got := c.cores[lagging].SnapshotIndex(); got < 40 {
 		t.Fatalf("lagging node snapshot index %d", got)
+	}
+	if got, want := c.sms[lagging].restoredAt, c.cores[lagging].SnapshotIndex(); got != want {
+		t.Fatalf("lagging node restored at index %d, snapshot index %d", got, want)
 	}
 	// And the installed snapshot survives its restart.
 	c.crash(lagging)

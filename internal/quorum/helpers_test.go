@@ -19,6 +19,8 @@ type machine struct {
 	mu       sync.Mutex
 	values   []string
 	restores int
+	// restoredAt is the index the last Restore was given.
+	restoredAt uint64
 }
 
 func (m *machine) apply(data []byte) {
@@ -33,10 +35,11 @@ func (m *machine) Snapshot() ([]byte, error) {
 	return json.Marshal(m.values)
 }
 
-func (m *machine) Restore(data []byte) error {
+func (m *machine) Restore(index uint64, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.restores++
+	m.restoredAt = index
 	m.values = nil
 	return json.Unmarshal(data, &m.values)
 }

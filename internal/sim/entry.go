@@ -13,7 +13,9 @@ func (s snapshotter) Snapshot() ([]byte, error) {
 	return metadata.EncodeEntry(metadata.ImageRecords(s.p.image))
 }
 
-func (s snapshotter) Restore(data []byte) error {
+// Restore sets the image's version to the snapshot's index, as
+// imageSnapshotter.Restore does in internal/node.
+func (s snapshotter) Restore(index uint64, data []byte) error {
 	recs, err := metadata.DecodeEntry(data)
 	if err != nil {
 		return fmt.Errorf("decode metadata snapshot: %w", err)
@@ -22,6 +24,6 @@ func (s snapshotter) Restore(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("apply metadata snapshot: %w", err)
 	}
-	s.p.setImage(im, "snapshot")
+	s.p.setImage(im.WithVersion(int64(index)), "snapshot")
 	return nil
 }
