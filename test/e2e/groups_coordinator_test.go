@@ -375,12 +375,16 @@ func TestGroupSyncWithoutEnoughReplicas(t *testing.T) {
 	if code := syncAlone(ctx, t, broker, groupID, memberID, gen, want).ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("leader's sync with 2 of 3 replicas in sync: error %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
 	}
+	failedAt := time.Now()
 	if state := groupState(ctx, t, adm, groupID); state != "PreparingRebalance" {
 		t.Fatalf("after the failed assignment write the group is %s, want PreparingRebalance", state)
 	}
+	t.Logf("described %v after the failed sync", time.Since(failedAt).Round(time.Millisecond))
 
 	c.start(int(follower) - 1)
+	restarted := time.Now()
 	awaitLeaderISR(ctx, t, c, coordinator, partition, 3)
+	t.Logf("the follower is in sync again %v after it restarted", time.Since(restarted).Round(time.Millisecond))
 	rejoinedID, gen2 := joinAlone(ctx, t, broker, groupID, memberID)
 	if rejoinedID != memberID || gen2 != gen+1 {
 		t.Fatalf("rejoin: member %s generation %d, want %s generation %d", rejoinedID, gen2, memberID, gen+1)
@@ -438,11 +442,23 @@ func syncAlone(ctx context.Context, t testing.TB, broker *kgo.Broker, groupID, m
 	return resp
 }
 
+// groupState is the group's state as DescribeGroups answers it. It retries
+// while the request fails: the client may still dial a killed broker (to
+// find the coordinator) right after the crash.
 func groupState(ctx context.Context, t testing.TB, adm *kadm.Client, groupID string) string {
 	t.Helper()
-	described, err := adm.DescribeGroups(ctx, groupID)
-	if err != nil {
-		t.Fatalf("describe %s: %v", groupID, err)
+	for {
+		described, err := adm.DescribeGroups(ctx, groupID)
+		if err == nil {
+			err = described.Error()
+		}
+		if err == nil {
+			return described[groupID].State
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("describe %s: %v", groupID, err)
+		case <-time.After(externalPollInterval):
+		}
 	}
-	return described[groupID].State
 }
