@@ -18,6 +18,8 @@ type Coordinator struct {
 	// those a previous coordinator of the partition handed out.
 	idNonce uint64
 	idSeq   uint64
+	// writeSeq numbers AssignmentWrites.
+	writeSeq WriteID
 }
 
 // New returns an empty coordinator. memberIDNonce must differ between
@@ -91,6 +93,19 @@ func (c *Coordinator) Sync(now int64, req SyncRequest) Output {
 		out.sync(req.ID, SyncResponse{Err: kerr.UnknownMemberID})
 	default:
 		g.syncGroup(now, req, &out)
+		c.changed(g)
+	}
+	return out
+}
+
+// AssignmentWritten reports the outcome of an AssignmentWrite: err is nil
+// once its record is committed, else the append's error. The Output answers
+// the syncs that waited for it; an outcome the group no longer waits for is
+// ignored.
+func (c *Coordinator) AssignmentWritten(now int64, w AssignmentWrite, err error) Output {
+	var out Output
+	if g := c.groups[w.GroupID]; g != nil {
+		g.assignmentWritten(now, w.ID, err, &out)
 		c.changed(g)
 	}
 	return out

@@ -126,7 +126,9 @@ func TestRandomOperations(t *testing.T) {
 		gens := map[int]int32{}
 		var next RequestID
 		now := int64(0)
+		var inflight []AssignmentWrite
 		take := func(out Output) {
+			inflight = append(inflight, out.AssignmentWrites...)
 			for _, j := range out.Joins {
 				answered[j.To]++
 			}
@@ -141,7 +143,7 @@ func TestRandomOperations(t *testing.T) {
 			if who >= 4 {
 				instance = string(rune('A' + who))
 			}
-			switch rng.IntN(7) {
+			switch rng.IntN(8) {
 			case 0, 1:
 				next++
 				sent = append(sent, next)
@@ -174,6 +176,18 @@ func TestRandomOperations(t *testing.T) {
 				take(out)
 			case 6:
 				take(c.Tick(now))
+			case 7: // an assignment write's outcome, possibly a stale one
+				if len(inflight) == 0 {
+					break
+				}
+				i := rng.IntN(len(inflight))
+				w := inflight[i]
+				inflight = append(inflight[:i], inflight[i+1:]...)
+				var err error
+				if rng.IntN(3) == 0 {
+					err = kerr.NotEnoughReplicas
+				}
+				take(c.AssignmentWritten(now, w, err))
 			}
 			checkInvariants(t, c)
 		}
@@ -237,6 +251,9 @@ func checkInvariants(t *testing.T, c *Coordinator) {
 			g.state != Empty && len(g.members) == 0 && !(g.state == PreparingRebalance && (len(g.pending) > 0 || g.initialDelay)) {
 			t.Fatalf("group %s: state %s with %d members", id, g.state, len(g.members))
 		}
+		if p := g.assigning; p != nil && (g.state != CompletingRebalance || p.generation != g.generation) {
+			t.Fatalf("group %s: assignment of generation %d in flight in %s of generation %d", id, p.generation, g.state, g.generation)
+		}
 		if len(g.members)+len(g.pending) > c.cfg.MaxSize {
 			t.Fatalf("group %s: %d members and %d pending exceed the max size", id, len(g.members), len(g.pending))
 		}
@@ -253,6 +270,10 @@ func TestHeartbeatsKeepTheTimerHeapSmall(t *testing.T) {
 	out := c.Join(0, JoinRequest{ID: 1, GroupID: "g", SessionTimeoutMs: 10000, ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}}})
 	id := out.Joins[0].Response.MemberID
 	out = c.Sync(0, SyncRequest{ID: 2, GroupID: "g", MemberID: id, Generation: 1})
+	if len(out.AssignmentWrites) != 1 {
+		t.Fatalf("sync: %+v", out)
+	}
+	out = c.AssignmentWritten(0, out.AssignmentWrites[0], nil)
 	if out.IsZero() || out.Syncs[0].Response.Err != nil {
 		t.Fatalf("sync: %+v", out)
 	}

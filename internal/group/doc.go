@@ -27,11 +27,20 @@
 //     coordinator failover. If the append fails, the runtime answers those
 //     requests with NOT_COORDINATOR, calls Unload and reloads the partition
 //     (the in-memory state ran ahead of the log).
-//  3. Calls Tick(now) no later than NextDeadline(): session expiry, the
+//  3. Appends each of Output.AssignmentWrites after the Output's Records
+//     and, once it is committed or has failed, reports the outcome with
+//     AssignmentWritten and carries out that call's Output. The Output's
+//     answers do not wait for it. The leader's SyncGroup asks for one: its
+//     assignment takes effect (the group becomes Stable, the generation's
+//     parked syncs get their assignments) only once reported committed. A
+//     failure needs no reload, since the coordinator has not acted on the
+//     record: the syncs get the mapped error and the group rebalances, as
+//     in Kafka.
+//  4. Calls Tick(now) no later than NextDeadline(): session expiry, the
 //     rebalance timeout, the initial rebalance delay and the sync timeout
 //     all fire there. ExpireOffsets runs on its own, slower schedule
 //     (offsets.retention.check.interval.ms).
-//  4. On becoming leader of the partition, builds a new Coordinator and
+//  5. On becoming leader of the partition, builds a new Coordinator and
 //     calls Apply for every record of the partition in offset order before
 //     serving requests; on losing it, calls Unload.
 //
@@ -71,7 +80,8 @@
 // GroupMetadataKey v2 / GroupMetadataValue v3), so Kafka tooling can read
 // the topic. A nil value is a tombstone. Like Kafka, the group's metadata is
 // written when a generation's assignment is complete (the leader's
-// SyncGroup), when a rebalance ends with no members, when a static member
+// SyncGroup; the group stays CompletingRebalance until it is committed,
+// and a member that syncs meanwhile waits too), when a rebalance ends with no members, when a static member
 // is replaced, and as a tombstone when the group is deleted; a loaded group
 // with members is Stable and its members' sessions start at load time.
 package group

@@ -50,6 +50,9 @@ type Group struct {
 	// SyncGroup; they are removed at syncDeadline.
 	pendingSync  map[string]struct{}
 	syncDeadline int64
+	// assigning is the leader's assignment while its record is being
+	// written (nil otherwise); the group stays CompletingRebalance meanwhile.
+	assigning *pendingAssignment
 
 	// subscribed is the union of the members' subscribed topics when the
 	// group is a consumer group whose metadata parsed; nil when unknown.

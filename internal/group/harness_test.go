@@ -40,6 +40,10 @@ type harness struct {
 	reqWho  map[RequestID]string
 	ids     map[string]string // alias -> member id
 	gens    map[string]int32  // alias -> generation of its last successful join
+	// hold keeps assignment writes in flight (in writes) until written
+	// reports their outcome; otherwise each commits right after its call.
+	hold   bool
+	writes []AssignmentWrite
 }
 
 const testGroup = "g"
@@ -144,6 +148,42 @@ func (h *harness) take(out Output) {
 			continue
 		}
 		h.events = append(h.events, fmt.Sprintf("sync %s: %q", who, s.Response.Assignment))
+	}
+	for _, w := range out.AssignmentWrites {
+		if h.hold {
+			h.writes = append(h.writes, w)
+			h.events = append(h.events, "writing"+strings.TrimPrefix(h.renderRecord(w.Record), "record"))
+			continue
+		}
+		h.commitWrite(w)
+	}
+}
+
+// commitWrite is the runtime seeing an assignment's record committed.
+func (h *harness) commitWrite(w AssignmentWrite) {
+	h.records = append(h.records, w.Record)
+	h.events = append(h.events, h.renderRecord(w.Record))
+	h.take(h.c.AssignmentWritten(h.now, w, nil))
+}
+
+// holdWrites keeps the assignment writes of later steps in flight.
+func holdWrites() op { return func(h *harness) { h.hold = true } }
+
+// written reports the outcome of the oldest assignment write in flight:
+// committed when err is nil, else failed with err (and not in the log).
+func written(err error) op {
+	return func(h *harness) {
+		if len(h.writes) == 0 {
+			h.t.Fatal("no assignment write in flight")
+		}
+		w := h.writes[0]
+		h.writes = h.writes[1:]
+		if err == nil {
+			h.commitWrite(w)
+			return
+		}
+		h.events = append(h.events, "write failed: "+errName(err))
+		h.take(h.c.AssignmentWritten(h.now, w, err))
 	}
 }
 

@@ -13,6 +13,8 @@ func (g *Group) maybePrepareRebalance(now int64, out *Output) {
 }
 
 func (g *Group) prepareRebalance(now int64, out *Output) {
+	// The outcome of an assignment being written no longer matters.
+	g.assigning = nil
 	if g.state == CompletingRebalance {
 		// The assignment being computed is for a generation that will never
 		// be stable; members parked in SyncGroup must rejoin.

@@ -58,7 +58,15 @@ func optional(s string) *string {
 	return &s
 }
 
+// groupMetadataRecord is g's metadata with the members' current
+// assignments.
 func groupMetadataRecord(g *Group) Record {
+	return groupMetadataRecordWith(g, func(m *member) []byte { return m.assignment })
+}
+
+// groupMetadataRecordWith is g's metadata with the assignments assignment
+// gives: a generation's new assignment is written before members take it.
+func groupMetadataRecordWith(g *Group, assignment func(*member) []byte) Record {
 	v := kmsg.NewGroupMetadataValue()
 	v.Version = groupMetadataValueV
 	v.ProtocolType = g.protocolType
@@ -74,7 +82,7 @@ func groupMetadataRecord(g *Group) Record {
 		vm.RebalanceTimeoutMillis = int32(m.rebalanceTimeoutMs)
 		vm.SessionTimeoutMillis = int32(m.sessionTimeoutMs)
 		vm.Subscription = m.metadataFor(g.protocolName)
-		vm.Assignment = m.assignment
+		vm.Assignment = assignment(m)
 		v.Members = append(v.Members, vm)
 	}
 	return Record{Key: groupMetadataKey(g.id), Value: v.AppendTo(nil)}

@@ -144,12 +144,31 @@ type SyncResult struct {
 	Response SyncResponse
 }
 
+// WriteID names one AssignmentWrite; unique within a Coordinator.
+type WriteID uint64
+
+// AssignmentWrite is the group metadata record of a generation's assignment
+// (the leader's SyncGroup). Unlike Output.Records, the coordinator acts on
+// it only once it learns the outcome, as Kafka does: the group stays
+// CompletingRebalance, and every SyncGroup of the generation stays parked,
+// until the runtime reports with AssignmentWritten that the record was
+// committed (the group becomes Stable, the syncs get their assignments) or
+// that the write failed (they get an error, the group rebalances).
+type AssignmentWrite struct {
+	ID      WriteID
+	GroupID string
+	Record  Record
+}
+
 // Output is what a call asks of the runtime: append Records (and wait for
-// them to commit) first, then send the answers. See the package comment.
+// them to commit) first, then send the answers; append AssignmentWrites
+// after Records and report each one's outcome (the answers do not wait for
+// them). See the package comment.
 type Output struct {
-	Records []Record
-	Joins   []JoinResult
-	Syncs   []SyncResult
+	Records          []Record
+	AssignmentWrites []AssignmentWrite
+	Joins            []JoinResult
+	Syncs            []SyncResult
 }
 
 func (o *Output) join(to RequestID, r JoinResponse) {
@@ -166,5 +185,5 @@ func (o *Output) joinError(to RequestID, memberID string, err error) {
 
 // IsZero reports whether there is nothing to do.
 func (o Output) IsZero() bool {
-	return len(o.Records) == 0 && len(o.Joins) == 0 && len(o.Syncs) == 0
+	return len(o.Records) == 0 && len(o.AssignmentWrites) == 0 && len(o.Joins) == 0 && len(o.Syncs) == 0
 }

@@ -245,7 +245,8 @@ func (gc *groupCoordinator) parkSync(done func(group.SyncResponse)) group.Reques
 // carryOutLocked takes the answers out of an Output and appends its
 // records. The answers (and finish) go out once the records, and any
 // written before them, are committed; the returned function sends them
-// when that is already the case.
+// when that is already the case. The Output's assignment writes are
+// appended after its records; their outcomes go back to the coordinator.
 func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error)) (send func()) {
 	answers := gc.answersLocked(out)
 	if finish != nil {
@@ -256,14 +257,44 @@ func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error))
 			a(err)
 		}
 	}
-	if len(out.Records) == 0 {
-		if w := gc.lastWrite; w != nil {
-			return func() { w.then(deliver) }
-		}
-		return func() { deliver(nil) }
+	switch w := gc.lastWrite; {
+	case len(out.Records) > 0:
+		w := &groupWrite{}
+		w.then(deliver)
+		gc.lastWrite = w
+		gc.appendLocked(out.Records, func(err error) {
+			if err == nil {
+				w.finish(nil)
+				return
+			}
+			w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, gc.part.name(), err))
+			go gc.fail(err)
+		})
+		send = func() {}
+	case w != nil:
+		send = func() { w.then(deliver) }
+	default:
+		send = func() { deliver(nil) }
 	}
-	kvs := make([]batch.KeyValue, len(out.Records))
-	for i, r := range out.Records {
+	for _, aw := range out.AssignmentWrites {
+		// Not a lastWrite: nothing shows the assignment before the
+		// coordinator hears it committed, so no answer needs to wait for
+		// it, and its failure (which the coordinator handles) must not fail
+		// later answers.
+		gc.appendLocked([]group.Record{aw.Record}, func(err error) {
+			go gc.assignmentWritten(aw, err)
+		})
+	}
+	return send
+}
+
+// appendLocked appends records as one batch with acks=all; done gets the
+// outcome. produce appends under the partition lock before it returns, so
+// the log order is the order of calls under gc.mu. done may run right here
+// (under gc.mu) or on another goroutine: it must not take gc.mu.
+func (gc *groupCoordinator) appendLocked(recs []group.Record, done func(error)) {
+	kvs := make([]batch.KeyValue, len(recs))
+	for i, r := range recs {
 		kvs[i] = batch.KeyValue{Key: r.Key, Value: r.Value}
 	}
 	req := api.ProduceParams{
@@ -271,21 +302,19 @@ func (gc *groupCoordinator) carryOutLocked(out group.Output, finish func(error))
 		Batches: [][]byte{batch.BuildKeyed(kvs, nowMs())},
 		Acks:    -1, Timeout: groupWriteTimeout,
 	}
-	w := &groupWrite{}
-	w.then(deliver)
-	gc.lastWrite = w
-	// produce appends under the partition lock before it returns, so the
-	// log order is the order of calls under gc.mu. Its completion may run
-	// right here (under gc.mu) or on another goroutine: it only sends.
-	gc.part.produce(req, func(res api.ProduceResult) {
-		if res.Err == nil {
-			w.finish(nil)
-			return
-		}
-		w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, gc.part.name(), res.Err))
-		go gc.fail(res.Err)
-	})
-	return func() {}
+	gc.part.produce(req, func(res api.ProduceResult) { done(res.Err) })
+}
+
+// assignmentWritten tells the coordinator the outcome of an assignment's
+// record and carries out what follows: the generation's syncs are answered
+// and, after a failure, the group rebalances. A coordinator stopped
+// meanwhile has answered them already.
+func (gc *groupCoordinator) assignmentWritten(w group.AssignmentWrite, err error) {
+	if err != nil && !errors.Is(err, kerr.NotLeaderForPartition) {
+		gc.rt.b.log.Warn("group assignment write failed; the group rebalances", "partition", gc.part.name(),
+			"group", w.GroupID, "err", err)
+	}
+	_ = gc.call(func(c *group.Coordinator, now int64) group.Output { return c.AssignmentWritten(now, w, err) }, nil)
 }
 
 // answersLocked turns the Output's answers into callbacks taking the

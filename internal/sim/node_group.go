@@ -20,6 +20,8 @@ import (
 // log when leadership arrives; its records are appended with acks=all and
 // the answers that depend on them go out only once they are committed; a
 // failed append answers NOT_COORDINATOR and the partition is loaded again.
+// An assignment's record is the exception: its outcome goes back to the
+// coordinator, which answers the generation's syncs or rebalances.
 // Timers run on the event queue at the coordinator's NextDeadline, and
 // ExpireOffsets on a schedule. The harness creates __consumer_offsets with
 // the data topic (cluster.go), so EnsureOffsetsTopic only reports whether
@@ -187,7 +189,8 @@ func (gc *coordinator) replay(c *group.Coordinator) error {
 }
 
 // call runs fn on the coordinator and carries out its Output (see
-// groupCoordinator.call); finish, if not nil, gets the write's outcome.
+// groupCoordinator.call and carryOutLocked); finish, if not nil, gets the
+// write's outcome.
 func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) {
 	out := fn(gc.c, gc.r.nowMs())
 	answers := gc.answers(out)
@@ -200,34 +203,58 @@ func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Outpu
 		}
 	}
 	defer gc.rearm()
-	if len(out.Records) == 0 {
-		if w := gc.lastWrite; w != nil {
-			w.then(deliver)
-		} else {
-			deliver(nil)
-		}
-		return
+	r := gc.r
+	switch w := gc.lastWrite; {
+	case len(out.Records) > 0:
+		w := &groupWrite{}
+		w.then(deliver)
+		gc.lastWrite = w
+		gc.append(out.Records, func(err error) {
+			if err == nil {
+				w.finish(nil)
+				return
+			}
+			w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, r.name(), err))
+			// The coordinator's memory ran ahead of the log: reload it,
+			// after this event (the append may have failed inside call).
+			r.p.n.after(0, func() { gc.fail(err) })
+		})
+	case w != nil:
+		w.then(deliver)
+	default:
+		deliver(nil)
 	}
-	kvs := make([]batch.KeyValue, len(out.Records))
-	for i, rec := range out.Records {
+	for _, aw := range out.AssignmentWrites {
+		// Not a lastWrite, as in internal/node: the coordinator acts on it
+		// only once it hears the outcome, after this event.
+		gc.append([]group.Record{aw.Record}, func(err error) {
+			if err != nil {
+				r.p.n.tracef("%s: assignment of group %s not written (%v); the group rebalances", r.name(), aw.GroupID, err)
+			}
+			r.p.n.after(0, func() {
+				if !gc.stopped {
+					gc.call(func(c *group.Coordinator, now int64) group.Output { return c.AssignmentWritten(now, aw, err) }, nil)
+				}
+			})
+		})
+	}
+}
+
+// append appends records as one acks=all batch; the checker follows the
+// committed ones.
+func (gc *coordinator) append(recs []group.Record, done func(error)) {
+	r := gc.r
+	kvs := make([]batch.KeyValue, len(recs))
+	for i, rec := range recs {
 		kvs[i] = batch.KeyValue{Key: rec.Key, Value: rec.Value}
 	}
-	w := &groupWrite{}
-	w.then(deliver)
-	gc.lastWrite = w
-	r := gc.r
 	r.produce(api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{batch.BuildKeyed(kvs, r.nowMs())},
 		Acks: -1, Timeout: groupWriteTimeout},
 		func(res api.ProduceResult) {
 			if res.Err == nil {
-				r.p.n.c.check.groupRecordsCommitted(out.Records)
-				w.finish(nil)
-				return
+				r.p.n.c.check.groupRecordsCommitted(recs)
 			}
-			w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, r.name(), res.Err))
-			// The coordinator's memory ran ahead of the log: reload it,
-			// after this event (the append may have failed inside call).
-			r.p.n.after(0, func() { gc.fail(res.Err) })
+			done(res.Err)
 		})
 }
 

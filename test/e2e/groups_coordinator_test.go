@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -259,15 +260,8 @@ func TestFindCoordinatorRefusals(t *testing.T) {
 // had taken in memory), the earlier commit stays the visible one, and once
 // the follower is back commits work again.
 func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
-	props := map[string]string{"min.insync.replicas": "3"}
-	for k, v := range groupClusterProps {
-		props[k] = v
-	}
-	c := startCluster(t, 3, props)
-	haltAllAtEnd(t, c)
-	ctx := testContext(t, 50*time.Second)
+	c, ctx, adm := startAllInSyncGroupCluster(t)
 	const topic, groupID = "payments", "reconcilers"
-	adm := observerClient(t, c.addrs())
 	createReplicatedTopic(ctx, t, adm, topic, 1, 3, nil)
 	commit := func(adm *kadm.Client, offset int64) error {
 		var os kadm.Offsets
@@ -289,21 +283,7 @@ func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
 	awaitPartition(ctx, t, adm, "__consumer_offsets", partition, "an ISR without the killed follower", func(v partitionView) bool {
 		return v.Leader == coordinator && len(v.ISR) == 2
 	})
-	// Metadata can show the shrunk ISR a moment before the coordinator's
-	// own leader state applies it; a commit in that window is appended
-	// (its acks=all wait then fails, as in Kafka, but the record stays
-	// and a reload finds it). Wait for the leader itself.
-	for {
-		isr, ok := c.brokers[coordinator-1].LeaderISR("__consumer_offsets", partition)
-		if ok && len(isr) == 2 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the coordinator's leader state never dropped the killed follower: ISR %v", isr)
-		case <-time.After(externalPollInterval):
-		}
-	}
+	awaitLeaderISR(ctx, t, c, coordinator, partition, 2)
 
 	impatient := kadm.NewClient(newSeededClient(t, c.addrs(), kgo.RetryTimeout(2*time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })))
@@ -332,5 +312,153 @@ func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
 	t.Logf("commits work again %v after the follower restarted", time.Since(restarted).Round(time.Millisecond))
 	if got := committedTotal(ctx, t, adm, groupID); got != 11 {
 		t.Fatalf("offset %d after the follower returned, want 11", got)
+	}
+}
+
+// startAllInSyncGroupCluster starts three brokers with
+// min.insync.replicas=3: with one follower down, no acks=all write of the
+// coordinator can succeed.
+func startAllInSyncGroupCluster(t *testing.T) (*testCluster, context.Context, *kadm.Client) {
+	props := map[string]string{"min.insync.replicas": "3"}
+	for k, v := range groupClusterProps {
+		props[k] = v
+	}
+	c := startCluster(t, 3, props)
+	haltAllAtEnd(t, c)
+	return c, testContext(t, 50*time.Second), observerClient(t, c.addrs())
+}
+
+// awaitLeaderISR waits until the coordinator's own leader state of its
+// __consumer_offsets partition has an ISR of n. Metadata can show a shrunk
+// ISR a moment before the leader applies it; a write in that window is
+// appended (its acks=all wait then fails, as in Kafka, but the record stays
+// and a reload finds it).
+func awaitLeaderISR(ctx context.Context, t testing.TB, c *testCluster, coordinator, partition int32, n int) {
+	t.Helper()
+	for {
+		isr, ok := c.brokers[coordinator-1].LeaderISR("__consumer_offsets", partition)
+		if ok && len(isr) == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the coordinator's ISR of __consumer_offsets-%d never had %d members: %v", partition, n, isr)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
+// TestGroupSyncWithoutEnoughReplicas: with min.insync.replicas=3 and a
+// follower of the group's __consumer_offsets partition down, the leader's
+// SyncGroup cannot write the generation's assignment. As in Kafka, the
+// sync is answered COORDINATOR_NOT_AVAILABLE and the group, still loaded,
+// prepares a rebalance: it never was Stable with an assignment that is not
+// in the log. Once the follower is back, the member rejoins and gets its
+// assignment.
+func TestGroupSyncWithoutEnoughReplicas(t *testing.T) {
+	c, ctx, adm := startAllInSyncGroupCluster(t)
+	const groupID = "settlers"
+	coordinator := groupCoordinator(ctx, t, adm, groupID)
+	partition := group.PartitionFor(groupID, 10)
+	awaitLeaderISR(ctx, t, c, coordinator, partition, 3)
+	follower := otherBrokers(3, coordinator)[0]
+	c.kill(int(follower) - 1)
+	awaitLeaderISR(ctx, t, c, coordinator, partition, 2)
+
+	// Raw requests straight to the coordinator: a client library would
+	// retry a coordinator error on its own and hide it.
+	broker := newSeededClient(t, c.addrs()).Broker(int(coordinator))
+	assignment := kmsg.NewConsumerMemberAssignment()
+	assignment.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "ledger", Partitions: []int32{0, 1}}}
+	want := assignment.AppendTo(nil)
+	memberID, gen := joinAlone(ctx, t, broker, groupID, "")
+	if code := syncAlone(ctx, t, broker, groupID, memberID, gen, want).ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("leader's sync with 2 of 3 replicas in sync: error %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	failedAt := time.Now()
+	if state := groupState(ctx, t, adm, groupID); state != "PreparingRebalance" {
+		t.Fatalf("after the failed assignment write the group is %s, want PreparingRebalance", state)
+	}
+	t.Logf("described %v after the failed sync", time.Since(failedAt).Round(time.Millisecond))
+
+	c.start(int(follower) - 1)
+	restarted := time.Now()
+	awaitLeaderISR(ctx, t, c, coordinator, partition, 3)
+	t.Logf("the follower is in sync again %v after it restarted", time.Since(restarted).Round(time.Millisecond))
+	rejoinedID, gen2 := joinAlone(ctx, t, broker, groupID, memberID)
+	if rejoinedID != memberID || gen2 != gen+1 {
+		t.Fatalf("rejoin: member %s generation %d, want %s generation %d", rejoinedID, gen2, memberID, gen+1)
+	}
+	resp := syncAlone(ctx, t, broker, groupID, memberID, gen2, want)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil || !bytes.Equal(resp.MemberAssignment, want) {
+		t.Fatalf("sync after the follower returned: error %v, assignment %q", err, resp.MemberAssignment)
+	}
+	if state := groupState(ctx, t, adm, groupID); state != "Stable" {
+		t.Fatalf("after a committed assignment the group is %s, want Stable", state)
+	}
+}
+
+// joinAlone joins a consumer group as its only member (answering
+// MEMBER_ID_REQUIRED) and returns the member id and generation.
+func joinAlone(ctx context.Context, t testing.TB, broker *kgo.Broker, groupID, memberID string) (string, int32) {
+	t.Helper()
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = []string{"ledger"}
+	for {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = groupID, memberID, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 45000, 45000
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", meta.AppendTo(nil)
+		req.Protocols = append(req.Protocols, p)
+		resp, err := req.RequestWith(ctx, broker)
+		if err != nil {
+			t.Fatalf("join: %v", err)
+		}
+		switch err := kerr.ErrorForCode(resp.ErrorCode); {
+		case errors.Is(err, kerr.MemberIDRequired):
+			memberID = resp.MemberID
+		case err != nil:
+			t.Fatalf("join: %v", err)
+		default:
+			return resp.MemberID, resp.Generation
+		}
+	}
+}
+
+// syncAlone sends the leader's SyncGroup assigning itself assignment.
+func syncAlone(ctx context.Context, t testing.TB, broker *kgo.Broker, groupID, memberID string, gen int32, assignment []byte) *kmsg.SyncGroupResponse {
+	t.Helper()
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.MemberID, req.Generation = groupID, memberID, gen
+	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	a := kmsg.NewSyncGroupRequestGroupAssignment()
+	a.MemberID, a.MemberAssignment = memberID, assignment
+	req.GroupAssignment = append(req.GroupAssignment, a)
+	resp, err := req.RequestWith(ctx, broker)
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return resp
+}
+
+// groupState is the group's state as DescribeGroups answers it. It retries
+// while the request fails: the client may still dial a killed broker (to
+// find the coordinator) right after the crash.
+func groupState(ctx context.Context, t testing.TB, adm *kadm.Client, groupID string) string {
+	t.Helper()
+	for {
+		described, err := adm.DescribeGroups(ctx, groupID)
+		if err == nil {
+			err = described.Error()
+		}
+		if err == nil {
+			return described[groupID].State
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("describe %s: %v", groupID, err)
+		case <-time.After(externalPollInterval):
+		}
 	}
 }
