@@ -255,10 +255,12 @@ func TestFindCoordinatorRefusals(t *testing.T) {
 
 // TestGroupCommitRefusedWithoutEnoughReplicas: with min.insync.replicas=3
 // and a follower of the group's __consumer_offsets partition down, a
-// commit cannot be written with acks=all: it is refused (the coordinator
-// answers NOT_COORDINATOR and reloads from the log, dropping the offset it
-// had taken in memory), the earlier commit stays the visible one, and once
-// the follower is back commits work again.
+// commit cannot be written with acks=all: it is refused up front with
+// COORDINATOR_NOT_AVAILABLE, Kafka's answer for a commit that cannot be
+// written (one whose write fails after that check makes the coordinator
+// reload from the log, dropping the offset it had taken in memory), the
+// earlier commit stays the visible one, and once the follower is back
+// commits work again.
 func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
 	c, ctx, adm := startAllInSyncGroupCluster(t)
 	const topic, groupID = "payments", "reconcilers"
