@@ -42,7 +42,9 @@
 //     (offsets.retention.check.interval.ms).
 //  5. On becoming leader of the partition, builds a new Coordinator and
 //     calls Apply for every record of the partition in offset order before
-//     serving requests; on losing it, calls Unload.
+//     serving requests, and sends no answer until the records applied are
+//     committed (the log's tail may be uncommitted: a failed write's
+//     records, or a former leader's); on losing it, calls Unload.
 //
 // # Kafka semantics followed
 //

@@ -86,8 +86,9 @@ const maxLoadBatchBytes = 64 << 20
 func (gc *groupCoordinator) load() {
 	start := time.Now()
 	c, err := group.New(gc.rt.cfg, randomNonce())
+	var end int64
 	if err == nil {
-		err = gc.replay(c)
+		end, err = gc.replay(c)
 	}
 	gc.mu.Lock()
 	if gc.state != coordinatorLoading {
@@ -111,17 +112,42 @@ func (gc *groupCoordinator) load() {
 	}
 	gc.c = c
 	gc.state = coordinatorActive
+	loaded := &groupWrite{}
+	gc.lastWrite = loaded
 	gc.tick = time.AfterFunc(time.Hour, gc.onTick)
 	gc.expire = time.AfterFunc(gc.expireInterval(), gc.onExpire)
 	gc.rearmLocked()
 	groups := len(c.ListGroups(nil))
 	gc.mu.Unlock()
+	gc.awaitLoaded(loaded, end)
 	gc.rt.b.log.Info("coordinating consumer groups", "partition", gc.part.name(), "epoch", gc.epoch,
 		"groups", groups, "load_time", time.Since(start).Round(time.Millisecond))
 }
 
-// replay applies every record of the partition to c in offset order.
-func (gc *groupCoordinator) replay(c *group.Coordinator) error {
+// awaitLoaded finishes loaded, the coordinator's first lastWrite, once
+// the records replayed up to end are committed. The log's tail may not be:
+// records of a failed write (this coordinator reloads after one, and they
+// stay in its log), or of a former leader that the new one holds beyond
+// its high watermark. Such records may yet be truncated, so every answer
+// waits for loaded, as answers wait for the coordinator's own writes: else
+// a reloaded coordinator would hand out, say, an assignment of a
+// generation that is never committed, while the next coordinator makes
+// that generation again with other members. If they are not committed in
+// time, the coordinator reloads as after a failed write.
+func (gc *groupCoordinator) awaitLoaded(loaded *groupWrite, end int64) {
+	gc.part.awaitCommitted(end, groupWriteTimeout, func(err error) {
+		if err == nil {
+			loaded.finish(nil)
+			return
+		}
+		loaded.finish(fmt.Errorf("%w: the group state loaded from %s is not committed: %v", kerr.NotCoordinator, gc.part.name(), err))
+		go gc.fail(fmt.Errorf("the log tail it loaded is not committed: %w", err))
+	})
+}
+
+// replay applies every record of the partition to c in offset order and
+// returns the log end it read to.
+func (gc *groupCoordinator) replay(c *group.Coordinator) (int64, error) {
 	log := gc.part.log
 	end := log.LogEndOffset()
 	off := log.LogStartOffset()
@@ -129,7 +155,7 @@ func (gc *groupCoordinator) replay(c *group.Coordinator) error {
 	for off < end {
 		data, err := log.Read(off, 1<<20, end, true)
 		if err != nil {
-			return fmt.Errorf("read %s at %d: %w", gc.part.name(), off, err)
+			return 0, fmt.Errorf("read %s at %d: %w", gc.part.name(), off, err)
 		}
 		if len(data) == 0 {
 			// Compaction removed everything from off to the log end
@@ -156,10 +182,10 @@ func (gc *groupCoordinator) replay(c *group.Coordinator) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("load %s: %w", gc.part.name(), err)
+			return 0, fmt.Errorf("load %s: %w", gc.part.name(), err)
 		}
 	}
-	return nil
+	return end, nil
 }
 
 func randomNonce() uint64 {

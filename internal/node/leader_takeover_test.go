@@ -1,17 +1,13 @@
 package node
 
 import (
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
-	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
-	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -25,39 +21,7 @@ import (
 // TestClusterRollingRestart under load: REQUEST_TIMED_OUT on every retry).
 func TestLeaderTakeoverDuringFollowerFsync(t *testing.T) {
 	fs := vfs.NewMem()
-	cfg, err := config.NewBroker(map[string]string{
-		"node.id":                  "1",
-		"process.roles":            "broker,controller",
-		"listeners":                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-		"controller.quorum.voters": "1@127.0.0.1:1",
-		"log.dirs":                 "/data",
-		"cluster.id":               "takeover-test",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := New(cfg, Options{FS: fs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if b.metrics, err = metrics.New(b.reg, metrics.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	b.flusher = newFlusher()
-	defer b.flusher.stop()
-	b.brokerEpoch.Store(1) // registered: it may lead
-
-	topic := &metadata.Topic{Name: "takeover", ID: metadata.TopicID{1}}
-	tcfg, err := config.ResolveTopic(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	following := metadata.Partition{Index: 0, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 0}
-	p, err := openPartition(b, topic, following, tcfg, "/data/takeover-0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	if err := p.apply(following, tcfg, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	p, tcfg := openFollowerOf2(t, newUnitBroker(t, fs), "takeover")
 
 	// Hold the follower's fsync until the leadership has moved here.
 	syncing, release := make(chan struct{}), make(chan struct{})

@@ -68,14 +68,16 @@ type partition struct {
 
 // ackWaiter is a produce request waiting for its acknowledgement: for
 // acks=1 until this replica has target durably, for acks=all until the
-// replication state says the ISR has it.
+// replication state says the ISR has it; or, with committed, a wait for
+// the high watermark alone (awaitCommitted).
 type ackWaiter struct {
-	target int64
-	all    bool
-	result api.ProduceResult
-	done   func(api.ProduceResult)
-	timer  *time.Timer
-	fired  bool
+	target    int64
+	all       bool
+	committed bool
+	result    api.ProduceResult
+	done      func(api.ProduceResult)
+	timer     *time.Timer
+	fired     bool
 }
 
 func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string) (*partition, error) {
@@ -341,11 +343,39 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		done(res)
 		return
 	}
-	w := &ackWaiter{target: target, all: req.Acks == -1, result: res, done: done}
-	p.ackWaiters = append(p.ackWaiters, w)
-	w.timer = time.AfterFunc(req.Timeout, func() { p.expireAck(w) })
+	p.parkLocked(&ackWaiter{target: target, all: req.Acks == -1, result: res, done: done}, req.Timeout)
 	p.mu.Unlock()
 	p.b.metrics.AddBytesIn(p.topic, bytesIn, appended)
+}
+
+// parkLocked makes w wait for its acknowledgement, or REQUEST_TIMED_OUT
+// after timeout.
+func (p *partition) parkLocked(w *ackWaiter, timeout time.Duration) {
+	p.ackWaiters = append(p.ackWaiters, w)
+	w.timer = time.AfterFunc(timeout, func() { p.expireAck(w) })
+}
+
+// awaitCommitted calls done(nil) once the high watermark reaches target,
+// or done(err) when leadership is lost, the log fails or timeout passes.
+// A group coordinator loaded from the log waits for it before answering
+// (groupCoordinator.awaitLoaded). Unlike an acks=all produce it does not
+// check min.insync.replicas: nothing is written, and records below the
+// high watermark are committed whatever the ISR's size (failing here
+// would only make the coordinator reload, again and again).
+func (p *partition) awaitCommitted(target int64, timeout time.Duration, done func(error)) {
+	p.mu.Lock()
+	if p.closed || p.leader == nil {
+		p.mu.Unlock()
+		done(kerr.NotLeaderForPartition)
+		return
+	}
+	if p.leader.HighWatermark() >= target {
+		p.mu.Unlock()
+		done(nil)
+		return
+	}
+	p.parkLocked(&ackWaiter{target: target, committed: true, done: func(res api.ProduceResult) { done(res.Err) }}, timeout)
+	p.mu.Unlock()
 }
 
 // ackSatisfiedLocked reports whether a produce up to target can be
@@ -457,7 +487,7 @@ func (p *partition) completeAcksLocked() {
 	kept := p.ackWaiters[:0]
 	var ready []*ackWaiter
 	for _, w := range p.ackWaiters {
-		if p.ackSatisfiedLocked(w.target, w.all, &w.result) {
+		if w.committed && p.leader.HighWatermark() >= w.target || !w.committed && p.ackSatisfiedLocked(w.target, w.all, &w.result) {
 			w.fired = true
 			w.timer.Stop()
 			ready = append(ready, w)

@@ -104,8 +104,9 @@ func (r *replica) startCoordinator() {
 	gc := &coordinator{r: r, epoch: r.leaderEpoch,
 		joins: map[group.RequestID]parkedJoin{}, syncs: map[group.RequestID]func(group.SyncResponse){}}
 	c, err := group.New(simGroupConfig(), r.p.n.c.s.rng.Uint64())
+	var end int64
 	if err == nil {
-		err = gc.replay(c)
+		end, err = gc.replay(c)
 	}
 	if err != nil {
 		r.p.n.tracef("%s: loading consumer groups failed: %v; retrying", r.name(), err)
@@ -121,6 +122,7 @@ func (r *replica) startCoordinator() {
 	r.coord = gc
 	r.p.n.tracef("%s: coordinating %d groups in epoch %d", r.name(), len(c.ListGroups(nil)), gc.epoch)
 	r.p.n.c.check.coordinatorLoaded(gc)
+	gc.awaitLoaded(end)
 	gc.rearm()
 	gc.scheduleExpire()
 }
@@ -155,18 +157,19 @@ func (r *replica) stopCoordinator(why string) {
 	r.p.n.tracef("%s: stopped coordinating groups of epoch %d (%s)", r.name(), gc.epoch, why)
 }
 
-// replay applies every record of the partition, as groupCoordinator.replay.
-func (gc *coordinator) replay(c *group.Coordinator) error {
+// replay applies every record of the partition, as groupCoordinator.replay,
+// and returns the log end it read to.
+func (gc *coordinator) replay(c *group.Coordinator) (int64, error) {
 	log := gc.r.log
 	now := gc.r.nowMs()
 	end := log.LogEndOffset()
 	for off := log.LogStartOffset(); off < end; {
 		data, err := log.Read(off, 1<<20, end, true)
 		if err != nil {
-			return fmt.Errorf("read at %d: %w", off, err)
+			return 0, fmt.Errorf("read at %d: %w", off, err)
 		}
 		if len(data) == 0 {
-			return fmt.Errorf("read at %d: no batch below the log end %d", off, end)
+			return 0, fmt.Errorf("read at %d: no batch below the log end %d", off, end)
 		}
 		err = batch.Split(data, func(b []byte) error {
 			h, recs, err := records.Decode(b, 1<<20)
@@ -182,10 +185,26 @@ func (gc *coordinator) replay(c *group.Coordinator) error {
 			return nil
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return end, nil
+}
+
+// awaitLoaded holds every answer until the records replayed up to end are
+// committed, as groupCoordinator.awaitLoaded.
+func (gc *coordinator) awaitLoaded(end int64) {
+	w := &groupWrite{}
+	gc.lastWrite = w
+	r := gc.r
+	r.awaitCommitted(end, groupWriteTimeout, func(err error) {
+		if err == nil {
+			w.finish(nil)
+			return
+		}
+		w.finish(fmt.Errorf("%w: the group state loaded from %s is not committed: %v", kerr.NotCoordinator, r.name(), err))
+		r.p.n.after(0, func() { gc.fail(fmt.Errorf("the log tail it loaded is not committed: %w", err)) })
+	})
 }
 
 // call runs fn on the coordinator and carries out its Output (see

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -48,9 +49,11 @@ type replica struct {
 type ackWaiter struct {
 	target int64
 	all    bool
-	result api.ProduceResult
-	done   func(api.ProduceResult)
-	fired  bool
+	// committed waits for the high watermark alone (awaitCommitted).
+	committed bool
+	result    api.ProduceResult
+	done      func(api.ProduceResult)
+	fired     bool
 }
 
 const maxProducersPerPartition = 1000
@@ -244,9 +247,14 @@ func (r *replica) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 		done(res)
 		return
 	}
-	w := &ackWaiter{target: target, all: req.Acks == -1, result: res, done: done}
+	r.park(&ackWaiter{target: target, all: req.Acks == -1, result: res, done: done}, req.Timeout)
+}
+
+// park makes w wait for its acknowledgement, or REQUEST_TIMED_OUT after
+// timeout.
+func (r *replica) park(w *ackWaiter, timeout time.Duration) {
 	r.ackWaiters = append(r.ackWaiters, w)
-	r.p.n.after(req.Timeout, func() {
+	r.p.n.after(timeout, func() {
 		if w.fired {
 			return
 		}
@@ -254,6 +262,21 @@ func (r *replica) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 		r.ackWaiters = slices.DeleteFunc(r.ackWaiters, func(x *ackWaiter) bool { return x == w })
 		w.done(api.ProduceResult{Err: kerr.RequestTimedOut, BaseOffset: -1, LogAppendTime: -1})
 	})
+}
+
+// awaitCommitted is partition.awaitCommitted: done(nil) once the high
+// watermark reaches target, else the error of a lost leadership or of the
+// timeout.
+func (r *replica) awaitCommitted(target int64, timeout time.Duration, done func(error)) {
+	if r.leader == nil {
+		done(kerr.NotLeaderForPartition)
+		return
+	}
+	if r.leader.HighWatermark() >= target {
+		done(nil)
+		return
+	}
+	r.park(&ackWaiter{target: target, committed: true, done: func(res api.ProduceResult) { done(res.Err) }}, timeout)
 }
 
 func (r *replica) ackSatisfied(target int64, all bool, res *api.ProduceResult) bool {
@@ -361,7 +384,7 @@ func (r *replica) completeAcks() {
 	kept := r.ackWaiters[:0]
 	var ready []*ackWaiter
 	for _, w := range r.ackWaiters {
-		if r.ackSatisfied(w.target, w.all, &w.result) {
+		if w.committed && r.leader.HighWatermark() >= w.target || !w.committed && r.ackSatisfied(w.target, w.all, &w.result) {
 			w.fired = true
 			ready = append(ready, w)
 		} else {
