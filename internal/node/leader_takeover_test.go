@@ -42,7 +42,6 @@ func TestLeaderTakeoverDuringFollowerFsync(t *testing.T) {
 	}
 	b.flusher = newFlusher()
 	defer b.flusher.stop()
-	b.brokerEpoch.Store(1) // registered: it may lead
 
 	topic := &metadata.Topic{Name: "takeover", ID: metadata.TopicID{1}}
 	tcfg, err := config.ResolveTopic(cfg, nil)
@@ -55,7 +54,7 @@ func TestLeaderTakeoverDuringFollowerFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.close()
-	if err := p.apply(following, tcfg, time.Now()); err != nil {
+	if err := p.apply(following, metadata.RoleFollower, tcfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -77,7 +76,7 @@ func TestLeaderTakeoverDuringFollowerFsync(t *testing.T) {
 	// The old leader shut down: this replica leads alone (ISR [1]), so its
 	// own durable end is the high watermark.
 	leading := metadata.Partition{Index: 0, Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
-	if err := p.apply(leading, tcfg, time.Now()); err != nil {
+	if err := p.apply(leading, metadata.RoleLeader, tcfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if !p.isLeader() {
