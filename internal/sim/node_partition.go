@@ -74,7 +74,11 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 		log.Close()
 		return nil, err
 	}
-	r.hw = durable
+	// As openPartition: a reopened replica does not know which of its
+	// records were committed, so its high watermark starts at the log
+	// start; it learns the real one from its leader, or as leader once
+	// its ISR has reported.
+	r.hw = log.LogStartOffset()
 	return r, nil
 }
 
