@@ -234,7 +234,8 @@ func (b *Broker) Start() error {
 	}
 	// Controller listeners serve at once (the quorum needs them); client
 	// listeners only once this broker has registered and its image holds
-	// the registration, so no client is served from a stale replay.
+	// the registration, so no client is served from a stale replay (and
+	// no partition takes a role from one: metadata.Image.ReplicaRole).
 	for name, ln := range b.listeners {
 		if b.isControllerListener(name) {
 			go b.accept(name, ln)

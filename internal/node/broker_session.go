@@ -159,7 +159,11 @@ func (b *Broker) sessionStep(parent context.Context) error {
 	hb := resp.(*kmsg.BrokerHeartbeatResponse)
 	if err := kerr.ErrorForCode(hb.ErrorCode); err != nil {
 		if errors.Is(err, kerr.StaleBrokerEpoch) {
+			// Another registration superseded this one: no image is this
+			// incarnation's until it registers again, so it gives up its
+			// roles now (the controller is moving them anyway).
 			b.brokerEpoch.Store(-1)
+			b.notifyImageChange()
 		}
 		return err
 	}
@@ -192,7 +196,11 @@ func (b *Broker) registerWithController(ctx context.Context) error {
 	if err := kerr.ErrorForCode(reg.ErrorCode); err != nil {
 		return err
 	}
-	// Count as registered only once this node's image holds it.
+	// Count as registered only once this node's image holds it: clients
+	// are then served from an image at least as new as the registration.
+	// Partitions take their roles only from such an image too
+	// (reconcilePartitions and metadata.Image.ReplicaRole), also when a
+	// reconcile pass started on an older image sees the epoch stored.
 	if err := b.waitImage(ctx, func(im *metadata.Image) bool {
 		br, ok := im.Broker(b.cfg.NodeID)
 		return ok && br.Epoch >= reg.BrokerEpoch
@@ -200,7 +208,7 @@ func (b *Broker) registerWithController(ctx context.Context) error {
 		return err
 	}
 	b.brokerEpoch.Store(reg.BrokerEpoch)
-	b.notifyImageChange() // partitions may now be led here
+	b.notifyImageChange() // partitions may now take their roles
 	b.log.Info("registered with the controller", "controller", b.controllerID.Load(), "broker_epoch", reg.BrokerEpoch)
 	b.registeredOnce.Do(func() { close(b.registered) })
 	return nil

@@ -98,7 +98,8 @@ func (b *Broker) AdminAddr() string {
 }
 
 // Ready reports whether the broker should receive traffic: its logs are
-// recovered, and it is registered and not fenced in the metadata it serves.
+// recovered, it is registered, its image holds that registration (it has
+// caught up with metadata) and does not fence it.
 func (b *Broker) Ready() error {
 	im := b.Image()
 	if im == nil {
@@ -111,8 +112,12 @@ func (b *Broker) Ready() error {
 		return nil
 	}
 	br, ok := im.Broker(b.cfg.NodeID)
-	if !ok {
+	epoch := b.brokerEpoch.Load()
+	if !ok || epoch < 0 {
 		return errors.New("not registered with the controller yet")
+	}
+	if !im.CaughtUpFor(b.cfg.NodeID, epoch) {
+		return errors.New("catching up with metadata: the image does not hold this registration yet")
 	}
 	if br.Fenced {
 		return errors.New("fenced by the controller")

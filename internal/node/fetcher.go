@@ -467,7 +467,7 @@ func (f *replicaFetcher) handlePartition(w fetchWork, rp kmsg.FetchResponseTopic
 func (p *partition) following() (leader, epoch int32, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.leader != nil || p.state.Leader < 0 || p.state.Leader == p.b.cfg.NodeID {
+	if p.closed || p.role != metadata.RoleFollower {
 		return 0, 0, false
 	}
 	return p.state.Leader, p.state.LeaderEpoch, true
@@ -479,7 +479,7 @@ func (p *partition) following() (leader, epoch int32, ok bool) {
 func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
 	now := time.Now().UnixMilli()
 	p.mu.Lock()
-	if p.closed || p.leader != nil || p.state.LeaderEpoch != epoch {
+	if p.closed || p.role != metadata.RoleFollower || p.state.LeaderEpoch != epoch {
 		p.mu.Unlock()
 		return nil // the role changed while the fetch was in flight
 	}

@@ -130,7 +130,7 @@ func TestLoadedCoordinatorWaitsForItsLogToCommit(t *testing.T) {
 	// Now it leads, with the other replica still in the ISR: the record
 	// is committed once that replica has fetched past it.
 	leading := metadata.Partition{Index: 0, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
-	if err := p.apply(leading, tcfg, time.Now()); err != nil {
+	if err := p.apply(leading, metadata.RoleLeader, tcfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.highWatermark.Load(); hw != 0 {

@@ -41,7 +41,7 @@ func TestLeaderTakeoverDuringFollowerFsync(t *testing.T) {
 	// The old leader shut down: this replica leads alone (ISR [1]), so its
 	// own durable end is the high watermark.
 	leading := metadata.Partition{Index: 0, Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
-	if err := p.apply(leading, tcfg, time.Now()); err != nil {
+	if err := p.apply(leading, metadata.RoleLeader, tcfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if !p.isLeader() {

@@ -41,9 +41,12 @@ type partition struct {
 	// highWatermark is readable without mu: consumers read below it.
 	highWatermark atomic.Int64
 
-	mu          sync.Mutex
-	cfg         config.TopicConfig
-	state       metadata.Partition // as last applied from the image
+	mu    sync.Mutex
+	cfg   config.TopicConfig
+	state metadata.Partition // as last applied from the image
+	// role is what this broker does with the replica, decided with state
+	// (metadata.Image.ReplicaRole).
+	role        metadata.ReplicaRole
 	leaderEpoch int32
 	// leader is set while this broker leads the partition.
 	leader *replication.Leader
@@ -170,8 +173,9 @@ func (p *partition) rebuildProducerStateLocked() error {
 }
 
 // apply brings the partition in line with the image: leadership, ISR,
-// configuration. Called by reconcile with the partition's entry.
-func (p *partition) apply(st metadata.Partition, cfg config.TopicConfig, now time.Time) error {
+// configuration. Called by reconcile with the partition's entry and the
+// role the same image gives this broker.
+func (p *partition) apply(st metadata.Partition, role metadata.ReplicaRole, cfg config.TopicConfig, now time.Time) error {
 	p.log.SetConfig(storageConfig(cfg))
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,17 +185,11 @@ func (p *partition) apply(st metadata.Partition, cfg config.TopicConfig, now tim
 	p.cfg = cfg
 	prev := p.state
 	p.state = st
-	self := p.b.cfg.NodeID
-	if st.Leader == self && p.b.brokerEpoch.Load() < 0 {
-		// Until this incarnation has registered, the image may be a stale
-		// replay: never lead on its word (the registration fences the old
-		// incarnation and elects anew).
-		st.Leader = metadata.NoLeader
-	}
+	p.role = role
 	switch {
-	case st.Leader == self && (p.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
+	case role == metadata.RoleLeader && (p.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
 		return p.becomeLeaderLocked(st, now)
-	case st.Leader == self:
+	case role == metadata.RoleLeader:
 		hwMoved, err := p.leader.OnISRCommitted(replication.StateOf(st), now.UnixMilli())
 		if errors.Is(err, replication.ErrLeaderChanged) {
 			return p.becomeLeaderLocked(st, now)
@@ -243,9 +241,11 @@ func (p *partition) becomeLeaderLocked(st metadata.Partition, now time.Time) err
 	return nil
 }
 
+// becomeFollowerLocked ends leadership: the replica follows the image's
+// leader (RoleFollower) or waits, neither leading nor fetching (RoleNone).
 func (p *partition) becomeFollowerLocked(st metadata.Partition) {
 	if p.leader != nil {
-		p.b.log.Info("following partition", "partition", p.name(), "leader", st.Leader, "epoch", st.LeaderEpoch)
+		p.b.log.Info("no longer leading partition", "partition", p.name(), "role", p.role, "leader", st.Leader, "epoch", st.LeaderEpoch)
 	}
 	p.leader = nil
 	p.leaderEpoch = st.LeaderEpoch

@@ -19,11 +19,19 @@ import (
 // up with a new topic of the same name.
 const partitionMetadataFile = "partition.metadata"
 
-// reconcilePartitions opens the partitions this broker leads in the
-// current image and closes the ones it no longer leads or that were
-// deleted. Called after every metadata change.
+// reconcilePartitions opens the replicas this broker holds in the current
+// image, closes the ones it no longer holds or that were deleted, and gives
+// each the role the image decides (metadata.Image.ReplicaRole: none until
+// the image holds this incarnation's registration, so a restarted broker
+// never leads or follows on its stale replay). Called after every metadata
+// change, on the reconcile goroutine, the only one that changes b.parts
+// while the broker runs.
 func (b *Broker) reconcilePartitions() error {
 	im := b.Image()
+	// The epoch is read once, with the image: the roles come from this
+	// image and this registration together, never from an older image
+	// with a registration that arrived while it was being applied.
+	epoch := b.brokerEpoch.Load()
 	type assignment struct {
 		t *metadata.Topic
 		p metadata.Partition
@@ -37,14 +45,16 @@ func (b *Broker) reconcilePartitions() error {
 		}
 	}
 	var errs []error
-	now := time.Now()
+	var removed []*partition
 	b.partsMu.Lock()
-	defer b.partsMu.Unlock()
 	for k, p := range b.parts {
-		if _, ok := want[k]; ok {
-			continue
+		if _, ok := want[k]; !ok {
+			delete(b.parts, k)
+			removed = append(removed, p)
 		}
-		delete(b.parts, k)
+	}
+	b.partsMu.Unlock()
+	for _, p := range removed {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -55,17 +65,20 @@ func (b *Broker) reconcilePartitions() error {
 			b.log.Info("deleted partition", "partition", p.name())
 		}
 	}
+	now := time.Now()
 	for k, w := range want {
 		cfg, err := b.topicConfig(w.t)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
 			continue
 		}
-		p, ok := b.parts[k]
-		if !ok && b.dirOffline() {
+		p := b.partition(k.topic, k.index)
+		if p == nil && b.dirOffline() {
 			continue // no replica is created while a log directory is offline; the broker is stopping
 		}
-		if !ok {
+		if p == nil {
+			// Opened without partsMu: recovering a log takes a while,
+			// and the partitions already open keep serving meanwhile.
 			dir, err := b.partitionDir(w.t, w.p.Index)
 			if err != nil {
 				errs = append(errs, err)
@@ -78,9 +91,11 @@ func (b *Broker) reconcilePartitions() error {
 				errs = append(errs, err)
 				continue
 			}
+			b.partsMu.Lock()
 			b.parts[k] = p
+			b.partsMu.Unlock()
 		}
-		if err := p.apply(w.p, cfg, now); err != nil {
+		if err := p.apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), cfg, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -139,7 +154,7 @@ func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
 // leastLoadedLogDir spreads new partitions over log.dirs.
 func (b *Broker) leastLoadedLogDir() string {
 	counts := map[string]int{}
-	for _, p := range b.parts {
+	for _, p := range b.partitionList() {
 		counts[filepath.Dir(p.log.Dir())]++
 	}
 	best := b.cfg.LogDirs[0]

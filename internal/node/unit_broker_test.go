@@ -13,8 +13,8 @@ import (
 )
 
 // newUnitBroker is broker 1 on fs with what a partition needs (metrics, a
-// flusher, a broker epoch so that it may lead) but nothing started: tests
-// drive its partitions by hand, with no network or controller.
+// flusher) but nothing started: tests drive its partitions by hand, giving
+// each its role, with no network or controller.
 func newUnitBroker(t *testing.T, fs *vfs.Mem) *Broker {
 	t.Helper()
 	cfg, err := config.NewBroker(map[string]string{
@@ -34,7 +34,6 @@ func newUnitBroker(t *testing.T, fs *vfs.Mem) *Broker {
 	}
 	b.flusher = newFlusher()
 	t.Cleanup(b.flusher.stop)
-	b.brokerEpoch.Store(1) // registered: it may lead
 	return b
 }
 
@@ -52,7 +51,7 @@ func openFollowerOf2(t *testing.T, b *Broker, topic string) (*partition, config.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.close() })
-	if err := p.apply(following, tcfg, time.Now()); err != nil {
+	if err := p.apply(following, metadata.RoleFollower, tcfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return p, tcfg

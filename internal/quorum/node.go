@@ -78,9 +78,9 @@ type report struct {
 	delivered bool
 }
 
-// StartNode opens the Core from disk (restoring the snapshot and queueing
-// committed entries for replay through Apply), starts the transport and the
-// Raft loop.
+// StartNode opens the Core from disk (restoring the snapshot), starts the
+// transport, replays the committed entries of the local log through Apply
+// and starts the Raft loop.
 func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -126,6 +126,16 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		_ = transport.Close()
 		_ = core.Close()
 		return nil, fmt.Errorf("start quorum transport: %w", err)
+	}
+	// Replay what this node's own log holds as committed before the loop
+	// takes any message: the state machine starts from its local state,
+	// and only then learns from the leader what it missed (a broker keeps
+	// to its roles until it has caught up; see metadata.Image.CaughtUpFor).
+	// Messages arriving meanwhile wait in the inbound queue.
+	if err := n.ready(); err != nil {
+		_ = transport.Close()
+		_ = core.Close()
+		return nil, fmt.Errorf("replay the local metadata log: %w", err)
 	}
 	go n.run()
 	return n, nil

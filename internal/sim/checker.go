@@ -21,13 +21,14 @@ type checker struct {
 	values      map[string]*sentRecord
 	order       []*sentRecord
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
-	servedHW    map[nodePart]int64         // highest HW served as leader
+	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
 	groups      groupChecks
 }
 
 type nodePart struct {
-	node int32
-	part partKey
+	node        int32
+	incarnation uint64
+	part        partKey
 }
 
 type sentRecord struct {
@@ -123,23 +124,35 @@ func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
 }
 
 // onLeaderHW: the high watermark a replica serves reads below never goes
-// back, across leader epochs and restarts, unless acknowledged data may
-// legitimately be lost (write.caching after a power loss).
+// back, across leader epochs, unless acknowledged data may legitimately be
+// lost (write.caching after a power loss); and every running member of the
+// ISR holds what it covers. A restarted replica starts its high watermark
+// at its log start (it cannot know which of its records were committed:
+// node/partition.go's openPartition), so only one incarnation's is
+// monotonic; what the previous one served was covered by the ISR, which
+// the second check holds the new one to.
 func (c *Cluster) onLeaderHW(n *node, r *replica) {
 	k := c.check
-	key := nodePart{n.id, partKey{r.id, r.index}}
+	key := nodePart{n.id, n.incarnation, partKey{r.id, r.index}}
 	hw := r.leader.HighWatermark()
 	if prev, ok := k.servedHW[key]; ok && hw < prev && k.strict() {
 		c.violation("%s serves %s below high watermark %d, after serving up to %d", n, r.name(), hw, prev)
 		return
 	}
 	k.servedHW[key] = max(k.servedHW[key], hw)
+	c.checkISRHolds(r, hw, "published high watermark")
 }
 
 // onAcksAll: when a leader acknowledges acks=all up to target, every
 // member of its (maximal) ISR that is running holds the records durably:
 // fsynced, or with write.caching at least appended.
 func (c *Cluster) onAcksAll(r *replica, target int64) {
+	c.checkISRHolds(r, target, "acknowledged acks=all")
+}
+
+// checkISRHolds: every running member of r's maximal ISR holds r's log up
+// to target durably (with write.caching, appended).
+func (c *Cluster) checkISRHolds(r *replica, target int64, what string) {
 	if !c.check.strict() {
 		return
 	}
@@ -157,8 +170,8 @@ func (c *Cluster) onAcksAll(r *replica, target int64) {
 			have = m.log.LogEndOffset()
 		}
 		if have < target {
-			c.violation("n%d acknowledged acks=all up to offset %d of %s, but ISR member n%d holds only %d durably",
-				r.p.n.id, target, r.name(), id, have)
+			c.violation("n%d %s up to offset %d of %s, but ISR member n%d holds only %d durably",
+				r.p.n.id, what, target, r.name(), id, have)
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -280,7 +281,7 @@ func (f *fetcher) handlePartition(r *replica, epoch int32, rp kmsg.FetchResponse
 // and epochs, fsync before the next fetch reports it, follow the leader's
 // high watermark.
 func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
-	if r.leader != nil || r.state.LeaderEpoch != epoch {
+	if r.role != metadata.RoleFollower || r.state.LeaderEpoch != epoch {
 		return nil
 	}
 	if r.failed != nil {

@@ -31,6 +31,7 @@ type replica struct {
 
 	cfg         config.TopicConfig
 	state       metadata.Partition
+	role        metadata.ReplicaRole // decided with state
 	leaderEpoch int32
 	leader      *replication.Leader
 	hw          int64
@@ -76,7 +77,11 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 		log.Close()
 		return nil, err
 	}
-	r.hw = durable
+	// As openPartition: a reopened replica does not know which of its
+	// records were committed, so its high watermark starts at the log
+	// start; it learns the real one from its leader, or as leader once
+	// its ISR has reported.
+	r.hw = log.LogStartOffset()
 	return r, nil
 }
 
@@ -108,20 +113,17 @@ func (r *replica) rebuildProducerState() error {
 }
 
 // apply is partition.apply: leadership, ISR and configuration from the
-// image.
-func (r *replica) apply(st metadata.Partition, cfg config.TopicConfig) error {
+// image, in the role the same image gives this node.
+func (r *replica) apply(st metadata.Partition, role metadata.ReplicaRole, cfg config.TopicConfig) error {
 	r.log.SetConfig(storageConfig(cfg))
 	r.cfg = cfg
 	prev := r.state
 	r.state = st
-	self := r.p.n.id
-	if st.Leader == self && r.p.brokerEpoch < 0 {
-		st.Leader = metadata.NoLeader
-	}
+	r.role = role
 	switch {
-	case st.Leader == self && (r.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
+	case role == metadata.RoleLeader && (r.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
 		return r.becomeLeader(st)
-	case st.Leader == self:
+	case role == metadata.RoleLeader:
 		hwMoved, err := r.leader.OnISRCommitted(replication.StateOf(st), r.nowMs())
 		if errors.Is(err, replication.ErrLeaderChanged) {
 			return r.becomeLeader(st)
@@ -172,7 +174,7 @@ func (r *replica) becomeLeader(st metadata.Partition) error {
 
 func (r *replica) becomeFollower(st metadata.Partition) {
 	if r.leader != nil {
-		r.p.n.tracef("follows %s leader %d epoch %d", r.name(), st.Leader, st.LeaderEpoch)
+		r.p.n.tracef("no longer leads %s (role %v) leader %d epoch %d", r.name(), r.role, st.Leader, st.LeaderEpoch)
 	}
 	r.leader = nil
 	r.stopCoordinator("leadership moved")

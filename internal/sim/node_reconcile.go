@@ -9,12 +9,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 )
 
 // reconcile is Broker.reconcilePartitions followed by fetchers.update:
-// open the replicas this node holds, make each leader or follower as the
-// image says, and assign followers to one fetcher per leader.
+// open the replicas this node holds, give each the role the image decides
+// (none until the image holds this incarnation's registration), and assign
+// followers to one fetcher per leader.
 func (p *process) reconcile() {
 	for _, t := range p.image.Topics() {
 		cfg, err := config.ResolveTopic(p.cfg, t.Configs)
@@ -35,7 +37,7 @@ func (p *process) reconcile() {
 				}
 				p.parts[k] = r
 			}
-			if err := r.apply(st, cfg); err != nil {
+			if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
 				p.n.tracef("apply %s: %v", r.name(), err)
 			}
 		}
@@ -68,7 +70,7 @@ func (p *process) updateFetchers() {
 
 // following reports the leader and epoch this replica follows.
 func (r *replica) following() (leader, epoch int32, ok bool) {
-	if r.leader != nil || r.state.Leader < 0 || r.state.Leader == r.p.n.id {
+	if r.role != metadata.RoleFollower {
 		return 0, 0, false
 	}
 	return r.state.Leader, r.state.LeaderEpoch, true

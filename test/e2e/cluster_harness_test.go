@@ -136,16 +136,23 @@ func startRolesCluster(t testing.TB, roles []string, extra map[string]string, op
 
 func (c *testCluster) start(i int) {
 	c.t.Helper()
-	cfg, err := config.NewBroker(c.props[i])
-	if err != nil {
-		c.t.Fatalf("broker %d config: %v", i+1, err)
-	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	opts := c.opts
 	opts.Logger = logger
+	c.startWith(i, opts)
+}
+
+// startWith starts node i with opts instead of the cluster's (a test's own
+// filesystem seam or log sink for one node).
+func (c *testCluster) startWith(i int, opts node.Options) {
+	c.t.Helper()
+	cfg, err := config.NewBroker(c.props[i])
+	if err != nil {
+		c.t.Fatalf("broker %d config: %v", i+1, err)
+	}
 	b := node.New(cfg, opts)
 	if err := b.Start(); err != nil {
 		c.t.Fatalf("start broker %d: %v", i+1, err)
