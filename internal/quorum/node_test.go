@@ -255,17 +255,34 @@ func (c *tcpCluster) waitSameApplied(want int, ids ...int32) []string {
 func TestNodeOverTCP(t *testing.T) {
 	c := newTCPCluster(t, testClusterID, testClusterID, testClusterID)
 	all := []int32{0, 1, 2}
-	old := c.waitLeader(all...)
 	for i := range 10 {
 		c.propose(fmt.Sprintf("a%d", i), all...)
 	}
 	c.waitSameApplied(10, all...)
 
-	follower := (old + 1) % 3
-	err := c.nodes[follower].node.Propose(context.Background(), []byte("x"))
-	var nle *NotLeaderError
-	if !errors.As(err, &nle) || nle.LeaderNode() != old {
-		t.Fatalf("propose on follower: %v, want NotLeaderError naming %d", err, old)
+	// A follower refuses a proposal and names the leader. On a loaded
+	// machine a missed heartbeat can move the leadership between looking
+	// it up and proposing; then look again (a proposal the follower took
+	// as the new leader is one more entry).
+	old, applied := int32(-1), 10
+	for attempt := 0; old < 0; attempt++ {
+		if attempt == 10 {
+			t.Fatal("the leadership kept moving: no follower refusal seen in 10 attempts")
+		}
+		leader := c.waitLeader(all...)
+		follower := (leader + 1) % 3
+		err := c.nodes[follower].node.Propose(context.Background(), []byte("x"))
+		var nle *NotLeaderError
+		switch {
+		case err == nil:
+			applied++
+		case errors.As(err, &nle) && nle.LeaderNode() == leader:
+			old = leader
+		case errors.Is(err, ErrNotLeader) || errors.Is(err, ErrProposalDropped):
+			t.Logf("propose on follower %d during a leadership change: %v", follower, err)
+		default:
+			t.Fatalf("propose on follower %d: %v, want NotLeaderError naming %d", follower, err, leader)
+		}
 	}
 
 	// The leader stops: the others elect a new one and carry on.
@@ -282,16 +299,16 @@ func TestNodeOverTCP(t *testing.T) {
 	for i := range 10 {
 		c.propose(fmt.Sprintf("b%d", i), rest...)
 	}
-	want := c.waitSameApplied(20, rest...)
+	want := c.waitSameApplied(applied+10, rest...)
 
 	// The stopped node restarts, replays its own log and catches up.
 	c.start(old, nil)
-	got := c.waitSameApplied(20, all...)
+	got := c.waitSameApplied(applied+10, all...)
 	if !slices.Equal(got, want) {
 		t.Fatalf("after restart: %v, want %v", got, want)
 	}
 	c.propose("c", all...)
-	c.waitSameApplied(21, all...)
+	c.waitSameApplied(applied+11, all...)
 }
 
 func TestNodeRejectsOtherCluster(t *testing.T) {
