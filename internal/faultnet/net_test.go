@@ -3,6 +3,7 @@ package faultnet
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skein-log/skein/internal/testport"
 )
 
 // echoServer answers every line with the same line, and reports each
@@ -236,12 +239,9 @@ func TestRulesApplyPerSource(t *testing.T) {
 }
 
 func TestTargetDownClosesClient(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := l.Addr().String()
-	l.Close() // nothing listens there now
+	// A reserved port nothing listens on: a port 0 gave and that was
+	// closed again may be bound by another test process meanwhile.
+	target := fmt.Sprintf("127.0.0.1:%d", testport.One(t))
 	n := New(byHost)
 	defer n.Close()
 	p, err := n.Listen("127.0.0.1:0", "dead", target)

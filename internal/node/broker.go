@@ -353,8 +353,7 @@ func (b *Broker) closeOnce() error {
 	if b.quorum != nil {
 		b.quorum.Stop()
 	}
-	b.closeListeners()
-	b.connWG.Wait()
+	b.drainConns()
 	b.bgWG.Wait()
 	b.ctrl.close()
 	err := b.shutdownStorage()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -110,7 +111,8 @@ func (c *conn) readLoop() {
 	for {
 		frame, err := wire.ReadFrame(br, maxFrame)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			// A deadline is only set by a stopping broker (drainConns).
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				c.b.log.Info("closing connection", "remote", c.nc.RemoteAddr().String(), "reason", err)
 			}
 			return

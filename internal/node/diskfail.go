@@ -161,15 +161,24 @@ const handoverWait = 2 * time.Second
 // client moves at once; KAFKA_STORAGE_ERROR only sends it to a metadata
 // refresh, which clients like franz-go space out (5 s minimum age), and a
 // refresh racing the handover would still name this broker. If p still
-// leads here when the wait ends, the storage error stands. Never blocks
-// the caller.
+// leads here when the wait ends, or there is nothing to hand over (a
+// single broker), the storage error stands. Either way the answer is held
+// from this call on, so the broker's stop, which the failure starts,
+// sends it before the connections close (a single broker used to close
+// them first now and then, and the client saw a dropped connection
+// instead of the error). Never blocks the caller; may be called with p.mu
+// held.
 func (b *Broker) answerAfterHandover(p *partition, storageErr error, answer func(error)) {
-	if !b.dirOffline() || !b.canHandOver() || !b.holdHandoverAnswer() {
+	if !b.holdHandoverAnswer() {
 		go answer(storageErr) // like any other completion: never under a lock
 		return
 	}
 	go func() {
 		defer b.handoverAnswers.Done()
+		if !b.dirOffline() || !b.canHandOver() {
+			answer(storageErr)
+			return
+		}
 		t := time.NewTimer(handoverWait)
 		defer t.Stop()
 		select {

@@ -1,11 +1,17 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/storage"
 )
 
@@ -53,5 +59,43 @@ func TestIsDeviceError(t *testing.T) {
 		if isDeviceError(err) {
 			t.Errorf("isDeviceError(%v) = true, want false", err)
 		}
+	}
+}
+
+// TestStorageErrorAnswerHeldWithoutHandover: a storage error answer on a
+// broker with nothing to hand over (a single broker) is still held, so the
+// stop's wait for held answers returns only once it is given, and the
+// connection is not closed first (the client saw EOF instead of
+// KAFKA_STORAGE_ERROR, now and then, when it was answered on a goroutine
+// nobody waited for).
+func TestStorageErrorAnswerHeldWithoutHandover(t *testing.T) {
+	cfg, err := config.NewBroker(map[string]string{
+		"node.id": "1", "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "log.dirs": t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{cfg: cfg} // not started: no image, no other broker
+	dir := "/data"
+	b.offlineDir.Store(&dir)
+	if b.canHandOver() {
+		t.Fatal("a broker with no image can hand over")
+	}
+	var got atomic.Pointer[error]
+	storageErr := fmt.Errorf("%w: fsync: EIO", kerr.KafkaStorageError)
+	b.answerAfterHandover(nil, storageErr, func(err error) {
+		runtime.Gosched() // let the waiter run first if it does not wait
+		got.Store(&err)
+	})
+	b.waitHandoverAnswers()
+	if p := got.Load(); p == nil || !errors.Is(*p, kerr.KafkaStorageError) {
+		t.Fatalf("the wait for held answers returned before the storage error was given (got %v)", p)
+	}
+	// Once the stop has waited, later answers are not held (nothing would
+	// wait for them) but still given.
+	later := make(chan error, 1)
+	b.answerAfterHandover(nil, storageErr, func(err error) { later <- err })
+	if err := <-later; !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("a later answer: %v", err)
 	}
 }

@@ -38,6 +38,33 @@ func (b *Broker) closeClientListeners() {
 	}
 }
 
+// drainWriteBound bounds how long a clean stop lets a connection write
+// the answers already given: a client that reads them takes far less (the
+// socket buffers hold them), and one that does not read must not hold up
+// the stop.
+const drainWriteBound = time.Second
+
+// drainConns ends every connection after the answers ready for it are
+// written: each reader stops at once (a read deadline in the past) and the
+// writer then sends what is answered and drops what is not, as when a
+// client goes away (conn.writeLoop). Closing the sockets outright, as
+// closeListeners does, could cut off answers already given, such as the
+// storage errors held for a failed disk's handover. It returns when every
+// connection is closed.
+func (b *Broker) drainConns() {
+	b.lnMu.Lock()
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+	now := time.Now()
+	for c := range b.conns {
+		c.SetWriteDeadline(now.Add(drainWriteBound))
+		c.SetReadDeadline(now)
+	}
+	b.lnMu.Unlock()
+	b.connWG.Wait()
+}
+
 func (b *Broker) closeListeners() {
 	b.lnMu.Lock()
 	for _, ln := range b.listeners {

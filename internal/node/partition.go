@@ -313,14 +313,18 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 		}
 		ar, err := p.log.Append(b, p.leaderEpoch, now.UnixMilli())
 		if err != nil {
-			p.mu.Unlock()
 			p.b.log.Error("append failed", "partition", p.name(), "err", err)
 			storageErr := fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 			if isDiskFailure(err) {
+				// Both under p.mu: the stop that logDirFailed starts
+				// takes p.mu (to fence p) before it stops waiting for
+				// held answers, so this answer is held in time.
 				p.b.logDirFailed(p, err)
 				p.b.answerAfterHandover(p, storageErr, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
+				p.mu.Unlock()
 				return
 			}
+			p.mu.Unlock()
 			done(api.ProduceResult{Err: storageErr, BaseOffset: -1, LogAppendTime: -1})
 			return
 		}

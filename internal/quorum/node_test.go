@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/testport"
 	"github.com/skein-log/skein/internal/vfs"
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -52,13 +53,18 @@ func newTCPCluster(t *testing.T, clusterIDs ...string) *tcpCluster {
 	c := &tcpCluster{t: t, nodes: map[int32]*tcpNode{}, events: make(chan struct{}, 1)}
 	lns := map[int32]net.Listener{}
 	for i := range clusterIDs {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		// A reserved port, not port 0: a restarted node listens on its
+		// address again, and an ephemeral port may meanwhile have become
+		// the source port of another connection (the others keep
+		// redialing this very address), see internal/testport.
+		port := testport.One(t)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := int32(i)
 		lns[id] = ln
-		c.voters = append(c.voters, config.Voter{ID: id, Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
+		c.voters = append(c.voters, config.Voter{ID: id, Host: "127.0.0.1", Port: port})
 	}
 	base := t.TempDir()
 	for i, cid := range clusterIDs {

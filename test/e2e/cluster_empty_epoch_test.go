@@ -86,6 +86,7 @@ func TestClusterFollowerDropsAnEpochItLedWithoutWriting(t *testing.T) {
 		t.Fatalf("preferred election: %v", err)
 	}
 	awaitPartition(ctx, t, adm, topic, 0, "broker 4 leading again", func(v partitionView) bool { return v.Leader == first })
+	c.awaitDeposed(ctx, topic, 0, first) // else 5 may still take acks=1 writes in e1
 	produce(10, 20)
 	copyCtx, copyCancel := context.WithTimeout(ctx, 15*time.Second)
 	defer copyCancel()

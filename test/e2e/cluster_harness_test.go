@@ -229,3 +229,32 @@ func (c *testCluster) leaderOf(ctx context.Context, topic string, partition int3
 		}
 	}
 }
+
+// awaitDeposed waits until no running broker but leader still acts as the
+// leader of topic-partition. Metadata can name the new leader while a
+// deposed one that is alive (moved by a preferred election, say) has not
+// yet applied the change: until it does, it takes writes in its old epoch,
+// and an acks=1 write from a client with stale metadata lands there, is
+// acknowledged and is later truncated away. Tests that produce acks=1
+// right after a leader change, and count on the new leader's log, wait
+// for this first. The brokers' own state is read, polled like an
+// external view.
+func (c *testCluster) awaitDeposed(ctx context.Context, topic string, partition int32, leader int32) {
+	c.t.Helper()
+	for i, b := range c.brokers {
+		id := int32(i + 1)
+		if b == nil || id == leader {
+			continue
+		}
+		for {
+			if _, leads := b.LeaderISR(topic, partition); !leads {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				c.t.Fatalf("broker %d still leads %s-%d after broker %d took over", id, topic, partition, leader)
+			case <-time.After(10 * time.Millisecond): // an internal view, polled
+			}
+		}
+	}
+}

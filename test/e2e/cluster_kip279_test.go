@@ -97,7 +97,10 @@ func TestClusterKIP279DivergenceOverSeveralEpochs(t *testing.T) {
 	}
 	leaderIs := func(id int32) partitionView {
 		t.Helper()
-		return awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d leading", id), func(v partitionView) bool { return v.Leader == id })
+		v := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d leading", id), func(v partitionView) bool { return v.Leader == id })
+		// The acks=1 writes that follow must land on id alone.
+		c.awaitDeposed(ctx, topic, 0, id)
+		return v
 	}
 
 	// e0: committed everywhere, then a tail on 1 and 3 only.
