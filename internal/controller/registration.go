@@ -74,7 +74,8 @@ func restartLoss(old *metadata.Broker, reg Registration) elrLoss {
 // it leaves the ELRs restartLoss says it may no longer belong to, before the
 // RegisterBroker record makes it electable, and leaderless partitions get
 // leaders (ElectLeaderless with unclean). writeCaching(topic) is the topic's
-// write.caching. It returns the records and the new broker epoch.
+// write.caching (nil: no topic has it). It returns the records and the new
+// broker epoch.
 func RegisterBroker(im *metadata.Image, reg Registration, writeCaching, unclean func(*metadata.Topic) bool) ([]metadata.Record, int64, error) {
 	br := metadata.Broker{ID: reg.ID, Rack: reg.Rack, Epoch: im.Version() + 1,
 		Endpoints: slices.Clone(reg.Endpoints), LogDirs: slices.Clone(reg.LogDirs)}
