@@ -66,7 +66,9 @@ func AlterPartition(im *metadata.Image, topicID metadata.TopicID, partition int3
 	return []metadata.Record{changeRecord(t.ID, p, next)}, nil
 }
 
-func sameMembers(a, b []int32) bool {
+// sameMembers reports whether a and b hold the same distinct members, in
+// any order.
+func sameMembers[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -226,6 +226,8 @@ func TestApplyRejects(t *testing.T) {
 		{"register stale epoch", RegisterBroker{Broker: Broker{ID: 1, Epoch: 10}}},
 		{"register negative id", RegisterBroker{Broker: Broker{ID: -1}}},
 		{"register bad port", RegisterBroker{Broker: Broker{ID: 7, Endpoints: []Endpoint{{Port: 70000}}}}},
+		{"register zero log dir id", RegisterBroker{Broker: Broker{ID: 7, LogDirs: []DirectoryID{{}}}}},
+		{"register log dir id twice", RegisterBroker{Broker: Broker{ID: 7, LogDirs: []DirectoryID{idOf(3), idOf(3)}}}},
 		{"fence unknown broker", FenceBroker{ID: 9, Epoch: 1}},
 		{"fence wrong epoch", FenceBroker{ID: 1, Epoch: 9}},
 		{"unfence wrong epoch", UnfenceBroker{ID: 1, Epoch: 11}},

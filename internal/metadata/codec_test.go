@@ -11,7 +11,8 @@ import (
 func sampleRecords() []Record {
 	return []Record{
 		RegisterBroker{Broker: Broker{ID: 3, Rack: "a", Epoch: 7, Fenced: true, InControlledShutdown: true,
-			Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}, {Listener: "CONTROLLER", Host: "h", Port: 9093}}}},
+			Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}, {Listener: "CONTROLLER", Host: "h", Port: 9093}},
+			LogDirs:   []DirectoryID{idOf(8), idOf(9)}}},
 		FenceBroker{ID: 3, Epoch: 7},
 		UnfenceBroker{ID: 3, Epoch: 7},
 		BeginControlledShutdown{ID: 3, Epoch: 7},

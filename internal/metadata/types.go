@@ -19,6 +19,8 @@ const (
 	MaxReplicas = 128
 	// MaxEndpoints bounds the listeners one broker may advertise.
 	MaxEndpoints = 64
+	// MaxLogDirs bounds the log directories one broker may register.
+	MaxLogDirs = 256
 	// MaxConfigKeyLen and MaxConfigValueLen bound one topic config entry.
 	MaxConfigKeyLen   = 255
 	MaxConfigValueLen = 64 << 10
@@ -47,12 +49,23 @@ type Broker struct {
 	// InControlledShutdown brokers are still alive but are moving leadership
 	// away; they are not eligible for new leaderships or ISR additions.
 	InControlledShutdown bool
+	// LogDirs are the directory ids (KIP-858) of the broker's log
+	// directories, each created when its directory was first formatted. A
+	// different set on re-registration means a directory was replaced (a
+	// new, empty disk), so the broker may no longer hold what it once did.
+	// Empty for a registration that did not say (older brokers).
+	LogDirs []DirectoryID `json:",omitempty"`
 }
+
+// DirectoryID is a log directory's 128-bit UUID, in the same form as a
+// TopicID (Kafka's Uuid).
+type DirectoryID = TopicID
 
 // Clone returns a deep copy that the caller may modify.
 func (b *Broker) Clone() *Broker {
 	c := *b
 	c.Endpoints = slices.Clone(b.Endpoints)
+	c.LogDirs = slices.Clone(b.LogDirs)
 	return &c
 }
 

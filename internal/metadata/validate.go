@@ -31,6 +31,17 @@ func validateBroker(b *Broker) error {
 			return fmt.Errorf("endpoint %q: port %d out of range", e.Listener, e.Port)
 		}
 	}
+	if len(b.LogDirs) > MaxLogDirs {
+		return fmt.Errorf("%d log dirs exceed the limit of %d", len(b.LogDirs), MaxLogDirs)
+	}
+	for i, d := range b.LogDirs {
+		if d.IsZero() {
+			return errors.New("zero log dir id")
+		}
+		if slices.Contains(b.LogDirs[:i], d) {
+			return fmt.Errorf("log dir id %s listed twice", d)
+		}
+	}
 	return nil
 }
 

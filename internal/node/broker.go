@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,13 +83,21 @@ type Broker struct {
 	reconcileCh chan struct{}
 
 	// This broker's session with the controller.
-	incarnation    [16]byte
-	brokerEpoch    atomic.Int64 // -1 until registered
-	registered     chan struct{}
-	registeredOnce sync.Once
-	shuttingDown   atomic.Bool
-	shutdownOK     chan struct{}
-	shutdownOnce   sync.Once
+	incarnation [16]byte
+	brokerEpoch atomic.Int64 // -1 until registered
+	// logDirIDs are the directory ids of cfg.LogDirs, in order.
+	logDirIDs []metadata.DirectoryID
+	// previousCleanEpoch is the broker epoch up to which this broker's
+	// logs are known to have lost nothing (see shutdownStateFile): the
+	// previous process's, then this process's own latest. Set in Start,
+	// then only the session loop touches it.
+	previousCleanEpoch int64
+	bootID             string // the kernel boot this process runs in
+	registered         chan struct{}
+	registeredOnce     sync.Once
+	shuttingDown       atomic.Bool
+	shutdownOK         chan struct{}
+	shutdownOnce       sync.Once
 	// shutdownUnreachable ends a controlled shutdown no controller
 	// answers; shutdownFailingSince is only touched by the session loop.
 	shutdownUnreachable     chan struct{}
@@ -205,6 +214,9 @@ func (b *Broker) Start() error {
 	}
 	clusterID, err := b.loadOrCreateMetaProperties()
 	if err != nil {
+		return err
+	}
+	if err := b.takeShutdownState(); err != nil {
 		return err
 	}
 	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
@@ -357,6 +369,9 @@ func (b *Broker) closeOnce() error {
 	b.bgWG.Wait()
 	b.ctrl.close()
 	err := b.shutdownStorage()
+	if epoch := b.brokerEpoch.Load(); err == nil && epoch >= 0 {
+		err = b.writeShutdownState(shutdownState{Epoch: epoch, BootID: b.bootID, Clean: true})
+	}
 	for _, a := range b.admins {
 		a.Close()
 	}
@@ -383,10 +398,13 @@ func (b *Broker) shutdownStorage() error {
 
 // loadOrCreateMetaProperties checks every log dir's meta.properties
 // against this broker's node id and returns the cluster id, creating the
-// files on first start.
+// files on first start. Each directory keeps the directory id (KIP-858)
+// it got when it was first formatted; b.logDirIDs holds them, and a new
+// id tells the controller that the directory was replaced.
 func (b *Broker) loadOrCreateMetaProperties() (string, error) {
 	clusterID := b.cfg.ClusterID
-	for _, dir := range b.cfg.LogDirs {
+	b.logDirIDs = make([]metadata.DirectoryID, len(b.cfg.LogDirs))
+	for i, dir := range b.cfg.LogDirs {
 		path := filepath.Join(dir, "meta.properties")
 		data, err := vfs.ReadFile(b.fs, path)
 		if err != nil {
@@ -403,14 +421,22 @@ func (b *Broker) loadOrCreateMetaProperties() (string, error) {
 		if stored != "" {
 			clusterID = stored
 		}
+		// A file from before directory ids (or a damaged id) gets a new
+		// one: the controller judges only between two known sets.
+		if id, err := metadata.ParseTopicID(props["directory.id"]); err == nil && !id.IsZero() && !slices.Contains(b.logDirIDs[:i], id) {
+			b.logDirIDs[i] = id
+		}
 	}
 	if clusterID == "" {
 		var id metadata.TopicID
 		rand.Read(id[:])
 		clusterID = id.String()
 	}
-	content := fmt.Sprintf("# written by skein; do not edit\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, b.cfg.NodeID)
-	for _, dir := range b.cfg.LogDirs {
+	for i, dir := range b.cfg.LogDirs {
+		for b.logDirIDs[i].IsZero() {
+			rand.Read(b.logDirIDs[i][:])
+		}
+		content := fmt.Sprintf("# written by skein; do not edit\nversion=1\ncluster.id=%s\nnode.id=%d\ndirectory.id=%s\n", clusterID, b.cfg.NodeID, b.logDirIDs[i])
 		if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, "meta.properties"), []byte(content)); err != nil {
 			return "", fmt.Errorf("write meta.properties in %s: %w", dir, err)
 		}

@@ -175,10 +175,14 @@ func (b *Broker) sessionStep(parent context.Context) error {
 
 func (b *Broker) registerWithController(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.Version = 2
+	req.Version = 3
 	req.BrokerID = b.cfg.NodeID
 	req.ClusterID = b.Image().ClusterID()
 	req.IncarnationID = b.incarnation
+	for _, id := range b.logDirIDs {
+		req.LogDirs = append(req.LogDirs, id)
+	}
+	req.PreviousBrokerEpoch = b.previousCleanEpoch
 	if b.cfg.Rack != "" {
 		rack := b.cfg.Rack
 		req.Rack = &rack
@@ -208,6 +212,15 @@ func (b *Broker) registerWithController(ctx context.Context) error {
 		return err
 	}
 	b.brokerEpoch.Store(reg.BrokerEpoch)
+	// From here this process vouches for the new epoch: a re-registration
+	// (an expired session) or a crash in the same kernel boot loses
+	// nothing it wrote.
+	b.previousCleanEpoch = reg.BrokerEpoch
+	if err := b.writeShutdownState(shutdownState{Epoch: reg.BrokerEpoch, BootID: b.bootID}); err != nil {
+		// The file keeps an older epoch, which the controller reads as an
+		// unclean stop: only write.caching ELRs are at stake.
+		b.log.Warn("recording the broker epoch failed", "err", err)
+	}
 	b.notifyImageChange() // partitions may now take their roles
 	b.log.Info("registered with the controller", "controller", b.controllerID.Load(), "broker_epoch", reg.BrokerEpoch)
 	b.registeredOnce.Do(func() { close(b.registered) })

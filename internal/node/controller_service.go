@@ -78,11 +78,10 @@ func (c *controllerService) isActive() bool {
 	return c.active && c.b.isActiveController()
 }
 
-// RegisterBroker commits a new registration. A broker that was registered
-// before is first fenced, so that every partition it led gets a new leader
-// epoch and its replicas rejoin ISRs only after catching up: a restarted
-// process never resumes an old epoch with a log that may have lost its
-// unflushed tail.
+// RegisterBroker commits a new registration (controller.RegisterBroker:
+// the previous incarnation is fenced first, and the broker leaves the ELRs
+// its restart may have cost it: all of them when a log directory was
+// replaced, write.caching topics' after an unclean shutdown).
 func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest, conn api.ConnID) (int64, error) {
 	if !c.isActive() {
 		return -1, kerr.NotController
@@ -90,37 +89,21 @@ func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest, 
 	if req.ClusterID != c.b.Image().ClusterID() {
 		return -1, fmt.Errorf("%w: broker %d is in cluster %q, this is %q", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, c.b.Image().ClusterID())
 	}
-	var br metadata.Broker
+	reg := controller.Registration{ID: req.BrokerID, PreviousBrokerEpoch: req.PreviousBrokerEpoch}
+	if req.Rack != nil {
+		reg.Rack = *req.Rack
+	}
+	for _, l := range req.Listeners {
+		reg.Endpoints = append(reg.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	for _, d := range req.LogDirs {
+		reg.LogDirs = append(reg.LogDirs, metadata.DirectoryID(d))
+	}
+	var epoch int64
 	err := c.b.commitDecided(func(im *metadata.Image) ([]metadata.Record, error) {
-		br = metadata.Broker{ID: req.BrokerID, Epoch: im.Version() + 1}
-		if req.Rack != nil {
-			br.Rack = *req.Rack
-		}
-		for _, l := range req.Listeners {
-			br.Endpoints = append(br.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
-		}
-		var recs []metadata.Record
-		next := im
-		if old, ok := im.Broker(req.BrokerID); ok {
-			br.Epoch = max(br.Epoch, old.Epoch+1)
-			if !old.Fenced {
-				fence, err := controller.FenceBroker(im, req.BrokerID)
-				if err != nil {
-					return nil, err
-				}
-				recs = append(recs, fence...)
-				if next, err = im.Apply(fence...); err != nil {
-					return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
-				}
-			}
-		}
-		reg := metadata.RegisterBroker{Broker: br}
-		recs = append(recs, reg)
-		next, err := next.Apply(reg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
-		}
-		return append(recs, controller.ElectLeaderless(next, c.uncleanAllowed)...), nil
+		recs, e, err := controller.RegisterBroker(im, reg, c.writeCaching, c.uncleanAllowed)
+		epoch = e
+		return recs, err
 	})
 	if err != nil {
 		return -1, err
@@ -132,8 +115,8 @@ func (c *controllerService) RegisterBroker(req *kmsg.BrokerRegistrationRequest, 
 	// noticed as fast as one that heartbeated.
 	c.sessionConn[req.BrokerID] = conn
 	c.mu.Unlock()
-	c.b.log.Info("broker registered", "broker", req.BrokerID, "epoch", br.Epoch)
-	return br.Epoch, nil
+	c.b.log.Info("broker registered", "broker", req.BrokerID, "epoch", epoch, "previous_clean_epoch", req.PreviousBrokerEpoch)
+	return epoch, nil
 }
 
 // BrokerHeartbeat renews a session, unfences a broker that was fenced
@@ -205,6 +188,13 @@ func (c *controllerService) leadsAnything(id int32) bool {
 func (c *controllerService) uncleanAllowed(t *metadata.Topic) bool {
 	cfg, err := c.b.topicConfig(t)
 	return err == nil && cfg.UncleanLeaderElection
+}
+
+// writeCaching is the topic's write.caching; a config that cannot be
+// resolved counts as true, the side that never keeps a doubtful ELR member.
+func (c *controllerService) writeCaching(t *metadata.Topic) bool {
+	cfg, err := c.b.topicConfig(t)
+	return err != nil || cfg.WriteCaching
 }
 
 // AlterPartition commits an ISR change a partition leader proposed.

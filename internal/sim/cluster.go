@@ -37,8 +37,10 @@ type Cluster struct {
 	// creating is the controller process deciding the topics' creation,
 	// nil when none is: a decision whose process died never calls back.
 	creating *process
-	healed   bool
-	stopped  bool // a violation ends the run
+	// uncleanAskedOf is the controller recoverLeaderless last asked.
+	uncleanAskedOf *process
+	healed         bool
+	stopped        bool // a violation ends the run
 }
 
 // Result summarises a run.
@@ -153,6 +155,7 @@ func (c *Cluster) run() {
 		if c.stopped {
 			return
 		}
+		c.recoverLeaderless()
 		if c.converged() {
 			c.check.stats.Converged = c.s.now - healedAt
 			c.tracef("converged %v after healing", c.s.now-healedAt)

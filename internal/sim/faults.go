@@ -97,6 +97,7 @@ func (f *faultState) next() {
 				m.crash(c.s.chance(0.5))
 			} else {
 				m.fs.Crash(vfs.CrashOptions{TornWrites: true, Seed: c.s.rng.Uint64()})
+				m.boot++
 			}
 			f.restartLater(m)
 		}

@@ -41,6 +41,17 @@ type node struct {
 	c  *Cluster
 	id int32
 	fs *vfs.Mem
+	// dirID is the disk's directory id (KIP-858). The simulated disk is
+	// never replaced, so it is fixed for the node's life.
+	dirID metadata.DirectoryID
+	// boot counts the machine's boots: a power loss reboots it, a killed
+	// process does not (its writes are in the page cache, which survives).
+	boot uint64
+	// stateEpoch and stateBoot are the broker's shutdown state file
+	// (node.shutdownStateFile): the epoch the last process vouched for and
+	// the boot it ran in. Processes never stop cleanly here.
+	stateEpoch int64
+	stateBoot  uint64
 
 	up          bool
 	incarnation uint64        // bumped by every crash, so a dead process's timers never fire
@@ -64,6 +75,9 @@ type process struct {
 	ctrl *controllerState // non-nil while this node is the active controller
 
 	brokerEpoch int64 // -1 until registered
+	// previousCleanEpoch is the registration's PreviousBrokerEpoch
+	// (Broker.previousCleanEpoch).
+	previousCleanEpoch int64
 	// pendingEpoch is a registration the controller granted that this
 	// node's image does not hold yet (registerWithController waits so).
 	pendingEpoch int64
@@ -83,7 +97,8 @@ type partKey struct {
 }
 
 func (c *Cluster) newNode(id int32) *node {
-	return &node{c: c, id: id, fs: vfs.NewMem()}
+	// Derived from the node id: the run's random stream must not shift.
+	return &node{c: c, id: id, fs: vfs.NewMem(), dirID: metadata.DirectoryID{0: 0xd1, 1: byte(id), 15: 1}, stateEpoch: -1}
 }
 
 func (n *node) String() string { return fmt.Sprintf("n%d", n.id) }
@@ -125,6 +140,13 @@ func (n *node) start() error {
 	n.pausedUntil = 0
 	p := &process{n: n, controller: -1, brokerEpoch: -1,
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
+	// Broker.takeShutdownState: the previous process vouches for its
+	// epoch only if the machine did not reboot since.
+	p.previousCleanEpoch = -1
+	if n.stateBoot == n.boot {
+		p.previousCleanEpoch = n.stateEpoch
+	}
+	n.stateEpoch, n.stateBoot = p.previousCleanEpoch, n.boot
 	n.proc = p
 	cfg, err := n.c.brokerConfig(n.id)
 	if err != nil {
@@ -172,6 +194,7 @@ func (n *node) crash(torn bool) {
 	n.pausedUntil = 0
 	n.proc = nil
 	n.fs.Crash(vfs.CrashOptions{TornWrites: torn, Seed: n.c.s.rng.Uint64()})
+	n.boot++
 	n.tracef("crashed (torn writes: %v)", torn)
 }
 

@@ -185,41 +185,25 @@ func (p *process) uncleanAllowed(t *metadata.Topic) bool {
 	return err == nil && cfg.UncleanLeaderElection
 }
 
-// registerBroker is controllerService.RegisterBroker: a re-registration
-// fences the previous incarnation first.
-func (p *process) registerBroker(id int32, done func(epoch int64, err error)) {
-	var br metadata.Broker
+// writeCaching is controllerService.writeCaching.
+func (p *process) writeCaching(t *metadata.Topic) bool {
+	cfg, err := config.ResolveTopic(p.cfg, t.Configs)
+	return err != nil || cfg.WriteCaching
+}
+
+// registerBroker is controllerService.RegisterBroker.
+func (p *process) registerBroker(reg controller.Registration, done func(epoch int64, err error)) {
+	id := reg.ID
+	var epoch int64
 	p.decide(fmt.Sprintf("registration of broker %d", id), func(im *metadata.Image) ([]metadata.Record, error) {
-		br = metadata.Broker{ID: id, Epoch: im.Version() + 1,
-			Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: fmt.Sprintf("n%d", id), Port: 9092}}}
-		var recs []metadata.Record
-		next := im
-		if old, ok := im.Broker(id); ok {
-			br.Epoch = max(br.Epoch, old.Epoch+1)
-			if !old.Fenced {
-				fence, err := controller.FenceBroker(im, id)
-				if err != nil {
-					return nil, err
-				}
-				recs = append(recs, fence...)
-				var aerr error
-				if next, aerr = im.Apply(fence...); aerr != nil {
-					return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, aerr)
-				}
-			}
-		}
-		reg := metadata.RegisterBroker{Broker: br}
-		recs = append(recs, reg)
-		next, err := next.Apply(reg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
-		}
-		return append(recs, controller.ElectLeaderless(next, p.uncleanAllowed)...), nil
+		recs, e, err := controller.RegisterBroker(im, reg, p.writeCaching, p.uncleanAllowed)
+		epoch = e
+		return recs, err
 	}, func(err error) {
 		if err == nil && p.ctrl != nil {
 			p.ctrl.lastSeen[id] = p.n.c.s.now
 		}
-		done(br.Epoch, err)
+		done(epoch, err)
 	})
 }
 

@@ -135,6 +135,9 @@ func (p *process) setImage(next *metadata.Image, why string) {
 			p.brokerEpoch = p.pendingEpoch
 			p.pendingEpoch = 0
 			p.n.tracef("registered, broker epoch %d", p.brokerEpoch)
+			// Broker.registerWithController: vouch for the new epoch.
+			p.previousCleanEpoch = p.brokerEpoch
+			p.n.stateEpoch, p.n.stateBoot = p.brokerEpoch, p.n.boot
 		}
 	}
 }

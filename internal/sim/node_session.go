@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -38,9 +39,11 @@ func (p *process) sessionStep() error {
 			return nil // granted; waiting for the image to hold it
 		}
 		req := kmsg.NewPtrBrokerRegistrationRequest()
-		req.Version = 2
+		req.Version = 3
 		req.BrokerID = p.n.id
 		req.ClusterID = p.image.ClusterID()
+		req.LogDirs = [][16]byte{p.n.dirID}
+		req.PreviousBrokerEpoch = p.previousCleanEpoch
 		p.registering = true
 		p.call(p.controller, req, func(resp kmsg.Response, err error) {
 			p.registering = false
@@ -100,7 +103,12 @@ func (p *process) onRegistration(req *kmsg.BrokerRegistrationRequest, respond ap
 		respond(resp)
 		return
 	}
-	p.registerBroker(req.BrokerID, func(epoch int64, err error) {
+	reg := controller.Registration{ID: req.BrokerID, PreviousBrokerEpoch: req.PreviousBrokerEpoch,
+		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: fmt.Sprintf("n%d", req.BrokerID), Port: 9092}}}
+	for _, d := range req.LogDirs {
+		reg.LogDirs = append(reg.LogDirs, metadata.DirectoryID(d))
+	}
+	p.registerBroker(reg, func(epoch int64, err error) {
 		resp.ErrorCode = api.ErrorCode(err)
 		resp.BrokerEpoch = epoch
 		respond(resp)
