@@ -130,6 +130,12 @@ func DecodeRecord(b []byte) (Record, error) {
 func deref(r Record) Record {
 	switch r := r.(type) {
 	case *RegisterBroker:
+		// An empty list of log dirs and none mean the same (the broker
+		// said nothing); one form keeps the encoding stable, since
+		// omitempty writes neither.
+		if len(r.Broker.LogDirs) == 0 {
+			r.Broker.LogDirs = nil
+		}
 		return *r
 	case *FenceBroker:
 		return *r
