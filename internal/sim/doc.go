@@ -38,5 +38,8 @@
 // for bit. Run with:
 //
 //	go test ./internal/sim/ -sim.seeds=500
-//	go test ./internal/sim/ -sim.seed=1234 -v   # replay one seed, print its trace
+//	go test ./internal/sim/ -sim.seeds=200 -sim.first=501 -sim.duration=2m   # a further batch, longer runs
+//	go test ./internal/sim/ -run '^TestSeeds$' -sim.seed=1234 -v   # replay one seed, print its trace
+//
+// A failing seed prints the replay command for the test that ran it.
 package sim

@@ -12,15 +12,16 @@ func (c *Cluster) result() Result {
 		Violations: c.check.violations, Trace: c.trace.tail(), Stats: st}
 }
 
-// Failure renders a failed run for a person.
-func (r Result) Failure() string {
+// Failure renders a failed run for a person; test is the top-level test
+// that ran it, named in the replay command.
+func (r Result) Failure(test string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "seed %d FAILED after %v simulated (%d steps)\n", r.Seed, r.SimTime, r.Steps)
 	fmt.Fprintf(&sb, "options: %s\n", r.Options)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&sb, "violation: %s\n", v)
 	}
-	fmt.Fprintf(&sb, "replay: go test ./internal/sim/ -run TestSeeds -sim.seed=%d -v\n", r.Seed)
+	fmt.Fprintf(&sb, "replay: go test ./internal/sim/ -run '^%s$' -sim.seed=%d -sim.duration=%v -v\n", test, r.Seed, r.Options.Duration)
 	fmt.Fprintf(&sb, "last events:\n%s", r.Trace)
 	return sb.String()
 }

@@ -2,13 +2,15 @@ package sim
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 	"time"
 )
 
 var (
-	flagSeeds    = flag.Int("sim.seeds", 200, "how many seeds TestSeeds runs (seeds 1..N, swarm fault mixes; 50 with -short)")
+	flagSeeds    = flag.Int("sim.seeds", 200, "how many seeds TestSeeds runs (from -sim.first on, swarm fault mixes; 50 with -short)")
+	flagFirst    = flag.Uint64("sim.first", 1, "the first seed TestSeeds and TestGroups run, for a batch beyond the ones already run")
 	flagSeed     = flag.Uint64("sim.seed", 0, "run only this seed, printing its whole trace with -v")
 	flagDuration = flag.Duration("sim.duration", 10*time.Second, "simulated length of each run's faulty phase")
 )
@@ -39,7 +41,7 @@ func TestSeeds(t *testing.T) {
 	}
 	var simulated time.Duration
 	var steps int64
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
 			r = runSeed(t, seed, false)
@@ -54,7 +56,7 @@ func TestSeeds(t *testing.T) {
 func report(t *testing.T, r Result) {
 	t.Helper()
 	if len(r.Violations) > 0 {
-		t.Fatal(r.Failure())
+		t.Fatal(r.Failure(strings.SplitN(t.Name(), "/", 2)[0]))
 	}
 	t.Logf("seed %d: %v simulated, %d events, trace %016x, %+v", r.Seed, r.SimTime, r.Steps, r.TraceHash, r.Stats)
 }
