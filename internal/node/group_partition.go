@@ -38,14 +38,12 @@ type groupCoordinator struct {
 	part  *partition
 	epoch int32
 
-	mu     sync.Mutex
-	state  coordinatorState
-	c      *group.Coordinator // set once loaded
-	nextID group.RequestID
-	// Parked JoinGroup and SyncGroup requests by id, until the
-	// coordinator's Output answers them.
-	joins map[group.RequestID]parkedJoin
-	syncs map[group.RequestID]func(group.SyncResponse)
+	mu    sync.Mutex
+	state coordinatorState
+	c     *group.Coordinator // set once loaded
+	// Parked JoinGroup and SyncGroup requests, until the coordinator's
+	// Output answers them.
+	parked group.Parked
 	// lastWrite is the latest batch of records appended; answers wait for
 	// it (see groupWrite).
 	lastWrite *groupWrite
@@ -55,17 +53,8 @@ type groupCoordinator struct {
 	expire *time.Timer
 }
 
-type parkedJoin struct {
-	memberID string
-	done     func(group.JoinResponse)
-}
-
 func newGroupCoordinator(rt *groupRuntime, p *partition, epoch int32) *groupCoordinator {
-	return &groupCoordinator{
-		rt: rt, part: p, epoch: epoch,
-		joins: map[group.RequestID]parkedJoin{},
-		syncs: map[group.RequestID]func(group.SyncResponse){},
-	}
+	return &groupCoordinator{rt: rt, part: p, epoch: epoch}
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
@@ -255,19 +244,6 @@ func (gc *groupCoordinator) read(fn func(c *group.Coordinator)) error {
 	return nil
 }
 
-// park registers a JoinGroup answer callback and returns its request id.
-func (gc *groupCoordinator) parkJoin(memberID string, done func(group.JoinResponse)) group.RequestID {
-	gc.nextID++
-	gc.joins[gc.nextID] = parkedJoin{memberID: memberID, done: done}
-	return gc.nextID
-}
-
-func (gc *groupCoordinator) parkSync(done func(group.SyncResponse)) group.RequestID {
-	gc.nextID++
-	gc.syncs[gc.nextID] = done
-	return gc.nextID
-}
-
 // carryOutLocked takes the answers out of an Output and appends its
 // records. The answers (and finish) go out once the records, and any
 // written before them, are committed; the returned function sends them
@@ -347,36 +323,9 @@ func (gc *groupCoordinator) assignmentWritten(w group.AssignmentWrite, err error
 // write's outcome: nil sends the coordinator's answer, an error replaces
 // it.
 func (gc *groupCoordinator) answersLocked(out group.Output) []func(error) {
-	var answers []func(error)
-	for _, j := range out.Joins {
-		pj, ok := gc.joins[j.To]
-		if !ok {
-			gc.rt.b.log.Error("group coordinator answered an unknown join", "request", j.To)
-			continue
-		}
-		delete(gc.joins, j.To)
-		resp := j.Response
-		answers = append(answers, func(err error) {
-			if err != nil {
-				resp = group.JoinResponse{Err: err, MemberID: pj.memberID, Generation: -1}
-			}
-			pj.done(resp)
-		})
-	}
-	for _, s := range out.Syncs {
-		done, ok := gc.syncs[s.To]
-		if !ok {
-			gc.rt.b.log.Error("group coordinator answered an unknown sync", "request", s.To)
-			continue
-		}
-		delete(gc.syncs, s.To)
-		resp := s.Response
-		answers = append(answers, func(err error) {
-			if err != nil {
-				resp = group.SyncResponse{Err: err}
-			}
-			done(resp)
-		})
+	answers, unknown := gc.parked.Answers(out)
+	for _, id := range unknown {
+		gc.rt.b.log.Error("group coordinator answered an unknown request", "request", id)
 	}
 	return answers
 }
@@ -443,14 +392,10 @@ func (gc *groupCoordinator) stop(why string) {
 // leftoverLocked answers requests still parked after Unload (there should
 // be none: Unload answers every parked request).
 func (gc *groupCoordinator) leftoverLocked() func() {
-	joins, syncs := gc.joins, gc.syncs
-	gc.joins, gc.syncs = map[group.RequestID]parkedJoin{}, map[group.RequestID]func(group.SyncResponse){}
+	abandoned := gc.parked.Abandon(kerr.NotCoordinator)
 	return func() {
-		for _, pj := range joins {
-			pj.done(group.JoinResponse{Err: kerr.NotCoordinator, MemberID: pj.memberID, Generation: -1})
-		}
-		for _, done := range syncs {
-			done(group.SyncResponse{Err: kerr.NotCoordinator})
+		for _, answer := range abandoned {
+			answer()
 		}
 	}
 }

@@ -27,7 +27,7 @@ func (g groupBackend) Join(req group.JoinRequest, done func(group.JoinResponse))
 		return
 	}
 	err = gc.call(func(c *group.Coordinator, now int64) group.Output {
-		req.ID = gc.parkJoin(req.MemberID, done)
+		req.ID = gc.parked.Join(req.MemberID, done)
 		return c.Join(now, req)
 	}, nil)
 	if err != nil {
@@ -42,7 +42,7 @@ func (g groupBackend) Sync(req group.SyncRequest, done func(group.SyncResponse))
 		return
 	}
 	err = gc.call(func(c *group.Coordinator, now int64) group.Output {
-		req.ID = gc.parkSync(done)
+		req.ID = gc.parked.Sync(done)
 		return c.Sync(now, req)
 	}, nil)
 	if err != nil {

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,19 +52,12 @@ type coordinator struct {
 	epoch   int32
 	c       *group.Coordinator
 	stopped bool
-	nextID  group.RequestID
-	joins   map[group.RequestID]parkedJoin
-	syncs   map[group.RequestID]func(group.SyncResponse)
+	parked  group.Parked
 	// lastWrite is the latest batch of records appended; answers of later
 	// calls that wrote nothing wait for it too.
 	lastWrite *groupWrite
 	// timerGen invalidates tick timers armed before the latest rearm.
 	timerGen uint64
-}
-
-type parkedJoin struct {
-	memberID string
-	done     func(group.JoinResponse)
 }
 
 // groupWrite is one batch of records on its way to commit (single
@@ -101,8 +92,7 @@ func (w *groupWrite) finish(err error) {
 // current leader epoch, loaded from the log.
 func (r *replica) startCoordinator() {
 	r.stopCoordinator("new leader epoch")
-	gc := &coordinator{r: r, epoch: r.leaderEpoch,
-		joins: map[group.RequestID]parkedJoin{}, syncs: map[group.RequestID]func(group.SyncResponse){}}
+	gc := &coordinator{r: r, epoch: r.leaderEpoch}
 	c, err := group.New(simGroupConfig(), r.p.n.c.s.rng.Uint64())
 	var end int64
 	if err == nil {
@@ -140,17 +130,9 @@ func (r *replica) stopCoordinator(why string) {
 	send := gc.answers(gc.c.Unload())
 	// Unload answers every parked request; any left over are answered
 	// here, in request order so that runs stay deterministic.
-	for _, id := range slices.Sorted(maps.Keys(gc.joins)) {
-		pj := gc.joins[id]
-		send = append(send, func(error) {
-			pj.done(group.JoinResponse{Err: kerr.NotCoordinator, MemberID: pj.memberID, Generation: -1})
-		})
+	for _, answer := range gc.parked.Abandon(kerr.NotCoordinator) {
+		send = append(send, func(error) { answer() })
 	}
-	for _, id := range slices.Sorted(maps.Keys(gc.syncs)) {
-		done := gc.syncs[id]
-		send = append(send, func(error) { done(group.SyncResponse{Err: kerr.NotCoordinator}) })
-	}
-	gc.joins, gc.syncs = nil, nil
 	for _, a := range send {
 		a(nil)
 	}
@@ -303,51 +285,12 @@ func (gc *coordinator) fail(cause error) {
 	}
 }
 
-func (gc *coordinator) parkJoin(memberID string, done func(group.JoinResponse)) group.RequestID {
-	gc.nextID++
-	gc.joins[gc.nextID] = parkedJoin{memberID: memberID, done: done}
-	return gc.nextID
-}
-
-func (gc *coordinator) parkSync(done func(group.SyncResponse)) group.RequestID {
-	gc.nextID++
-	gc.syncs[gc.nextID] = done
-	return gc.nextID
-}
-
 // answers turns an Output's answers into callbacks taking the write's
 // outcome: nil sends the coordinator's answer, an error replaces it.
 func (gc *coordinator) answers(out group.Output) []func(error) {
-	var answers []func(error)
-	for _, j := range out.Joins {
-		pj, ok := gc.joins[j.To]
-		if !ok {
-			gc.r.p.n.c.violation("%s: coordinator answered unknown join %d", gc.r.name(), j.To)
-			continue
-		}
-		delete(gc.joins, j.To)
-		resp := j.Response
-		answers = append(answers, func(err error) {
-			if err != nil {
-				resp = group.JoinResponse{Err: err, MemberID: pj.memberID, Generation: -1}
-			}
-			pj.done(resp)
-		})
-	}
-	for _, s := range out.Syncs {
-		done, ok := gc.syncs[s.To]
-		if !ok {
-			gc.r.p.n.c.violation("%s: coordinator answered unknown sync %d", gc.r.name(), s.To)
-			continue
-		}
-		delete(gc.syncs, s.To)
-		resp := s.Response
-		answers = append(answers, func(err error) {
-			if err != nil {
-				resp = group.SyncResponse{Err: err}
-			}
-			done(resp)
-		})
+	answers, unknown := gc.parked.Answers(out)
+	for _, id := range unknown {
+		gc.r.p.n.c.violation("%s: coordinator answered unknown request %d", gc.r.name(), id)
 	}
 	return answers
 }

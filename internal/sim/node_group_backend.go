@@ -51,7 +51,7 @@ func (g groupBackend) Join(req group.JoinRequest, done func(group.JoinResponse))
 		return
 	}
 	gc.call(func(c *group.Coordinator, now int64) group.Output {
-		req.ID = gc.parkJoin(req.MemberID, done)
+		req.ID = gc.parked.Join(req.MemberID, done)
 		return c.Join(now, req)
 	}, nil)
 }
@@ -63,7 +63,7 @@ func (g groupBackend) Sync(req group.SyncRequest, done func(group.SyncResponse))
 		return
 	}
 	gc.call(func(c *group.Coordinator, now int64) group.Output {
-		req.ID = gc.parkSync(done)
+		req.ID = gc.parked.Sync(done)
 		return c.Sync(now, req)
 	}, nil)
 }
