@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/skein-log/skein/internal/storage"
+	"github.com/skein-log/skein/internal/replica"
 )
 
 // A broker whose disk fails hands over instead of lingering.
@@ -48,24 +48,6 @@ var ErrMetadataLogFailed = errors.New("metadata log failed")
 // itself (a failed log directory or metadata log). `skein server` exits
 // with it; tests observe it. It is never sent after Close or Halt.
 func (b *Broker) Fatal() <-chan error { return b.fatal }
-
-// isDiskFailure tells a failed write or fsync of a log (the disk's fault)
-// from a refusal of the data itself or of the caller, which says nothing
-// about the disk.
-func isDiskFailure(err error) bool {
-	switch {
-	case err == nil,
-		errors.Is(err, storage.ErrInvalidBatch),
-		errors.Is(err, storage.ErrBatchTooLarge),
-		errors.Is(err, storage.ErrStaleEpoch),
-		errors.Is(err, storage.ErrOffsetMismatch),
-		errors.Is(err, storage.ErrOffsetOutOfRange),
-		errors.Is(err, storage.ErrCorrupt),
-		errors.Is(err, storage.ErrClosed):
-		return false
-	}
-	return true
-}
 
 // isDeviceError reports an error of the device itself. Opening a log
 // fails for many reasons (damage it cannot repair, a foreign directory);
@@ -232,10 +214,5 @@ func (p *partition) ledHereInImage() bool {
 // is not read from), each with KAFKA_STORAGE_ERROR.
 func (p *partition) setOffline(err error) {
 	p.offline.Store(true)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.failed == nil {
-		p.failed = err
-	}
-	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
+	p.step(func(c *replica.Replica) replica.Ready { return c.SetOffline(err) })
 }

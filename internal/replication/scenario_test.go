@@ -25,6 +25,8 @@ import (
 //	tick t=T [ineligible=3,4]     Tick; the result is what `proposal` checks
 //	commit isr=1,2 partition-epoch=8 t=T [leader=1 leader-epoch=5 replicas=1,2,3]
 //	reject [err=CODE_NAME]        the controller refused the pending proposal
+//	answer [err=CODE_NAME]        one send of the pending proposal failed so
+//	                              (OnISRAnswer); `resend` checks the delay
 //	expect key=value ...          check state (keys in checkExpect)
 //
 // A command followed by `!error` (or `!error=some text`) must fail with an
@@ -50,6 +52,7 @@ type scenario struct {
 	cfg      Config
 	proposal *ISRChange // last Tick result
 	advanced bool       // last hwAdvanced result
+	resend   int64      // last OnISRAnswer resend delay
 	lastHW   int64
 }
 
@@ -236,6 +239,19 @@ func (s *scenario) run(t *testing.T, cmd string, a args) error {
 		}
 		s.advanced = s.l.OnISRChangeRejected(p, cause)
 		return nil
+	case "answer":
+		p, ok := s.l.Pending()
+		if !ok {
+			return errors.New("nothing pending to answer")
+		}
+		var cause error = errors.New("request lost")
+		if name, ok := a.kv["err"]; ok {
+			if cause = kerrByName(name); cause == nil {
+				return fmt.Errorf("unknown error name %q", name)
+			}
+		}
+		s.resend, s.advanced = s.l.OnISRAnswer(p, cause)
+		return nil
 	case "expect":
 		return s.checkExpect(a)
 	}
@@ -358,6 +374,8 @@ func (s *scenario) checkExpect(a args) error {
 			check(key, changeString(s.proposal), want)
 		case "advanced":
 			check(key, strconv.FormatBool(s.advanced), want)
+		case "resend":
+			check(key, strconv.FormatInt(s.resend, 10), want)
 		case "produce":
 			check(key, errName(s.l.CheckAcksAll()), want)
 		case "ack":

@@ -134,7 +134,7 @@ func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
 func (c *Cluster) onLeaderHW(n *node, r *replica) {
 	k := c.check
 	key := nodePart{n.id, n.incarnation, partKey{r.id, r.index}}
-	hw := r.leader.HighWatermark()
+	hw := r.core.HighWatermark()
 	if prev, ok := k.servedHW[key]; ok && hw < prev && k.strict() {
 		c.violation("%s serves %s below high watermark %d, after serving up to %d", n, r.name(), hw, prev)
 		return
@@ -156,7 +156,8 @@ func (c *Cluster) checkISRHolds(r *replica, target int64, what string) {
 	if !c.check.strict() {
 		return
 	}
-	for _, id := range r.leader.Snapshot().MaximalISR {
+	snap, _ := r.core.LeaderSnapshot()
+	for _, id := range snap.MaximalISR {
 		p := c.nodes[id].proc
 		if p == nil {
 			continue

@@ -86,6 +86,9 @@ type process struct {
 	fetchers     map[int32]*fetcher
 	waiters      []*fetchWaiter
 	pokeQueued   bool
+	// dirFailed is set once a log write or fsync failed: every replica is
+	// offline until the operator restarts the process (logDirFailed).
+	dirFailed bool
 
 	pidNext, pidEnd int64
 	pidAsking       bool
@@ -239,7 +242,7 @@ func (p *process) partitionList() []*replica {
 // after an I/O error (see storage.Log.Failed).
 func (p *process) hasFailedLog() bool {
 	for _, r := range p.partitionList() {
-		if r.failed != nil || r.log.Failed() != nil {
+		if r.core.Failed() != nil || r.log.Failed() != nil {
 			return true
 		}
 	}
