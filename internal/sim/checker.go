@@ -128,7 +128,7 @@ func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
 // lost (write.caching after a power loss); and every running member of the
 // ISR holds what it covers. A restarted replica starts its high watermark
 // at its log start (it cannot know which of its records were committed:
-// node/partition.go's openPartition), so only one incarnation's is
+// replica.Open), so only one incarnation's is
 // monotonic; what the previous one served was covered by the ISR, which
 // the second check holds the new one to.
 func (c *Cluster) onLeaderHW(n *node, r *replica) {
