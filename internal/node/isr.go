@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -33,32 +33,12 @@ func (b *Broker) proposeISRChange(p *partition, change replication.ISRChange) {
 func (b *Broker) sendISRChange(p *partition, change replication.ISRChange) error {
 	ctx, cancel := context.WithTimeout(context.Background(), controllerRPCTimeout)
 	defer cancel()
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 2
-	req.BrokerID = b.cfg.NodeID
-	req.BrokerEpoch = b.brokerEpoch.Load()
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = p.id
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition = p.index
-	rp.LeaderEpoch = change.LeaderEpoch
-	rp.PartitionEpoch = change.PartitionEpoch
-	rp.NewISR = change.NewISR
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := replica.AlterPartitionRequest(b.cfg.NodeID, b.brokerEpoch.Load(), p.id, p.index, change)
 	resp, err := b.ctrl.request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("alter partition: %w", err)
 	}
-	r := resp.(*kmsg.AlterPartitionResponse)
-	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return err
-	}
-	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-		// Not an answer about this partition: its fate is unknown.
-		return fmt.Errorf("alter partition: answer has %d topics, want 1 with 1 partition", len(r.Topics))
-	}
-	if err := kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode); err != nil {
+	if err := replica.AlterPartitionOutcome(resp.(*kmsg.AlterPartitionResponse)); err != nil {
 		return err
 	}
 	// Answer quickly, but let the image bring the committed state.

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	rcore "github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -88,25 +88,10 @@ func (p *process) sendISRChange(r *replica, change replication.ISRChange) {
 		answer(errNoController)
 		return
 	}
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 2
-	req.BrokerID = p.n.id
-	req.BrokerEpoch = p.brokerEpoch
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = r.id
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition = r.index
-	rp.LeaderEpoch = change.LeaderEpoch
-	rp.PartitionEpoch = change.PartitionEpoch
-	rp.NewISR = change.NewISR
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := rcore.AlterPartitionRequest(p.n.id, p.brokerEpoch, r.id, r.index, change)
 	p.call(p.controller, req, func(resp kmsg.Response, err error) {
 		if err == nil {
-			ar := resp.(*kmsg.AlterPartitionResponse)
-			if err = kerr.ErrorForCode(ar.ErrorCode); err == nil && len(ar.Topics) == 1 && len(ar.Topics[0].Partitions) == 1 {
-				err = kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode)
-			}
+			err = rcore.AlterPartitionOutcome(resp.(*kmsg.AlterPartitionResponse))
 		}
 		if err != nil {
 			p.n.tracef("%s ISR change %v: %v", r.name(), change.NewISR, err)
