@@ -70,6 +70,7 @@ func (r *Replica) FollowerSynced(durable int64, syncErr error, leaderHW int64) (
 		r.fail(syncErr, &rd)
 		return rd, syncErr
 	}
+	durable = min(durable, r.log.DurableEndOffset()) // as in Synced
 	if r.cfg.WriteCaching {
 		r.durableEnd = r.log.LogEndOffset()
 	} else if durable > r.durableEnd {

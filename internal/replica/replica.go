@@ -567,6 +567,10 @@ func (r *Replica) Synced(durable int64, err error) Ready {
 		r.fail(err, &rd)
 		return rd
 	}
+	// A truncation may have run between the fsync and this report (the
+	// replica lost leadership, truncated as a follower, and leads again):
+	// what the log holds durably now bounds what the fsync covered.
+	durable = min(durable, r.log.DurableEndOffset())
 	if r.cfg.WriteCaching || durable <= r.durableEnd {
 		return rd
 	}

@@ -27,12 +27,13 @@ import (
 // replica core on an in-memory disk. Each line is a command; '#' starts a
 // comment. Commands (t=MS is the event's time):
 //
-//	open [local=1] [lag=MS] [min-isr=N] [write-caching] [flush-messages=N]
+//	open [dir=t-0] [local=1] [lag=MS] [min-isr=N] [write-caching] [flush-messages=N]
 //	     [flush-ms=MS] [timestamp=LogAppendTime]   open (or reopen) the replica
 //	apply role=leader|follower|none leader=ID epoch=E pepoch=P replicas=1,2,3 isr=1,2 t=T
 //	produce name=X acks=-1|0|1 records=N [pid=P seq=S] [timeout=MS] t=T
 //	sync                         run the queued fsync and report it
 //	syncfail                     the queued fsync fails (EIO)
+//	syncstart, syncreport        run the queued fsync now, report it later
 //	flushtimer                   the flush.ms timer fires
 //	expire name=X                X's request timeout fires
 //	fetch id=ID offset=N t=T     follower ID fetches from N (OnFollowerFetch)
@@ -77,6 +78,9 @@ type scenario struct {
 	pending bool // a fsync was asked for and not yet run
 	change  *replication.ISRChange
 	read    string
+	// syncDurable and syncErr are an fsync's result held for syncreport.
+	syncDurable int64
+	syncErr     error
 }
 
 func runScenario(t *testing.T, file string) {
@@ -203,7 +207,11 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		}
 		s.cfg = cfg
 		s.opts = Options{LocalID: int32(num(kv, "local", 1)), ReplicaLagTimeMaxMs: num(kv, "lag", 30000)}
-		s.r, err = Open(s.fs, "t-0", "t-0", cfg, s.opts)
+		dir := "t-0"
+		if d, ok := kv["dir"]; ok {
+			dir = d
+		}
+		s.r, err = Open(s.fs, dir, dir, cfg, s.opts)
 		s.pending = false
 		return err
 	case "apply":
@@ -247,6 +255,18 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		}
 		d, err := s.r.Log().Sync()
 		s.step(s.r.Synced(d, err))
+		return nil
+	case "syncstart":
+		// The fsync runs now; its result is reported by syncreport, after
+		// whatever the scenario does in between.
+		if !s.pending {
+			return errors.New("no fsync queued")
+		}
+		s.pending = false
+		s.syncDurable, s.syncErr = s.r.Log().Sync()
+		return nil
+	case "syncreport":
+		s.step(s.r.Synced(s.syncDurable, s.syncErr))
 		return nil
 	case "flushtimer":
 		s.step(s.r.FlushTimer())

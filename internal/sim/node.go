@@ -86,9 +86,6 @@ type process struct {
 	fetchers     map[int32]*fetcher
 	waiters      []*fetchWaiter
 	pokeQueued   bool
-	// dirFailed is set once a log write or fsync failed: every replica is
-	// offline until the operator restarts the process (logDirFailed).
-	dirFailed bool
 
 	pidNext, pidEnd int64
 	pidAsking       bool
