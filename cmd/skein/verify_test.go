@@ -119,4 +119,3 @@ func TestParseVerifyFlags(t *testing.T) {
 		})
 	}
 }
-

@@ -458,8 +458,9 @@ func (c *Cluster) exitedNode() error {
 	return nil
 }
 
-// lastWordsLines is how many lines of a node's log an exit shows.
-const lastWordsLines = 3
+// lastWordsLines is how many lines of a node's log an exit shows: a
+// server that fails to start says why on its last line.
+const lastWordsLines = 1
 
 // lastWords is the end of a log file, on one line.
 func lastWords(path string) string {
