@@ -146,13 +146,27 @@ func (s *syncBuffer) String() string {
 
 func startDev(t *testing.T, args ...string) *devProcess {
 	t.Helper()
-	cmd := exec.Command(skeinBin(t), append([]string{"dev"}, args...)...)
-	out, err := cmd.StdoutPipe()
+	return startSkein(t, false, append([]string{"dev"}, args...)...)
+}
+
+// startSkein starts the binary and reads its stdout (or, with
+// readStderr, its stderr) line by line; the other stream is kept.
+func startSkein(t *testing.T, readStderr bool, args ...string) *devProcess {
+	t.Helper()
+	cmd := exec.Command(skeinBin(t), args...)
+	d := &devProcess{cmd: cmd, lines: make(chan string, 100), stderr: &syncBuffer{}, done: make(chan struct{})}
+	var out io.Reader
+	var err error
+	if readStderr {
+		out, err = cmd.StderrPipe()
+		cmd.Stdout = d.stderr
+	} else {
+		out, err = cmd.StdoutPipe()
+		cmd.Stderr = d.stderr
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &devProcess{cmd: cmd, lines: make(chan string, 100), stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,13 +246,17 @@ func processesMentioning(t *testing.T, s string) []string {
 	return out
 }
 
-// devBase reserves a base port for a dev cluster of n nodes.
-func devBase(t *testing.T, n int) int {
+// devBase reserves a base port for a dev cluster of n nodes, free on
+// hosts (default 127.0.0.1).
+func devBase(t *testing.T, n int, hosts ...string) int {
 	var offsets []int
 	for i := range n {
 		offsets = append(offsets, 100*i, 100*i+1, 100*i+2)
 	}
-	return testport.Block(t, offsets, testport.FreeOn("127.0.0.1"))
+	if len(hosts) == 0 {
+		hosts = []string{"127.0.0.1"}
+	}
+	return testport.Block(t, offsets, testport.FreeOn(hosts...))
 }
 
 // ctrlCLimit is how soon after Ctrl-C a command must have ended.
@@ -351,5 +369,23 @@ func TestDevFailsLoudlyWhenABrokerCannotStart(t *testing.T) {
 	file := filepath.Join(dataDir, "broker-1")
 	if _, stderr, code, _ := runBin(t, 30*time.Second, "dev", "--brokers", "1", "--port", fmt.Sprint(base), "--data", file); code == 0 || !strings.Contains(stderr, "--data "+file) {
 		t.Errorf("--data naming a file: exit %d, %s", code, stderr)
+	}
+}
+
+// TestVerifyStopsOnCtrlC: Ctrl-C in the middle of the faults ends a
+// verify run within seconds, its local brokers with it.
+func TestVerifyStopsOnCtrlC(t *testing.T) {
+	// The local brokers listen on 127.0.1.N behind proxies on 127.0.0.1.
+	base := devBase(t, 3, "127.0.0.1", "127.0.1.1", "127.0.1.2", "127.0.1.3")
+	out := t.TempDir()
+	v := startSkein(t, true, "verify", "--duration", "2m", "--nemesis", "kill,pause", "--port", fmt.Sprint(base), "--out", out)
+	v.await(t, regexp.MustCompile(`faults planned`), 90*time.Second)
+	took, code := v.interrupt(t, ctrlCLimit)
+	t.Logf("Ctrl-C to exit: %v (exit %d)", took, code)
+	if code == 0 {
+		t.Errorf("an interrupted verify exited 0")
+	}
+	if left := processesMentioning(t, out); len(left) > 0 {
+		t.Errorf("processes left after Ctrl-C:\n%s", strings.Join(left, "\n"))
 	}
 }

@@ -95,6 +95,9 @@ type nemesis struct {
 	consumers int // assigned consumers and group members, all from the consumers' network
 	paused    []bool
 	limited   []bool // file size limited (disk-full)
+	// stopping: the run ends without its history being judged (Ctrl-C),
+	// so heal starts no broker that is down only to stop it again.
+	stopping bool
 }
 
 func newNemesis(c *devcluster.Cluster, vn *faultNetwork, rec *recorder, cfg *Config, log io.Writer) *nemesis {
@@ -236,7 +239,7 @@ func (n *nemesis) heal() error {
 			}
 		}
 		n.paused[i] = false
-		if !n.c.Running(i) {
+		if !n.c.Running(i) && !n.stopping {
 			if err := n.c.Start(i); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("start broker %d: %w", i+1, err)
 			}

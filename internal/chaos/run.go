@@ -155,7 +155,22 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 			return nil, fmt.Errorf("nemesis: %w", err)
 		}
 	}
-	sleepCtx(ctx, time.Until(faultWindowEnd))
+	if !sleepCtx(ctx, time.Until(faultWindowEnd)) {
+		// Interrupted (Ctrl-C): the history will not be judged, so nothing
+		// is waited for; what is deferred heals and stops the cluster.
+		if local != nil {
+			local.stopping = true
+		}
+		close(stopProducing)
+		abandon()
+		sending.Wait()
+		for _, p := range producers {
+			p.cl.Close()
+		}
+		stopConsumers()
+		consumers.Wait()
+		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "heal"})
 	if driver != nil {
