@@ -214,7 +214,8 @@ func (d *devProcess) interrupt(t *testing.T, limit time.Duration) (time.Duration
 	t.Helper()
 	start := time.Now()
 	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+		<-d.done
+		t.Fatalf("skein ended (%v) before Ctrl-C could interrupt it: %v; stderr:\n%s", d.cmd.ProcessState, err, d.stderr.String())
 	}
 	go func() {
 		for range d.lines {
@@ -281,14 +282,14 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestDevDemoServesAdminRefusesASecondClusterAndStopsOnCtrlC: the demo's
-// cluster serves /metrics and /readyz on the printed addresses; a second
-// `skein dev` on the same ports fails at once naming the broker and the
-// port instead of measuring the first cluster; Ctrl-C mid-demo ends it
-// within seconds, with no broker left and its temporary directory gone.
-func TestDevDemoServesAdminRefusesASecondClusterAndStopsOnCtrlC(t *testing.T) {
+// TestDevServesAdminRefusesASecondClusterAndStopsOnCtrlC: the cluster
+// serves /metrics and /readyz on the printed addresses; a second `skein
+// dev` on the same ports fails at once naming the broker and the port
+// instead of measuring the first cluster; Ctrl-C ends it within seconds,
+// with no broker left and its temporary directory gone.
+func TestDevServesAdminRefusesASecondClusterAndStopsOnCtrlC(t *testing.T) {
 	base := devBase(t, 3)
-	d := startDev(t, "--demo", "--port", fmt.Sprint(base))
+	d := startDev(t, "--port", fmt.Sprint(base))
 	m := d.await(t, devReadyLine, 90*time.Second)
 	if m[1] != "3" || m[2] != fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", base, base+100, base+200) {
 		t.Fatalf("ready line %q", m[0])
@@ -315,8 +316,33 @@ func TestDevDemoServesAdminRefusesASecondClusterAndStopsOnCtrlC(t *testing.T) {
 		t.Errorf("the second skein dev measured the first cluster:\n%s", stdout)
 	}
 
+	d.await(t, regexp.MustCompile(`press Ctrl-C`), 5*time.Second)
 	took, code = d.interrupt(t, ctrlCLimit)
 	t.Logf("Ctrl-C to exit: %v (exit %d)", took, code)
+	if code != 0 {
+		t.Errorf("exit %d after Ctrl-C; stderr:\n%s", code, d.stderr.String())
+	}
+	if left := processesMentioning(t, dataDir); len(left) > 0 {
+		t.Errorf("processes left after Ctrl-C:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("the temporary data directory %s is still there (%v)", dataDir, err)
+	}
+}
+
+// TestDevDemoStopsOnCtrlC: Ctrl-C while the demo runs (here: right after
+// it killed the leader, with the restart still to come) ends it within
+// seconds, with no broker left and its temporary directory gone.
+func TestDevDemoStopsOnCtrlC(t *testing.T) {
+	base := devBase(t, 3)
+	d := startDev(t, "--demo", "--port", fmt.Sprint(base))
+	dataDir := d.await(t, devReadyLine, 90*time.Second)[3]
+	d.await(t, regexp.MustCompile(`^killing broker \d`), 60*time.Second)
+	took, code := d.interrupt(t, ctrlCLimit)
+	t.Logf("Ctrl-C to exit: %v (exit %d)", took, code)
+	if code == 0 || !strings.Contains(d.stderr.String(), "interrupted") {
+		t.Errorf("an interrupted demo: exit %d, stderr:\n%s", code, d.stderr.String())
+	}
 	if left := processesMentioning(t, dataDir); len(left) > 0 {
 		t.Errorf("processes left after Ctrl-C:\n%s", strings.Join(left, "\n"))
 	}
