@@ -282,6 +282,18 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// checkCleanedUp checks that no broker of a dev cluster whose temporary
+// data directory was dataDir runs any more, and that the directory went.
+func checkCleanedUp(t *testing.T, dataDir string) {
+	t.Helper()
+	if left := processesMentioning(t, dataDir); len(left) > 0 {
+		t.Errorf("processes left after Ctrl-C:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("the temporary data directory %s is still there (%v)", dataDir, err)
+	}
+}
+
 // TestDevServesAdminRefusesASecondClusterAndStopsOnCtrlC: the cluster
 // serves /metrics and /readyz on the printed addresses; a second `skein
 // dev` on the same ports fails at once naming the broker and the port
@@ -322,12 +334,7 @@ func TestDevServesAdminRefusesASecondClusterAndStopsOnCtrlC(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d after Ctrl-C; stderr:\n%s", code, d.stderr.String())
 	}
-	if left := processesMentioning(t, dataDir); len(left) > 0 {
-		t.Errorf("processes left after Ctrl-C:\n%s", strings.Join(left, "\n"))
-	}
-	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
-		t.Errorf("the temporary data directory %s is still there (%v)", dataDir, err)
-	}
+	checkCleanedUp(t, dataDir)
 }
 
 // TestDevDemoStopsOnCtrlC: Ctrl-C while the demo runs (here: right after
@@ -343,12 +350,7 @@ func TestDevDemoStopsOnCtrlC(t *testing.T) {
 	if code == 0 || !strings.Contains(d.stderr.String(), "interrupted") {
 		t.Errorf("an interrupted demo: exit %d, stderr:\n%s", code, d.stderr.String())
 	}
-	if left := processesMentioning(t, dataDir); len(left) > 0 {
-		t.Errorf("processes left after Ctrl-C:\n%s", strings.Join(left, "\n"))
-	}
-	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
-		t.Errorf("the temporary data directory %s is still there (%v)", dataDir, err)
-	}
+	checkCleanedUp(t, dataDir)
 }
 
 // TestDevCreatesAndKeepsDataDir: --data names a directory that does not
