@@ -62,20 +62,15 @@ type Broker struct {
 	metadataSnapshotsLoaded atomic.Int64
 
 	// The metadata quorum and what this node knows of it.
-	quorum         *quorum.Node
-	voters         []config.Voter
-	emptyImage     *metadata.Image
-	controllerID   atomic.Int32 // the active controller, -1 if unknown
-	controllerTerm atomic.Int64 // bumps on every controller change
+	quorum       *quorum.Node
+	voters       []config.Voter
+	emptyImage   *metadata.Image
+	controllerID atomic.Int32 // the active controller, -1 if unknown
 	// controllerChanged wakes the session loop when the controller
 	// changes (or a heartbeat is wanted now).
 	controllerChanged chan struct{}
 	controllerSvc     *controllerService
 	ctrl              *controllerClient
-	// commitMu serialises metadata changes on the active controller:
-	// check against the latest image, propose, wait for it to apply.
-	commitMu     sync.Mutex
-	caughtUpTerm int64 // guarded by commitMu
 
 	// imageCond signals image versions applied and reconciled.
 	imageCond   *sync.Cond

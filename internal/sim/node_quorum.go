@@ -1,13 +1,14 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 )
@@ -145,35 +146,17 @@ func (p *process) setImage(next *metadata.Image, why string) {
 // onLeaderChange mirrors onControllerChange: the quorum leader is the
 // active controller.
 func (p *process) onLeaderChange(leader int32, self bool) {
-	if leader == p.controller && self == (p.ctrl != nil) {
+	if leader == p.controller && self == p.ctl.Active() {
 		return
 	}
 	p.controller = leader
 	if self {
 		p.n.tracef("became the active controller (term %d)", p.core.Term())
-		p.activateController()
-	} else if p.ctrl != nil {
+		p.inflight = nil
+		p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready { return c.Activate(now, im) })
+	} else if p.ctl.Active() {
 		p.n.tracef("no longer the active controller")
-		p.deactivateController()
-	}
-}
-
-// completeProposals answers the active controller's proposals whose
-// entries came out committed. Proposals of one term commit in the order
-// they were made, so the oldest pending one is the only candidate.
-func (p *process) completeProposals(entries []quorum.Entry) {
-	c := p.ctrl
-	if c == nil {
-		return
-	}
-	for _, e := range entries {
-		if len(c.inflight) == 0 {
-			return
-		}
-		if e.Term == c.term && bytes.Equal(c.inflight[0].data, e.Data) {
-			done := c.inflight[0].done
-			c.inflight = c.inflight[1:]
-			done(nil)
-		}
+		p.inflight = nil
+		p.Step(func(c *ctrlcore.Core, now time.Time, _ *metadata.Image) ctrlcore.Ready { return c.Deactivate(now) })
 	}
 }

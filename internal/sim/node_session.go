@@ -7,17 +7,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/skein-log/skein/internal/api"
-	"github.com/skein-log/skein/internal/controller"
-	"github.com/skein-log/skein/internal/metadata"
 )
 
 // The broker's session with the active controller (broker_session.go's
-// sessionLoop, registerWithController, sessionStep) and the controller's
-// side of the controller-only APIs. Production's api handlers for those
-// keys call a blocking ControllerBackend; here they answer from the
-// decision's callback instead, with the same kmsg messages on the wire.
+// sessionLoop, registerWithController, sessionStep). The controller
+// answers through the real handlers of internal/api (node_controller.go).
 
 func (p *process) sessionLoop() {
 	wait := heartbeatInterval
@@ -44,6 +38,9 @@ func (p *process) sessionStep() error {
 		req.ClusterID = p.image.ClusterID()
 		req.LogDirs = [][16]byte{p.n.dirID}
 		req.PreviousBrokerEpoch = p.previousCleanEpoch
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port = "PLAINTEXT", fmt.Sprintf("n%d", p.n.id), 9092
+		req.Listeners = append(req.Listeners, l)
 		p.registering = true
 		p.call(p.controller, req, func(resp kmsg.Response, err error) {
 			p.registering = false
@@ -88,79 +85,6 @@ func (p *process) callTimeout(to int32, req kmsg.Request, timeout time.Duration,
 	n, inc := p.n, p.n.incarnation
 	n.c.call(n.id, to, req, timeout, func(r kmsg.Response, err error) {
 		n.runIf(inc, func() { cb(r, err) })
-	})
-}
-
-func (p *process) onRegistration(req *kmsg.BrokerRegistrationRequest, respond api.Respond) {
-	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-	if p.ctrl == nil {
-		resp.ErrorCode = kerr.NotController.Code
-		respond(resp)
-		return
-	}
-	if req.ClusterID != p.image.ClusterID() {
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
-		respond(resp)
-		return
-	}
-	reg := controller.Registration{ID: req.BrokerID, PreviousBrokerEpoch: req.PreviousBrokerEpoch,
-		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: fmt.Sprintf("n%d", req.BrokerID), Port: 9092}}}
-	for _, d := range req.LogDirs {
-		reg.LogDirs = append(reg.LogDirs, metadata.DirectoryID(d))
-	}
-	p.registerBroker(reg, func(epoch int64, err error) {
-		resp.ErrorCode = api.ErrorCode(err)
-		resp.BrokerEpoch = epoch
-		respond(resp)
-	})
-}
-
-func (p *process) onHeartbeat(req *kmsg.BrokerHeartbeatRequest, respond api.Respond) {
-	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	if p.ctrl == nil {
-		resp.ErrorCode = kerr.NotController.Code
-		respond(resp)
-		return
-	}
-	p.heartbeat(req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, func(fenced bool, err error) {
-		resp.ErrorCode = api.ErrorCode(err)
-		resp.IsFenced = fenced
-		respond(resp)
-	})
-}
-
-func (p *process) onAlterPartition(req *kmsg.AlterPartitionRequest, respond api.Respond) {
-	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	if p.ctrl == nil || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
-		resp.ErrorCode = kerr.NotController.Code
-		respond(resp)
-		return
-	}
-	rt, rp := req.Topics[0], req.Topics[0].Partitions[0]
-	p.alterPartition(req.BrokerID, req.BrokerEpoch, metadata.TopicID(rt.TopicID), rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR, func(err error) {
-		st := kmsg.NewAlterPartitionResponseTopic()
-		st.TopidID = rt.TopicID
-		sp := kmsg.NewAlterPartitionResponseTopicPartition()
-		sp.Partition = rp.Partition
-		sp.ErrorCode = api.ErrorCode(err)
-		st.Partitions = append(st.Partitions, sp)
-		resp.Topics = append(resp.Topics, st)
-		respond(resp)
-	})
-}
-
-func (p *process) onAllocateProducerIDs(req *kmsg.AllocateProducerIDsRequest, respond api.Respond) {
-	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-	if p.ctrl == nil {
-		resp.ErrorCode = kerr.NotController.Code
-		respond(resp)
-		return
-	}
-	p.allocateProducerIDs(req.BrokerID, req.BrokerEpoch, func(start int64, err error) {
-		resp.ErrorCode = api.ErrorCode(err)
-		resp.ProducerIDStart = start
-		resp.ProducerIDLen = pidBlock
-		respond(resp)
 	})
 }
 
