@@ -181,19 +181,25 @@ func (c *Core) Submit(now time.Time, im *metadata.Image, what string, decide fun
 // applied to im, else why it failed (the runtime maps quorum errors to
 // Kafka codes: NOT_CONTROLLER, REQUEST_TIMED_OUT). After a failure the
 // entry may still commit, so the next decision waits for a new barrier:
-// it must see that entry's outcome before deciding.
+// it must see that entry's outcome before deciding. A failed barrier
+// fails every queued decision with its error.
 func (c *Core) ProposalDone(now time.Time, im *metadata.Image, id uint64, err error) Ready {
 	c.begin(now)
 	if f := c.inflight; f != nil && f.id == id {
 		c.inflight = nil
 		switch {
+		case err != nil && f.barrier:
+			// Nothing can be decided before a barrier commits: the queued
+			// decisions fail with it (their callers retry) rather than
+			// wait for, or loop on, a quorum that cannot commit.
+			c.abandon(err)
 		case err != nil:
 			c.caughtUp = false
+			c.settle(f.d, im, err)
 		case f.barrier:
 			c.caughtUp = true
-		}
-		if !f.barrier {
-			c.settle(f.d, im, err)
+		default:
+			c.settle(f.d, im, nil)
 		}
 		c.run(im)
 	}

@@ -187,3 +187,28 @@ func TestAllocateProducerIDsHandsOutDisjointBlocks(t *testing.T) {
 		t.Fatalf("block starts %v, want two adjacent blocks of 10", starts)
 	}
 }
+
+// A quorum that cannot commit a barrier fails the queue instead of
+// holding it (or, in a runtime whose Propose fails at once, looping).
+func TestQueueFailedBarrierFailsTheQueue(t *testing.T) {
+	h := newHarness(t, image(t, 1, 2, 3))
+	var errs []error
+	for _, id := range []int32{2, 3} {
+		h.do(func(now time.Time, im *metadata.Image) Ready {
+			return h.c.AllocateProducerIDs(now, im, id, 10+int64(id), func(_ int64, _ int32, err error) { errs = append(errs, err) })
+		})
+	}
+	b := h.pending
+	if b == nil || b.Records != nil {
+		t.Fatalf("in flight %+v, want a barrier", b)
+	}
+	h.pending = nil
+	h.do(func(now time.Time, im *metadata.Image) Ready {
+		return h.c.ProposalDone(now, im, b.ID, kerr.NotController)
+	})
+	if len(errs) != 2 || !errors.Is(errs[0], kerr.NotController) || !errors.Is(errs[1], kerr.NotController) || h.pending != nil || h.c.Busy() {
+		t.Fatalf("answers %v, in flight %+v, busy %v", errs, h.pending, h.c.Busy())
+	}
+	// Still active: the next decision tries a barrier again.
+	h.catchUp()
+}
