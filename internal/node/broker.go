@@ -84,8 +84,8 @@ type Broker struct {
 	logDirIDs []metadata.DirectoryID
 	// previousCleanEpoch is the broker epoch up to which this broker's
 	// logs are known to have lost nothing (see shutdownStateFile): the
-	// previous process's, then this process's own latest. Set in Start,
-	// then only the session loop touches it.
+	// previous process's (set in Start); the session loop's
+	// ctrlcore.BrokerSession starts from it and keeps the latest.
 	previousCleanEpoch int64
 	bootID             string // the kernel boot this process runs in
 	registered         chan struct{}

@@ -76,18 +76,13 @@ type process struct {
 	ctl      *ctrlcore.Core // the controller core, active while this node is the quorum leader
 	inflight *proposal      // its proposal waiting to commit
 
-	brokerEpoch int64 // -1 until registered
-	// previousCleanEpoch is the registration's PreviousBrokerEpoch
-	// (Broker.previousCleanEpoch).
-	previousCleanEpoch int64
-	// pendingEpoch is a registration the controller granted that this
-	// node's image does not hold yet (registerWithController waits so).
-	pendingEpoch int64
-	registering  bool
-	parts        map[partKey]*replica
-	fetchers     map[int32]*fetcher
-	waiters      []*fetchWaiter
-	pokeQueued   bool
+	brokerEpoch int64 // -1 until registered (sess.Epoch(), for the runtime's readers)
+	// sess is the broker's side of its controller session, as node's.
+	sess       *ctrlcore.BrokerSession
+	parts      map[partKey]*replica
+	fetchers   map[int32]*fetcher
+	waiters    []*fetchWaiter
+	pokeQueued bool
 
 	pidNext, pidEnd int64
 	pidAsking       bool
@@ -144,11 +139,12 @@ func (n *node) start() error {
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
 	// Broker.takeShutdownState: the previous process vouches for its
 	// epoch only if the machine did not reboot since.
-	p.previousCleanEpoch = -1
+	previousClean := int64(-1)
 	if n.stateBoot == n.boot {
-		p.previousCleanEpoch = n.stateEpoch
+		previousClean = n.stateEpoch
 	}
-	n.stateEpoch, n.stateBoot = p.previousCleanEpoch, n.boot
+	n.stateEpoch, n.stateBoot = previousClean, n.boot
+	p.sess = ctrlcore.NewBrokerSession(n.id, previousClean)
 	n.proc = p
 	cfg, err := n.c.brokerConfig(n.id)
 	if err != nil {

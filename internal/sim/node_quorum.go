@@ -131,15 +131,12 @@ func (p *process) setImage(next *metadata.Image, why string) {
 	if why != "" {
 		p.n.tracef("image replaced from %s (version %d)", why, next.Version())
 	}
-	if p.pendingEpoch > 0 {
-		if br, ok := next.Broker(p.n.id); ok && br.Epoch >= p.pendingEpoch {
-			p.brokerEpoch = p.pendingEpoch
-			p.pendingEpoch = 0
-			p.n.tracef("registered, broker epoch %d", p.brokerEpoch)
-			// Broker.registerWithController: vouch for the new epoch.
-			p.previousCleanEpoch = p.brokerEpoch
-			p.n.stateEpoch, p.n.stateBoot = p.brokerEpoch, p.n.boot
-		}
+	if p.sess.Observe(next) {
+		p.brokerEpoch = p.sess.Epoch()
+		p.n.tracef("registered, broker epoch %d", p.brokerEpoch)
+		// The process vouches for the new epoch (Broker.sessionStep
+		// records it in the shutdown state file).
+		p.n.stateEpoch, p.n.stateBoot = p.brokerEpoch, p.n.boot
 	}
 }
 

@@ -7,6 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/ctrlcore"
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 // The broker's session with the active controller (broker_session.go's
@@ -25,54 +28,29 @@ func (p *process) sessionStep() error {
 	if p.controller < 0 {
 		return errors.New("no active controller known")
 	}
-	if p.registering {
-		return nil
+	req := p.sess.Next(p.image, false, p.registration)
+	if req == nil {
+		return nil // one in flight, or a granted registration waits for the image
 	}
-	if p.brokerEpoch < 0 {
-		if p.pendingEpoch > 0 {
-			return nil // granted; waiting for the image to hold it
-		}
-		req := kmsg.NewPtrBrokerRegistrationRequest()
-		req.Version = 3
-		req.BrokerID = p.n.id
-		req.ClusterID = p.image.ClusterID()
-		req.LogDirs = [][16]byte{p.n.dirID}
-		req.PreviousBrokerEpoch = p.previousCleanEpoch
-		l := kmsg.NewBrokerRegistrationRequestListener()
-		l.Name, l.Host, l.Port = "PLAINTEXT", fmt.Sprintf("n%d", p.n.id), 9092
-		req.Listeners = append(req.Listeners, l)
-		p.registering = true
-		p.call(p.controller, req, func(resp kmsg.Response, err error) {
-			p.registering = false
-			if err == nil {
-				r := resp.(*kmsg.BrokerRegistrationResponse)
-				if err = kerr.ErrorForCode(r.ErrorCode); err == nil {
-					p.pendingEpoch = r.BrokerEpoch
-					p.setImage(p.image, "") // it may already hold it
-					p.reconcile()
-				}
-			}
-		})
-		return nil
-	}
-	req := kmsg.NewPtrBrokerHeartbeatRequest()
-	req.Version = 1
-	req.BrokerID = p.n.id
-	req.BrokerEpoch = p.brokerEpoch
-	req.CurrentMetadataOffset = p.image.Version()
-	sentEpoch := p.brokerEpoch
 	p.call(p.controller, req, func(resp kmsg.Response, err error) {
-		if err != nil {
-			return
-		}
-		hb := resp.(*kmsg.BrokerHeartbeatResponse)
-		if errors.Is(kerr.ErrorForCode(hb.ErrorCode), kerr.StaleBrokerEpoch) && p.brokerEpoch == sentEpoch {
-			p.n.tracef("broker epoch %d is stale; registering again", sentEpoch)
+		out := p.sess.Answered(req, resp, err)
+		if out.Stale {
+			p.n.tracef("broker epoch %d is stale; registering again", p.brokerEpoch)
 			p.brokerEpoch = -1
+			p.reconcile()
+		}
+		if p.sess.Awaiting() {
+			p.setImage(p.image, "") // it may already hold it
 			p.reconcile()
 		}
 	})
 	return nil
+}
+
+// registration is what this broker registers with.
+func (p *process) registration() ctrlcore.Registration {
+	return ctrlcore.Registration{ClusterID: p.image.ClusterID(), LogDirs: []metadata.DirectoryID{p.n.dirID},
+		Listeners: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: fmt.Sprintf("n%d", p.n.id), Port: 9092}}}
 }
 
 // call sends a request from this process and drops the answer if the
