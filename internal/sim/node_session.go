@@ -12,8 +12,8 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 )
 
-// The broker's session with the active controller (broker_session.go's
-// sessionLoop, registerWithController, sessionStep). The controller
+// The broker's session with the active controller: ctrlcore.BrokerSession,
+// which node's sessionLoop drives too, on the event queue. The controller
 // answers through the real handlers of internal/api (node_controller.go).
 
 func (p *process) sessionLoop() {
