@@ -115,7 +115,7 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 		go p.b.proposeISRChange(p, *rd.Propose)
 	}
 	if rd.Resend != nil {
-		change := rd.Resend.Change
+		change, seq := rd.Resend.Change, rd.Resend.Seq
 		time.AfterFunc(time.Duration(rd.Resend.AfterMs)*time.Millisecond, func() {
 			select {
 			case <-p.b.stop:
@@ -123,7 +123,7 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 			default:
 			}
 			p.mu.Lock()
-			answers := p.readyLocked(p.core.ResendISR(change))
+			answers := p.readyLocked(p.core.ResendISR(change, seq))
 			p.mu.Unlock()
 			p.deliver(answers, 0)
 		})
@@ -248,6 +248,12 @@ func (p *partition) tick(now time.Time) {
 // core, which decides whether to resend it and when.
 func (p *partition) onISRAnswer(change replication.ISRChange, err error) {
 	p.step(func(c *replica.Replica) replica.Ready { return c.OnISRAnswer(change, err) })
+}
+
+// controllerChanged tells the core a new controller is active: a proposal
+// waiting out its resend backoff goes at once.
+func (p *partition) controllerChanged() {
+	p.step(func(c *replica.Replica) replica.Ready { return c.ControllerChanged() })
 }
 
 // read serves a fetch: whole batches from offset, below the high watermark

@@ -39,7 +39,10 @@ type Options struct {
 	// MaxProducers bounds the idempotent-producer table (a few hundred
 	// bytes per producer).
 	MaxProducers int
-	Logger       *slog.Logger
+	// ISRResendBackoffMinMs and ISRResendBackoffMaxMs are
+	// replication.Config's (0: the broker's 100 ms doubling to 2 s).
+	ISRResendBackoffMinMs, ISRResendBackoffMaxMs int64
+	Logger                                       *slog.Logger
 }
 
 // WaiterID names a produce (or awaitCommitted) waiting for its answer, so
@@ -65,10 +68,12 @@ type Timeout struct {
 	AfterMs int64
 }
 
-// ISRResend asks to send Change again after AfterMs (call ResendISR then).
+// ISRResend asks to send Change again after AfterMs (call ResendISR with
+// Seq then).
 type ISRResend struct {
 	Change  replication.ISRChange
 	AfterMs int64
+	Seq     uint64
 }
 
 // Ready is what an event asks the wrapper to do, in this order: publish the
@@ -155,6 +160,10 @@ type Replica struct {
 	unflushed  int64
 	flushArmed bool
 	closed     bool
+	// resendSeq names the resend timer armed last; resendWaiting is set
+	// while it is armed and no send of the proposal is in flight.
+	resendSeq     uint64
+	resendWaiting bool
 }
 
 // Open opens (recovering) the log in dir and makes what it recovered
@@ -341,6 +350,9 @@ func (r *Replica) becomeLeader(st metadata.Partition, nowMs int64) (Ready, error
 		LocalID:             r.opts.LocalID,
 		ReplicaLagTimeMaxMs: max(r.opts.ReplicaLagTimeMaxMs, 1),
 		MinInsyncReplicas:   max(r.cfg.MinInsyncReplicas, 1),
+
+		ISRResendBackoffMinMs: r.opts.ISRResendBackoffMinMs,
+		ISRResendBackoffMaxMs: r.opts.ISRResendBackoffMaxMs,
 	}, replication.StateOf(st), replication.LocalLog{
 		LogEndOffset: leo, DurableEnd: durable, HighWatermark: hw, EpochStartOffset: leo,
 	}, nowMs)
@@ -714,7 +726,9 @@ func (r *Replica) OnISRAnswer(change replication.ISRChange, err error) Ready {
 	switch {
 	case after > 0:
 		r.opts.Logger.Info("ISR change outcome unknown; resending", "new_isr", change.NewISR, "after_ms", after, "err", err)
-		rd.Resend = &ISRResend{Change: change, AfterMs: after}
+		r.resendSeq++
+		r.resendWaiting = true
+		rd.Resend = &ISRResend{Change: change, AfterMs: after, Seq: r.resendSeq}
 	case err != nil:
 		r.opts.Logger.Warn("ISR change not applied", "new_isr", change.NewISR, "err", err)
 	}
@@ -724,11 +738,33 @@ func (r *Replica) OnISRAnswer(change replication.ISRChange, err error) Ready {
 	return rd
 }
 
-// ResendISR is a resend timer firing: the proposal goes again while it is
-// still the one pending (metadata may have settled it meanwhile).
-func (r *Replica) ResendISR(change replication.ISRChange) Ready {
+// ResendISR is resend timer seq firing: the proposal goes again while it
+// is still the one pending (metadata may have settled it meanwhile). A
+// timer that ControllerChanged overtook does nothing.
+func (r *Replica) ResendISR(change replication.ISRChange, seq uint64) Ready {
 	var rd Ready
+	if seq != r.resendSeq || !r.resendWaiting {
+		return rd
+	}
+	r.resendWaiting = false
 	if r.leader != nil && !r.closed && r.leader.IsPending(change) {
+		rd.Propose = &change
+	}
+	return rd
+}
+
+// ControllerChanged reports a new active controller. A proposal waiting
+// out its resend backoff goes to it at once, and the backoff starts over:
+// the backoff spaced sends to a controller that did not answer (Kafka's
+// AlterPartitionManager likewise sends its pending items when the
+// controller changes). A send in flight is left to its answer.
+func (r *Replica) ControllerChanged() Ready {
+	var rd Ready
+	if r.leader == nil || r.closed || !r.resendWaiting {
+		return rd
+	}
+	r.resendWaiting = false
+	if change, ok := r.leader.OnControllerChange(); ok {
 		rd.Propose = &change
 	}
 	return rd

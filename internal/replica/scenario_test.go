@@ -39,7 +39,8 @@ import (
 //	fetch id=ID offset=N t=T     follower ID fetches from N (OnFollowerFetch)
 //	tick t=T                     Tick
 //	isranswer [err=NAME]         one send of the last proposal ended so
-//	resend                       the resend timer fires (ResendISR)
+//	resend                       the last armed resend timer fires (ResendISR)
+//	controller                   a new controller is active (ControllerChanged)
 //	follow epoch=E records=N leaderhw=H t=T   append a batch from the leader
 //	                             at the log end, fsync, FollowerSynced
 //	truncate offset=N            TruncateTo
@@ -78,6 +79,8 @@ type scenario struct {
 	pending bool // a fsync was asked for and not yet run
 	change  *replication.ISRChange
 	read    string
+	// lastResend is the resend timer armed last (resend fires it).
+	lastResend *ISRResend
 	// syncDurable and syncErr are an fsync's result held for syncreport.
 	syncDurable int64
 	syncErr     error
@@ -172,6 +175,9 @@ func (s *scenario) step(rd Ready) {
 	s.pending = s.pending || rd.Sync
 	if rd.Propose != nil {
 		s.change = rd.Propose
+	}
+	if rd.Resend != nil {
+		s.lastResend = rd.Resend
 	}
 	for _, a := range rd.Answers {
 		name := s.ids[a.ID]
@@ -301,10 +307,13 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		s.step(s.r.OnISRAnswer(*s.change, cause))
 		return nil
 	case "resend":
-		if s.rd.Resend == nil {
+		if s.lastResend == nil {
 			return errors.New("no resend asked for")
 		}
-		s.step(s.r.ResendISR(s.rd.Resend.Change))
+		s.step(s.r.ResendISR(s.lastResend.Change, s.lastResend.Seq))
+		return nil
+	case "controller":
+		s.step(s.r.ControllerChanged())
 		return nil
 	case "follow":
 		n := int(num(kv, "records", 1))

@@ -82,10 +82,26 @@ func (l *Leader) OnISRAnswer(ch ISRChange, err error) (resendAfterMs int64, hwAd
 	if !ISRChangeOutcomeUnknown(err) {
 		return 0, l.OnISRChangeRejected(ch, err)
 	}
+	lo, hi := l.cfg.ISRResendBackoffMinMs, l.cfg.ISRResendBackoffMaxMs
+	if lo <= 0 {
+		lo = ISRResendBackoffMinMs
+	}
+	if hi <= 0 {
+		hi = ISRResendBackoffMaxMs
+	}
 	if l.resendBackoffMs == 0 {
-		l.resendBackoffMs = ISRResendBackoffMinMs
+		l.resendBackoffMs = lo
 	} else {
-		l.resendBackoffMs = min(2*l.resendBackoffMs, ISRResendBackoffMaxMs)
+		l.resendBackoffMs = min(2*l.resendBackoffMs, max(hi, lo))
 	}
 	return l.resendBackoffMs, false
+}
+
+// OnControllerChange reports a new active controller: a proposal waiting
+// out a resend backoff should go to it now (the backoff spaced sends to a
+// controller that did not answer; a new one may), and the backoff starts
+// again. It returns the pending proposal, if any.
+func (l *Leader) OnControllerChange() (ISRChange, bool) {
+	l.resendBackoffMs = 0
+	return l.Pending()
 }

@@ -19,6 +19,7 @@ import (
 //
 //	leader local=1 lag=30000 min-isr=2 replicas=1,2,3 isr=1,2,3 leader-epoch=5
 //	       partition-epoch=7 leo=10 durable=10 hw=8 [epoch-start=10] t=0 [freeze]
+//	       [resend-min=MS resend-max=MS]
 //	append LEO                    the leader's log now ends at LEO
 //	durable OFFSET                the leader fsynced up to OFFSET
 //	fetch ID offset=N t=T         follower ID fetched at its durable end N
@@ -278,6 +279,12 @@ func (s *scenario) startLeader(a args) error {
 	log := LocalLog{LogEndOffset: get("leo"), DurableEnd: get("durable"), HighWatermark: get("hw")}
 	now := get("t")
 	if err != nil {
+		return err
+	}
+	if cfg.ISRResendBackoffMinMs, err = a.intOr("resend-min", 0); err != nil {
+		return err
+	}
+	if cfg.ISRResendBackoffMaxMs, err = a.intOr("resend-max", 0); err != nil {
 		return err
 	}
 	if log.EpochStartOffset, err = a.intOr("epoch-start", log.LogEndOffset); err != nil {

@@ -33,6 +33,11 @@ const (
 	isrTickPeriod     = 250 * time.Millisecond
 	rpcTimeout        = time.Second
 	maxFsyncDelay     = 3 * time.Millisecond
+	// The ISR resend backoff (production: 100 ms doubling to 2 s, at
+	// most a fifteenth of replica.lag.time.max.ms) in the same ratio to
+	// replicaLagMax.
+	isrResendBackoffMin = 25 * time.Millisecond
+	isrResendBackoffMax = replicaLagMax / 15
 )
 
 // node is one simulated process: a broker with a combined controller.

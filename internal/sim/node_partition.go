@@ -39,6 +39,9 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 		ReplicaLagTimeMaxMs: replicaLagMax.Milliseconds(),
 		MaxProducers:        maxProducersPerPartition,
 		Logger:              p.log,
+
+		ISRResendBackoffMinMs: isrResendBackoffMin.Milliseconds(),
+		ISRResendBackoffMaxMs: isrResendBackoffMax.Milliseconds(),
 	})
 	if err != nil {
 		return nil, err
@@ -89,8 +92,8 @@ func (r *replica) ready(rd rcore.Ready) {
 		r.p.sendISRChange(r, *rd.Propose)
 	}
 	if rd.Resend != nil {
-		change := rd.Resend.Change
-		n.after(msDuration(rd.Resend.AfterMs), func() { r.ready(r.core.ResendISR(change)) })
+		change, seq := rd.Resend.Change, rd.Resend.Seq
+		n.after(msDuration(rd.Resend.AfterMs), func() { r.ready(r.core.ResendISR(change, seq)) })
 	}
 	if rd.DiskFailed != nil {
 		r.p.logDirFailed(r, rd.DiskFailed)
