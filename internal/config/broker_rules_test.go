@@ -288,6 +288,8 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"log.index.size.max.bytes":                      {"log.index.size.max.bytes": "1024"},
 		"log.level":                                     {"log.level": "debug"},
 		"log.message.timestamp.type":                    {"log.message.timestamp.type": "LogAppendTime"},
+		"log.message.timestamp.before.max.ms":           {"log.message.timestamp.before.max.ms": "1"},
+		"log.message.timestamp.after.max.ms":            {"log.message.timestamp.after.max.ms": "1"},
 		"log.retention.bytes":                           {"log.retention.bytes": "1"},
 		"log.retention.check.interval.ms":               {"log.retention.check.interval.ms": "1"},
 		"log.retention.hours":                           {"log.retention.hours": "1"},

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,6 +34,7 @@ func (x backend) IsActiveController() bool { return x.b.isActiveController() }
 func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
 
 func (x backend) SettleSuspects() { x.b.settleSuspects() }
+func (x backend) NowMs() int64    { return time.Now().UnixMilli() }
 
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 

@@ -27,7 +27,7 @@ func decompress(codec int, src []byte, limit int) ([]byte, error) {
 	case batch.CompressionGzip:
 		zr, err := gzip.NewReader(bytes.NewReader(src))
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("gzip: %w: %w", ErrCodec, err)
 		}
 		defer zr.Close()
 		return readAllLimited("gzip", zr, limit, len(src))
@@ -44,7 +44,7 @@ func decompress(codec int, src []byte, limit int) ([]byte, error) {
 			zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
-			return nil, fmt.Errorf("zstd: %w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("zstd: %w: %w", ErrCodec, err)
 		}
 		defer zr.Close()
 		return readAllLimited("zstd", zr, limit, len(src))
@@ -59,7 +59,7 @@ func readAllLimited(codec string, r io.Reader, limit, compressedLen int) ([]byte
 	buf := bytes.NewBuffer(make([]byte, 0, min(limit, 4*compressedLen+512)))
 	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", codec, ErrCorrupt, err)
+		return nil, fmt.Errorf("%s: %w: %w", codec, ErrCodec, err)
 	}
 	if n > int64(limit) {
 		return nil, fmt.Errorf("%s: %w: more than %d bytes", codec, ErrTooLarge, limit)
@@ -82,7 +82,7 @@ func decodeSnappy(src []byte, limit int) ([]byte, error) {
 		return decodeSnappyBlock(nil, src, limit)
 	}
 	if len(src) < xerialHeaderSize {
-		return nil, fmt.Errorf("snappy: %w: %w: %d byte header", ErrCorrupt, errXerialFraming, len(src))
+		return nil, fmt.Errorf("snappy: %w: %w: %d byte header", ErrCodec, errXerialFraming, len(src))
 	}
 	chunks := src[xerialHeaderSize:]
 	// First pass: check the framing and the total size before allocating.
@@ -94,7 +94,7 @@ func decodeSnappy(src []byte, limit int) ([]byte, error) {
 		}
 		n, err := snappy.DecodedLen(chunk)
 		if err != nil {
-			return nil, fmt.Errorf("snappy: %w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("snappy: %w: %w", ErrCodec, err)
 		}
 		if total += n; total > limit {
 			return nil, fmt.Errorf("snappy: %w: more than %d bytes", ErrTooLarge, limit)
@@ -117,12 +117,12 @@ func decodeSnappy(src []byte, limit int) ([]byte, error) {
 // nextXerialChunk splits one length-prefixed chunk off the front of b.
 func nextXerialChunk(b []byte) (chunk, rest []byte, err error) {
 	if len(b) < 4 {
-		return nil, nil, fmt.Errorf("snappy: %w: %w: %d trailing bytes", ErrCorrupt, errXerialFraming, len(b))
+		return nil, nil, fmt.Errorf("snappy: %w: %w: %d trailing bytes", ErrCodec, errXerialFraming, len(b))
 	}
 	n := binary.BigEndian.Uint32(b)
 	b = b[4:]
 	if uint64(n) > uint64(len(b)) {
-		return nil, nil, fmt.Errorf("snappy: %w: %w: chunk of %d bytes, %d left", ErrCorrupt, errXerialFraming, n, len(b))
+		return nil, nil, fmt.Errorf("snappy: %w: %w: chunk of %d bytes, %d left", ErrCodec, errXerialFraming, n, len(b))
 	}
 	return b[:n], b[n:], nil
 }
@@ -132,14 +132,14 @@ func nextXerialChunk(b []byte) (chunk, rest []byte, err error) {
 func decodeSnappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
-		return nil, fmt.Errorf("snappy: %w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("snappy: %w: %w", ErrCodec, err)
 	}
 	if n > limit {
 		return nil, fmt.Errorf("snappy: %w: block of %d bytes, limit %d", ErrTooLarge, n, limit)
 	}
 	out, err := snappy.Decode(dst[:0:cap(dst)], src)
 	if err != nil {
-		return nil, fmt.Errorf("snappy: %w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("snappy: %w: %w", ErrCodec, err)
 	}
 	return out, nil
 }
