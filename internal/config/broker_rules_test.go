@@ -281,6 +281,8 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"log.cleaner.min.compaction.lag.ms":             {"log.cleaner.min.compaction.lag.ms": "9"},
 		"log.dir":                                       {"log.dir": "/x"},
 		"log.dirs":                                      {"log.dirs": "/x,/y"},
+		"log.dir.min.free.bytes":                        {"log.dir.min.free.bytes": "1"},
+		"log.dir.min.free.percent":                      {"log.dir.min.free.percent": "2.5"},
 		"log.flush.interval.messages":                   {"log.flush.interval.messages": "1"},
 		"log.flush.interval.ms":                         {"log.flush.interval.ms": "1"},
 		"log.format":                                    {"log.format": "json"},

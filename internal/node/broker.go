@@ -202,6 +202,9 @@ func (b *Broker) Start() error {
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := b.registerLogDirSpace(); err != nil {
+		return err
+	}
 	// The admin listener comes up first so /readyz can say "starting"
 	// while logs recover.
 	if err := b.startAdmin(); err != nil {

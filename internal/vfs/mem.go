@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,4 +242,17 @@ func isWithin(target, dir *memNode) bool {
 		}
 	}
 	return false
+}
+
+// Space implements FS for the whole in-memory filesystem: with a capacity
+// (SetCapacity), its total and what is left of it, so a test picks the
+// free space a broker sees by picking the capacity; without one, a
+// practically unlimited disk.
+func (m *Mem) Space(dir string) (Space, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.capacity < 0 {
+		return Space{Total: math.MaxInt64, Free: math.MaxInt64 - m.used}, nil
+	}
+	return Space{Total: m.capacity, Free: max(m.capacity-m.used, 0)}, nil
 }

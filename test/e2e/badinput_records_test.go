@@ -64,14 +64,8 @@ func TestBadInputLyingBatches(t *testing.T) {
 			}
 		}
 	}
+	requireLogEnd(t, tb, topic, acked)
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := ends.Lookup(topic, 0); o.Err != nil || o.Offset != acked {
-		t.Fatalf("log end offset %d (%v) after the lying batches, want %d", o.Offset, o.Err, acked)
-	}
 	// ListOffsets by timestamp reads the stored batches; it must still work.
 	byTime, err := adm.ListOffsetsAfterMilli(ctx, 0, topic)
 	if err != nil {
