@@ -93,6 +93,14 @@ func (s *source) byte() (byte, error) {
 
 // varlong reads a zigzag varint of at most 10 bytes.
 func (s *source) varlong() (int64, error) {
+	// Most fields of a record (attributes aside) are one-byte varints:
+	// small deltas, short keys, few headers.
+	if s.pos < len(s.buf) {
+		if b := s.buf[s.pos]; b < 0x80 {
+			s.pos++
+			return int64(b>>1) ^ -int64(b&1), nil
+		}
+	}
 	if rest := s.buf[s.pos:]; len(rest) >= binary.MaxVarintLen64 || s.r == nil {
 		v, n := binary.Varint(rest)
 		switch {

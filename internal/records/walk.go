@@ -24,8 +24,7 @@ func readRecord(s *source, keep bool) (Record, error) {
 	if !s.streaming() && int64(length) > int64(len(s.buf)-s.pos) {
 		return rec, fmt.Errorf("%w: record length %d with %d bytes left", ErrCorrupt, length, len(s.buf)-s.pos)
 	}
-	start := s.offset()
-	left := func() int64 { return int64(length) - (s.offset() - start) }
+	end := s.offset() + int64(length) // where the record must end
 	if _, err := s.byte(); err != nil { // attributes: unused in v2
 		return rec, err
 	}
@@ -35,31 +34,31 @@ func readRecord(s *source, keep bool) (Record, error) {
 	if rec.OffsetDelta, err = s.varint(); err != nil {
 		return rec, fmt.Errorf("offset delta: %w", err)
 	}
-	if rec.Key, err = readField(s, keep, left); err != nil {
+	if rec.Key, err = readField(s, keep, end); err != nil {
 		return rec, fmt.Errorf("key: %w", err)
 	}
-	if rec.Value, err = readField(s, keep, left); err != nil {
+	if rec.Value, err = readField(s, keep, end); err != nil {
 		return rec, fmt.Errorf("value: %w", err)
 	}
 	n, err := s.varint()
 	if err != nil {
 		return rec, fmt.Errorf("header count: %w", err)
 	}
-	if n < 0 || int64(n) > left()/minHeaderSize {
-		return rec, fmt.Errorf("%w: header count %d with %d bytes left in the record", ErrCorrupt, n, max(left(), 0))
+	if left := end - s.offset(); n < 0 || int64(n) > left/minHeaderSize {
+		return rec, fmt.Errorf("%w: header count %d with %d bytes left in the record", ErrCorrupt, n, max(left, 0))
 	}
 	if keep && n > 0 {
 		rec.Headers = make([]Header, n)
 	}
 	for i := range int(n) {
-		key, err := readField(s, keep, left)
+		key, err := readField(s, keep, end)
 		if err != nil {
 			return rec, fmt.Errorf("header %d key: %w", i, err)
 		}
 		if key == nil {
 			return rec, fmt.Errorf("header %d: %w: null key", i, ErrCorrupt)
 		}
-		value, err := readField(s, keep, left)
+		value, err := readField(s, keep, end)
 		if err != nil {
 			return rec, fmt.Errorf("header %d value: %w", i, err)
 		}
@@ -67,15 +66,15 @@ func readRecord(s *source, keep bool) (Record, error) {
 			rec.Headers[i] = Header{Key: string(key), Value: value}
 		}
 	}
-	if l := left(); l != 0 {
-		return rec, fmt.Errorf("%w: record of %d bytes holds %d", ErrCorrupt, length, int64(length)-l)
+	if at := s.offset(); at != end {
+		return rec, fmt.Errorf("%w: record of %d bytes holds %d", ErrCorrupt, length, at-(end-int64(length)))
 	}
 	return rec, nil
 }
 
 // readField reads a varint length (-1 = null) and that many bytes, which
-// must lie inside the record.
-func readField(s *source, keep bool, left func() int64) ([]byte, error) {
+// must lie inside the record, which ends at offset end.
+func readField(s *source, keep bool, end int64) ([]byte, error) {
 	n, err := s.varint()
 	if err != nil {
 		return nil, err
@@ -83,8 +82,8 @@ func readField(s *source, keep bool, left func() int64) ([]byte, error) {
 	if n == -1 {
 		return nil, nil
 	}
-	if n < 0 || int64(n) > left() {
-		return nil, fmt.Errorf("%w: length %d with %d bytes left in the record", ErrCorrupt, n, max(left(), 0))
+	if left := end - s.offset(); n < 0 || int64(n) > left {
+		return nil, fmt.Errorf("%w: length %d with %d bytes left in the record", ErrCorrupt, n, max(left, 0))
 	}
 	if keep {
 		return s.take(int(n))
