@@ -32,7 +32,7 @@ func decompress(codec int, src []byte, limit int) ([]byte, error) {
 		defer zr.Close()
 		return readAllLimited("gzip", zr, limit, len(src))
 	case batch.CompressionSnappy:
-		return decodeSnappy(src, limit)
+		return decodeSnappy(nil, src, limit)
 	case batch.CompressionLZ4:
 		return readAllLimited("lz4", lz4.NewReader(bytes.NewReader(src)), limit, len(src))
 	case batch.CompressionZstd:
@@ -77,9 +77,11 @@ const xerialHeaderSize = 16
 
 var errXerialFraming = errors.New("bad xerial framing")
 
-func decodeSnappy(src []byte, limit int) ([]byte, error) {
+// decodeSnappy decodes snappy records, raw or xerial-framed, into dst's
+// capacity when it suffices (a pooled buffer), else a new buffer.
+func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialMagic) {
-		return decodeSnappyBlock(nil, src, limit)
+		return decodeSnappyBlock(dst, src, limit)
 	}
 	if len(src) < xerialHeaderSize {
 		return nil, fmt.Errorf("snappy: %w: %w: %d byte header", ErrCodec, errXerialFraming, len(src))
@@ -101,7 +103,10 @@ func decodeSnappy(src []byte, limit int) ([]byte, error) {
 		}
 		rest = next
 	}
-	out := make([]byte, 0, total)
+	out := dst[:0]
+	if cap(out) < total {
+		out = make([]byte, 0, total)
+	}
 	for rest := chunks; len(rest) > 0; {
 		chunk, next, _ := nextXerialChunk(rest)
 		dec, err := decodeSnappyBlock(out[len(out):], chunk, cap(out)-len(out))

@@ -95,7 +95,14 @@ func Validate(b []byte, rules Rules) (Checked, error) {
 	case batch.CompressionSnappy:
 		// Snappy blocks decode whole; the output is bounded by the
 		// block's declared length, checked before allocating.
-		raw, err := decompress(codec, data, rules.MaxUncompressed)
+		buf := snappyBufs.Get().(*[]byte)
+		raw, err := decodeSnappy(*buf, data, rules.MaxUncompressed)
+		defer func() {
+			if cap(raw) <= maxPooledSnappy {
+				*buf = raw[:0]
+			}
+			snappyBufs.Put(buf)
+		}()
 		if err != nil {
 			return c, err
 		}
@@ -160,6 +167,11 @@ func saturatingAdd(a, b int64) int64 {
 // windowSize is how much decompressed data a streamed check holds at once.
 const windowSize = 32 << 10
 
+// maxPooledSnappy bounds the snappy output buffers kept for reuse: one
+// batch of max.message.bytes (1 MiB by default) decoded, with room; a
+// rarer larger one gets a buffer of its own.
+const maxPooledSnappy = 4 << 20
+
 // stream is a pooled decompressor reading one batch's records section.
 type stream struct {
 	r      io.Reader
@@ -171,12 +183,13 @@ type stream struct {
 // window, a gzip reader its dictionary), so they are pooled per codec
 // rather than built per batch on the produce path.
 var (
-	windows   = sync.Pool{New: func() any { b := make([]byte, windowSize); return &b }}
-	gzipPool  sync.Pool
-	lz4Pool   sync.Pool
-	zstdPool  sync.Pool
-	zstdOpts  = []zstd.DOption{zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(maxZstdWindow)}
-	emptyRead = bytes.NewReader(nil)
+	windows    = sync.Pool{New: func() any { b := make([]byte, windowSize); return &b }}
+	snappyBufs = sync.Pool{New: func() any { return new([]byte) }}
+	gzipPool   sync.Pool
+	lz4Pool    sync.Pool
+	zstdPool   sync.Pool
+	zstdOpts   = []zstd.DOption{zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(maxZstdWindow)}
+	emptyRead  = bytes.NewReader(nil)
 )
 
 func openStream(codec int, data []byte) (stream, error) {

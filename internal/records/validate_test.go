@@ -180,3 +180,12 @@ func TestValidateCapsRecordErrors(t *testing.T) {
 		t.Fatalf("%d refused, %d named, %v", got.RefusedRecords, len(got.RecordErrors), err)
 	}
 }
+
+func TestValidateRefusesProducerWithoutSequence(t *testing.T) {
+	b := batchSpec{records: sampleRecords()}.build(t)
+	binary.BigEndian.PutUint64(b[43:], 7) // producer id 7, base sequence still -1
+	b = fixLengthAndCRC(b)
+	if _, err := Validate(b, lenient); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "sequence number -1") {
+		t.Fatalf("%v, want a refused sequence", err)
+	}
+}

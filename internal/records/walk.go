@@ -24,7 +24,7 @@ func readRecord(s *source, keep bool) (Record, error) {
 	if !s.streaming() && int64(length) > int64(len(s.buf)-s.pos) {
 		return rec, fmt.Errorf("%w: record length %d with %d bytes left", ErrCorrupt, length, len(s.buf)-s.pos)
 	}
-	end := s.offset() + int64(length) // where the record must end
+	end := s.offset() + int64(length)   // where the record must end
 	if _, err := s.byte(); err != nil { // attributes: unused in v2
 		return rec, err
 	}

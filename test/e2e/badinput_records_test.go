@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -48,6 +50,8 @@ func TestBadInputLyingBatches(t *testing.T) {
 	}{
 		{"record_count 2^31-1 holding one record", lyingBatch(math.MaxInt32-1, math.MaxInt32, oneRecord, now)},
 		{"one record claiming 2^30 headers", lyingBatch(0, 1, manyHeaders, now)},
+		{"gzip: record_count 2^31-1 holding one record", gzipBatch(t, math.MaxInt32-1, math.MaxInt32, oneRecord, now)},
+		{"gzip: one record claiming 2^30 headers", gzipBatch(t, 0, 1, manyHeaders, now)},
 		{"two records counted as three", lyingBatch(2, 3, append(append([]byte(nil), oneRecord...), records.Append(nil, records.Record{OffsetDelta: 1}, 0)...), now)},
 	}
 	c := dialRaw(t, tb.addr)
@@ -115,4 +119,20 @@ func TestBadInputRecordErrors(t *testing.T) {
 func lyingBatch(lastOffsetDelta, count int32, recs []byte, ts int64) []byte {
 	h := batch.Header{LastOffsetDelta: lastOffsetDelta, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	return batch.Filtered(h, 0, ts, ts, count, recs)
+}
+
+// gzipBatch is lyingBatch with its records gzip-compressed, so the lie is
+// only visible once decompressed.
+func gzipBatch(t testing.TB, lastOffsetDelta, count int32, recs []byte, ts int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := batch.Header{LastOffsetDelta: lastOffsetDelta, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	return batch.Filtered(h, batch.CompressionGzip, ts, ts, count, buf.Bytes())
 }
