@@ -91,7 +91,8 @@ A full disk does not stop the broker. While a log directory's filesystem has les
 free space than ` + "`log.dir.min.free.bytes`" + ` (or ` + "`log.dir.min.free.percent`" + ` of its
 size, whichever is larger; Redpanda calls its floor ` + "`storage_min_free_bytes`" + `),
 produces to its partitions are refused with KAFKA_STORAGE_ERROR and a message naming
-the floor, while fetches, metadata, consumer groups and the metadata quorum keep
+the floor, and followers stop copying into it (they leave the ISR and catch up once
+space returns), while fetches, metadata, consumer groups and the metadata quorum keep
 serving on the space the floor leaves. Kafka has no code for "disk low"; this one is
 retriable in every client (franz-go, librdkafka and the Java client refresh metadata
 and retry until their delivery timeout), so producers resume by themselves once space

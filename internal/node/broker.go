@@ -138,7 +138,10 @@ type Broker struct {
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy); fatal carries why the node stopped by itself
 	// (diskfail.go).
-	offlineDir      atomic.Pointer[string]
+	offlineDir atomic.Pointer[string]
+	// lowDirs holds the log directories last seen below their free-space
+	// floor (diskspace.go), so crossing it is logged once each way.
+	lowDirs         sync.Map
 	fatal           chan error
 	handoverMu      sync.Mutex
 	handoverClosed  bool // guarded by handoverMu

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -27,8 +28,15 @@ import (
 // filling, so a write never meets ENOSPC, which still takes the directory
 // offline (diskfail.go) as any failed write does.
 
-// checkFreeSpace returns the error a produce to a partition in log
-// directory dir gets while the directory is below its floor.
+// errBelowFloor marks the refusal of a write to a log directory below its
+// free-space floor.
+var errBelowFloor = errors.New("below the free-space floor")
+
+// checkFreeSpace returns the error a write to a partition in log directory
+// dir gets while the directory is below its floor: a produce, or a
+// follower's append (the follower falls behind and leaves the ISR rather
+// than fill the disk the metadata log needs; it catches up once space
+// returns).
 func (b *Broker) checkFreeSpace(dir string) error {
 	s, below, err := b.logDirSpace(dir)
 	if err != nil {
@@ -36,11 +44,20 @@ func (b *Broker) checkFreeSpace(dir string) error {
 		b.log.Warn("cannot read the free space of a log directory", "dir", dir, "err", err)
 		return nil
 	}
+	floor := b.freeSpaceFloor(s)
+	if was, _ := b.lowDirs.Swap(dir, below); was != below && (below || was != nil) {
+		if below {
+			b.log.Error("log directory below its free-space floor: refusing writes to its partitions until space is freed",
+				"dir", dir, "free_bytes", s.Free, "floor_bytes", floor)
+		} else {
+			b.log.Info("log directory back above its free-space floor: writes resume", "dir", dir, "free_bytes", s.Free)
+		}
+	}
 	if !below {
 		return nil
 	}
-	return fmt.Errorf("%w: log directory %s has %d bytes free, below its floor of %d (log.dir.min.free.bytes / log.dir.min.free.percent); produces resume once space is freed",
-		kerr.KafkaStorageError, dir, s.Free, b.freeSpaceFloor(s))
+	return fmt.Errorf("%w: %w: log directory %s has %d bytes free, below its floor of %d (log.dir.min.free.bytes / log.dir.min.free.percent); writes resume once space is freed",
+		kerr.KafkaStorageError, errBelowFloor, dir, s.Free, floor)
 }
 
 // logDirSpace reads a log directory's space and whether it is below the floor.

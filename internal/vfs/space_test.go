@@ -33,3 +33,18 @@ func TestOSSpace(t *testing.T) {
 		t.Fatalf("implausible space %+v", s)
 	}
 }
+
+func TestMemSetSpaceReportsChosenSpace(t *testing.T) {
+	m := NewMem()
+	m.SetSpace("/a/b", Space{Total: 100, Free: 7})
+	if s, _ := m.Space("/a/b/c/d"); s != (Space{Total: 100, Free: 7}) {
+		t.Fatalf("below the chosen directory: %+v", s)
+	}
+	if s, _ := m.Space("/a"); s.Free == 7 {
+		t.Fatalf("above the chosen directory: %+v", s)
+	}
+	m.ClearSpace("/a/b")
+	if s, _ := m.Space("/a/b"); s.Free == 7 {
+		t.Fatalf("after ClearSpace: %+v", s)
+	}
+}

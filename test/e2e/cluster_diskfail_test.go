@@ -205,3 +205,54 @@ func TestClusterMetadataLogFailureHaltsNode(t *testing.T) {
 	}
 	readExactlyOnce(ctx, t, c, "after", acked)
 }
+
+// TestDiskClusterFollowerBelowFloor: a follower whose log directory drops
+// below its free-space floor stops appending instead of filling the disk
+// (its metadata log shares it): it leaves the ISR, the leader and the rest
+// keep accepting acks=all writes, the follower stays up, and once space
+// returns it catches up and rejoins. Every acknowledged record reads back
+// exactly once.
+func TestDiskClusterFollowerBelowFloor(t *testing.T) {
+	c, mem := startMemCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic = "follower-floor"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	leader := c.leaderOf(ctx, topic, 0)
+	low := otherBrokers(3, leader)[0]
+	producer := c.client(kgo.DefaultProduceTopic(topic))
+	var acked []int
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+			acked = append(acked, i)
+		}
+	}
+	produce(0, 50)
+
+	dir := c.props[low-1]["log.dirs"]
+	mem.SetSpace(dir, vfs.Space{Total: 1 << 30, Free: 1 << 20}) // below the 64 MiB default floor
+	t.Logf("broker %d (a follower of leader %d) is below its free-space floor", low, leader)
+	produce(50, 100) // acks=all completes once the stalled follower leaves the ISR
+	v := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d out of the ISR", low), func(v partitionView) bool {
+		return !v.inISR(low) && v.Leader == leader
+	})
+	t.Logf("below the floor: %v", v)
+	select {
+	case err := <-c.brokers[low-1].Fatal():
+		t.Fatalf("broker %d stopped: %v", low, err)
+	default:
+	}
+
+	mem.ClearSpace(dir)
+	produce(100, 150)
+	v = awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d back in the ISR", low), func(v partitionView) bool {
+		return v.inISR(low) && len(v.ISR) == 3
+	})
+	t.Logf("space returned: %v", v)
+	readExactlyOnce(ctx, t, c, topic, acked)
+}
