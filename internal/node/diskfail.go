@@ -14,8 +14,8 @@ import (
 
 // A broker whose disk fails hands over instead of lingering.
 //
-// A partition log that cannot be written or fsynced (ENOSPC, EFBIG from
-// RLIMIT_FSIZE, EIO) takes its whole log directory offline, as Kafka does
+// A partition log that cannot be written or fsynced (EIO, EFBIG from
+// RLIMIT_FSIZE, any failed fsync) takes its whole log directory offline, as Kafka does
 // (KIP-112): a full or broken disk affects every partition on it. Kafka's
 // KRaft brokers keep serving their other directories only with KIP-858
 // directory assignment, which tells the controller which directory holds

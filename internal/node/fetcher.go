@@ -453,7 +453,9 @@ func (f *replicaFetcher) handlePartition(w fetchWork, rp kmsg.FetchResponseTopic
 		return
 	}
 	if err := w.p.appendFromLeader(rp.RecordBatches, rp.HighWatermark, w.st.epoch); err != nil {
-		f.b.log.Error("follower append failed", "partition", w.p.name(), "err", err)
+		if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
+			f.b.log.Error("follower append failed", "partition", w.p.name(), "err", err)
+		}
 		f.pause(w.p, w.st.epoch)
 		return
 	}

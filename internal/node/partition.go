@@ -364,6 +364,11 @@ func (p *partition) following() (leader, epoch int32, ok bool) {
 // them (the fsync runs without mu), and follows the leader's high
 // watermark (replica.AppendFromLeader).
 func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
+	if len(data) > 0 {
+		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+			return err
+		}
+	}
 	p.mu.Lock()
 	accepted, needSync, rd, appendErr := p.core.AppendFromLeader(data, epoch, time.Now().UnixMilli())
 	answers := p.readyLocked(rd)

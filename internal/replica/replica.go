@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -811,10 +812,11 @@ func (r *Replica) Close() Ready {
 
 // IsDiskFailure tells a failed write or fsync of a log (the disk's fault)
 // from a refusal of the data itself or of the caller, which says nothing
-// about the disk.
+// about the disk, and from a write that found the disk full.
 func IsDiskFailure(err error) bool {
 	switch {
 	case err == nil,
+		IsDiskFull(err),
 		errors.Is(err, storage.ErrInvalidBatch),
 		errors.Is(err, storage.ErrBatchTooLarge),
 		errors.Is(err, storage.ErrStaleEpoch),
@@ -825,4 +827,18 @@ func IsDiskFailure(err error) bool {
 		return false
 	}
 	return true
+}
+
+// IsDiskFull reports a write (an append, a segment roll) that failed only
+// because the filesystem is full: the log undid it (storage truncates a
+// partial write away, and fails the log when it cannot), so the log is
+// intact and only that write is refused. Unlike EIO, ENOSPC says nothing
+// about what the disk holds, so the directory stays online: the produce
+// answers KAFKA_STORAGE_ERROR, which clients retry, reads and everything
+// else keep serving, and writes succeed again once space is freed (the
+// broker refuses them earlier, at a free-space floor: node/diskspace.go).
+// An fsync that fails with ENOSPC may have lost written pages, so it still
+// takes the directory offline (Synced does not ask).
+func IsDiskFull(err error) bool {
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, storage.ErrLogFailed)
 }

@@ -44,7 +44,7 @@ import (
 //	follow epoch=E records=N leaderhw=H t=T   append a batch from the leader
 //	                             at the log end, fsync, FollowerSynced
 //	truncate offset=N            TruncateTo
-//	diskfull                     the disk has no room left
+//	diskfull, diskfree           the disk has no room left, has room again
 //	offline                      SetOffline (the log directory failed)
 //	crash                        the disk keeps only what was fsynced
 //	read offset=N [replica]      Read; `got` checks what it returned
@@ -343,6 +343,9 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		return err
 	case "diskfull":
 		s.fs.SetCapacity(s.fs.Usage())
+		return nil
+	case "diskfree":
+		s.fs.SetCapacity(-1)
 		return nil
 	case "offline":
 		s.step(s.r.SetOffline(errors.New("log directory failed")))
