@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -33,6 +34,8 @@ type Backend interface {
 	Produce(req ProduceParams, done func(ProduceResult))
 	// Fetch reads from partitions, waiting up to MaxWait for MinBytes.
 	Fetch(req FetchParams, done func([]FetchResult))
+	// FetchSessions is the broker's incremental fetch session cache.
+	FetchSessions() FetchSessions
 	// FetchMetadataLog serves a broker-only node's Fetch of the metadata
 	// log (IsMetadataLogFetch) on a controller, long-polling for new
 	// committed entries; FetchMetadataSnapshot serves FetchSnapshot.
@@ -66,6 +69,13 @@ type Backend interface {
 	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
 	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
 	EpochEndOffset(topic metadata.TopicID, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error)
+}
+
+// FetchSessions is a fetchsession.Cache behind the runtime's lock and
+// clock: Begin fills in the request's time, Complete the completion's.
+type FetchSessions interface {
+	Begin(r fetchsession.Request) fetchsession.Context
+	Complete(ctx fetchsession.Context, results []fetchsession.Result) fetchsession.Outcome
 }
 
 // ProduceParams is one partition's share of a Produce request.

@@ -38,6 +38,8 @@ func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, r
 
 func (x backend) Controller() api.ControllerBackend { return x.b.controllerSvc }
 
+func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
+
 func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 	return x.b.topicConfig(t)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/vfs"
@@ -89,6 +90,10 @@ type process struct {
 
 	pidNext, pidEnd int64
 	pidAsking       bool
+
+	// sessions is the Fetch handler's session cache
+	// (node/fetch_sessions.go), on simulated time.
+	sessions *fetchsession.Cache
 }
 
 type partKey struct {
@@ -153,6 +158,8 @@ func (n *node) start() error {
 		return err
 	}
 	p.cfg = cfg
+	// Seeded from the node id: the run's random stream must not shift.
+	p.sessions = fetchsession.New(cfg.FetchSessionCacheSlots, fetchsession.DefaultEvictionMs, uint64(n.id))
 	p.log = slog.New(traceHandler{n: n})
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)

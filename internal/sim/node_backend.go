@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -28,6 +29,21 @@ func (x backend) IsActiveController() bool          { return x.p.ctrl != nil }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
 func (x backend) Controller() api.ControllerBackend { return nil }
+
+// FetchSessions is node/fetch_sessions.go's wrapper: the same core, on
+// simulated time and without a lock (one goroutine).
+func (x backend) FetchSessions() api.FetchSessions { return simSessions{x.p} }
+
+type simSessions struct{ p *process }
+
+func (s simSessions) Begin(r fetchsession.Request) fetchsession.Context {
+	r.NowMs = s.p.n.c.nowMs()
+	return s.p.sessions.Begin(r)
+}
+
+func (s simSessions) Complete(ctx fetchsession.Context, results []fetchsession.Result) fetchsession.Outcome {
+	return s.p.sessions.Complete(ctx, results, s.p.n.c.nowMs())
+}
 
 func (x backend) AllocateProducerID() (int64, error) { return x.p.allocateProducerID() }
 
