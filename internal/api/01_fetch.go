@@ -39,6 +39,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	if req.ClusterID != nil && *req.ClusterID != s.Backend.Image().ClusterID() {
 		// A replica of another cluster must never copy this log.
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		TagClusterID(&resp.UnknownTags, s.Backend.Image().ClusterID())
 		respond(resp)
 		return
 	}

@@ -67,6 +67,8 @@ type Broker struct {
 	emptyImage     *metadata.Image
 	controllerID   atomic.Int32 // the active controller, -1 if unknown
 	controllerTerm atomic.Int64 // bumps on every controller change
+	// foreign records peers of another cluster (cluster_id.go).
+	foreign foreignCluster
 	// fetchSessions is the KIP-227 session cache of the Fetch handler.
 	fetchSessions *fetchSessions
 	// controllerChanged wakes the session loop when the controller

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/rpc"
@@ -198,6 +199,9 @@ func (b *Broker) registerWithController(ctx context.Context) error {
 	}
 	reg := resp.(*kmsg.BrokerRegistrationResponse)
 	if err := kerr.ErrorForCode(reg.ErrorCode); err != nil {
+		if errors.Is(err, kerr.InconsistentClusterID) {
+			b.noteForeignCluster(fmt.Sprintf("the active controller (node %d)", b.controllerID.Load()), api.TaggedClusterID(reg.UnknownTags), req.ClusterID)
+		}
 		return err
 	}
 	// Count as registered only once this node's image holds it: clients

@@ -101,6 +101,17 @@ func (b *Broker) AdminAddr() string {
 // recovered, it is registered, its image holds that registration (it has
 // caught up with metadata) and does not fence it.
 func (b *Broker) Ready() error {
+	err := b.ready()
+	if err != nil {
+		if why := b.foreignClusterReason(); why != "" {
+			// The likely cause of not being ready: say it first.
+			return fmt.Errorf("%s; %w", why, err)
+		}
+	}
+	return err
+}
+
+func (b *Broker) ready() error {
 	im := b.Image()
 	if im == nil {
 		return errors.New("starting: metadata not loaded yet")
