@@ -48,6 +48,9 @@ type Backend interface {
 	// changes; Forward sends a request to the node that does and answers
 	// once this node's metadata reflects the outcome.
 	IsActiveController() bool
+	// ActiveControllerID is the node id of the active controller as this
+	// node knows it, -1 if unknown.
+	ActiveControllerID() int32
 	// LeaderSuspect reports that this broker just lost its replication
 	// connection to a broker, which most likely died: Metadata then says
 	// LEADER_NOT_AVAILABLE for its partitions instead of sending clients

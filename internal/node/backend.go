@@ -30,6 +30,8 @@ func (x backend) AllocateProducerID() (int64, error) {
 
 func (x backend) IsActiveController() bool { return x.b.isActiveController() }
 
+func (x backend) ActiveControllerID() int32 { return x.b.controllerID.Load() }
+
 func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
 
 func (x backend) SettleSuspects() { x.b.settleSuspects() }

@@ -26,6 +26,7 @@ func (x backend) Config() *config.Broker            { return x.p.cfg }
 func (x backend) Image() *metadata.Image            { return x.p.image }
 func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID() }
 func (x backend) IsActiveController() bool          { return x.p.ctrl != nil }
+func (x backend) ActiveControllerID() int32         { return x.p.controller }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
 func (x backend) Controller() api.ControllerBackend { return nil }
