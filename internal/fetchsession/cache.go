@@ -146,6 +146,7 @@ type Cache struct {
 	evictionMs int64
 	sessions   map[int32]*session
 	rng        uint64
+	evictions  uint64
 }
 
 // New makes a cache of at most maxSlots sessions
@@ -157,6 +158,9 @@ func New(maxSlots int, evictionMs int64, seed uint64) *Cache {
 
 // Len is the number of cached sessions.
 func (c *Cache) Len() int { return len(c.sessions) }
+
+// Evictions counts sessions evicted to make room for new ones.
+func (c *Cache) Evictions() uint64 { return c.evictions }
 
 // Partitions is the number of partitions over all cached sessions.
 func (c *Cache) Partitions() int {
@@ -327,6 +331,7 @@ func (c *Cache) evict(privileged bool, size int, nowMs int64) bool {
 	}
 	if nowMs-lru.lastUsedMs > c.evictionMs {
 		delete(c.sessions, lru.id)
+		c.evictions++
 		return true
 	}
 	// Else the weakest session the new one may evict, if it is weaker.
@@ -346,6 +351,7 @@ func (c *Cache) evict(privileged bool, size int, nowMs int64) bool {
 		return false
 	}
 	delete(c.sessions, weakest.id)
+	c.evictions++
 	return true
 }
 

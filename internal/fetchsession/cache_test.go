@@ -313,6 +313,9 @@ func TestCacheEviction(t *testing.T) {
 			if (o.SessionID != 0) != tc.wantMade {
 				t.Fatalf("session made: %v, want %v", o.SessionID != 0, tc.wantMade)
 			}
+			if want := uint64(0); tc.wantGone >= 0 && c.Evictions() != 1 || tc.wantGone < 0 && c.Evictions() != want {
+				t.Fatalf("evictions %d", c.Evictions())
+			}
 			for i, id := range ids {
 				_, present := c.sessions[id]
 				if gone := !present; gone != (i == tc.wantGone) {

@@ -60,6 +60,17 @@ type ClusterView interface {
 	// GroupLags lists the committed offsets of the groups this broker
 	// coordinates, for partitions whose high watermark it knows.
 	GroupLags() []GroupLag
+	// FetchSessions is the size of the fetch session cache (KIP-227) and
+	// the sessions evicted from it so far.
+	FetchSessions() FetchSessionStats
+}
+
+// FetchSessionStats describes the fetch session cache, as Kafka's
+// FetchSessionCache metrics do.
+type FetchSessionStats struct {
+	Sessions   int
+	Partitions int
+	Evictions  uint64
 }
 
 // RegisterClusterView registers the collector that reads view at each
@@ -80,10 +91,11 @@ func (m *Metrics) RegisterClusterView(view ClusterView) error {
 type clusterCollector struct {
 	view ClusterView
 
-	partitions, leaders, underReplicated, underMinISR, atMinISR *prometheus.Desc
-	offline, activeController                                   *prometheus.Desc
-	followerLag, followerLagMax                                 *prometheus.Desc
-	groupLag, groupLagMax                                       *prometheus.Desc
+	partitions, leaders, underReplicated, underMinISR, atMinISR  *prometheus.Desc
+	offline, activeController                                    *prometheus.Desc
+	followerLag, followerLagMax                                  *prometheus.Desc
+	groupLag, groupLagMax                                        *prometheus.Desc
+	fetchSessions, fetchSessionPartitions, fetchSessionEvictions *prometheus.Desc
 }
 
 // NewClusterCollector returns a collector of the cluster health gauges read
@@ -110,6 +122,12 @@ func NewClusterCollector(view ClusterView) prometheus.Collector {
 			"group", "topic", "partition"),
 		groupLagMax: desc("consumer_group_lag_max_records",
 			"Largest lag of a consumer group over its partitions, reported by the group's coordinator.", "group"),
+		fetchSessions: desc("incremental_fetch_sessions",
+			"Incremental fetch sessions (KIP-227) this broker holds (Kafka's NumIncrementalFetchSessions)."),
+		fetchSessionPartitions: desc("incremental_fetch_partitions_cached",
+			"Partitions over all incremental fetch sessions (Kafka's NumIncrementalFetchPartitionsCached)."),
+		fetchSessionEvictions: desc("incremental_fetch_session_evictions_total",
+			"Fetch sessions evicted to make room for new ones (max.incremental.fetch.session.cache.slots)."),
 	}
 }
 
@@ -118,6 +136,7 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.atMinISR,
 		c.offline, c.activeController, c.followerLag, c.followerLagMax,
 		c.groupLag, c.groupLagMax,
+		c.fetchSessions, c.fetchSessionPartitions, c.fetchSessionEvictions,
 	} {
 		ch <- d
 	}
@@ -149,6 +168,13 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			strconv.FormatInt(int64(l.Partition), 10), strconv.FormatInt(int64(l.Replica), 10))
 	}
 	gauge(ch, c.followerLagMax, maxLag)
+
+	fs := c.view.FetchSessions()
+	gauge(ch, c.fetchSessions, fs.Sessions)
+	gauge(ch, c.fetchSessionPartitions, fs.Partitions)
+	if m, err := prometheus.NewConstMetric(c.fetchSessionEvictions, prometheus.CounterValue, float64(fs.Evictions)); err == nil {
+		ch <- m
+	}
 
 	groupMax := map[string]int64{}
 	for i, l := range c.view.GroupLags() {

@@ -20,6 +20,9 @@ func (v fakeView) PartitionHealth() PartitionHealth { return v.health }
 func (v fakeView) IsActiveController() bool         { return v.active }
 func (v fakeView) FollowerLags() []FollowerLag      { return v.lags }
 func (v fakeView) GroupLags() []GroupLag            { return v.groupLags }
+func (v fakeView) FetchSessions() FetchSessionStats {
+	return FetchSessionStats{Sessions: 2, Partitions: 9, Evictions: 1}
+}
 
 const clusterGaugesHelp = `
 # HELP skein_active_controller 1 if this broker is the active controller, else 0; the sum over the cluster must be 1.
@@ -159,6 +162,8 @@ func TestClusterCollectorGroupLag(t *testing.T) {
 		{"skein_consumer_group_lag_records", []string{"group", "audit", "topic", "orders", "partition", "0"}, 0},
 		{"skein_consumer_group_lag_max_records", []string{"group", "billing"}, 40},
 		{"skein_consumer_group_lag_max_records", []string{"group", "audit"}, 0},
+		{"skein_incremental_fetch_sessions", nil, 2},
+		{"skein_incremental_fetch_partitions_cached", nil, 9},
 	}
 	for _, tt := range tests {
 		if got := findMetric(t, reg, tt.name, tt.labels...).GetGauge().GetValue(); got != tt.want {

@@ -91,6 +91,11 @@ func (v clusterView) GroupLags() []metrics.GroupLag {
 	return out
 }
 
+func (v clusterView) FetchSessions() metrics.FetchSessionStats {
+	s, p, e := v.b.fetchSessions.stats()
+	return metrics.FetchSessionStats{Sessions: s, Partitions: p, Evictions: e}
+}
+
 func (v clusterView) FollowerLags() []metrics.FollowerLag {
 	var out []metrics.FollowerLag
 	for _, p := range v.b.partitionList() {

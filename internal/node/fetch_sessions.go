@@ -25,6 +25,13 @@ func newFetchSessions(slots int) *fetchSessions {
 	return &fetchSessions{cache: fetchsession.New(slots, fetchsession.DefaultEvictionMs, binary.LittleEndian.Uint64(seed[:]))}
 }
 
+// stats reads the cache's size for the metrics.
+func (f *fetchSessions) stats() (sessions, partitions int, evictions uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cache.Len(), f.cache.Partitions(), f.cache.Evictions()
+}
+
 func (f *fetchSessions) Begin(r fetchsession.Request) fetchsession.Context {
 	r.NowMs = time.Now().UnixMilli()
 	f.mu.Lock()

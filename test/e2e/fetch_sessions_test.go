@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/node"
 )
 
 // sessionFetch builds a Fetch v12 (topics by name) of partitions of topic,
@@ -164,5 +166,103 @@ func TestFetchSessionsKafkaGoClient(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "one" || got[1] != "two" {
 		t.Fatalf("kafka-go Client.Fetch read %q, want [one two]", got)
+	}
+}
+
+// gaugeValue reads one unlabelled gauge or counter from a broker's
+// registry, -1 if absent.
+func gaugeValue(t testing.TB, b *node.Broker, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := b.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// TestFollowerFetchSessions: followers fetch within sessions (KIP-227), so
+// an idle follower fetch carries no partitions. Every leader holds its
+// followers' sessions, covering every partition it leads once per
+// follower, and the sessions stay the same over many idle fetch rounds (a
+// session the leader refused would be replaced by a new one).
+func TestFollowerFetchSessions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	c := startCluster(t, 3, nil)
+	haltAllAtEnd(t, c)
+	adm := observerClient(t, c.addrs())
+	const topic, partitions = "follower-sessions", 6
+	createReplicatedTopic(ctx, t, adm, topic, partitions, 3, nil)
+	led := map[int32]int{}
+	for p := range int32(partitions) {
+		v, err := describePartition(ctx, adm, topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		led[v.Leader]++
+	}
+
+	sessionsOf := func(i int) (sessions, cached float64) {
+		return gaugeValue(t, c.brokers[i], "skein_incremental_fetch_sessions"),
+			gaugeValue(t, c.brokers[i], "skein_incremental_fetch_partitions_cached")
+	}
+	followerFetches := func(i int) float64 {
+		return gaugeValue(t, c.brokers[i], "skein_requests_total", "api", "FetchFollower", "error", "NONE")
+	}
+	// Wait until every leader holds sessions covering what it leads.
+	before := make([][2]float64, 3)
+	for i := range c.brokers {
+		want := float64(2 * led[int32(i+1)])
+		for {
+			s, p := sessionsOf(i)
+			if s >= 2 && p >= want {
+				before[i] = [2]float64{s, p}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("broker %d holds %v sessions with %v partitions; want 2 sessions covering %v", i+1, s, p, want)
+			case <-time.After(externalPollInterval):
+			}
+		}
+	}
+	// Twenty more idle fetch rounds from each follower.
+	for i := range c.brokers {
+		start := followerFetches(i)
+		for followerFetches(i) < start+20 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("broker %d: follower fetches stalled", i+1)
+			case <-time.After(externalPollInterval):
+			}
+		}
+	}
+	for i := range c.brokers {
+		if s, p := sessionsOf(i); s != before[i][0] || p != before[i][1] {
+			t.Errorf("broker %d: sessions went from %v (%v partitions) to %v (%v): followers' incremental fetches were refused", i+1, before[i][0], before[i][1], s, p)
+		}
 	}
 }
