@@ -18,14 +18,19 @@ import (
 )
 
 func init() {
-	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health", run: clientCommand(runCluster)}
+	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories", run: clientCommand(runCluster)}
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	if len(args) == 0 || args[0] != "describe" {
-		return errors.New("usage: skein cluster describe [flags]")
+	if len(args) > 0 {
+		switch args[0] {
+		case "describe":
+			return runClusterDescribe(ctx, args[1:], s)
+		case "log-dirs":
+			return runClusterLogDirs(ctx, args[1:], s)
+		}
 	}
-	return runClusterDescribe(ctx, args[1:], s)
+	return errors.New("usage: skein cluster describe|log-dirs [flags]")
 }
 
 func runClusterDescribe(ctx context.Context, args []string, s streams) error {

@@ -198,3 +198,49 @@ func startTestCluster(t *testing.T, n int) []*node.Broker {
 	}
 	return out
 }
+
+// TestClusterLogDirs: `skein cluster log-dirs` lists the broker's log
+// directory (its volume's size and free space) and each replica's size,
+// from DescribeLogDirs.
+func TestClusterLogDirs(t *testing.T) {
+	addr := startTestBroker(t)
+	mustRun(t, runTopic, "", "create", "sized", "--partitions", "2", "-b", addr)
+	mustRun(t, runTopic, "", "create", "other", "-b", addr)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "sized", Partition: 1, Value: make([]byte, 3000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	out := mustRun(t, runCluster, "", "log-dirs", "-b", addr)
+	// BROKER DIR PARTITIONS SIZE VOLUME-TOTAL VOLUME-USABLE STATUS
+	row := tableRow(t, out, "1")
+	if len(row) < 10 || !filepath.IsAbs(row[1]) || row[2] != "3" || row[len(row)-1] != "ok" || row[4] == "-" || row[6] == "-" {
+		t.Errorf("log dir row %q:\n%s", row, out)
+	}
+	// TOPIC PARTITION BROKER DIR SIZE OFFSET-LAG
+	if got := tableRow(t, out, "sized", "1"); got[4] == "0" || got[len(got)-1] != "0" {
+		t.Errorf("partition row %q: want a size and no lag:\n%s", got, out)
+	}
+	if got := tableRow(t, out, "sized", "0"); got[4] != "0" {
+		t.Errorf("empty partition row %q:\n%s", got, out)
+	}
+
+	only := mustRun(t, runCluster, "", "log-dirs", "--topic", "other", "-b", addr)
+	if strings.Contains(only, "sized") || !strings.Contains(only, "other") {
+		t.Errorf("--topic other listed:\n%s", only)
+	}
+}
+
+func TestByteCount(t *testing.T) {
+	for n, want := range map[int64]string{-1: "-", 0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 3 << 30: "3.0 GiB"} {
+		if got := byteCount(n); got != want {
+			t.Errorf("byteCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

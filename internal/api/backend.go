@@ -36,6 +36,9 @@ type Backend interface {
 	Fetch(req FetchParams, done func([]FetchResult))
 	// FetchSessions is the broker's incremental fetch session cache.
 	FetchSessions() FetchSessions
+	// DescribeLogDirs lists this broker's log directories and the
+	// partition replicas in each, sorted by topic and partition.
+	DescribeLogDirs() []LogDirDescription
 	// FetchMetadataLog serves a broker-only node's Fetch of the metadata
 	// log (IsMetadataLogFetch) on a controller, long-polling for new
 	// committed entries; FetchMetadataSnapshot serves FetchSnapshot.

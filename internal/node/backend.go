@@ -42,6 +42,8 @@ func (x backend) Controller() api.ControllerBackend { return x.b.controllerSvc }
 
 func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
 
+func (x backend) DescribeLogDirs() []api.LogDirDescription { return x.b.describeLogDirs() }
+
 func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 	return x.b.topicConfig(t)
 }

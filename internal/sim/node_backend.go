@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,22 @@ func (x backend) ActiveControllerID() int32         { return x.p.controller }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
 func (x backend) Controller() api.ControllerBackend { return nil }
+
+// DescribeLogDirs: simulated clients do not ask (admin requests are not
+// simulated); the one data directory and its replicas.
+func (x backend) DescribeLogDirs() []api.LogDirDescription {
+	d := api.LogDirDescription{Dir: "data", TotalBytes: -1, UsableBytes: -1}
+	for k, r := range x.p.parts {
+		d.Partitions = append(d.Partitions, api.LogDirPartition{Topic: r.topic, Partition: k.index, Size: r.log.Size()})
+	}
+	slices.SortFunc(d.Partitions, func(a, b api.LogDirPartition) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return []api.LogDirDescription{d}
+}
 
 // FetchSessions is node/fetch_sessions.go's wrapper: the same core, on
 // simulated time and without a lock (one goroutine).
