@@ -39,6 +39,9 @@ type Backend interface {
 	// DescribeLogDirs lists this broker's log directories and the
 	// partition replicas in each, sorted by topic and partition.
 	DescribeLogDirs() []LogDirDescription
+	// DescribeProducers lists the idempotent producers of a partition led
+	// here, by producer id.
+	DescribeProducers(topic metadata.TopicID, partition int32) ([]ProducerState, error)
 	// FetchMetadataLog serves a broker-only node's Fetch of the metadata
 	// log (IsMetadataLogFetch) on a controller, long-polling for new
 	// committed entries; FetchMetadataSnapshot serves FetchSnapshot.

@@ -44,6 +44,14 @@ func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
 
 func (x backend) DescribeLogDirs() []api.LogDirDescription { return x.b.describeLogDirs() }
 
+func (x backend) DescribeProducers(topic metadata.TopicID, index int32) ([]api.ProducerState, error) {
+	p := x.b.partition(topic, index)
+	if p == nil {
+		return nil, x.b.partitionError(topic, index)
+	}
+	return p.describeProducers()
+}
+
 func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 	return x.b.topicConfig(t)
 }

@@ -48,6 +48,19 @@ func (x backend) DescribeLogDirs() []api.LogDirDescription {
 	return []api.LogDirDescription{d}
 }
 
+// DescribeProducers serves no simulated client; it answers as node does
+// from the replica's producer table.
+func (x backend) DescribeProducers(id metadata.TopicID, index int32) ([]api.ProducerState, error) {
+	r, err := x.replicaOf(id, index)
+	if err != nil {
+		return nil, err
+	}
+	if r.role != metadata.RoleLeader {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return api.ProducerStates(r.producers.Entries()), nil
+}
+
 // FetchSessions is node/fetch_sessions.go's wrapper: the same core, on
 // simulated time and without a lock (one goroutine).
 func (x backend) FetchSessions() api.FetchSessions { return simSessions{x.p} }
