@@ -22,7 +22,7 @@ func runTopicProducers(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	if len(names) == 0 {
-		return errors.New("name the topics: skein topic producers <topic>...")
+		return errors.New("name the topics: skein topic producers <topic> [<topic> ...]")
 	}
 	adm, ctx, done, err := tf.connect(ctx)
 	if err != nil {

@@ -63,9 +63,9 @@ func (x backend) DescribeProducers(id metadata.TopicID, index int32) ([]api.Prod
 
 // FetchSessions is node/fetch_sessions.go's wrapper: the same core, on
 // simulated time and without a lock (one goroutine).
-func (x backend) FetchSessions() api.FetchSessions { return simSessions{x.p} }
+func (x backend) FetchSessions() api.FetchSessions { return simSessions(x) }
 
-type simSessions struct{ p *process }
+type simSessions backend
 
 func (s simSessions) Begin(r fetchsession.Request) fetchsession.Context {
 	r.NowMs = s.p.n.c.nowMs()
