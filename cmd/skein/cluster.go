@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -22,15 +21,10 @@ func init() {
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "describe":
-			return runClusterDescribe(ctx, args[1:], s)
-		case "log-dirs":
-			return runClusterLogDirs(ctx, args[1:], s)
-		}
-	}
-	return errors.New("usage: skein cluster describe|log-dirs [flags]")
+	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs [flags]", map[string]clientRun{
+		"describe": runClusterDescribe,
+		"log-dirs": runClusterLogDirs,
+	})
 }
 
 func runClusterDescribe(ctx context.Context, args []string, s streams) error {

@@ -11,21 +11,23 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 62, MinVersion: 0, MaxVersion: 4, Handle: handleBrokerRegistration, Blocking: true, ControllerOnly: true})
+	register(Spec{Key: 62, MinVersion: 0, MaxVersion: 4, Handle: handleBrokerRegistration, ControllerOnly: true})
 }
 
 func handleBrokerRegistration(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-	epoch, err := s.Backend.Controller().RegisterBroker(req, r.Conn)
-	resp.ErrorCode = ErrorCode(err)
-	resp.BrokerEpoch = epoch
-	if err != nil {
-		resp.BrokerEpoch = -1
-		if resp.ErrorCode == kerr.InconsistentClusterID.Code {
-			TagClusterID(&resp.UnknownTags, s.Backend.Image().ClusterID())
+	s.Backend.Controller().RegisterBroker(req, r.Conn, func(epoch int64, err error) {
+		resp.ErrorCode = ErrorCode(err)
+		resp.BrokerEpoch = epoch
+		if err != nil {
+			resp.BrokerEpoch = -1
+			if resp.ErrorCode == kerr.InconsistentClusterID.Code {
+				// Tell the refused node which cluster this is.
+				TagClusterID(&resp.UnknownTags, s.Backend.Image().ClusterID())
+			}
+			s.Log.Warn("broker registration refused", "broker", req.BrokerID, "err", err)
 		}
-		s.Log.Warn("broker registration refused", "broker", req.BrokerID, "err", err)
-	}
-	respond(resp)
+		respond(resp)
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -26,11 +27,11 @@ func (x backend) NodeID() int32                     { return x.p.n.id }
 func (x backend) Config() *config.Broker            { return x.p.cfg }
 func (x backend) Image() *metadata.Image            { return x.p.image }
 func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID() }
-func (x backend) IsActiveController() bool          { return x.p.ctrl != nil }
+func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }
 func (x backend) ActiveControllerID() int32         { return x.p.controller }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
-func (x backend) Controller() api.ControllerBackend { return nil }
+func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
 
 // DescribeLogDirs: simulated clients do not ask (admin requests are not
 // simulated); the one data directory and its replicas.
