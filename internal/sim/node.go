@@ -157,8 +157,12 @@ func (n *node) start() error {
 	}
 	p.cfg = cfg
 	p.ctl = ctrlcore.New(ctrlcore.ConfigFor(cfg, pidBlock))
-	// Seeded from the node id: the run's random stream must not shift.
-	p.sessions = fetchsession.New(cfg.FetchSessionCacheSlots, fetchsession.DefaultEvictionMs, uint64(n.id))
+	// Seeded from the node id and the incarnation, not the run's random
+	// stream (which must not shift): a restarted process hands out other
+	// session ids than its previous one, so a follower still holding an
+	// old id is refused rather than served someone else's session, as
+	// the random seed of node/fetch_sessions.go makes it.
+	p.sessions = fetchsession.New(cfg.FetchSessionCacheSlots, fetchsession.DefaultEvictionMs, uint64(n.id)<<32^n.incarnation)
 	p.log = slog.New(traceHandler{n: n})
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
