@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -226,4 +229,47 @@ func liveMetricNames(t *testing.T) map[string]bool {
 		t.Error("no skein_consumer_group_lag_records of 2 for the group that committed offset 1 of 3")
 	}
 	return served
+}
+
+// TestMonitoringQueriesParse has Prometheus's own promtool check the alert
+// rules, and every dashboard query as a recording rule, where promtool is
+// installed (Debian's prometheus package); elsewhere it skips.
+func TestMonitoringQueriesParse(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed (Debian: apt-get install prometheus)")
+	}
+	check := func(path string) {
+		t.Helper()
+		if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+			t.Errorf("promtool check rules %s: %v\n%s", path, err, out)
+		}
+	}
+	check(filepath.Join("prometheus", "skein-alerts.yml"))
+
+	type rule struct {
+		Record string `yaml:"record"`
+		Expr   string `yaml:"expr"`
+	}
+	var rules []rule
+	for panel, es := range dashboardExprs(t) {
+		for i, e := range es {
+			// Grafana's $__ variables are not PromQL; the dashboard uses none.
+			if strings.Contains(e, "$") {
+				t.Errorf("panel %q query %q uses a variable promtool cannot check", panel, e)
+				continue
+			}
+			rules = append(rules, rule{Record: fmt.Sprintf("dashboard:panel%d:query%d", len(rules), i), Expr: e})
+		}
+	}
+	doc := map[string]any{"groups": []map[string]any{{"name": "dashboard", "rules": rules}}}
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-queries.yml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(path)
 }
