@@ -28,20 +28,6 @@ import (
 // metricName finds the Skein metrics a PromQL expression names.
 var metricName = regexp.MustCompile(`\bskein_[a-z0-9_]+\b`)
 
-// alertRules is the shape of a Prometheus rule file.
-type alertRules struct {
-	Groups []struct {
-		Name  string `yaml:"name"`
-		Rules []struct {
-			Alert       string            `yaml:"alert"`
-			Expr        string            `yaml:"expr"`
-			For         string            `yaml:"for"`
-			Labels      map[string]string `yaml:"labels"`
-			Annotations map[string]string `yaml:"annotations"`
-		} `yaml:"rules"`
-	} `yaml:"groups"`
-}
-
 // dashboard is the part of a Grafana dashboard the test reads.
 type dashboard struct {
 	Title  string `json:"title"`
@@ -54,31 +40,27 @@ type dashboard struct {
 	} `json:"panels"`
 }
 
-// alertExprs loads the alert rules, checks their shape and returns each
-// alert's expression by name.
+// alertExprs loads every rule file in prometheus/ (TestPrometheusRules
+// checks their shape) and returns each alert's expression by name.
 func alertExprs(t *testing.T) map[string]string {
 	t.Helper()
-	var rules alertRules
-	dec := yaml.NewDecoder(strings.NewReader(readFile(t, filepath.Join("prometheus", "skein-alerts.yml"))))
-	dec.KnownFields(true)
-	if err := dec.Decode(&rules); err != nil {
-		t.Fatalf("skein-alerts.yml: %v", err)
+	files, err := filepath.Glob(filepath.Join("prometheus", "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rule files in prometheus/: %v", err)
 	}
 	out := map[string]string{}
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
-				t.Errorf("skein-alerts.yml: rule %+v lacks a name, expression, severity or summary", r)
-			}
-			if r.For != "" {
-				if _, err := time.ParseDuration(r.For); err != nil {
-					t.Errorf("skein-alerts.yml: %s: for %q: %v", r.Alert, r.For, err)
+	for _, f := range files {
+		var rules promRules
+		if err := decodeStrict(yamlDocuments(t, f)[0], &rules); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				if _, dup := out[r.Alert]; dup {
+					t.Errorf("%s: alert %s defined twice", f, r.Alert)
 				}
+				out[r.Alert] = r.Expr
 			}
-			if _, dup := out[r.Alert]; dup {
-				t.Errorf("skein-alerts.yml: alert %s twice", r.Alert)
-			}
-			out[r.Alert] = r.Expr
 		}
 	}
 	return out
@@ -231,22 +213,15 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	return served
 }
 
-// TestMonitoringQueriesParse has Prometheus's own promtool check the alert
-// rules, and every dashboard query as a recording rule, where promtool is
-// installed (Debian's prometheus package); elsewhere it skips.
-func TestMonitoringQueriesParse(t *testing.T) {
+// TestDashboardQueriesParse has Prometheus's own promtool check every
+// dashboard query, as a recording rule, where promtool is installed
+// (Debian's prometheus package); TestPrometheusRules checks the alert
+// rules the same way.
+func TestDashboardQueriesParse(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool is not installed (Debian: apt-get install prometheus)")
 	}
-	check := func(path string) {
-		t.Helper()
-		if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
-			t.Errorf("promtool check rules %s: %v\n%s", path, err, out)
-		}
-	}
-	check(filepath.Join("prometheus", "skein-alerts.yml"))
-
 	type rule struct {
 		Record string `yaml:"record"`
 		Expr   string `yaml:"expr"`
@@ -271,5 +246,7 @@ func TestMonitoringQueriesParse(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	check(path)
+	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Errorf("promtool check rules (the dashboard's queries): %v\n%s", err, out)
+	}
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,6 +37,7 @@ func (x backend) ActiveControllerID() int32 { return x.b.controllerID.Load() }
 func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
 
 func (x backend) SettleSuspects() { x.b.settleSuspects() }
+func (x backend) NowMs() int64    { return time.Now().UnixMilli() }
 
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 
@@ -67,6 +69,10 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 		// Only the group coordinator writes there, as in Kafka: a client's
 		// record could corrupt group state or slip in while it loads.
 		done(api.ProduceResult{Err: fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, p.topic), BaseOffset: -1, LogAppendTime: -1})
+		return
+	}
+	if err := x.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+		done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
 		return
 	}
 	p.produce(req, done)
