@@ -192,6 +192,17 @@ func (p *partition) apply(st metadata.Partition, role metadata.ReplicaRole, cfg 
 	return err
 }
 
+// describeProducers lists the producer table of a partition led here.
+func (p *partition) describeProducers() ([]api.ProducerState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	entries, err := p.core.Producers()
+	if err != nil {
+		return nil, err
+	}
+	return api.ProducerStates(entries), nil
+}
+
 // produce appends the batches and arranges for done to be called when the
 // acks the client asked for are satisfied.
 func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult)) {

@@ -290,6 +290,15 @@ func (r *Replica) LeaderSnapshot() (replication.Snapshot, bool) {
 	return r.leader.Snapshot(), true
 }
 
+// Producers lists the idempotent-producer table while leading
+// (DescribeProducers).
+func (r *Replica) Producers() ([]producer.Entry, error) {
+	if r.closed || r.leader == nil {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return r.producers.Entries(), nil
+}
+
 // ExpireProducers drops idempotent producers idle for longer than maxAgeMs.
 func (r *Replica) ExpireProducers(nowMs, maxAgeMs int64) {
 	r.producers.ExpireOlderThan(nowMs, maxAgeMs)
