@@ -629,16 +629,12 @@ func (b *Broker) maintain(now time.Time) {
 		if err := p.log.MaybeRoll(now.UnixMilli()); err != nil {
 			b.log.Warn("segment roll failed", "partition", p.name(), "err", err)
 		}
-		p.mu.Lock()
-		deletes := p.cfg.Delete()
-		p.mu.Unlock()
+		deletes := p.topicConfig().Delete()
 		// With cleanup.policy=compact alone retention never deletes:
 		// compaction keeps the latest record of every key, as in Kafka.
 		if deletes {
 			b.enforceRetention(p, now)
 		}
-		p.mu.Lock()
-		p.producers.ExpireOlderThan(now.UnixMilli(), b.cfg.ProducerIDExpiration.Milliseconds())
-		p.mu.Unlock()
+		p.expireProducers(now.UnixMilli(), b.cfg.ProducerIDExpiration.Milliseconds())
 	}
 }

@@ -13,11 +13,14 @@
 // consumer-group ones behind an api.GroupBackend around internal/group's
 // Coordinator) that real clients reach. Simulated group members run the
 // classic protocol (join, sync, heartbeat, offset fetch, fetch, commit)
-// through those handlers while members and coordinators crash. What
-// internal/node does with goroutines, sockets, timers and files — the
-// partition runtime, the follower fetch loop, the flusher, the group
-// runtime, the controller's broker sessions and the broker's session with it — is
-// re-done here single-threaded on an event queue (see node_*.go); the
+// through those handlers while members and coordinators crash. The
+// partition runtime (produce, acks, group commit, write.caching, follower
+// append and truncation, ISR proposals and resends) and the fetch read plan
+// are internal/replica's core, the one internal/node wraps, driven here
+// from the event queue (node_partition.go). What else internal/node does
+// with goroutines, sockets, timers and files — the follower fetch loop,
+// the group runtime, the controller's broker sessions and the broker's
+// session with it — is re-done here single-threaded (see node_*.go); the
 // comments there name the internal/node code each piece mirrors.
 //
 // Rot is simulated in the bytes a batch's CRC covers (and its magic byte),

@@ -2,14 +2,11 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/fetchsession"
-	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -41,8 +38,8 @@ func (f *fetcher) assign(rs []*replica) {
 	next := map[*replica]*followState{}
 	for _, r := range rs {
 		st, ok := f.parts[r]
-		if !ok || st.epoch != r.state.LeaderEpoch {
-			st = &followState{epoch: r.state.LeaderEpoch, truncate: true}
+		if !ok || st.epoch != r.core.State().LeaderEpoch {
+			st = &followState{epoch: r.core.State().LeaderEpoch, truncate: true}
 		}
 		next[r] = st
 	}
@@ -136,7 +133,7 @@ func (f *fetcher) reconcile(r *replica, st followState, round int) {
 		cache := r.log.Epochs()
 		tr, err := replication.TruncationPoint(replication.FollowerLog{
 			LogEndOffset:  r.log.LogEndOffset(),
-			HighWatermark: r.hw,
+			HighWatermark: r.core.HighWatermark(),
 			EndOffsetFor: func(epoch int32) (int32, int64) {
 				return cache.EndOffsetFor(epoch, r.log.LogEndOffset())
 			},
@@ -278,90 +275,4 @@ func (f *fetcher) handlePartition(r *replica, epoch int32, rp kmsg.FetchResponse
 		f.p.n.tracef("%s follower append failed: %v", r.name(), err)
 		f.pause(r, epoch)
 	}
-}
-
-// appendFromLeader is partition.appendFromLeader: append keeping offsets
-// and epochs, fsync before the next fetch reports it, follow the leader's
-// high watermark.
-func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
-	if r.role != metadata.RoleFollower || r.state.LeaderEpoch != epoch {
-		return nil
-	}
-	if r.failed != nil {
-		return r.failed
-	}
-	appended := false
-	err := batch.Split(data, func(b []byte) error {
-		h, err := batch.ParseHeader(b)
-		if err != nil {
-			return err
-		}
-		if h.LastOffset() < r.log.LogEndOffset() {
-			return nil
-		}
-		if _, err := r.log.AppendReplica(b, r.nowMs()); err != nil {
-			return err
-		}
-		r.producers.Apply(h)
-		appended = true
-		return nil
-	})
-	if err != nil && errors.Is(err, batch.ErrTruncated) {
-		err = nil // a partial trailing batch is normal (fetch size limit)
-	}
-	// Sync what was appended even when a later batch failed: the next
-	// fetch reports the log end as held durably. internal/node's
-	// appendFromLeader returns before its Sync here, so a follower whose
-	// disk filled up mid-response claims unsynced batches and the leader
-	// acknowledges acks=all on their strength (found by this simulator;
-	// internal/node needs the same change).
-	var durable int64
-	if appended && !r.cfg.WriteCaching {
-		d, err := r.log.Sync()
-		if err != nil {
-			r.fail(err)
-			return err
-		}
-		durable = d
-	}
-	if r.cfg.WriteCaching {
-		r.durableEnd = r.log.LogEndOffset()
-	} else if durable > r.durableEnd {
-		r.durableEnd = durable
-	}
-	if hw := min(leaderHW, r.durableEnd); hw > r.hw {
-		r.hw = hw
-	}
-	if err != nil {
-		return fmt.Errorf("append from leader: %w", err)
-	}
-	return nil
-}
-
-func (r *replica) truncateTo(offset int64) error {
-	if r.leader != nil {
-		return errors.New("a leader never truncates its log")
-	}
-	before := r.log.LogEndOffset()
-	if err := r.log.Truncate(offset); err != nil {
-		return fmt.Errorf("truncate %s to %d: %w", r.name(), offset, err)
-	}
-	if r.log.LogEndOffset() == before {
-		return nil
-	}
-	r.p.n.tracef("%s truncated divergent tail %d..%d", r.name(), r.log.LogEndOffset(), before)
-	r.durableEnd = min(r.durableEnd, r.log.LogEndOffset())
-	if r.hw > r.log.LogEndOffset() {
-		r.hw = r.log.LogEndOffset()
-	}
-	return r.rebuildProducerState()
-}
-
-func (r *replica) restartAt(offset int64) error {
-	if err := r.log.TruncateFullyAndStartAt(offset); err != nil {
-		return err
-	}
-	r.durableEnd = offset
-	r.hw = offset
-	return r.rebuildProducerState()
 }

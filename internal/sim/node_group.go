@@ -92,7 +92,7 @@ func (w *groupWrite) finish(err error) {
 // current leader epoch, loaded from the log.
 func (r *replica) startCoordinator() {
 	r.stopCoordinator("new leader epoch")
-	gc := &coordinator{r: r, epoch: r.leaderEpoch}
+	gc := &coordinator{r: r, epoch: r.core.LeaderEpoch()}
 	c, err := group.New(simGroupConfig(), r.p.n.c.s.rng.Uint64())
 	var end int64
 	if err == nil {
@@ -100,9 +100,9 @@ func (r *replica) startCoordinator() {
 	}
 	if err != nil {
 		r.p.n.tracef("%s: loading consumer groups failed: %v; retrying", r.name(), err)
-		epoch := r.leaderEpoch
+		epoch := r.core.LeaderEpoch()
 		r.p.n.after(groupLoadRetryPeriod, func() {
-			if r.coord == nil && r.leader != nil && r.leaderEpoch == epoch && r.p.parts[partKey{r.id, r.index}] == r {
+			if r.coord == nil && r.core.IsLeader() && r.core.LeaderEpoch() == epoch && r.p.parts[partKey{r.id, r.index}] == r {
 				r.startCoordinator()
 			}
 		})
@@ -263,10 +263,10 @@ func (gc *coordinator) append(recs []group.Record, done func(error)) {
 // with COORDINATOR_NOT_AVAILABLE when the partition cannot take an
 // acks=all write now.
 func (gc *coordinator) write(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) error {
-	if gc.r.leader == nil {
+	if !gc.r.core.IsLeader() {
 		return kerr.NotCoordinator
 	}
-	if err := gc.r.leader.CheckAcksAll(); err != nil {
+	if err := gc.r.core.AcksAllWritable(); err != nil {
 		return fmt.Errorf("%w: %s cannot take writes now: %v", kerr.CoordinatorNotAvailable, gc.r.name(), err)
 	}
 	gc.call(fn, finish)
@@ -280,7 +280,7 @@ func (gc *coordinator) fail(cause error) {
 	}
 	r.p.n.tracef("%s: group state write failed (%v); reloading", r.name(), cause)
 	r.stopCoordinator("write failed")
-	if r.leader != nil && r.p.parts[partKey{r.id, r.index}] == r {
+	if r.core.IsLeader() && r.p.parts[partKey{r.id, r.index}] == r {
 		r.startCoordinator()
 	}
 }
