@@ -92,8 +92,9 @@ var brokerProperties = []Property{
 	{
 		Name: "max.connections", Kind: KindInt, Default: "1000", Min: 1, Max: 1_000_000,
 		Doc: "Most connections accepted at once over all listeners; more are closed on accept. " +
-			"Per listener: listener.name.NAME.max.connections. As in Kafka, the inter-broker and controller listeners are not held to the broker-wide limit " +
-			"(only to their own listener limit), so clients can never lock out replication or the quorum.",
+			"Per listener: listener.name.NAME.max.connections. As in Kafka, the controller listeners and a dedicated inter-broker listener are not held to the broker-wide limit " +
+			"(only to their own listener limit), so clients can never lock out replication or the quorum. An inter-broker listener that is also the only client listener is held to it; " +
+			"there max.connections.per.ip keeps one address from taking every connection.",
 	},
 	{
 		Name: "max.connections.per.ip", Kind: KindInt, Default: "2147483647", Min: 0, Max: math.MaxInt32,

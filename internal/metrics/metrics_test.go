@@ -281,3 +281,16 @@ func hasLabels(m *dto.Metric, pairs []string) bool {
 	}
 	return true
 }
+
+func TestBudgetGauges(t *testing.T) {
+	m, reg := newTestMetrics(t, Options{})
+	if err := m.RegisterBudgets(Budgets{RequestBytes: func() int64 { return 7 }, FetchResponseBytes: func() int64 { return 9 }}); err != nil {
+		t.Fatal(err)
+	}
+	if v := findMetric(t, reg, "skein_request_bytes_in_use").GetGauge().GetValue(); v != 7 {
+		t.Errorf("request bytes gauge %v", v)
+	}
+	if v := findMetric(t, reg, "skein_fetch_response_bytes_in_flight").GetGauge().GetValue(); v != 9 {
+		t.Errorf("fetch bytes gauge %v", v)
+	}
+}

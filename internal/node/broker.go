@@ -219,6 +219,9 @@ func (b *Broker) Start() error {
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := b.metrics.RegisterBudgets(metrics.Budgets{RequestBytes: b.requestBytes.inUse, FetchResponseBytes: b.fetchBytes.inUse}); err != nil {
+		return err
+	}
 	// The admin listener comes up first so /readyz can say "starting"
 	// while logs recover.
 	if err := b.startAdmin(); err != nil {

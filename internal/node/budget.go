@@ -72,6 +72,18 @@ func (b *budget) take(n int64) int64 {
 	return n
 }
 
+// force takes n units whatever is left, going over the limit if need be:
+// for memory already allocated, which the budget must count so that later
+// claims get less.
+func (b *budget) force(n int64) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
+}
+
 // release returns n units.
 func (b *budget) release(n int64) {
 	if b == nil || n == 0 {

@@ -40,8 +40,10 @@ type slot struct {
 	once    sync.Once
 	// closeConn makes the writer flush and close the connection here.
 	closeConn bool
-	// fetchHeld is what this answer holds of fetch.response.max.inflight.bytes,
+	// fetch marks a consumer Fetch; fetchHeld is what its answer holds of
+	// fetch.response.max.inflight.bytes (the grant, then the encoded size),
 	// released once it is written or dropped.
+	fetch     bool
 	fetchHeld int64
 }
 
@@ -312,7 +314,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		return false, false
 	}
 	if f, ok := body.(*kmsg.FetchRequest); ok {
-		s.fetchHeld = c.limitFetch(f)
+		s.fetch, s.fetchHeld = c.limitFetch(f)
 	}
 	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
@@ -343,36 +345,59 @@ func (c *conn) enqueue(s *slot) {
 // (they are bounded by replica.fetch.response.max.bytes per follower).
 // With nothing left, the cap is 0 and the first partition with data still
 // answers one whole batch (KIP-74), so every consumer makes progress.
-func (c *conn) limitFetch(f *kmsg.FetchRequest) int64 {
+func (c *conn) limitFetch(f *kmsg.FetchRequest) (consumer bool, grant int64) {
 	replica := f.ReplicaID
 	if f.Version >= 15 {
 		replica = f.ReplicaState.ID
 	}
 	if replica >= 0 {
-		return 0
+		return false, 0
 	}
 	for c.fetchUnsent.Load() > fetchUnsentPerConn {
 		select {
 		case <-c.fetchSent:
-		case <-c.readerGone:
-			return 0
 		case <-c.b.stop:
-			return 0
+		}
+		select {
+		case <-c.b.stop:
+			return true, 0 // the answer will not be written anyway
+		default:
 		}
 	}
 	// Not the sum of the partitions' limits: an incremental fetch
 	// (KIP-227) names only the partitions that changed.
 	want := min(int64(max(f.MaxBytes, 0)), maxFetchAnswerBytes)
-	grant := c.b.fetchBytes.take(want)
-	f.MaxBytes = int32(grant)
+	grant = c.b.fetchBytes.take(want)
+	// At least 1: the handler reads 0 as "no limit given".
+	limit := int32(max(grant, 1))
+	f.MaxBytes = limit
 	for i := range f.Topics {
 		for j := range f.Topics[i].Partitions {
 			p := &f.Topics[i].Partitions[j]
-			p.PartitionMaxBytes = min(p.PartitionMaxBytes, int32(grant))
+			p.PartitionMaxBytes = max(min(p.PartitionMaxBytes, limit), 1)
 		}
 	}
 	c.fetchUnsent.Add(grant)
-	return grant
+	return true, grant
+}
+
+// fetchEncoded turns a fetch answer's grant into what its encoding really
+// holds: the unused rest of the grant goes back at once, and the batch
+// answered beyond a small grant (KIP-74) is counted, so the next fetches
+// get less.
+func (c *conn) fetchEncoded(s *slot, size int) {
+	if !s.fetch {
+		return
+	}
+	delta := int64(size) - s.fetchHeld
+	switch {
+	case delta < 0:
+		c.b.fetchBytes.release(-delta)
+	case delta > 0:
+		c.b.fetchBytes.force(delta)
+	}
+	c.fetchUnsent.Add(delta)
+	s.fetchHeld = int64(size)
 }
 
 // maxFetchAnswerBytes matches the fetch handler's own cap on one answer.
@@ -381,7 +406,7 @@ const maxFetchAnswerBytes = 64 << 20
 // fetchDone gives back what a fetch answer held once it is written or
 // dropped.
 func (c *conn) fetchDone(s *slot) {
-	if s.fetchHeld == 0 {
+	if !s.fetch || s.fetchHeld == 0 {
 		return
 	}
 	c.b.fetchBytes.release(s.fetchHeld)
@@ -460,6 +485,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 	s.resp.SetVersion(s.version)
 	buf = wire.AppendResponse(buf[:0], s.hdr, s.resp)
 	s.resp = nil // the encoded copy is all that is needed now
+	c.fetchEncoded(s, len(buf))
 	if _, err := bw.Write(buf); err != nil {
 		failed = true
 		c.nc.Close() // unblocks the reader

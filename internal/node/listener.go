@@ -167,9 +167,13 @@ func (b *Broker) untrackConn(nc net.Conn, listener, ip string) {
 	b.connWG.Done()
 }
 
-// connLimits turns the configuration into the limiter's terms. The
-// inter-broker and controller listeners are protected from the broker-wide
-// limits, and controller listeners from the per-IP one.
+// connLimits turns the configuration into the limiter's terms. Controller
+// listeners are protected from the broker-wide limits and the per-IP one.
+// The inter-broker listener is protected from the broker-wide limits when
+// it is a listener of its own, as Kafka's is; when it is also the clients'
+// only listener, exempting it would leave max.connections meaning nothing,
+// so there brokers are kept in by max.connections.per.ip instead (one
+// flooding address cannot use up another's allowance).
 func connLimits(cfg *config.Broker) connlimit.Config {
 	c := connlimit.Config{
 		Max:            cfg.MaxConnections,
@@ -189,7 +193,13 @@ func connLimits(cfg *config.Broker) connlimit.Config {
 			c.Unmetered[l.Name] = true
 		}
 	}
-	if cfg.InterBrokerListenerName != "" {
+	brokerListeners := 0
+	for _, l := range cfg.Listeners {
+		if !cfg.IsControllerListener(l.Name) {
+			brokerListeners++
+		}
+	}
+	if cfg.InterBrokerListenerName != "" && brokerListeners > 1 {
 		c.Protected[cfg.InterBrokerListenerName] = true
 	}
 	return c
