@@ -313,6 +313,13 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			"client", hdr.ClientID, "err", err)
 		return false, false
 	}
+	if err := wire.CheckElements(body); err != nil {
+		// Serving it would cost far more than the frame (an answer per
+		// element); no client sends one.
+		c.b.log.Warn("closing connection: request too large to serve", "remote", c.nc.RemoteAddr().String(),
+			"client", hdr.ClientID, "err", err)
+		return false, false
+	}
 	if f, ok := body.(*kmsg.FetchRequest); ok {
 		s.fetch, s.fetchHeld = c.limitFetch(f)
 	}

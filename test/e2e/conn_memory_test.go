@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"net"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // metricSum sums a broker metric over the series whose label has
@@ -138,4 +141,49 @@ func TestRequestBytesBudget(t *testing.T) {
 	tb.createTopic("request-budget-after", 1, nil)
 	requireServing(t, tb, "request-budget-after", 20)
 	consumeCount(t, tb, "request-budget", 20)
+}
+
+// allocatedDuring is the bytes the process allocated while f ran (the
+// broker runs in this process): a bound on the peak a request can cause.
+func allocatedDuring(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDecodeAmplificationBounded: a Metadata v12 request naming a million
+// topic ids is a 17 MB frame, but kmsg decodes every element and the
+// handler answers each one: serving it allocated hundreds of MB. The
+// broker refuses requests with more than wire.MaxRequestElements array
+// elements before any handler runs, so the cost stays near the frame's.
+func TestDecodeAmplificationBounded(t *testing.T) {
+	tb := startBroker(t)
+	tb.createTopic("amplified", 1, nil)
+	requireServing(t, tb, "amplified", 10)
+
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	req.Topics = make([]kmsg.MetadataRequestTopic, 1_000_000)
+	for i := range req.Topics {
+		req.Topics[i] = kmsg.NewMetadataRequestTopic()
+		req.Topics[i].TopicID[0], req.Topics[i].TopicID[1], req.Topics[i].TopicID[2] = byte(i), byte(i>>8), byte(i>>16)
+	}
+	frame := rawRequestFrame(req, 1)
+	req = nil
+	c := dialRaw(t, tb.addr)
+	alloc := allocatedDuring(func() {
+		if err := c.write(frame); err != nil {
+			t.Fatal(err)
+		}
+		c.expectClosed()
+	})
+	t.Logf("Metadata v12 with 1,000,000 topic ids (%d MiB frame): %d MiB allocated while it was served", len(frame)>>20, alloc>>20)
+	if limit := uint64(len(frame)) * 8; alloc > limit {
+		t.Fatalf("serving a %d MiB request allocated %d MiB (over %d MiB)", len(frame)>>20, alloc>>20, limit>>20)
+	}
+	tb.createTopic("amplified-after", 1, nil)
+	requireServing(t, tb, "amplified-after", 10)
+	consumeCount(t, tb, "amplified", 10)
 }
