@@ -108,7 +108,7 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "max.connection.creation.rate", Kind: KindInt, Default: "2147483647", Min: 0, Max: math.MaxInt32,
-		Doc: "Most new connections per second accepted over all listeners but the inter-broker and controller ones (KIP-612); " +
+		Doc: "Most new connections per second accepted over all listeners but the controller listeners and a dedicated inter-broker listener (KIP-612); " +
 			"faster ones wait in the accept queue. Per listener: listener.name.NAME.max.connection.creation.rate.",
 	},
 	{
@@ -117,12 +117,13 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Max: 1_000_000,
-		Doc: "Requests read but not yet answered, over all connections, before the broker stops reading.",
+		Doc: "Requests read and not yet taken up by their handler, over all connections, before connections stop reading (a parked long poll or produce waiting for acks no longer counts).",
 	},
 	{
 		Name: "queued.max.request.bytes", Kind: KindLong, Default: "268435456", Min: -1, Max: math.MaxInt64,
-		Doc: "Bytes of requests being read and processed at once over all connections; a connection whose next frame does not fit waits before reading it. " +
-			"-1: no limit. Otherwise at least socket.request.max.bytes. Kafka's default is -1; Skein bounds it by default.",
+		Doc: "Bytes of request frames being read and handled at once over all connections, counted as a frame's buffer grows with the bytes that arrived; " +
+			"a connection whose frame does not fit stops reading until it does, or is closed at socket.request.read.timeout.ms. " +
+			"-1: no limit; otherwise at least socket.request.max.bytes. Kafka's default is -1; Skein bounds it by default.",
 	},
 	{
 		Name: "fetch.response.max.inflight.bytes", Kind: KindLong, Default: "268435456", Min: 1 << 20, Max: math.MaxInt64,

@@ -192,20 +192,27 @@ func (c *conn) readFrame(br *bufio.Reader, maxFrame int32) (frame []byte, releas
 	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	requestCount, requestBytes := c.b.requestCount, c.b.requestBytes
+	if c.controller {
+		// Controller listeners carry the quorum's own frames, which
+		// handlers waiting for a commit depend on: they must never wait
+		// behind those handlers. Only voters and brokers connect there.
+		requestCount, requestBytes = nil, nil
+	}
 	var held, count int64
 	var once sync.Once
 	release = func() {
 		once.Do(func() {
-			c.b.requestBytes.release(held)
-			c.b.requestCount.release(count)
+			requestBytes.release(held)
+			requestCount.release(count)
 		})
 	}
 	var ok bool
-	if count, ok = c.b.requestCount.acquireBy(1, c.b.stop, timer.C); !ok {
+	if count, ok = requestCount.acquireBy(1, c.b.stop, timer.C); !ok {
 		return nil, nil, c.budgetWaitEnded()
 	}
 	frame, err = wire.ReadFrameBodyCharged(br, size, func(n int) error {
-		got, ok := c.b.requestBytes.acquireBy(int64(n), c.b.stop, timer.C)
+		got, ok := requestBytes.acquireBy(int64(n), c.b.stop, timer.C)
 		held += got
 		if !ok {
 			return c.budgetWaitEnded()
@@ -348,8 +355,9 @@ func (c *conn) enqueue(s *slot) {
 // still holds more than fetchUnsentPerConn of unwritten answers it first
 // waits for the writer, so a client that sends fetches and never reads
 // the answers pins one answer's worth, not one per request. Follower
-// fetches are not capped: replication must not starve behind clients
-// (they are bounded by replica.fetch.response.max.bytes per follower).
+// fetches, and fetches on controller listeners (the metadata log), are not
+// capped: replication must not starve behind clients (they are bounded by
+// replica.fetch.response.max.bytes per follower).
 // With nothing left, the cap is 0 and the first partition with data still
 // answers one whole batch (KIP-74), so every consumer makes progress.
 func (c *conn) limitFetch(f *kmsg.FetchRequest) (consumer bool, grant int64) {
@@ -357,7 +365,7 @@ func (c *conn) limitFetch(f *kmsg.FetchRequest) (consumer bool, grant int64) {
 	if f.Version >= 15 {
 		replica = f.ReplicaState.ID
 	}
-	if replica >= 0 {
+	if replica >= 0 || c.controller {
 		return false, 0
 	}
 	for c.fetchUnsent.Load() > fetchUnsentPerConn {
