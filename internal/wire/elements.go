@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -33,6 +34,60 @@ func CheckElements(req kmsg.Request) error {
 
 var bytesType = reflect.TypeOf([]byte(nil))
 
+// plans caches, per struct type, the fields that can hold arrays, so the
+// walk visits only those and counts a slice of flat elements by its length
+// alone: checking a fetch of thousands of partitions costs a few field
+// visits, not one per partition field.
+var plans sync.Map // reflect.Type -> []int
+
+func planOf(t reflect.Type) []int {
+	if p, ok := plans.Load(t); ok {
+		return p.([]int)
+	}
+	var fields []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.IsExported() && holdsArrays(f.Type, map[reflect.Type]bool{}) {
+			fields = append(fields, i)
+		}
+	}
+	plans.Store(t, fields)
+	return fields
+}
+
+var elemHolds sync.Map // reflect.Type -> bool
+
+func elemHoldsArrays(t reflect.Type) bool {
+	if h, ok := elemHolds.Load(t); ok {
+		return h.(bool)
+	}
+	h := holdsArrays(t, map[reflect.Type]bool{})
+	elemHolds.Store(t, h)
+	return h
+}
+
+// holdsArrays reports whether a value of type t can contain a counted
+// array (a slice other than a byte string).
+func holdsArrays(t reflect.Type, seen map[reflect.Type]bool) bool {
+	switch t.Kind() {
+	case reflect.Slice:
+		return t != bytesType
+	case reflect.Pointer:
+		return holdsArrays(t.Elem(), seen)
+	case reflect.Struct:
+		if seen[t] {
+			return false
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && holdsArrays(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func countElements(v reflect.Value, n *int) bool {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -41,10 +96,7 @@ func countElements(v reflect.Value, n *int) bool {
 		}
 		return countElements(v.Elem(), n)
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if !v.Type().Field(i).IsExported() {
-				continue
-			}
+		for _, i := range planOf(v.Type()) {
 			if !countElements(v.Field(i), n) {
 				return false
 			}
@@ -56,7 +108,7 @@ func countElements(v reflect.Value, n *int) bool {
 		if *n += v.Len(); *n > MaxRequestElements {
 			return false
 		}
-		if k := v.Type().Elem().Kind(); k == reflect.Struct || k == reflect.Slice || k == reflect.Pointer {
+		if elemHoldsArrays(v.Type().Elem()) {
 			for i := range v.Len() {
 				if !countElements(v.Index(i), n) {
 					return false
