@@ -454,7 +454,9 @@ func (f *replicaFetcher) handlePartition(w fetchWork, rp kmsg.FetchResponseTopic
 		return
 	}
 	if err := w.p.appendFromLeader(rp.RecordBatches, rp.HighWatermark, w.st.epoch); err != nil {
-		f.b.log.Error("follower append failed", "partition", w.p.name(), "err", err)
+		if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
+			f.b.log.Error("follower append failed", "partition", w.p.name(), "err", err)
+		}
 		f.pause(w.p, w.st.epoch)
 		return
 	}
@@ -477,6 +479,11 @@ func (p *partition) following() (leader, epoch int32, ok bool) {
 // offsets and epochs, makes them durable before the next fetch reports
 // them, and follows the leader's high watermark.
 func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
+	if len(data) > 0 {
+		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+			return err
+		}
+	}
 	now := time.Now().UnixMilli()
 	p.mu.Lock()
 	if p.closed || p.role != metadata.RoleFollower || p.state.LeaderEpoch != epoch {
