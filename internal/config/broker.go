@@ -74,6 +74,7 @@ type Broker struct {
 	ReplicaFetchResponseMaxBytes int32         // replica.fetch.response.max.bytes
 	ReplicaFetchMinBytes         int32         // replica.fetch.min.bytes
 	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
+	FetchSessionCacheSlots       int           // max.incremental.fetch.session.cache.slots
 
 	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms
 	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
@@ -178,6 +179,7 @@ func (s *settings) build() (*Broker, error) {
 		ReplicaFetchResponseMaxBytes: r.int32("replica.fetch.response.max.bytes"),
 		ReplicaFetchMinBytes:         r.int32("replica.fetch.min.bytes"),
 		ReplicaFetchWaitMax:          r.durationMs("replica.fetch.wait.max.ms"),
+		FetchSessionCacheSlots:       r.int("max.incremental.fetch.session.cache.slots"),
 
 		BrokerSessionTimeout:         r.durationMs("broker.session.timeout.ms"),
 		BrokerHeartbeatInterval:      r.durationMs("broker.heartbeat.interval.ms"),

@@ -38,8 +38,8 @@ func TestConnectionLimitPropertiesRefused(t *testing.T) {
 		// Accepted once and never read: refused with what Skein does instead.
 		{"replica.high.watermark.checkpoint.interval.ms", "5000"}: "no high-watermark checkpoint",
 		{"num.replica.fetchers", "2"}:                             "one replica fetcher",
-		{"controller.quorum.election.timeout.ms", "1000"}:         "fixed",
 		{"replica.fetch.backoff.ms", "1000"}:                      "fixed 100 ms",
+		{"controller.quorum.election.timeout.ms", "1000"}:         "fixed",
 		{"transactional.id.expiration.ms", "1"}:                   "no transactions",
 	} {
 		_, err := NewBroker(map[string]string{props[0]: props[1]})

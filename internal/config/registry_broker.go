@@ -221,6 +221,11 @@ var brokerProperties = []Property{
 		Doc: "Longest the leader holds a follower's fetch waiting for data; at most replica.lag.time.max.ms.",
 	},
 
+	{
+		Name: "max.incremental.fetch.session.cache.slots", Kind: KindInt, Default: "1000", Min: 0, Max: math.MaxInt32,
+		Doc: "Incremental fetch sessions (KIP-227) a broker keeps; when full, a new session evicts an idle or weaker one or is not created.",
+	},
+
 	// Controller and leadership.
 	{
 		Name: "broker.session.timeout.ms", Kind: KindDurationMs, Default: "9000", Min: 1, Max: maxDurationMs,

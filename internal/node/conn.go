@@ -286,6 +286,12 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			if errors.Is(err, quorum.ErrStopped) {
 				return false, false
 			}
+			if mm, ok := errors.AsType[*quorum.ClusterIDMismatchError](err); ok {
+				// Said once, at error level, by noteForeignCluster: the
+				// peer reconnects and is refused many times a second.
+				c.b.noteForeignCluster(fmt.Sprintf("node %d (%s)", quorum.NodeID(mm.From), c.nc.RemoteAddr()), mm.Theirs, mm.Ours)
+				return false, false
+			}
 			c.b.log.Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return false, false
 		}
@@ -383,15 +389,11 @@ func (c *conn) limitFetch(f *kmsg.FetchRequest) (consumer bool, grant int64) {
 	// (KIP-227) names only the partitions that changed.
 	want := min(int64(max(f.MaxBytes, 0)), maxFetchAnswerBytes)
 	grant = c.b.fetchBytes.take(want)
-	// At least 1: the handler reads 0 as "no limit given".
-	limit := int32(max(grant, 1))
-	f.MaxBytes = limit
-	for i := range f.Topics {
-		for j := range f.Topics[i].Partitions {
-			p := &f.Topics[i].Partitions[j]
-			p.PartitionMaxBytes = max(min(p.PartitionMaxBytes, limit), 1)
-		}
-	}
+	// Only the request's limit, which the handler applies over all
+	// partitions: a partition's own limit may be remembered by its fetch
+	// session (KIP-227) for later requests. At least 1: the handler reads
+	// 0 as "no limit given".
+	f.MaxBytes = int32(max(grant, 1))
 	c.fetchUnsent.Add(grant)
 	return true, grant
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 	"github.com/skein-log/skein/internal/rpc"
@@ -112,13 +113,16 @@ type replicaFetcher struct {
 	done  chan struct{}
 	once  sync.Once
 	conn  *rpc.Conn
+	// session is the fetch session (KIP-227) with the leader, so an idle
+	// fetch carries no partitions; only the run goroutine uses it.
+	session *fetchsession.Builder
 	// roundMu is held for each round, so a pause can wait for the round
 	// in flight to end.
 	roundMu sync.Mutex
 }
 
 func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
-	return &replicaFetcher{b: b, leader: leader, parts: map[*partition]*followState{},
+	return &replicaFetcher{b: b, leader: leader, parts: map[*partition]*followState{}, session: fetchsession.NewBuilder(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -268,6 +272,7 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 		return nil, err
 	}
 	f.conn = conn
+	f.session.Reset() // a new connection may be to a restarted leader
 	return conn, nil
 }
 
@@ -364,34 +369,33 @@ func (f *replicaFetcher) fetch(ctx context.Context, conn *rpc.Conn, work []fetch
 	req.MaxWaitMillis = int32(waitMax.Milliseconds())
 	req.MinBytes = max(f.b.cfg.ReplicaFetchMinBytes, 1)
 	req.MaxBytes = f.b.cfg.ReplicaFetchResponseMaxBytes
-	req.SessionEpoch = -1
 	req.ClusterID = kmsg.StringPtr(f.b.Image().ClusterID())
-	byTopic := map[string]int{}
 	index := map[string]map[int32]fetchWork{}
+	want := make([]fetchsession.Partition, 0, len(work))
 	for _, w := range work {
-		ti, ok := byTopic[w.p.topic]
-		if !ok {
-			ti = len(req.Topics)
-			byTopic[w.p.topic] = ti
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = w.p.topic
-			req.Topics = append(req.Topics, t)
+		if index[w.p.topic] == nil {
 			index[w.p.topic] = map[int32]fetchWork{}
 		}
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition = w.p.index
-		fp.CurrentLeaderEpoch = w.st.epoch
-		fp.FetchOffset = w.p.log.LogEndOffset()
-		fp.LogStartOffset = w.p.log.LogStartOffset()
-		fp.PartitionMaxBytes = f.b.cfg.ReplicaFetchMaxBytes
+		index[w.p.topic][w.p.index] = w
+		fp := fetchsession.Partition{
+			Key:                fetchsession.Key{Name: w.p.topic, Partition: w.p.index},
+			FetchOffset:        w.p.log.LogEndOffset(),
+			LogStartOffset:     w.p.log.LogStartOffset(),
+			MaxBytes:           f.b.cfg.ReplicaFetchMaxBytes,
+			CurrentLeaderEpoch: w.st.epoch,
+			LastFetchedEpoch:   -1,
+		}
 		if latest, ok := w.p.log.Epochs().Latest(); ok {
 			fp.LastFetchedEpoch = latest
 		}
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, fp)
-		index[w.p.topic][w.p.index] = w
+		want = append(want, fp)
 	}
+	// Within a session only the partitions whose fetch state changed are
+	// sent; the leader answers only those with news.
+	fetchsession.FillRequest(req, f.session.Build(want))
 	resp, err := conn.Request(ctx, req)
 	if err != nil {
+		f.session.Reset() // the leader may have taken the epoch
 		select {
 		case <-conn.Done():
 			// The connection broke under a pending fetch: the leader's
@@ -402,6 +406,7 @@ func (f *replicaFetcher) fetch(ctx context.Context, conn *rpc.Conn, work []fetch
 		}
 	}
 	r := resp.(*kmsg.FetchResponse)
+	f.session.Answered(r.ErrorCode, r.SessionID)
 	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 )
@@ -23,6 +24,9 @@ type fetcher struct {
 	order   []*replica
 	busy    bool
 	stopped bool
+	// session is replicaFetcher.session: the follower's side of a fetch
+	// session (KIP-227) with the leader.
+	session *fetchsession.Builder
 }
 
 type followState struct {
@@ -189,48 +193,47 @@ func (f *fetcher) fetch(work []*replica) {
 	req.MaxWaitMillis = int32(fetchMaxWait.Milliseconds())
 	req.MinBytes = 1
 	req.MaxBytes = 1 << 20
-	req.SessionEpoch = -1
 	req.ClusterID = kmsg.StringPtr(p.image.ClusterID())
 	type sent struct {
 		r     *replica
 		epoch int32
 	}
 	index := map[string]map[int32]sent{}
+	want := make([]fetchsession.Partition, 0, len(work))
 	for _, r := range work {
 		if index[r.topic] == nil {
 			index[r.topic] = map[int32]sent{}
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = r.topic
-			req.Topics = append(req.Topics, t)
 		}
 		st := f.parts[r]
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition = r.index
-		fp.CurrentLeaderEpoch = st.epoch
-		fp.FetchOffset = r.log.LogEndOffset()
-		fp.LogStartOffset = r.log.LogStartOffset()
-		fp.PartitionMaxBytes = 256 << 10
+		fp := fetchsession.Partition{
+			Key:                fetchsession.Key{Name: r.topic, Partition: r.index},
+			FetchOffset:        r.log.LogEndOffset(),
+			LogStartOffset:     r.log.LogStartOffset(),
+			MaxBytes:           256 << 10,
+			CurrentLeaderEpoch: st.epoch,
+			LastFetchedEpoch:   -1,
+		}
 		if latest, ok := r.log.Epochs().Latest(); ok {
 			fp.LastFetchedEpoch = latest
 		}
-		t := &req.Topics[len(req.Topics)-1]
-		for i := range req.Topics {
-			if req.Topics[i].Topic == r.topic {
-				t = &req.Topics[i]
-			}
-		}
-		t.Partitions = append(t.Partitions, fp)
+		want = append(want, fp)
 		index[r.topic][r.index] = sent{r, st.epoch}
 	}
+	if f.session == nil {
+		f.session = fetchsession.NewBuilder()
+	}
+	fetchsession.FillRequest(req, f.session.Build(want))
 	p.callTimeout(f.leader, req, fetchMaxWait+rpcTimeout, func(resp kmsg.Response, err error) {
 		if f.stopped {
 			return
 		}
 		if err != nil {
+			f.session.Reset()
 			f.again(err)
 			return
 		}
 		fr := resp.(*kmsg.FetchResponse)
+		f.session.Answered(fr.ErrorCode, fr.SessionID)
 		if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
 			f.again(err)
 			return
