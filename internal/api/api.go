@@ -27,6 +27,9 @@ type Request struct {
 	ClientID string
 	Host     string // the client's address, for logs and group membership
 	Listener string // the listener the request arrived on; Metadata answers with its endpoints
+	// Principal is who the connection authenticated as (Anonymous
+	// without authentication); with Host it is what ACLs are matched on.
+	Principal Principal
 	// ControllerListener is set for requests on a controller listener.
 	ControllerListener bool
 	// Conn identifies the connection, for the controller's liveness

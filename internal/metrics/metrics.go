@@ -57,6 +57,7 @@ type Metrics struct {
 	connectionsRefused *prometheus.CounterVec
 	// connectionsClosed: listener, reason (idle, request_read_timeout).
 	connectionsTimedOut *prometheus.CounterVec
+	tlsFailures         *prometheus.CounterVec
 
 	fetchPurgatory *prometheus.GaugeVec // api: FetchConsumer or FetchFollower
 
@@ -139,6 +140,11 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "connections_timed_out_total",
 			Help: "Connections the broker closed for silence, by listener and reason (idle: connections.max.idle.ms; request_read_timeout: a started frame did not complete within socket.request.read.timeout.ms).",
 		}, []string{"listener", "reason"}),
+		tlsFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tls_handshake_failures_total",
+			Help: "Connections closed because TLS did not start, by listener and reason (plaintext_on_tls: the client spoke no TLS; tls_on_plaintext: a TLS hello on a plaintext listener; " +
+				"timeout: ssl.handshake.timeout.ms passed; no_client_certificate, untrusted_certificate: ssl.client.auth refused the client; handshake: any other handshake failure).",
+		}, []string{"listener", "reason"}),
 		fetchPurgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "fetch_purgatory_size",
 			Help: "Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).",
@@ -160,7 +166,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
-		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.fetchPurgatory,
+		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.tlsFailures, m.fetchPurgatory,
 		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
@@ -289,6 +295,16 @@ func (m *Metrics) ConnectionTimedOut(listener, reason string) {
 		return
 	}
 	if c, err := m.connectionsTimedOut.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
+	}
+}
+
+// TLSFailed counts a connection closed because TLS did not start.
+func (m *Metrics) TLSFailed(listener, reason string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.tlsFailures.GetMetricWithLabelValues(listener, reason); err == nil {
 		c.Inc()
 	}
 }

@@ -65,7 +65,13 @@ type conn struct {
 	// quorum's raft frames and the controller-only APIs.
 	controller bool
 	host       string
-	queue      chan *slot
+	// principal is who the client authenticated as (a TLS client
+	// certificate's subject, or ANONYMOUS).
+	principal api.Principal
+	// plaintext is set on listeners without TLS, whose first bytes are
+	// checked for a TLS hello; checked says that was done.
+	plaintext, checked bool
+	queue              chan *slot
 	// readerGone is closed when the reader stops: the client went away
 	// or sent something unreadable, so answers still pending (a long
 	// poll, say) need not be waited for.
@@ -99,6 +105,8 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		listener:   listener,
 		controller: b.isControllerListener(listener),
 		host:       hostOf(nc.RemoteAddr()),
+		principal:  principalOf(nc),
+		plaintext:  b.tlsServers[listener] == nil,
 		queue:      make(chan *slot, maxInFlightPerConn),
 
 		readerGone: make(chan struct{}),
@@ -143,6 +151,10 @@ func (c *conn) readLoop() {
 		frame, release, err := c.readFrame(br, maxFrame)
 		if err != nil {
 			switch {
+			case errors.Is(err, errTLSOnPlaintext):
+				c.b.metrics.TLSFailed(c.listener, "tls_on_plaintext")
+				c.b.log.Info("closing connection: the client started TLS on a plaintext listener (is its security.protocol right?)",
+					"listener", c.listener, "remote", c.nc.RemoteAddr().String())
 			case errors.Is(err, errIdle):
 				c.b.metrics.ConnectionTimedOut(c.listener, "idle")
 				c.b.log.Debug("closing idle connection", "remote", c.nc.RemoteAddr().String(), "idle", c.b.cfg.ConnectionsMaxIdle)
@@ -181,6 +193,12 @@ func (c *conn) readLoop() {
 func (c *conn) readFrame(br *bufio.Reader, maxFrame int32) (frame []byte, release func(), err error) {
 	if err := c.awaitFrame(br); err != nil {
 		return nil, nil, err
+	}
+	if c.plaintext && !c.checked {
+		c.checked = true
+		if err := checkNotTLS(br); err != nil {
+			return nil, nil, err
+		}
 	}
 	deadline := time.Now().Add(c.b.cfg.SocketRequestReadTimeout)
 	if err := c.setReadDeadline(deadline); err != nil {
@@ -338,7 +356,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
-		ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
+		Principal: c.principal, ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
 	if spec.Blocking {
 		go func() {
 			defer release()
