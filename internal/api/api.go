@@ -30,6 +30,9 @@ type Request struct {
 	// Principal is who the connection authenticated as (Anonymous
 	// without authentication); with Host it is what ACLs are matched on.
 	Principal Principal
+	// SASL is the connection's authentication on a SASL listener, for
+	// SaslHandshake and SaslAuthenticate; nil elsewhere.
+	SASL SASLSession
 	// ControllerListener is set for requests on a controller listener.
 	ControllerListener bool
 	// Conn identifies the connection, for the controller's liveness

@@ -58,6 +58,10 @@ type Broker struct {
 	// name (see TLSOf).
 	ListenerTLS      map[string]ListenerTLS
 	HandshakeTimeout time.Duration // ssl.handshake.timeout.ms
+	// ListenerSASL holds each SASL listener's mechanisms and users, by
+	// upper-case name (see SASLOf).
+	ListenerSASL              map[string]ListenerSASL
+	FailedAuthenticationDelay time.Duration // connection.failed.authentication.delay.ms
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
@@ -226,6 +230,9 @@ func (s *settings) build() (*Broker, error) {
 		return nil, err
 	}
 	if err := b.resolveTLS(r, s.listenerValues); err != nil {
+		return nil, err
+	}
+	if err := b.resolveSASL(r, s.listenerValues); err != nil {
 		return nil, err
 	}
 	defaults, err := ResolveTopic(b, nil)

@@ -36,7 +36,7 @@ func (b *Broker) resolveNetwork(r *reader) error {
 		}
 		if !slices.Contains(servedProtocols, proto) {
 			return b.ruleError(r, "listeners",
-				fmt.Sprintf("%s listeners only: %s uses %s, which Skein does not serve yet", strings.Join(servedProtocols, " or "), l.Name, proto))
+				fmt.Sprintf("%s listeners only: %s uses %s", strings.Join(servedProtocols, ", "), l.Name, proto))
 		}
 		listeners[i].SecurityProtocol = proto
 	}

@@ -21,7 +21,7 @@ func listenerScoped(key string) (listener, property string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped()) {
+	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped(), []string{plainJAASScoped}) {
 		if name, found := strings.CutSuffix(rest, "."+p); found && name != "" && !strings.Contains(name, ".") {
 			return strings.ToUpper(name), p, true
 		}

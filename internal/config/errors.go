@@ -50,6 +50,9 @@ func invalid(key, value, reason string) *Error {
 func sensitiveKey(key string) bool {
 	if _, prop, ok := listenerScoped(key); ok {
 		key = prop
+		if prop == plainJAASScoped {
+			return true
+		}
 	}
 	p := theRegistry().byName[key]
 	return p != nil && p.Sensitive

@@ -102,3 +102,22 @@ func checkCipherSuites(v string) error {
 	}
 	return nil
 }
+
+// saslProperties configure SASL_PLAINTEXT and SASL_SSL listeners.
+var saslProperties = []Property{
+	{
+		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN"}, NonEmpty: true,
+		Doc: "SASL mechanisms SASL listeners offer. Skein serves PLAIN (Kafka's default, GSSAPI, is not served); " +
+			"SCRAM-SHA-256/512 are not built yet.",
+	},
+	{
+		Name: "sasl.jaas.config", Kind: KindString, Sensitive: true,
+		Doc: "JAAS login module entry every SASL listener reads its users from unless it has its own " +
+			"listener.name.NAME.plain.sasl.jaas.config: for PLAIN, org.apache.kafka.common.security.plain.PlainLoginModule required " +
+			`user_NAME="password" ...; (one user_ option per user). Never shown by DescribeConfigs.`,
+	},
+	{
+		Name: "connection.failed.authentication.delay.ms", Kind: KindDurationMs, Default: "100", Min: 0, Max: maxDurationMs,
+		Doc: "How long a failed authentication's answer is held before the connection is closed, slowing password guessing.",
+	},
+}

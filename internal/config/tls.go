@@ -11,11 +11,13 @@ import (
 const (
 	ProtocolPlaintext = "PLAINTEXT"
 	ProtocolSSL       = "SSL"
+	ProtocolSASLPlain = "SASL_PLAINTEXT"
+	ProtocolSASLSSL   = "SASL_SSL"
 )
 
 // servedProtocols are the listener.security.protocol.map values Skein
-// serves today; SASL_PLAINTEXT and SASL_SSL parse, so the error can say so.
-var servedProtocols = []string{ProtocolPlaintext, ProtocolSSL}
+// serves.
+var servedProtocols = []string{ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlain, ProtocolSASLSSL}
 
 // ListenerTLS is the effective TLS configuration of one SSL listener: each
 // field is listener.name.NAME.PROPERTY if set, else the broker-wide
@@ -32,7 +34,12 @@ type ListenerTLS struct {
 }
 
 // UsesTLS reports whether a listener's protocol runs over TLS.
-func UsesTLS(protocol string) bool { return protocol == ProtocolSSL || protocol == "SASL_SSL" }
+func UsesTLS(protocol string) bool { return protocol == ProtocolSSL || protocol == ProtocolSASLSSL }
+
+// UsesSASL reports whether a listener's protocol authenticates with SASL.
+func UsesSASL(protocol string) bool {
+	return protocol == ProtocolSASLPlain || protocol == ProtocolSASLSSL
+}
 
 // resolveTLS fills ListenerTLS for every TLS listener, checking that each
 // has a key store and, when it verifies clients, a trust store.
@@ -48,14 +55,8 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 		if reason, ok := theRegistry().byName[prop].Validate(value); !ok {
 			return &Error{Key: key, Value: value, Reason: reason, Origin: b.origins[key]}
 		}
-		l, ok := b.ListenerByName(name)
-		if !ok {
-			return &Error{Key: key, Value: value, Origin: b.origins[key],
-				Reason: fmt.Sprintf("a listener in listeners (listeners has %s)", listenerNames(b.Listeners))}
-		}
-		if !UsesTLS(l.SecurityProtocol) {
-			return &Error{Key: key, Value: value, Origin: b.origins[key],
-				Reason: fmt.Sprintf("set for a TLS listener only (%s uses %s)", name, l.SecurityProtocol)}
+		if err := b.checkScopedListener(key, value, name, "TLS", UsesTLS); err != nil {
+			return err
 		}
 		if perListener[name] == nil {
 			perListener[name] = map[string]string{}
@@ -115,17 +116,17 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 	// Brokers and controllers still dial each other in plaintext, so the
 	// listeners they dial must be plaintext ones for now.
 	for _, l := range b.Listeners {
-		if !UsesTLS(l.SecurityProtocol) {
+		if l.SecurityProtocol == ProtocolPlaintext {
 			continue
 		}
 		if b.isControllerListener(l.Name) {
 			return b.ruleError(r, "listener.security.protocol.map",
-				fmt.Sprintf("PLAINTEXT for controller listener %s: nodes do not dial each other over TLS yet", l.Name))
+				fmt.Sprintf("PLAINTEXT for controller listener %s: nodes do not dial each other over TLS or SASL yet", l.Name))
 		}
 		if l.Name == b.InterBrokerListenerName {
 			key := "inter.broker.listener.name"
 			return &Error{Key: key, Value: b.InterBrokerListenerName, Origin: b.origins[key],
-				Reason: fmt.Sprintf("a PLAINTEXT listener: brokers do not dial each other over TLS yet (%s uses %s)", l.Name, l.SecurityProtocol)}
+				Reason: fmt.Sprintf("a PLAINTEXT listener: brokers do not dial each other over TLS or SASL yet (%s uses %s)", l.Name, l.SecurityProtocol)}
 		}
 	}
 	return nil
@@ -136,4 +137,19 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 func (b *Broker) TLSOf(listener string) (ListenerTLS, bool) {
 	t, ok := b.ListenerTLS[strings.ToUpper(listener)]
 	return t, ok
+}
+
+// checkScopedListener checks that a listener.name.NAME. key names a
+// listener of the kind the property is for.
+func (b *Broker) checkScopedListener(key, value, name, kind string, uses func(protocol string) bool) error {
+	l, ok := b.ListenerByName(name)
+	if !ok {
+		return &Error{Key: key, Value: value, Origin: b.origins[key],
+			Reason: fmt.Sprintf("a listener in listeners (listeners has %s)", listenerNames(b.Listeners))}
+	}
+	if !uses(l.SecurityProtocol) {
+		return &Error{Key: key, Value: value, Origin: b.origins[key],
+			Reason: fmt.Sprintf("set for a %s listener only (%s uses %s)", kind, name, l.SecurityProtocol)}
+	}
+	return nil
 }

@@ -104,7 +104,7 @@ func TestTLSRules(t *testing.T) {
 		{"override on unknown listener", map[string]string{"listener.name.nope.ssl.client.auth": "none"},
 			`config: listener.name.nope.ssl.client.auth="none": must be a listener in listeners (listeners has PLAINTEXT, SSL, CONTROLLER)`},
 		{"inter-broker over TLS", map[string]string{"inter.broker.listener.name": "SSL"},
-			`config: inter.broker.listener.name="SSL": must be a PLAINTEXT listener: brokers do not dial each other over TLS yet (SSL uses SSL)`},
+			`config: inter.broker.listener.name="SSL": must be a PLAINTEXT listener: brokers do not dial each other over TLS or SASL yet (SSL uses SSL)`},
 		{"secret not quoted", map[string]string{"listener.name.ssl.ssl.keystore.key": strings.Repeat("k", maxValueLen+1)},
 			"config: listener.name.ssl.ssl.keystore.key=(hidden): must be text of at most 16384 bytes (at most 16384 bytes)"},
 	}

@@ -58,6 +58,7 @@ type Metrics struct {
 	// connectionsClosed: listener, reason (idle, request_read_timeout).
 	connectionsTimedOut *prometheus.CounterVec
 	tlsFailures         *prometheus.CounterVec
+	saslAuths           *prometheus.CounterVec
 
 	fetchPurgatory *prometheus.GaugeVec // api: FetchConsumer or FetchFollower
 
@@ -145,6 +146,11 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Help: "Connections closed because TLS did not start, by listener and reason (plaintext_on_tls: the client spoke no TLS; tls_on_plaintext: a TLS hello on a plaintext listener; " +
 				"timeout: ssl.handshake.timeout.ms passed; no_client_certificate, untrusted_certificate: ssl.client.auth refused the client; handshake: any other handshake failure).",
 		}, []string{"listener", "reason"}),
+		saslAuths: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sasl_authentications_total",
+			Help: "SASL authentications by listener, mechanism and result (success; failure: a wrong password or an unsupported mechanism; " +
+				"unauthenticated_request: a request other than ApiVersions or SASL before authenticating, which closes the connection).",
+		}, []string{"listener", "mechanism", "result"}),
 		fetchPurgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "fetch_purgatory_size",
 			Help: "Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).",
@@ -166,7 +172,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
-		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.tlsFailures, m.fetchPurgatory,
+		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.tlsFailures, m.saslAuths, m.fetchPurgatory,
 		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
@@ -305,6 +311,16 @@ func (m *Metrics) TLSFailed(listener, reason string) {
 		return
 	}
 	if c, err := m.tlsFailures.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
+	}
+}
+
+// SASLAuthentication counts one SASL outcome.
+func (m *Metrics) SASLAuthentication(listener, mechanism, result string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.saslAuths.GetMetricWithLabelValues(listener, mechanism, result); err == nil {
 		c.Inc()
 	}
 }
