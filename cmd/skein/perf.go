@@ -30,7 +30,7 @@ const perfReportInterval = 5 * time.Second
 func runPerfProduce(ctx context.Context, args []string, s streams) error {
 	out := s.out
 	fs := newFlagSet("skein perf produce", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	topic := fs.String("topic", "perf", "topic to produce to")
 	numRecords := fs.Int64("num-records", 100_000, "records to send")
 	recordSize := fs.Int("record-size", 1024, "bytes per record value")
@@ -44,7 +44,11 @@ func runPerfProduce(ctx context.Context, args []string, s streams) error {
 	if *numRecords <= 0 || *recordSize < 0 || *recordSize > 64<<20 {
 		return errors.New("--num-records must be positive and --record-size between 0 and 64 MiB")
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(splitList(*bootstrap)...), kgo.DefaultProduceTopic(*topic), kgo.ProducerLinger(5 * time.Millisecond), kgo.AllowAutoTopicCreation()}
+	opts, err := bootstrap.opts()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(*topic), kgo.ProducerLinger(5*time.Millisecond), kgo.AllowAutoTopicCreation())
 	ackOpt, err := parseAcks(*acks)
 	if err != nil {
 		return err
@@ -121,7 +125,7 @@ func runPerfProduce(ctx context.Context, args []string, s streams) error {
 func runPerfConsume(ctx context.Context, args []string, s streams) error {
 	out := s.out
 	fs := newFlagSet("skein perf consume", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	topic := fs.String("topic", "perf", "topic to consume from (from the beginning)")
 	messages := fs.Int64("messages", 100_000, "records to consume")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
@@ -129,8 +133,12 @@ func runPerfConsume(ctx context.Context, args []string, s streams) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*bootstrap)...), kgo.ConsumeTopics(*topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+	opts, err := bootstrap.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(*topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))...)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/skein-log/skein/internal/sasl"
@@ -23,7 +25,8 @@ type ListenerSASL struct {
 func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 	b.FailedAuthenticationDelay = r.durationMs("connection.failed.authentication.delay.ms")
 	own := map[string]string{}
-	for key, value := range scoped {
+	for _, key := range slices.Sorted(maps.Keys(scoped)) {
+		value := scoped[key]
 		name, prop, _ := listenerScoped(key)
 		if prop != plainJAASScoped {
 			continue
