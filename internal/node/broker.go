@@ -25,6 +25,7 @@ import (
 
 	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/connlimit"
 	"github.com/skein-log/skein/internal/metadata"
@@ -219,6 +220,7 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	b.metrics = m
+	b.api.OnDenied = func(rt authz.ResourceType) { m.AuthorizationDenied(rt.String()) }
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
