@@ -238,6 +238,7 @@ func TestValidate(t *testing.T) {
 		func(a *ACL) { a.ResourceName = "" },
 		func(a *ACL) { a.Principal = "alice" },
 		func(a *ACL) { a.Host = "" },
+		func(a *ACL) { a.Host = "example.com" },
 		func(a *ACL) { a.Operation = OpAny },
 		func(a *ACL) { a.Permission = PermissionAny },
 		func(a *ACL) { a.PatternType = PatternPrefixed; a.ResourceName = "*" },

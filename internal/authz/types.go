@@ -10,6 +10,7 @@ package authz
 
 import (
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -141,8 +142,8 @@ func (a ACL) Validate() error {
 	if _, err := ParsePrincipal(a.Principal); err != nil {
 		return err
 	}
-	if a.Host == "" {
-		return fmt.Errorf("host must not be empty: use %q for every host", Wildcard)
+	if a.Host != Wildcard && net.ParseIP(a.Host) == nil {
+		return fmt.Errorf("host %q is neither %q nor an IP address", a.Host, Wildcard)
 	}
 	if a.Operation <= OpAny || a.Operation > OpDescribeTokens {
 		return fmt.Errorf("operation %s cannot be stored in an ACL", a.Operation)
