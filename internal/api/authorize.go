@@ -1,12 +1,15 @@
 package api
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 // Principal is who sent a request, as the connection authenticated it.
@@ -166,4 +169,22 @@ func requestTags(req kmsg.Request) *kmsg.Tags {
 	}
 	tags, _ := f.Addr().Interface().(*kmsg.Tags)
 	return tags
+}
+
+// lookupAuthorized is lookupTopic behind the check of op on the topic. A
+// name is checked before its existence is told, so an unauthorized
+// principal learns nothing of which topics exist (Kafka answers
+// TOPIC_AUTHORIZATION_FAILED whether or not it does); an id that names
+// no topic stays UNKNOWN_TOPIC_ID.
+func (s *Server) lookupAuthorized(r *Request, op authz.Operation, im *metadata.Image, byID bool, name string, id [16]byte) (*metadata.Topic, error) {
+	t, err := lookupTopic(im, byID, name, id)
+	if t != nil {
+		name = t.Name
+	} else if byID {
+		return nil, err
+	}
+	if !s.allowed(r, op, authz.ResourceTopic, name) {
+		return nil, fmt.Errorf("%w: %s on topic %q", kerr.TopicAuthorizationFailed, op, name)
+	}
+	return t, err
 }
