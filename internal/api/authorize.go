@@ -188,3 +188,33 @@ func (s *Server) lookupAuthorized(r *Request, op authz.Operation, im *metadata.I
 	}
 	return t, err
 }
+
+// configResourceDenied is the error for a config resource the principal
+// may not describe or alter (op DESCRIBE_CONFIGS or ALTER_CONFIGS): a
+// topic's are checked on the topic, a broker's on the cluster.
+func (s *Server) configResourceDenied(r *Request, op authz.Operation, resourceType kmsg.ConfigResourceType, name string) error {
+	switch resourceType {
+	case resourceTopic:
+		if !s.allowed(r, op, authz.ResourceTopic, name) {
+			return fmt.Errorf("%w: %s on topic %q", kerr.TopicAuthorizationFailed, op, name)
+		}
+	case resourceBroker:
+		if !s.allowedCluster(r, op) {
+			return fmt.Errorf("%w: %s on the cluster", kerr.ClusterAuthorizationFailed, op)
+		}
+	}
+	return nil
+}
+
+// clusterAuthorizedOperations answers include_cluster_authorized_operations
+// as Kafka does: the operations allowed on the cluster when the principal
+// may DESCRIBE it, else none; INT32_MIN when not asked.
+func (s *Server) clusterAuthorizedOperations(r *Request, asked bool) int32 {
+	switch {
+	case !asked:
+		return authorizedOperationsOmitted
+	case !s.allowedQuiet(r, authz.OpDescribe, authz.ResourceCluster, authz.ClusterName):
+		return 0
+	}
+	return s.authorizedOperations(r, authz.ResourceCluster, authz.ClusterName)
+}
