@@ -9,6 +9,7 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"log/slog"
 	"sort"
 
@@ -138,6 +139,13 @@ func (s *Server) Serve(r *Request, respond Respond) {
 		// request.
 		tagForwardedPrincipal(r)
 		s.Backend.Forward(r, respond)
+		return
+	}
+	if spec.ControllerOnly && !s.allowedCluster(r, authz.OpClusterAction) {
+		// Only brokers and controllers speak the controller APIs.
+		resp := r.Body.ResponseKind()
+		setTopLevelError(resp, kerr.ClusterAuthorizationFailed.Code)
+		respond(resp)
 		return
 	}
 	spec.Handle(s, r, respond)

@@ -218,3 +218,15 @@ func (s *Server) clusterAuthorizedOperations(r *Request, asked bool) int32 {
 	}
 	return s.authorizedOperations(r, authz.ResourceCluster, authz.ClusterName)
 }
+
+// setTopLevelError sets the ErrorCode every controller-only API's
+// response carries at its top.
+func setTopLevelError(resp kmsg.Response, code int16) {
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	if f := v.Elem().FieldByName("ErrorCode"); f.IsValid() && f.CanSet() && f.Kind() == reflect.Int16 {
+		f.SetInt(int64(code))
+	}
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,5 +61,21 @@ func TestForwardedPrincipalTrustedOnlyFromBrokers(t *testing.T) {
 	takeForwardedPrincipal(forged)
 	if forged.Principal != authz.Anonymous {
 		t.Fatalf("a client's tag was trusted: %v", forged.Principal)
+	}
+}
+
+// Every controller-only API answers a refusal at its top: the generic
+// CLUSTER_ACTION check in Serve depends on it.
+func TestControllerOnlyResponsesHaveTopLevelError(t *testing.T) {
+	for _, spec := range Specs() {
+		if !spec.ControllerOnly {
+			continue
+		}
+		resp := kmsg.RequestForKey(spec.Key).ResponseKind()
+		setTopLevelError(resp, 31)
+		f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
+		if !f.IsValid() || f.Int() != 31 {
+			t.Errorf("%s has no top-level ErrorCode", kmsg.NameForKey(spec.Key))
+		}
 	}
 }
