@@ -31,18 +31,18 @@ func runACL(ctx context.Context, args []string, s streams) error {
 
 // aclFlags are kafka-acls' options.
 type aclFlags struct {
-	bootstrap     *string
-	timeout       *time.Duration
-	allow, deny   stringsFlag // --allow-principal, --deny-principal
-	allowHosts    stringsFlag
-	denyHosts     stringsFlag
-	operations    stringsFlag
-	topics        stringsFlag
-	groups        stringsFlag
-	txnIDs        stringsFlag
-	cluster       *bool
-	patternType   *string
-	principal     *string // --principal (list)
+	bootstrap      *string
+	timeout        *time.Duration
+	allow, deny    stringsFlag // --allow-principal, --deny-principal
+	allowHosts     stringsFlag
+	denyHosts      stringsFlag
+	operations     stringsFlag
+	topics         stringsFlag
+	groups         stringsFlag
+	txnIDs         stringsFlag
+	cluster        *bool
+	patternType    *string
+	principal      *string // --principal (list)
 	defaultPattern string
 }
 
@@ -53,7 +53,7 @@ func addACLFlags(fs *flag.FlagSet, defaultPattern string) *aclFlags {
 		cluster:   fs.Bool("cluster", false, "the cluster resource"),
 		patternType: fs.String("resource-pattern-type", defaultPattern,
 			"LITERAL or PREFIXED; listing and deleting also take ANY and MATCH"),
-		principal:     fs.String("principal", "", "list: only the ACLs of this principal (Type:Name)"),
+		principal:      fs.String("principal", "", "list: only the ACLs of this principal (Type:Name)"),
 		defaultPattern: defaultPattern,
 	}
 	fs.Var(&f.allow, "allow-principal", "principal (Type:Name, e.g. User:alice; User:* for all) the ACLs allow (repeatable)")
