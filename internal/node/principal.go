@@ -1,6 +1,8 @@
 package node
 
 import (
+	"log/slog"
+
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
@@ -34,4 +36,19 @@ func isDedicatedInterBrokerListener(cfg *config.Broker, listener string) bool {
 		}
 	}
 	return brokerListeners > 1
+}
+
+// warnSharedInterBrokerListener says, once at start, that an authorizer
+// will refuse this broker's replica fetches: they arrive on a listener
+// shared with clients, as User:ANONYMOUS.
+func warnSharedInterBrokerListener(cfg *config.Broker, log *slog.Logger) {
+	if cfg.Authorizer == "" || cfg.InterBrokerListenerName == "" || isDedicatedInterBrokerListener(cfg, cfg.InterBrokerListenerName) {
+		return
+	}
+	if cfg.SuperUsers[authz.Anonymous] {
+		return
+	}
+	log.Warn("authorization is on, but the inter-broker listener is shared with clients: replica fetches arrive as User:ANONYMOUS "+
+		"and are refused; give the brokers a listener of their own (inter.broker.listener.name, docs/security.md)",
+		"listener", cfg.InterBrokerListenerName)
 }

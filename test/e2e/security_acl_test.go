@@ -235,6 +235,76 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 		t.Fatalf("describe a group without DESCRIBE: %v %v", err, dg["other-readers"].Err)
 	}
 
+	// The rest of the group and topic APIs, raw, so each code is the
+	// broker's own and not a client's reading of it.
+	b1 := anon.Broker(1)
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lot := kmsg.NewListOffsetsRequestTopic()
+	lot.Topic = "acl-hidden"
+	lot.Partitions = append(lot.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+	lo.Topics = append(lo.Topics, lot)
+	if r, err := lo.RequestWith(ctx, b1); err != nil || r.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("list offsets without DESCRIBE: %v %+v", err, r)
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = "other-readers", "consumer", 10000, 10000
+	jp := kmsg.NewJoinGroupRequestProtocol()
+	jp.Name = "range"
+	jg.Protocols = append(jg.Protocols, jp)
+	if r, err := jg.RequestWith(ctx, b1); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("join a group without READ: %v %+v", err, r)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID = "other-readers", "m"
+	if r, err := hb.RequestWith(ctx, b1); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("heartbeat without READ: %v %+v", err, r)
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.MemberID = "other-readers", "m"
+	if r, err := sg.RequestWith(ctx, b1); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("sync without READ: %v %+v", err, r)
+	}
+	lg := kmsg.NewPtrLeaveGroupRequest()
+	lg.Group = "other-readers"
+	lgm := kmsg.NewLeaveGroupRequestMember()
+	lgm.MemberID = "m"
+	lg.Members = append(lg.Members, lgm)
+	if r, err := lg.RequestWith(ctx, b1); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("leave without READ: %v %+v", err, r)
+	}
+	dgr := kmsg.NewPtrDeleteGroupsRequest()
+	dgr.Groups = []string{"ok-readers"}
+	if r, err := dgr.RequestWith(ctx, b1); err != nil || r.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("delete a group without DELETE: %v %+v", err, r)
+	}
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "ok-readers"
+	if r, err := od.RequestWith(ctx, b1); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("offset delete without DELETE: %v %+v", err, r)
+	}
+	lgs, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range lgs.Groups {
+		if !strings.HasPrefix(g.Group, "ok-") {
+			t.Fatalf("ListGroups shows %q, which the principal may not DESCRIBE", g.Group)
+		}
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	if r, err := dc.RequestWith(ctx, b1); err != nil || r.ClusterAuthorizedOperations != 0 {
+		t.Fatalf("cluster operations of a principal without DESCRIBE on it: %v %+v", err, r)
+	}
+	mo := kmsg.NewPtrMetadataRequest()
+	mot := kmsg.NewMetadataRequestTopic()
+	mot.Topic = kmsg.StringPtr("acl-open")
+	mo.Topics = append(mo.Topics, mot)
+	mo.IncludeTopicAuthorizedOperations = true
+	if r, err := mo.RequestWith(ctx, b1); err != nil || r.Topics[0].AuthorizedOperations != 1<<3|1<<4|1<<8 {
+		t.Fatalf("topic operations: %v %+v", err, r)
+	}
+
 	// Admin APIs.
 	ct, err := anonAdm.CreateTopic(ctx, 1, 1, nil, "acl-new")
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(ct.Err, kerr.TopicAuthorizationFailed) {
