@@ -112,7 +112,7 @@ func (k *checker) coordinatorLoaded(gc *coordinator) {
 	if !ok || group.PartitionFor(memberGroup, int32(len(t.Partitions))) != gc.r.index {
 		return
 	}
-	d := gc.c.DescribeGroup(memberGroup)
+	d := gc.host.Coordinator().DescribeGroup(memberGroup)
 	if d.State != group.Dead && d.Generation < k.groups.committedGeneration {
 		k.c.violation("group %s: coordinator n%d (epoch %d) loaded generation %d, but generation %d was committed",
 			memberGroup, gc.r.p.n.id, gc.epoch, d.Generation, k.groups.committedGeneration)
@@ -216,7 +216,7 @@ func (k *checker) finalGroupCheck(ctl *process) bool {
 			k.c.violation("no loaded group coordinator on n%d after convergence", st.Leader)
 			return false
 		}
-		got := r.coord.c.FetchOffsets(groupID, nil)
+		got := r.coord.host.Coordinator().FetchOffsets(groupID, nil)
 		have := map[int32]int64{}
 		for _, f := range got {
 			if f.Topic == topicName {
