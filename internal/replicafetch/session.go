@@ -1,0 +1,458 @@
+// Package replicafetch is the replica-fetcher session of a follower with
+// one leader, as a core: it builds the requests (OffsetForLeaderEpoch to
+// reconcile a divergent tail, KIP-101/279; Fetch to copy the leader's
+// log), and turns their answers into actions on the partitions it follows
+// (truncate, restart at an offset, append these batches) and into its own
+// per-partition state (reconcile first, back off a refused partition).
+//
+// A Session holds no lock, reads no clock and starts no goroutine: the
+// time comes in as an argument, the requests and actions go out as data.
+// internal/node wraps it with its goroutine and RPC connection,
+// internal/sim with its event queue. One request is in flight at a time:
+// the runtime sends what Next returns and hands the answer to Answer
+// before calling Next again. A follower fsyncs what it appended before the
+// next Next, so the offset each fetch carries is what it holds durably.
+package replicafetch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/replication"
+)
+
+// Follower is what a session reads of a partition it follows: the
+// partition replica's follower side. Its methods are reads; every change
+// goes out as an Action.
+type Follower interface {
+	Topic() string
+	Partition() int32
+	LogStartOffset() int64
+	LogEndOffset() int64
+	HighWatermark() int64
+	// LatestEpoch is the newest epoch of the log's epoch cache.
+	LatestEpoch() (int32, bool)
+	// EndOffsetFor is the epoch cache's answer for epoch (the epoch at or
+	// below it that the log has, and where it ends).
+	EndOffsetFor(epoch int32) (int32, int64)
+}
+
+// Config is a session's fixed settings.
+type Config struct {
+	ReplicaID         int32
+	MaxWait           time.Duration // replica.fetch.wait.max.ms
+	MinBytes          int32         // replica.fetch.min.bytes
+	MaxBytes          int32         // replica.fetch.response.max.bytes
+	PartitionMaxBytes int32         // replica.fetch.max.bytes
+	// RefusalPause is how long a partition the leader refused waits: the
+	// leader or this broker has not applied the latest metadata yet, and
+	// a new assignment (with a new epoch) replaces the state anyway.
+	RefusalPause time.Duration
+	// MaxTruncationRounds bounds the OffsetForLeaderEpoch exchanges of one
+	// reconciliation (KIP-279 may need several; each asks for a strictly
+	// older epoch, so more means a broken log).
+	MaxTruncationRounds int
+}
+
+// Assignment is one partition to follow, in the leader epoch it follows.
+type Assignment[P Follower] struct {
+	P     P
+	Epoch int32
+}
+
+type follow struct {
+	epoch int32
+	// truncate: reconcile with the leader before fetching.
+	truncate bool
+	rounds   int           // OffsetForLeaderEpoch exchanges of this reconciliation
+	retryAt  time.Duration // a refused partition waits until then
+}
+
+// Session follows the partitions of one leader.
+type Session[P interface {
+	comparable
+	Follower
+}] struct {
+	cfg    Config
+	parts  map[P]*follow
+	order  []P
+	flight *flight[P]
+}
+
+type sent[P any] struct {
+	p      P
+	epoch  int32
+	latest int32 // the epoch asked about (OffsetForLeaderEpoch)
+}
+
+type flight[P any] struct {
+	fetch bool // else OffsetForLeaderEpoch
+	parts map[string]map[int32]sent[P]
+}
+
+// New returns a session following nothing.
+func New[P interface {
+	comparable
+	Follower
+}](cfg Config) *Session[P] {
+	return &Session[P]{cfg: cfg, parts: map[P]*follow{}}
+}
+
+// Assign replaces the partitions followed. A partition kept in the same
+// epoch keeps its state; a new one, or a new epoch, starts by reconciling
+// (the leader may have a different history than the one this replica
+// followed).
+func (s *Session[P]) Assign(parts []Assignment[P]) {
+	next := make(map[P]*follow, len(parts))
+	order := make([]P, 0, len(parts))
+	for _, a := range parts {
+		st, ok := s.parts[a.P]
+		if !ok || st.epoch != a.Epoch {
+			st = &follow{epoch: a.Epoch, truncate: true}
+		}
+		if _, dup := next[a.P]; !dup {
+			order = append(order, a.P)
+		}
+		next[a.P] = st
+	}
+	s.parts, s.order = next, order
+}
+
+// Followed reports the state of a partition: the epoch it follows and
+// whether it must reconcile before fetching.
+func (s *Session[P]) Followed(p P) (epoch int32, truncate, ok bool) {
+	st, ok := s.parts[p]
+	if !ok {
+		return 0, false, false
+	}
+	return st.epoch, st.truncate, true
+}
+
+// Step is what to do next: send Request, or, when it is nil, call Next
+// again after Wait (or at the next Assign).
+type Step struct {
+	Request kmsg.Request
+	Wait    time.Duration
+	// Violations are broken invariants found while deciding.
+	Violations []string
+}
+
+// Next decides the next request at now. Reconciliation goes first: one
+// OffsetForLeaderEpoch for every partition that must reconcile, until
+// each has; then one Fetch for every partition not held back.
+func (s *Session[P]) Next(now time.Duration, clusterID string) Step {
+	var step Step
+	if s.flight != nil {
+		step.Violations = append(step.Violations, "replica fetcher asked for a request with one in flight")
+		return step
+	}
+	var eligible []P
+	wait := s.cfg.RefusalPause
+	for _, p := range s.order {
+		st := s.parts[p]
+		if now < st.retryAt {
+			wait = min(wait, st.retryAt-now)
+			continue
+		}
+		eligible = append(eligible, p)
+	}
+	if len(eligible) == 0 {
+		step.Wait = wait
+		return step
+	}
+
+	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	epochs.Version = 3
+	epochs.ReplicaID = s.cfg.ReplicaID
+	f := &flight[P]{parts: map[string]map[int32]sent[P]{}}
+	var fetchable []P
+	for _, p := range eligible {
+		st := s.parts[p]
+		if !st.truncate {
+			fetchable = append(fetchable, p)
+			continue
+		}
+		latest, ok := p.LatestEpoch()
+		if !ok || p.LogEndOffset() == p.LogStartOffset() {
+			// Nothing of ours can diverge.
+			st.truncate, st.rounds = false, 0
+			fetchable = append(fetchable, p)
+			continue
+		}
+		if st.rounds >= s.cfg.MaxTruncationRounds {
+			step.Violations = append(step.Violations, fmt.Sprintf("%s-%d: log did not converge with the leader's after %d truncation rounds", p.Topic(), p.Partition(), st.rounds))
+			s.pause(p, st.epoch, now)
+			continue
+		}
+		ti := topicIndex(&epochs.Topics, p.Topic(), func(t string) kmsg.OffsetForLeaderEpochRequestTopic {
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = t
+			return rt
+		}, func(t kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic })
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = p.Partition()
+		rp.CurrentLeaderEpoch = st.epoch
+		rp.LeaderEpoch = latest
+		epochs.Topics[ti].Partitions = append(epochs.Topics[ti].Partitions, rp)
+		f.add(p, p, st.epoch, latest)
+	}
+	if len(epochs.Topics) > 0 {
+		s.flight = f
+		step.Request = epochs
+		return step
+	}
+	if len(fetchable) == 0 {
+		step.Wait = s.cfg.RefusalPause
+		return step
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = s.cfg.ReplicaID
+	req.MaxWaitMillis = int32(s.cfg.MaxWait.Milliseconds())
+	req.MinBytes = max(s.cfg.MinBytes, 1)
+	req.MaxBytes = s.cfg.MaxBytes
+	req.SessionEpoch = -1 // no fetch sessions (KIP-227): full requests
+	req.ClusterID = kmsg.StringPtr(clusterID)
+	f = &flight[P]{fetch: true, parts: map[string]map[int32]sent[P]{}}
+	for _, p := range fetchable {
+		st := s.parts[p]
+		ti := topicIndex(&req.Topics, p.Topic(), func(t string) kmsg.FetchRequestTopic {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = t
+			return rt
+		}, func(t kmsg.FetchRequestTopic) string { return t.Topic })
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition = p.Partition()
+		fp.CurrentLeaderEpoch = st.epoch
+		fp.FetchOffset = p.LogEndOffset()
+		fp.LogStartOffset = p.LogStartOffset()
+		fp.PartitionMaxBytes = s.cfg.PartitionMaxBytes
+		if latest, ok := p.LatestEpoch(); ok {
+			fp.LastFetchedEpoch = latest
+		}
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, fp)
+		f.add(p, p, st.epoch, 0)
+	}
+	s.flight = f
+	step.Request = req
+	return step
+}
+
+// topicIndex finds or appends the request topic named name.
+func topicIndex[T any](topics *[]T, name string, mk func(string) T, nameOf func(T) string) int {
+	for i, t := range *topics {
+		if nameOf(t) == name {
+			return i
+		}
+	}
+	*topics = append(*topics, mk(name))
+	return len(*topics) - 1
+}
+
+func (f *flight[P]) add(p Follower, key P, epoch, latest int32) {
+	byPart := f.parts[p.Topic()]
+	if byPart == nil {
+		byPart = map[int32]sent[P]{}
+		f.parts[p.Topic()] = byPart
+	}
+	byPart[p.Partition()] = sent[P]{p: key, epoch: epoch, latest: latest}
+}
+
+// ActionKind says what an Action does to its partition.
+type ActionKind int8
+
+const (
+	// Truncate the log from Offset on (a divergent tail; at the log end
+	// it only drops an epoch that starts there and holds nothing) and
+	// rebuild what derives from it.
+	Truncate ActionKind = iota + 1
+	// RestartAt empties the log and starts it at Offset: the leader no
+	// longer has what this replica would fetch next (retention).
+	RestartAt
+	// Append the leader's Batches keeping their offsets and epochs, make
+	// them durable, and follow the leader's high watermark LeaderHW.
+	Append
+)
+
+// Action is one change to a followed partition, for the leader epoch
+// Epoch (a runtime whose partition changed role or epoch since skips it).
+type Action[P any] struct {
+	Kind     ActionKind
+	P        P
+	Epoch    int32
+	Offset   int64
+	Batches  []byte
+	LeaderHW int64
+}
+
+// Ready is what an answer leads to.
+type Ready[P any] struct {
+	// Actions to carry out, in order, before the next Next; report a
+	// failed one with Failed.
+	Actions []Action[P]
+	// Backoff: the exchange failed as a whole; wait before the next
+	// request.
+	Backoff bool
+	// Err is why, when Backoff.
+	Err error
+	// Warnings are worth a log line; Violations are broken invariants.
+	Warnings   []string
+	Violations []string
+}
+
+// Answer takes the answer to the request Next returned (err: none came).
+func (s *Session[P]) Answer(now time.Duration, resp kmsg.Response, err error) Ready[P] {
+	var rd Ready[P]
+	f := s.flight
+	s.flight = nil
+	switch {
+	case f == nil:
+		rd.Violations = append(rd.Violations, "replica fetcher got an answer with no request in flight")
+		return rd
+	case err != nil:
+		rd.Backoff, rd.Err = true, err
+		return rd
+	}
+	if f.fetch {
+		r, ok := resp.(*kmsg.FetchResponse)
+		if !ok {
+			rd.Backoff, rd.Err = true, fmt.Errorf("a %T answered a Fetch", resp)
+			return rd
+		}
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			rd.Backoff, rd.Err = true, err
+			return rd
+		}
+		for _, t := range r.Topics {
+			for _, rp := range t.Partitions {
+				if sp, ok := s.current(f, t.Topic, rp.Partition); ok {
+					s.fetched(now, sp, rp, &rd)
+				}
+			}
+		}
+		return rd
+	}
+	r, ok := resp.(*kmsg.OffsetForLeaderEpochResponse)
+	if !ok {
+		rd.Backoff, rd.Err = true, fmt.Errorf("a %T answered an OffsetForLeaderEpoch", resp)
+		return rd
+	}
+	for _, t := range r.Topics {
+		for _, ans := range t.Partitions {
+			if sp, ok := s.current(f, t.Topic, ans.Partition); ok {
+				s.reconciled(now, sp, ans, &rd)
+			}
+		}
+	}
+	return rd
+}
+
+// current finds what was sent for a partition the answer names, if it is
+// still followed in that epoch (else the answer is stale for it).
+func (s *Session[P]) current(f *flight[P], topic string, partition int32) (sent[P], bool) {
+	sp, ok := f.parts[topic][partition]
+	if !ok {
+		return sp, false
+	}
+	st := s.parts[sp.p]
+	return sp, st != nil && st.epoch == sp.epoch
+}
+
+// reconciled applies one OffsetForLeaderEpoch answer: truncate where the
+// logs diverge, and ask again unless the answer settles it.
+func (s *Session[P]) reconciled(now time.Duration, sp sent[P], ans kmsg.OffsetForLeaderEpochResponseTopicPartition, rd *Ready[P]) {
+	st, p := s.parts[sp.p], sp.p
+	if err := kerr.ErrorForCode(ans.ErrorCode); err != nil {
+		// FENCED or UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER: the
+		// leader's metadata and ours disagree for now.
+		s.pause(p, sp.epoch, now)
+		return
+	}
+	tr, err := replication.TruncationPoint(replication.FollowerLog{
+		LogEndOffset:  p.LogEndOffset(),
+		HighWatermark: p.HighWatermark(),
+		EndOffsetFor:  p.EndOffsetFor,
+	}, sp.latest, replication.EpochEndOffset{Epoch: ans.LeaderEpoch, EndOffset: ans.EndOffset})
+	if err != nil {
+		rd.Warnings = append(rd.Warnings, fmt.Sprintf("%s-%d: truncation point: %v", p.Topic(), p.Partition(), err))
+		s.pause(p, sp.epoch, now)
+		return
+	}
+	// At the log end too: storage.Log.Truncate then drops an epoch
+	// without batches (one this replica led briefly without appending),
+	// which it would otherwise keep naming as its last fetched epoch and
+	// be told to reconcile forever (found by internal/sim).
+	if tr.Offset <= p.LogEndOffset() {
+		rd.Actions = append(rd.Actions, Action[P]{Kind: Truncate, P: p, Epoch: sp.epoch, Offset: tr.Offset})
+	}
+	if tr.Complete {
+		st.truncate, st.rounds = false, 0
+		return
+	}
+	st.rounds++
+}
+
+// fetched is the per-partition error switch of a Fetch answer.
+func (s *Session[P]) fetched(now time.Duration, sp sent[P], rp kmsg.FetchResponseTopicPartition, rd *Ready[P]) {
+	st, p := s.parts[sp.p], sp.p
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		if p.LogEndOffset() < rp.LogStartOffset {
+			// The leader deleted what we would fetch next (retention):
+			// start over at its log start.
+			rd.Actions = append(rd.Actions, Action[P]{Kind: RestartAt, P: p, Epoch: sp.epoch, Offset: rp.LogStartOffset})
+		} else {
+			st.truncate = true
+		}
+		return
+	case errors.Is(err, kerr.UnknownLeaderEpoch):
+		return // the leader has not applied the new epoch yet: retry
+	default:
+		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, unknown partition,
+		// a storage error: wait for the metadata that explains it.
+		s.pause(p, sp.epoch, now)
+		return
+	}
+	if rp.DivergingEpoch.EndOffset >= 0 { // absent: -1
+		// Our tail diverges from the leader's: reconcile (truncate)
+		// before fetching again.
+		st.truncate = true
+		return
+	}
+	rd.Actions = append(rd.Actions, Action[P]{Kind: Append, P: p, Epoch: sp.epoch, Batches: rp.RecordBatches, LeaderHW: rp.HighWatermark})
+}
+
+// Failed reports that the runtime could not carry out a (a failed
+// append, truncation or restart): the partition reconciles again after a
+// pause.
+func (s *Session[P]) Failed(now time.Duration, a Action[P]) {
+	s.pause(a.P, a.Epoch, now)
+}
+
+func (s *Session[P]) pause(p P, epoch int32, now time.Duration) {
+	if st, ok := s.parts[p]; ok && st.epoch == epoch {
+		st.retryAt = now + s.cfg.RefusalPause
+		st.truncate, st.rounds = true, 0
+	}
+}
+
+// Config is the session's settings.
+func (s *Session[P]) Config() Config { return s.cfg }
+
+func (k ActionKind) String() string {
+	switch k {
+	case Truncate:
+		return "truncate"
+	case RestartAt:
+		return "restart"
+	case Append:
+		return "append"
+	}
+	return fmt.Sprintf("ActionKind(%d)", int8(k))
+}
