@@ -235,20 +235,12 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[follower]) {
 		f.b.log.Debug("log reconciliation with leader", "leader", f.leader, "detail", w)
 	}
 	for _, a := range rd.Actions {
-		p := a.P.p
-		var err error
-		switch a.Kind {
-		case replicafetch.Truncate:
-			err = p.truncateTo(a.Offset)
-		case replicafetch.RestartAt:
-			err = p.restartAt(a.Offset)
-		case replicafetch.Append:
-			if err = p.appendFromLeader(a.Batches, a.LeaderHW, a.Epoch); err == nil {
-				f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
-			}
+		err := replicafetch.Do(a)
+		if err == nil && a.Kind == replicafetch.Append {
+			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
 		}
 		if err != nil {
-			f.b.log.Error("replica fetcher action failed", "partition", p.name(), "action", a.Kind, "err", err)
+			f.b.log.Error("replica fetcher action failed", "partition", a.P.p.name(), "action", a.Kind, "err", err)
 			f.mu.Lock()
 			f.sess.Failed(sessionNow(), a)
 			f.mu.Unlock()

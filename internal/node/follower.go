@@ -13,8 +13,9 @@ import (
 // reads (through follower) and the actions it asks for (append, truncate,
 // restart), carried out under the partition's lock.
 
-// follower is a partition as replicafetch.Follower sees it. Reads go to
-// the log (which has its own lock) and the published high watermark.
+// follower is a partition as the fetcher session sees it
+// (replicafetch.Replica). Reads go to the log (which has its own lock) and
+// the published high watermark.
 type follower struct{ p *partition }
 
 func (f follower) Topic() string         { return f.p.topic }
@@ -27,6 +28,11 @@ func (f follower) LatestEpoch() (int32, bool) {
 }
 func (f follower) EndOffsetFor(epoch int32) (int32, int64) {
 	return f.p.log.Epochs().EndOffsetFor(epoch, f.p.log.LogEndOffset())
+}
+func (f follower) TruncateTo(offset int64) error { return f.p.truncateTo(offset) }
+func (f follower) RestartAt(offset int64) error  { return f.p.restartAt(offset) }
+func (f follower) AppendFromLeader(batches []byte, leaderHW int64, epoch int32) error {
+	return f.p.appendFromLeader(batches, leaderHW, epoch)
 }
 
 // following reports the leader and epoch this replica follows.

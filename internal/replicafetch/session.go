@@ -41,6 +41,35 @@ type Follower interface {
 	EndOffsetFor(epoch int32) (int32, int64)
 }
 
+// Replica is a followed partition with the follower-side changes the
+// session's actions ask for (the partition runtime's existing methods).
+type Replica interface {
+	Follower
+	// TruncateTo removes the log from offset on and rebuilds what derives
+	// from it (producer state, durable end, high watermark).
+	TruncateTo(offset int64) error
+	// RestartAt empties the log and starts it at offset.
+	RestartAt(offset int64) error
+	// AppendFromLeader appends the leader's batches keeping their offsets
+	// and epochs, makes them durable (unless write.caching) and follows
+	// the leader's high watermark; it does nothing if the replica no
+	// longer follows epoch.
+	AppendFromLeader(batches []byte, leaderHW int64, epoch int32) error
+}
+
+// Do carries out a on its partition.
+func Do[P Replica](a Action[P]) error {
+	switch a.Kind {
+	case Truncate:
+		return a.P.TruncateTo(a.Offset)
+	case RestartAt:
+		return a.P.RestartAt(a.Offset)
+	case Append:
+		return a.P.AppendFromLeader(a.Batches, a.LeaderHW, a.Epoch)
+	}
+	return fmt.Errorf("unknown action %v", a.Kind)
+}
+
 // Config is a session's fixed settings.
 type Config struct {
 	ReplicaID         int32

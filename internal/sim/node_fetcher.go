@@ -86,18 +86,8 @@ func (f *fetcher) carryOut(rd replicafetch.Ready[follower]) {
 		f.p.n.tracef("%s", w)
 	}
 	for _, a := range rd.Actions {
-		r := a.P.r
-		var err error
-		switch a.Kind {
-		case replicafetch.Truncate:
-			err = r.truncateTo(a.Offset)
-		case replicafetch.RestartAt:
-			err = r.restartAt(a.Offset)
-		case replicafetch.Append:
-			err = r.appendFromLeader(a.Batches, a.LeaderHW, a.Epoch)
-		}
-		if err != nil {
-			f.p.n.tracef("%s: %s failed: %v", r.name(), a.Kind, err)
+		if err := replicafetch.Do(a); err != nil {
+			f.p.n.tracef("%s: %s failed: %v", a.P.r.name(), a.Kind, err)
 			f.sess.Failed(c.s.now, a)
 		}
 	}

@@ -12,7 +12,8 @@ import (
 // follower) and the actions it asks for (internal/node's follower.go,
 // single threaded).
 
-// follower is a replica as replicafetch.Follower sees it.
+// follower is a replica as the fetcher session sees it
+// (replicafetch.Replica).
 type follower struct{ r *replica }
 
 func (f follower) Topic() string              { return f.r.topic }
@@ -23,6 +24,11 @@ func (f follower) HighWatermark() int64       { return f.r.hw }
 func (f follower) LatestEpoch() (int32, bool) { return f.r.log.Epochs().Latest() }
 func (f follower) EndOffsetFor(epoch int32) (int32, int64) {
 	return f.r.log.Epochs().EndOffsetFor(epoch, f.r.log.LogEndOffset())
+}
+func (f follower) TruncateTo(offset int64) error { return f.r.truncateTo(offset) }
+func (f follower) RestartAt(offset int64) error  { return f.r.restartAt(offset) }
+func (f follower) AppendFromLeader(batches []byte, leaderHW int64, epoch int32) error {
+	return f.r.appendFromLeader(batches, leaderHW, epoch)
 }
 
 // appendFromLeader is partition.appendFromLeader: append keeping offsets
