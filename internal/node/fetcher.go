@@ -120,8 +120,11 @@ func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// sessionNow is the session's clock: only differences matter.
-func sessionNow() time.Duration { return time.Duration(time.Now().UnixNano()) }
+// sessionStart anchors the sessions' clock: only differences matter, and
+// time.Since reads the monotonic clock, which wall-clock steps do not move.
+var sessionStart = time.Now()
+
+func sessionNow() time.Duration { return time.Since(sessionStart) }
 
 func (f *replicaFetcher) assign(parts []replicafetch.Assignment[follower]) {
 	f.mu.Lock()

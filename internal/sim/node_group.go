@@ -50,6 +50,11 @@ type coordinator struct {
 	host  *grouphost.Host
 	// timerGen invalidates tick timers armed before the latest rearm.
 	timerGen uint64
+	// loaded is the members' group's generation as replayed (0: absent),
+	// reported to the checker when the replayed log is committed, unless
+	// a write of this coordinator was reported committed first.
+	loaded       int32
+	wroteCommits bool
 }
 
 var _ grouphost.Handle = (*coordinator)(nil)
@@ -70,6 +75,9 @@ func (r *replica) startCoordinator() {
 		return
 	}
 	gc := &coordinator{r: r, epoch: r.leaderEpoch, host: grouphost.New(r.name())}
+	if d := l.Coordinator.DescribeGroup(memberGroup); d.State != group.Dead {
+		gc.loaded = d.Generation
+	}
 	r.coord = gc
 	r.p.n.tracef("%s: coordinating %d groups in epoch %d", r.name(), len(l.Coordinator.ListGroups(nil)), gc.epoch)
 	_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.Activate(now, l), nil })
@@ -116,7 +124,14 @@ func (gc *coordinator) carryOut(rd grouphost.Ready) {
 	for _, w := range rd.Writes {
 		done := func(err error) { r.p.n.after(0, func() { gc.written(w.ID, err) }) }
 		if w.Records == nil {
-			r.awaitCommitted(w.AwaitCommitted, groupWriteTimeout, done)
+			r.awaitCommitted(w.AwaitCommitted, groupWriteTimeout, func(err error) {
+				if err == nil && !gc.wroteCommits {
+					if t, ok := r.p.image.Topic(offsetsTopic); ok && group.PartitionFor(memberGroup, int32(len(t.Partitions))) == r.index {
+						r.p.n.c.check.groupLoadCommitted(gc.loaded)
+					}
+				}
+				done(err)
+			})
 			continue
 		}
 		gc.append(w.Records, done)
@@ -152,6 +167,7 @@ func (gc *coordinator) append(recs []group.Record, done func(error)) {
 		Acks: -1, Timeout: groupWriteTimeout},
 		func(res api.ProduceResult) {
 			if res.Err == nil {
+				gc.wroteCommits = true
 				r.p.n.c.check.groupRecordsCommitted(recs)
 			}
 			done(res.Err)

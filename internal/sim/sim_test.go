@@ -143,7 +143,14 @@ func TestBitFlips(t *testing.T) {
 // at generation 17, made a generation 18 of its own that gave partition 0
 // to another member. Fixed in both runtimes: a loaded coordinator's
 // answers wait until the high watermark covers the log end it replayed
-// (awaitLoaded), as its own writes' answers do.
+// (awaitLoaded), as its own writes' answers do. Since both runtimes run
+// one grouphost.Host (whose outcomes reach the simulator one event later),
+// seed 172 no longer fails with that rule reverted; TestGroups seeds 193
+// and 994 do (checked on 2026-12-01 over the first 1,000 group seeds: in
+// 994 a member syncs into generation 2 after it was in generation 3; in
+// 193 a new coordinator loads generation 1 of the group while generation
+// 2 is the newest the checker knows committed), so they are pinned below
+// with TestGroups' options.
 func TestRegressions(t *testing.T) {
 	idem := ProducerSpec{Acks: -1, Idempotent: true}
 	for _, o := range []Options{
@@ -174,12 +181,20 @@ func TestRegressions(t *testing.T) {
 			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 5 * time.Millisecond},
 			Faults:    FaultMix{Every: 2960 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
 			Producers: []ProducerSpec{idem, {Acks: 1}}},
+		groupSeed(193), groupSeed(994),
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
 			report(t, Run(o))
 		})
 	}
+}
+
+// groupSeed is seed as TestGroups runs it at the default length.
+func groupSeed(seed uint64) Options {
+	return Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: 10 * time.Second, Groups: true,
+		Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
+		Producers: []ProducerSpec{{Acks: -1, Idempotent: true}}, Consumers: 1}
 }
 
 // TestRegressionEmptyEpoch replays swarm seeds that fail when the fix is
@@ -208,7 +223,7 @@ func TestRegressionEmptyEpoch(t *testing.T) {
 // made the leader acknowledge acks=all for records one ISR member had
 // only in its page cache (with a power loss after it: a consumed record
 // lost). The simulated follower syncs what it appended before reporting
-// the error, as internal/node/fetcher.go now does too.
+// the error, as internal/node/follower.go now does too.
 func TestRegressionFollowerAppendFailure(t *testing.T) {
 	for _, seed := range []uint64{1, 8, 24, 37} {
 		t.Run("", func(t *testing.T) {
