@@ -61,8 +61,9 @@ func (gc *groupCoordinator) load() {
 			gc.mu.Unlock()
 			return
 		}
-		gc.host.Stop()
+		rd := gc.host.Stop()
 		gc.mu.Unlock()
+		gc.finish(rd)
 		gc.rt.b.log.Error("loading consumer groups failed", "partition", gc.part.name(), "err", err)
 		go func() {
 			// The partition may be fine again later (a transient read
@@ -75,6 +76,8 @@ func (gc *groupCoordinator) load() {
 		}()
 		return
 	}
+	// Counted before the host shares the coordinator with other calls.
+	groups := len(l.Coordinator.ListGroups(nil))
 	activated := false
 	_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) {
 		if h.Stopped() {
@@ -87,7 +90,7 @@ func (gc *groupCoordinator) load() {
 	})
 	if activated {
 		gc.rt.b.log.Info("coordinating consumer groups", "partition", gc.part.name(), "epoch", gc.epoch,
-			"groups", len(l.Coordinator.ListGroups(nil)), "load_time", time.Since(start).Round(time.Millisecond))
+			"groups", groups, "load_time", time.Since(start).Round(time.Millisecond))
 	}
 }
 
