@@ -7,18 +7,20 @@
 // metadata log, internal/controller for every metadata decision,
 // internal/metadata for the image, replication.Leader for high watermarks,
 // acks and ISR changes, replication.TruncationPoint for follower
-// reconciliation, producer.Table for idempotence, storage.Log on a
-// crashable vfs.Mem for the partition logs, and the internal/api handlers
-// (Produce, Fetch, OffsetForLeaderEpoch, Metadata, InitProducerId, and the
-// consumer-group ones behind an api.GroupBackend around internal/group's
-// Coordinator) that real clients reach. Simulated group members run the
-// classic protocol (join, sync, heartbeat, offset fetch, fetch, commit)
-// through those handlers while members and coordinators crash. What
-// internal/node does with goroutines, sockets, timers and files — the
-// partition runtime, the follower fetch loop, the flusher, the group
-// runtime, the controller's broker sessions and the broker's session with it — is
-// re-done here single-threaded on an event queue (see node_*.go); the
-// comments there name the internal/node code each piece mirrors.
+// reconciliation, replicafetch.Session for each follower's fetcher,
+// producer.Table for idempotence, storage.Log on a crashable vfs.Mem for
+// the partition logs, and the internal/api handlers (Produce, Fetch,
+// OffsetForLeaderEpoch, Metadata, InitProducerId, and the consumer-group
+// ones behind grouphost.Backend over one grouphost.Host per coordinator,
+// as internal/node) that real clients reach. Simulated group members run
+// the classic protocol (join, sync, heartbeat, offset fetch, fetch,
+// commit) through those handlers while members and coordinators crash.
+// The cores are wrapped here with the event queue where internal/node
+// wraps them with goroutines, sockets and timers. What has no shared core
+// yet — the partition runtime, the flusher, the controller's broker
+// sessions and the broker's session with it — is re-done here
+// single-threaded (see node_*.go); the comments there name the
+// internal/node code each piece mirrors.
 //
 // Rot is simulated in the bytes a batch's CRC covers (and its magic byte),
 // followed by a crash so that recovery meets it, in the segments recovery
