@@ -8,32 +8,64 @@ package api
 // epochs per ISR member, which we accept and check only by membership.
 
 import (
+	"sync"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
-	register(Spec{Key: 56, MinVersion: 2, MaxVersion: 3, Handle: handleAlterPartition, Blocking: true, ControllerOnly: true})
+	register(Spec{Key: 56, MinVersion: 2, MaxVersion: 3, Handle: handleAlterPartition, ControllerOnly: true})
 }
 
 func handleAlterPartition(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.AlterPartitionRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	for _, rt := range req.Topics {
+	// Every partition's slot is laid out first; each decision fills its
+	// own as it is answered, and the last one sends the answer.
+	var (
+		mu      sync.Mutex
+		pending = 1 // held until every partition is dispatched
+	)
+	finish := func() {
+		mu.Lock()
+		pending--
+		last := pending == 0
+		mu.Unlock()
+		if last {
+			respond(resp)
+		}
+	}
+	type slot struct{ t, p int }
+	var slots []slot
+	for ti, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionResponseTopic()
 		st.TopidID = rt.TopicID // sic: the field name in kmsg
-		for _, rp := range rt.Partitions {
+		for pi, rp := range rt.Partitions {
 			sp := kmsg.NewAlterPartitionResponseTopicPartition()
 			sp.Partition = rp.Partition
-			isr := rp.NewISR
-			if req.Version >= 3 {
-				isr = isr[:0:0]
-				for _, m := range rp.NewEpochISR {
-					isr = append(isr, m.BrokerID)
-				}
+			st.Partitions = append(st.Partitions, sp)
+			slots = append(slots, slot{ti, pi})
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	pending += len(slots)
+	for _, sl := range slots {
+		rt, rp := req.Topics[sl.t], req.Topics[sl.t].Partitions[sl.p]
+		isr := rp.NewISR
+		if req.Version >= 3 {
+			isr = isr[:0:0]
+			for _, m := range rp.NewEpochISR {
+				isr = append(isr, m.BrokerID)
 			}
-			p, err := s.Backend.Controller().AlterPartition(req.BrokerID, req.BrokerEpoch, metadata.TopicID(rt.TopicID), rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, isr)
+		}
+		sp := &resp.Topics[sl.t].Partitions[sl.p]
+		s.Backend.Controller().AlterPartition(AlterPartitionParams{
+			BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, Topic: metadata.TopicID(rt.TopicID),
+			Partition: rp.Partition, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: isr,
+		}, func(p metadata.Partition, err error) {
+			mu.Lock()
 			sp.ErrorCode = ErrorCode(err)
 			if err == nil {
 				sp.LeaderID = p.Leader
@@ -41,9 +73,9 @@ func handleAlterPartition(s *Server, r *Request, respond Respond) {
 				sp.ISR = p.ISR
 				sp.PartitionEpoch = p.PartitionEpoch
 			}
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
+			mu.Unlock()
+			finish()
+		})
 	}
-	respond(resp)
+	finish()
 }

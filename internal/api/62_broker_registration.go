@@ -10,18 +10,19 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 62, MinVersion: 0, MaxVersion: 4, Handle: handleBrokerRegistration, Blocking: true, ControllerOnly: true})
+	register(Spec{Key: 62, MinVersion: 0, MaxVersion: 4, Handle: handleBrokerRegistration, ControllerOnly: true})
 }
 
 func handleBrokerRegistration(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-	epoch, err := s.Backend.Controller().RegisterBroker(req, r.Conn)
-	resp.ErrorCode = ErrorCode(err)
-	resp.BrokerEpoch = epoch
-	if err != nil {
-		resp.BrokerEpoch = -1
-		s.Log.Warn("broker registration refused", "broker", req.BrokerID, "err", err)
-	}
-	respond(resp)
+	s.Backend.Controller().RegisterBroker(req, r.Conn, func(epoch int64, err error) {
+		resp.ErrorCode = ErrorCode(err)
+		resp.BrokerEpoch = epoch
+		if err != nil {
+			resp.BrokerEpoch = -1
+			s.Log.Warn("broker registration refused", "broker", req.BrokerID, "err", err)
+		}
+		respond(resp)
+	})
 }

@@ -9,16 +9,17 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 63, MinVersion: 0, MaxVersion: 2, Handle: handleBrokerHeartbeat, Blocking: true, ControllerOnly: true})
+	register(Spec{Key: 63, MinVersion: 0, MaxVersion: 2, Handle: handleBrokerHeartbeat, ControllerOnly: true})
 }
 
 func handleBrokerHeartbeat(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	res, err := s.Backend.Controller().BrokerHeartbeat(req, r.Conn)
-	resp.ErrorCode = ErrorCode(err)
-	resp.IsCaughtUp = res.IsCaughtUp
-	resp.IsFenced = res.IsFenced
-	resp.ShouldShutdown = res.ShouldShutdown
-	respond(resp)
+	s.Backend.Controller().BrokerHeartbeat(req, r.Conn, func(res BrokerHeartbeatResult, err error) {
+		resp.ErrorCode = ErrorCode(err)
+		resp.IsCaughtUp = res.IsCaughtUp
+		resp.IsFenced = res.IsFenced
+		resp.ShouldShutdown = res.ShouldShutdown
+		respond(resp)
+	})
 }

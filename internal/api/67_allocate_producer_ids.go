@@ -9,15 +9,16 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 67, MinVersion: 0, MaxVersion: 0, Handle: handleAllocateProducerIDs, Blocking: true, ControllerOnly: true})
+	register(Spec{Key: 67, MinVersion: 0, MaxVersion: 0, Handle: handleAllocateProducerIDs, ControllerOnly: true})
 }
 
 func handleAllocateProducerIDs(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.AllocateProducerIDsRequest)
 	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-	start, n, err := s.Backend.Controller().AllocateProducerIDs(req.BrokerID, req.BrokerEpoch)
-	resp.ErrorCode = ErrorCode(err)
-	resp.ProducerIDStart = start
-	resp.ProducerIDLen = n
-	respond(resp)
+	s.Backend.Controller().AllocateProducerIDs(req.BrokerID, req.BrokerEpoch, func(start int64, n int32, err error) {
+		resp.ErrorCode = ErrorCode(err)
+		resp.ProducerIDStart = start
+		resp.ProducerIDLen = n
+		respond(resp)
+	})
 }

@@ -57,7 +57,7 @@ type Backend interface {
 	SettleSuspects()
 	Forward(r *Request, respond Respond)
 	// Controller is the active controller's side of broker lifecycle and
-	// ISR changes; nil-safe calls fail with NOT_CONTROLLER elsewhere.
+	// ISR changes; its calls fail with NOT_CONTROLLER on other nodes.
 	Controller() ControllerBackend
 
 	// Groups is the consumer-group coordinator runtime.
@@ -131,12 +131,27 @@ type OffsetResult struct {
 	LeaderEpoch int32
 }
 
-// ControllerBackend is what the controller-only APIs need.
+// ControllerBackend is what the controller-only APIs need. Every call
+// answers through its callback, exactly once and possibly from another
+// goroutine, once the decision is committed and applied (or refused), as
+// Produce does: no controller handler blocks.
 type ControllerBackend interface {
-	RegisterBroker(req *kmsg.BrokerRegistrationRequest, conn ConnID) (brokerEpoch int64, err error)
-	BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn ConnID) (BrokerHeartbeatResult, error)
-	AlterPartition(brokerID int32, brokerEpoch int64, topic metadata.TopicID, partition int32, leaderEpoch, partitionEpoch int32, newISR []int32) (metadata.Partition, error)
-	AllocateProducerIDs(brokerID int32, brokerEpoch int64) (start int64, length int32, err error)
+	RegisterBroker(req *kmsg.BrokerRegistrationRequest, conn ConnID, done func(brokerEpoch int64, err error))
+	BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn ConnID, done func(BrokerHeartbeatResult, error))
+	AlterPartition(req AlterPartitionParams, done func(metadata.Partition, error))
+	AllocateProducerIDs(brokerID int32, brokerEpoch int64, done func(start int64, length int32, err error))
+}
+
+// AlterPartitionParams is one partition's ISR change proposal: the new
+// ISR, computed from the leader and partition epochs the leader holds.
+type AlterPartitionParams struct {
+	BrokerID       int32
+	BrokerEpoch    int64
+	Topic          metadata.TopicID
+	Partition      int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
 }
 
 // ConnID identifies the connection a request came on, so the controller

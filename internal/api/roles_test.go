@@ -33,3 +33,23 @@ func TestServedOnByRole(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerHandlersDoNotBlock: the controller-only handlers answer
+// through ControllerBackend's callbacks, so a connection never gives them
+// a goroutine of their own and the simulator, which has none to give,
+// serves them through these same handlers.
+func TestControllerHandlersDoNotBlock(t *testing.T) {
+	n := 0
+	for _, sp := range Specs() {
+		if !sp.ControllerOnly {
+			continue
+		}
+		n++
+		if sp.Blocking {
+			t.Errorf("controller-only key %d is Blocking", sp.Key)
+		}
+	}
+	if n < 4 {
+		t.Fatalf("%d controller-only keys, want at least AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/records"
 )
@@ -36,7 +37,7 @@ func (x backend) SettleSuspects() { x.b.settleSuspects() }
 
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 
-func (x backend) Controller() api.ControllerBackend { return x.b.controllerSvc }
+func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.b.controllerSvc} }
 
 func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 	return x.b.topicConfig(t)

@@ -62,20 +62,15 @@ type Broker struct {
 	metadataSnapshotsLoaded atomic.Int64
 
 	// The metadata quorum and what this node knows of it.
-	quorum         *quorum.Node
-	voters         []config.Voter
-	emptyImage     *metadata.Image
-	controllerID   atomic.Int32 // the active controller, -1 if unknown
-	controllerTerm atomic.Int64 // bumps on every controller change
+	quorum       *quorum.Node
+	voters       []config.Voter
+	emptyImage   *metadata.Image
+	controllerID atomic.Int32 // the active controller, -1 if unknown
 	// controllerChanged wakes the session loop when the controller
 	// changes (or a heartbeat is wanted now).
 	controllerChanged chan struct{}
 	controllerSvc     *controllerService
 	ctrl              *controllerClient
-	// commitMu serialises metadata changes on the active controller:
-	// check against the latest image, propose, wait for it to apply.
-	commitMu     sync.Mutex
-	caughtUpTerm int64 // guarded by commitMu
 
 	// imageCond signals image versions applied and reconciled.
 	imageCond   *sync.Cond
@@ -89,8 +84,8 @@ type Broker struct {
 	logDirIDs []metadata.DirectoryID
 	// previousCleanEpoch is the broker epoch up to which this broker's
 	// logs are known to have lost nothing (see shutdownStateFile): the
-	// previous process's, then this process's own latest. Set in Start,
-	// then only the session loop touches it.
+	// previous process's (set in Start); the session loop's
+	// ctrlcore.BrokerSession starts from it and keeps the latest.
 	previousCleanEpoch int64
 	bootID             string // the kernel boot this process runs in
 	registered         chan struct{}

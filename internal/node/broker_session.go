@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/rpc"
 )
@@ -95,6 +96,7 @@ func (cc *controllerClient) close() {
 // controller no longer knows this incarnation.
 func (b *Broker) sessionLoop() {
 	defer b.bgWG.Done()
+	sess := ctrlcore.NewBrokerSession(b.cfg.NodeID, b.previousCleanEpoch)
 	interval := max(b.cfg.BrokerHeartbeatInterval, 10*time.Millisecond)
 	retry := time.NewTimer(0)
 	defer retry.Stop()
@@ -118,7 +120,7 @@ func (b *Broker) sessionLoop() {
 		case <-retry.C:
 		}
 		wait := interval
-		err := b.sessionStep(stopCtx)
+		err := b.sessionStep(stopCtx, sess)
 		if b.shuttingDown.Load() {
 			b.reportShutdownHeartbeat(err)
 		}
@@ -138,93 +140,57 @@ func (b *Broker) sessionLoop() {
 	}
 }
 
-// sessionStep registers if needed, else heartbeats once.
-func (b *Broker) sessionStep(parent context.Context) error {
+// sessionStep registers if needed, else heartbeats once
+// (ctrlcore.BrokerSession decides which and what the answer means).
+func (b *Broker) sessionStep(parent context.Context, sess *ctrlcore.BrokerSession) error {
 	ctx, cancel := context.WithTimeout(parent, controllerRPCTimeout)
 	defer cancel()
-	epoch := b.brokerEpoch.Load()
-	if epoch < 0 {
-		return b.registerWithController(ctx)
-	}
-	req := kmsg.NewPtrBrokerHeartbeatRequest()
-	req.Version = 1
-	req.BrokerID = b.cfg.NodeID
-	req.BrokerEpoch = epoch
-	req.CurrentMetadataOffset = b.Image().Version()
-	req.WantShutdown = b.shuttingDown.Load()
-	resp, err := b.ctrl.request(ctx, req)
-	if err != nil {
-		return err
-	}
-	hb := resp.(*kmsg.BrokerHeartbeatResponse)
-	if err := kerr.ErrorForCode(hb.ErrorCode); err != nil {
-		if errors.Is(err, kerr.StaleBrokerEpoch) {
-			// Another registration superseded this one: no image is this
-			// incarnation's until it registers again, so it gives up its
-			// roles now (the controller is moving them anyway).
+	if req := sess.Next(b.Image(), b.shuttingDown.Load(), b.registration); req != nil {
+		resp, err := b.ctrl.request(ctx, req)
+		out := sess.Answered(req, resp, err)
+		if out.Stale {
 			b.brokerEpoch.Store(-1)
 			b.notifyImageChange()
 		}
+		if out.ShouldShutdown {
+			b.shutdownApproved()
+		}
+		if out.Err != nil {
+			return out.Err
+		}
+	}
+	if !sess.Awaiting() {
+		return nil
+	}
+	// A granted registration counts once this node's image holds it:
+	// clients are then served from an image at least as new as the
+	// registration. Partitions take their roles only from such an image
+	// too (reconcilePartitions and metadata.Image.ReplicaRole), also when
+	// a reconcile pass started on an older image sees the epoch stored.
+	if err := b.waitImage(ctx, sess.Observe); err != nil {
+		sess.Abandon() // register again
 		return err
 	}
-	if hb.ShouldShutdown {
-		b.shutdownApproved()
-	}
-	return nil
-}
-
-func (b *Broker) registerWithController(ctx context.Context) error {
-	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.Version = 3
-	req.BrokerID = b.cfg.NodeID
-	req.ClusterID = b.Image().ClusterID()
-	req.IncarnationID = b.incarnation
-	for _, id := range b.logDirIDs {
-		req.LogDirs = append(req.LogDirs, id)
-	}
-	req.PreviousBrokerEpoch = b.previousCleanEpoch
-	if b.cfg.Rack != "" {
-		rack := b.cfg.Rack
-		req.Rack = &rack
-	}
-	for _, l := range b.advertised() {
-		rl := kmsg.NewBrokerRegistrationRequestListener()
-		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
-		req.Listeners = append(req.Listeners, rl)
-	}
-	resp, err := b.ctrl.request(ctx, req)
-	if err != nil {
-		return err
-	}
-	reg := resp.(*kmsg.BrokerRegistrationResponse)
-	if err := kerr.ErrorForCode(reg.ErrorCode); err != nil {
-		return err
-	}
-	// Count as registered only once this node's image holds it: clients
-	// are then served from an image at least as new as the registration.
-	// Partitions take their roles only from such an image too
-	// (reconcilePartitions and metadata.Image.ReplicaRole), also when a
-	// reconcile pass started on an older image sees the epoch stored.
-	if err := b.waitImage(ctx, func(im *metadata.Image) bool {
-		br, ok := im.Broker(b.cfg.NodeID)
-		return ok && br.Epoch >= reg.BrokerEpoch
-	}); err != nil {
-		return err
-	}
-	b.brokerEpoch.Store(reg.BrokerEpoch)
-	// From here this process vouches for the new epoch: a re-registration
-	// (an expired session) or a crash in the same kernel boot loses
-	// nothing it wrote.
-	b.previousCleanEpoch = reg.BrokerEpoch
-	if err := b.writeShutdownState(shutdownState{Epoch: reg.BrokerEpoch, BootID: b.bootID}); err != nil {
+	epoch := sess.Epoch()
+	b.brokerEpoch.Store(epoch)
+	if err := b.writeShutdownState(shutdownState{Epoch: epoch, BootID: b.bootID}); err != nil {
 		// The file keeps an older epoch, which the controller reads as an
 		// unclean stop: only write.caching ELRs are at stake.
 		b.log.Warn("recording the broker epoch failed", "err", err)
 	}
 	b.notifyImageChange() // partitions may now take their roles
-	b.log.Info("registered with the controller", "controller", b.controllerID.Load(), "broker_epoch", reg.BrokerEpoch)
+	b.log.Info("registered with the controller", "controller", b.controllerID.Load(), "broker_epoch", epoch)
 	b.registeredOnce.Do(func() { close(b.registered) })
 	return nil
+}
+
+// registration is what this broker registers with.
+func (b *Broker) registration() ctrlcore.Registration {
+	reg := ctrlcore.Registration{ClusterID: b.Image().ClusterID(), Incarnation: b.incarnation, Rack: b.cfg.Rack, LogDirs: b.logDirIDs}
+	for _, l := range b.advertised() {
+		reg.Listeners = append(reg.Listeners, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	return reg
 }
 
 // shutdownApproved is called when the controller says every leadership

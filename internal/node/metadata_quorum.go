@@ -200,62 +200,6 @@ func (b *Broker) waitImage(ctx context.Context, cond func(*metadata.Image) bool)
 	return nil
 }
 
-// commit makes records durable through the quorum and waits until this
-// node's partitions reflect them. Only the active controller commits;
-// others get NOT_CONTROLLER and forward. Decisions are serialised, and
-// each is checked against the latest image right before it is proposed,
-// so two concurrent decisions can never both pass against a stale image.
-func (b *Broker) commit(recs []metadata.Record) error {
-	return b.commitDecided(func(*metadata.Image) ([]metadata.Record, error) { return recs, nil })
-}
-
-// commitDecided runs a controller decision against the latest image and
-// commits its records, all under the commit lock: decisions that read the
-// image (the next producer id block, a broker epoch) can never be taken
-// twice from the same state.
-func (b *Broker) commitDecided(decide func(*metadata.Image) ([]metadata.Record, error)) error {
-	b.commitMu.Lock()
-	defer b.commitMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	defer cancel()
-	if err := b.catchUpAsController(ctx); err != nil {
-		return err
-	}
-	recs, err := decide(b.Image())
-	if err != nil || len(recs) == 0 {
-		return err
-	}
-	if _, err := b.Image().Apply(recs...); err != nil {
-		return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
-	}
-	data, err := metadata.EncodeEntry(recs)
-	if err != nil {
-		return err
-	}
-	if err := b.quorum.Propose(ctx, data); err != nil {
-		return quorumError(err)
-	}
-	return b.waitReconciled(ctx, b.Image().Version())
-}
-
-// catchUpAsController makes sure a newly elected controller has applied
-// everything committed before its term: it commits an empty entry, which
-// applies only after all earlier ones.
-func (b *Broker) catchUpAsController(ctx context.Context) error {
-	if !b.isActiveController() {
-		return kerr.NotController
-	}
-	term := b.controllerTerm.Load()
-	if b.caughtUpTerm == term {
-		return nil
-	}
-	if err := b.quorum.Propose(ctx, metadata.BarrierEntry); err != nil {
-		return quorumError(err)
-	}
-	b.caughtUpTerm = term
-	return nil
-}
-
 func quorumError(err error) error {
 	switch {
 	case errors.Is(err, quorum.ErrNotLeader):
@@ -270,7 +214,6 @@ func quorumError(err error) error {
 // changes.
 func (b *Broker) onControllerChange(leader int32) {
 	b.controllerID.Store(leader)
-	b.controllerTerm.Add(1)
 	if leader >= 0 && !b.cfg.HasRole(config.RoleBroker) {
 		// A controller-only node never registers: it is up once it
 		// knows the active controller.

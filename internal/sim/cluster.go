@@ -129,6 +129,11 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		"process.roles":              "broker,controller",
 		"default.replication.factor": strconv.Itoa(c.opts.ReplicationFactor),
 		"num.partitions":             strconv.Itoa(c.opts.Partitions),
+		// The simulation's scaled-down timings (node.go), which the
+		// controller core reads from here as production's does.
+		"broker.session.timeout.ms":               strconv.Itoa(int(sessionTimeout.Milliseconds())),
+		"broker.heartbeat.interval.ms":            strconv.Itoa(int(heartbeatInterval.Milliseconds())),
+		"leader.imbalance.check.interval.seconds": "5",
 	})
 }
 
@@ -225,7 +230,7 @@ func (c *Cluster) activeController() *process {
 	var best *process
 	for _, id := range c.ids {
 		p := c.nodes[id].proc
-		if p != nil && p.ctrl != nil && (best == nil || p.core.Term() > best.core.Term()) {
+		if p != nil && p.ctl.Active() && (best == nil || p.core.Term() > best.core.Term()) {
 			best = p
 		}
 	}
@@ -240,7 +245,7 @@ func (c *Cluster) ensureTopic() {
 	}
 	c.s.after(100*time.Millisecond, c.ensureTopic)
 	p := c.activeController()
-	if p == nil || (c.creating != nil && c.creating.n.proc == c.creating && c.creating.ctrl != nil) {
+	if p == nil || (c.creating != nil && c.creating.n.proc == c.creating && c.creating.ctl.Active()) {
 		return
 	}
 	if t, ok := p.image.Topic(topicName); ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/vfs"
@@ -72,20 +73,16 @@ type process struct {
 	image      *metadata.Image
 	controller int32 // the quorum leader's node id, -1 if unknown
 
-	ctrl *controllerState // non-nil while this node is the active controller
+	ctl      *ctrlcore.Core // the controller core, active while this node is the quorum leader
+	inflight *proposal      // its proposal waiting to commit
 
-	brokerEpoch int64 // -1 until registered
-	// previousCleanEpoch is the registration's PreviousBrokerEpoch
-	// (Broker.previousCleanEpoch).
-	previousCleanEpoch int64
-	// pendingEpoch is a registration the controller granted that this
-	// node's image does not hold yet (registerWithController waits so).
-	pendingEpoch int64
-	registering  bool
-	parts        map[partKey]*replica
-	fetchers     map[int32]*fetcher
-	waiters      []*fetchWaiter
-	pokeQueued   bool
+	brokerEpoch int64 // -1 until registered (sess.Epoch(), for the runtime's readers)
+	// sess is the broker's side of its controller session, as node's.
+	sess       *ctrlcore.BrokerSession
+	parts      map[partKey]*replica
+	fetchers   map[int32]*fetcher
+	waiters    []*fetchWaiter
+	pokeQueued bool
 
 	pidNext, pidEnd int64
 	pidAsking       bool
@@ -142,17 +139,19 @@ func (n *node) start() error {
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
 	// Broker.takeShutdownState: the previous process vouches for its
 	// epoch only if the machine did not reboot since.
-	p.previousCleanEpoch = -1
+	previousClean := int64(-1)
 	if n.stateBoot == n.boot {
-		p.previousCleanEpoch = n.stateEpoch
+		previousClean = n.stateEpoch
 	}
-	n.stateEpoch, n.stateBoot = p.previousCleanEpoch, n.boot
+	n.stateEpoch, n.stateBoot = previousClean, n.boot
+	p.sess = ctrlcore.NewBrokerSession(n.id, previousClean)
 	n.proc = p
 	cfg, err := n.c.brokerConfig(n.id)
 	if err != nil {
 		return err
 	}
 	p.cfg = cfg
+	p.ctl = ctrlcore.New(ctrlcore.ConfigFor(cfg, pidBlock))
 	p.log = slog.New(traceHandler{n: n})
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
@@ -181,6 +180,7 @@ func (n *node) start() error {
 	n.after(n.c.s.between(0, raftTick), p.tickLoop)
 	n.after(n.c.s.between(0, heartbeatInterval), p.sessionLoop)
 	n.after(n.c.s.between(0, isrTickPeriod), p.isrLoop)
+	n.after(controllerPeriod, p.controllerLoop)
 	return nil
 }
 
@@ -201,19 +201,8 @@ func (n *node) crash(torn bool) {
 // handle serves one request that arrived from endpoint from.
 func (n *node) handle(from int32, req kmsg.Request, respond api.Respond) {
 	p := n.proc
-	switch r := req.(type) {
-	case *kmsg.BrokerRegistrationRequest:
-		p.onRegistration(r, respond)
-	case *kmsg.BrokerHeartbeatRequest:
-		p.onHeartbeat(r, respond)
-	case *kmsg.AlterPartitionRequest:
-		p.onAlterPartition(r, respond)
-	case *kmsg.AllocateProducerIDsRequest:
-		p.onAllocateProducerIDs(r, respond)
-	default:
-		p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
-			Listener: "PLAINTEXT", Body: req}, respond)
-	}
+	p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
+		Listener: "PLAINTEXT", Body: req}, respond)
 }
 
 // partitionList returns the replicas in a stable order.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -24,10 +25,10 @@ func (x backend) NodeID() int32                     { return x.p.n.id }
 func (x backend) Config() *config.Broker            { return x.p.cfg }
 func (x backend) Image() *metadata.Image            { return x.p.image }
 func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID() }
-func (x backend) IsActiveController() bool          { return x.p.ctrl != nil }
+func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
-func (x backend) Controller() api.ControllerBackend { return nil }
+func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
 
 func (x backend) AllocateProducerID() (int64, error) { return x.p.allocateProducerID() }
 

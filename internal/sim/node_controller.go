@@ -1,264 +1,110 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/skein-log/skein/internal/config"
-	"github.com/skein-log/skein/internal/controller"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/quorum"
 )
 
-// The active controller's runtime, mirroring internal/node's
-// controllerService and commitDecided: decisions come from
-// internal/controller and are taken one at a time against the latest
-// image, each proposed only after the previous one committed, and only
-// after a barrier entry proved this controller has applied everything
-// committed before its term. Production blocks a goroutine per decision;
-// here a decision is a queued closure and its answer a callback.
+// The active controller's runtime: the same ctrlcore.Core that
+// internal/node's controllerService drives (sessions, fencing, the
+// decision queue), here on the event queue. Its answers reach the real
+// controller handlers of internal/api through ctrlcore.Backend.
 
-// commitTimeout bounds a decision's wait for its entry to commit.
+// commitTimeout bounds a proposal's wait for its entry to commit.
 const commitTimeout = 5 * time.Second
 
-type controllerState struct {
-	term      uint64
-	caughtUp  bool
-	queue     []decision
-	inflight  []proposal
-	lastSeen  map[int32]time.Duration
-	lastCheck time.Duration
-}
-
-type decision struct {
-	what   string
-	decide func(*metadata.Image) ([]metadata.Record, error)
-	done   func(error)
-}
-
+// proposal is the controller's entry in flight: the core proposes one at
+// a time, so it is the only one completeProposals looks for.
 type proposal struct {
+	id   uint64
+	term uint64
 	data []byte
-	done func(error)
 }
 
-func (p *process) activateController() {
-	c := &controllerState{term: p.core.Term(), lastSeen: map[int32]time.Duration{}}
-	now := p.n.c.s.now
-	for _, br := range p.image.Brokers() {
-		c.lastSeen[br.ID] = now
-	}
-	p.ctrl = c
-	p.n.after(controllerPeriod, p.controllerLoop(c))
-}
+// wallNow is the simulated time as a wall clock, for the controller core.
+func (c *Cluster) wallNow() time.Time { return time.UnixMilli(simEpochMs).Add(c.s.now) }
 
-func (p *process) deactivateController() {
-	c := p.ctrl
-	p.ctrl = nil
-	for _, pr := range c.inflight {
-		pr.done(kerr.NotController)
+// Step runs one event on the controller core and carries out what it
+// returns (ctrlcore.Runtime).
+func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlcore.Ready) {
+	rd := ev(p.ctl, p.n.c.wallNow(), p.image)
+	for _, n := range rd.Notes {
+		p.n.tracef("controller: %s %v", n.Msg, n.Args)
 	}
-	for _, d := range c.queue {
-		d.done(kerr.NotController)
+	for _, answer := range rd.Answers {
+		answer()
+	}
+	if rd.Propose != nil {
+		p.propose(rd.Propose)
 	}
 }
 
-// decide queues a controller decision; done gets its outcome once its
-// records are committed (and applied here) or refused.
-func (p *process) decide(what string, fn func(*metadata.Image) ([]metadata.Record, error), done func(error)) {
-	c := p.ctrl
-	if c == nil {
-		done(kerr.NotController)
-		return
+func (p *process) propose(prop *ctrlcore.Proposal) {
+	if prop.Records != nil {
+		p.n.tracef("controller commits %s: %s", prop.What, describeRecords(prop.Records))
 	}
-	c.queue = append(c.queue, decision{what: what, decide: fn, done: done})
-	p.runDecisions(c)
-}
-
-func (p *process) runDecisions(c *controllerState) {
-	for p.ctrl == c && len(c.inflight) == 0 && len(c.queue) > 0 {
-		if !c.caughtUp {
-			p.propose(c, metadata.BarrierEntry, func(err error) {
-				if err == nil {
-					c.caughtUp = true
-				}
-				p.runDecisions(c)
-			})
-			return
-		}
-		d := c.queue[0]
-		c.queue = c.queue[1:]
-		recs, err := d.decide(p.image)
-		if err == nil && len(recs) > 0 {
-			if _, aerr := p.image.Apply(recs...); aerr != nil {
-				err = fmt.Errorf("%w: %v", kerr.InvalidRequest, aerr)
-			}
-		}
-		if err != nil || len(recs) == 0 {
-			d.done(err)
-			continue
-		}
-		data, err := metadata.EncodeEntry(recs)
-		if err != nil {
-			d.done(err)
-			continue
-		}
-		p.n.tracef("controller commits %s: %s", d.what, describeRecords(recs))
-		p.propose(c, data, func(err error) {
-			d.done(err)
-			p.runDecisions(c)
+	id := prop.ID
+	if err := p.core.Propose(prop.Data); err != nil {
+		p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+			return c.ProposalDone(now, im, id, fmt.Errorf("%w: %v", kerr.NotController, err))
 		})
 		return
 	}
-}
-
-func (p *process) propose(c *controllerState, data []byte, done func(error)) {
-	if err := p.core.Propose(data); err != nil {
-		done(fmt.Errorf("%w: %v", kerr.NotController, err))
-		return
-	}
-	pr := proposal{data: data, done: done}
-	c.inflight = append(c.inflight, pr)
-	p.processReady()
+	p.inflight = &proposal{id: id, term: p.core.Term(), data: prop.Data}
 	p.n.after(commitTimeout, func() {
-		if p.ctrl != c || len(c.inflight) == 0 || &c.inflight[0].data[0] != &data[0] {
+		if p.inflight == nil || p.inflight.id != id {
 			return
 		}
 		// Never committed in time (lost leadership without noticing yet):
-		// give up on everything queued; callers retry.
+		// the outcome is unknown, and the next decision waits for a
+		// barrier.
+		p.inflight = nil
 		p.n.tracef("controller proposal did not commit in %v", commitTimeout)
-		p.deactivateController()
+		p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+			return c.ProposalDone(now, im, id, fmt.Errorf("%w: metadata quorum did not commit in time", kerr.RequestTimedOut))
+		})
 	})
+	p.processReady()
 }
 
-// controllerLoop fences brokers whose sessions expired and elects leaders
-// for leaderless partitions (controllerService.loop without the socket
-// probes: the simulation has no connections to watch).
-func (p *process) controllerLoop(c *controllerState) func() {
-	return func() {
-		if p.ctrl != c {
+// completeProposals answers the controller's proposal once its entry came
+// out committed (and applied). Proposals of one term commit in the order
+// they were made, so the one in flight is the only candidate.
+func (p *process) completeProposals(entries []quorum.Entry) {
+	for _, e := range entries {
+		f := p.inflight
+		if f == nil {
 			return
 		}
-		p.n.after(controllerPeriod, p.controllerLoop(c))
-		if len(c.queue) > 0 || len(c.inflight) > 0 {
-			return
-		}
-		now := p.n.c.s.now
-		for _, br := range p.image.Brokers() {
-			if br.Fenced || br.ID == p.n.id {
-				continue
-			}
-			seen, ok := c.lastSeen[br.ID]
-			if !ok {
-				c.lastSeen[br.ID] = now
-				continue
-			}
-			if now-seen > sessionTimeout {
-				id := br.ID
-				p.decide(fmt.Sprintf("fence of broker %d (session expired)", id), func(im *metadata.Image) ([]metadata.Record, error) {
-					recs, err := controller.FenceBroker(im, id)
-					if err != nil {
-						return nil, err
-					}
-					next, err := im.Apply(recs...)
-					if err != nil {
-						return nil, err
-					}
-					return append(recs, controller.ElectLeaderless(next, p.uncleanAllowed)...), nil
-				}, func(error) {})
-			}
-		}
-		p.decide("leaderless elections", func(im *metadata.Image) ([]metadata.Record, error) {
-			return controller.ElectLeaderless(im, p.uncleanAllowed), nil
-		}, func(error) {})
-		if p.cfg.AutoLeaderRebalanceEnable && now-c.lastCheck > 5*time.Second {
-			c.lastCheck = now
-			p.decide("preferred leader election", func(im *metadata.Image) ([]metadata.Record, error) {
-				return controller.PreferredLeaderElection(im), nil
-			}, func(error) {})
+		if e.Term == f.term && bytes.Equal(f.data, e.Data) {
+			p.inflight = nil
+			p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+				return c.ProposalDone(now, im, f.id, nil)
+			})
 		}
 	}
 }
 
-func (p *process) uncleanAllowed(t *metadata.Topic) bool {
-	cfg, err := config.ResolveTopic(p.cfg, t.Configs)
-	return err == nil && cfg.UncleanLeaderElection
+// controllerLoop ticks the core (session expiry, elections), as
+// controllerService.loop does without the socket probes: the simulation
+// has no connections to watch.
+func (p *process) controllerLoop() {
+	p.n.after(controllerPeriod, p.controllerLoop)
+	p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready { return c.Tick(now, im) })
 }
 
-// writeCaching is controllerService.writeCaching.
-func (p *process) writeCaching(t *metadata.Topic) bool {
-	cfg, err := config.ResolveTopic(p.cfg, t.Configs)
-	return err != nil || cfg.WriteCaching
-}
-
-// registerBroker is controllerService.RegisterBroker.
-func (p *process) registerBroker(reg controller.Registration, done func(epoch int64, err error)) {
-	id := reg.ID
-	var epoch int64
-	p.decide(fmt.Sprintf("registration of broker %d", id), func(im *metadata.Image) ([]metadata.Record, error) {
-		recs, e, err := controller.RegisterBroker(im, reg, p.writeCaching, p.uncleanAllowed)
-		epoch = e
-		return recs, err
-	}, func(err error) {
-		if err == nil && p.ctrl != nil {
-			p.ctrl.lastSeen[id] = p.n.c.s.now
-		}
-		done(epoch, err)
+// decide queues a controller decision (the harness's topic creation).
+func (p *process) decide(what string, fn func(*metadata.Image) ([]metadata.Record, error), done func(error)) {
+	p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+		return c.Submit(now, im, what, fn, done)
 	})
-}
-
-// heartbeat is controllerService.BrokerHeartbeat without controlled
-// shutdown: renew the session, unfence a caught-up broker.
-func (p *process) heartbeat(id int32, epoch, metadataOffset int64, done func(fenced bool, err error)) {
-	br, ok := p.image.Broker(id)
-	if !ok || br.Epoch != epoch {
-		done(false, kerr.StaleBrokerEpoch)
-		return
-	}
-	p.ctrl.lastSeen[id] = p.n.c.s.now
-	if !br.Fenced || metadataOffset < br.Epoch-1 {
-		done(br.Fenced, nil)
-		return
-	}
-	p.decide(fmt.Sprintf("unfence of broker %d", id), func(im *metadata.Image) ([]metadata.Record, error) {
-		if cur, ok := im.Broker(id); !ok || cur.Epoch != epoch || !cur.Fenced {
-			return nil, nil
-		}
-		recs, err := controller.UnfenceBroker(im, id)
-		if err != nil {
-			return nil, err
-		}
-		next, err := im.Apply(recs...)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
-		}
-		return append(recs, controller.ElectLeaderless(next, p.uncleanAllowed)...), nil
-	}, func(err error) {
-		cur, _ := p.image.Broker(id)
-		done(cur != nil && cur.Fenced, err)
-	})
-}
-
-// alterPartition is controllerService.AlterPartition.
-func (p *process) alterPartition(brokerID int32, brokerEpoch int64, topic metadata.TopicID, partition, leaderEpoch, partitionEpoch int32, isr []int32, done func(error)) {
-	p.decide(fmt.Sprintf("ISR change of %s-%d to %v", shortID(topic), partition, isr), func(im *metadata.Image) ([]metadata.Record, error) {
-		if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch || br.Fenced {
-			return nil, kerr.StaleBrokerEpoch
-		}
-		return controller.AlterPartition(im, topic, partition, leaderEpoch, partitionEpoch, isr)
-	}, done)
-}
-
-// allocateProducerIDs is controllerService.AllocateProducerIDs.
-func (p *process) allocateProducerIDs(brokerID int32, brokerEpoch int64, done func(start int64, err error)) {
-	var start int64
-	p.decide(fmt.Sprintf("producer id block for broker %d", brokerID), func(im *metadata.Image) ([]metadata.Record, error) {
-		if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch {
-			return nil, kerr.StaleBrokerEpoch
-		}
-		start = im.NextProducerID()
-		return []metadata.Record{metadata.AllocateProducerIDs{NextID: start + pidBlock}}, nil
-	}, func(err error) { done(start, err) })
 }
 
 // pidBlock is small so that runs ask for new blocks often.

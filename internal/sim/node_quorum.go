@@ -1,13 +1,14 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 )
@@ -130,50 +131,29 @@ func (p *process) setImage(next *metadata.Image, why string) {
 	if why != "" {
 		p.n.tracef("image replaced from %s (version %d)", why, next.Version())
 	}
-	if p.pendingEpoch > 0 {
-		if br, ok := next.Broker(p.n.id); ok && br.Epoch >= p.pendingEpoch {
-			p.brokerEpoch = p.pendingEpoch
-			p.pendingEpoch = 0
-			p.n.tracef("registered, broker epoch %d", p.brokerEpoch)
-			// Broker.registerWithController: vouch for the new epoch.
-			p.previousCleanEpoch = p.brokerEpoch
-			p.n.stateEpoch, p.n.stateBoot = p.brokerEpoch, p.n.boot
-		}
+	if p.sess.Observe(next) {
+		p.brokerEpoch = p.sess.Epoch()
+		p.n.tracef("registered, broker epoch %d", p.brokerEpoch)
+		// The process vouches for the new epoch (Broker.sessionStep
+		// records it in the shutdown state file).
+		p.n.stateEpoch, p.n.stateBoot = p.brokerEpoch, p.n.boot
 	}
 }
 
 // onLeaderChange mirrors onControllerChange: the quorum leader is the
 // active controller.
 func (p *process) onLeaderChange(leader int32, self bool) {
-	if leader == p.controller && self == (p.ctrl != nil) {
+	if leader == p.controller && self == p.ctl.Active() {
 		return
 	}
 	p.controller = leader
 	if self {
 		p.n.tracef("became the active controller (term %d)", p.core.Term())
-		p.activateController()
-	} else if p.ctrl != nil {
+		p.inflight = nil
+		p.Step(func(c *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready { return c.Activate(now, im) })
+	} else if p.ctl.Active() {
 		p.n.tracef("no longer the active controller")
-		p.deactivateController()
-	}
-}
-
-// completeProposals answers the active controller's proposals whose
-// entries came out committed. Proposals of one term commit in the order
-// they were made, so the oldest pending one is the only candidate.
-func (p *process) completeProposals(entries []quorum.Entry) {
-	c := p.ctrl
-	if c == nil {
-		return
-	}
-	for _, e := range entries {
-		if len(c.inflight) == 0 {
-			return
-		}
-		if e.Term == c.term && bytes.Equal(c.inflight[0].data, e.Data) {
-			done := c.inflight[0].done
-			c.inflight = c.inflight[1:]
-			done(nil)
-		}
+		p.inflight = nil
+		p.Step(func(c *ctrlcore.Core, now time.Time, _ *metadata.Image) ctrlcore.Ready { return c.Deactivate(now) })
 	}
 }

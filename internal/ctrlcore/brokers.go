@@ -1,0 +1,228 @@
+package ctrlcore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/controller"
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// Register decides a BrokerRegistration (controller.RegisterBroker: the
+// previous incarnation is fenced first, and the broker leaves the ELRs its
+// restart may have cost it). Once committed, the connection it came on
+// carries the broker's session until a heartbeat names another: a broker
+// that dies right after registering is noticed as fast as one that
+// heartbeated.
+func (c *Core) Register(now time.Time, im *metadata.Image, req *kmsg.BrokerRegistrationRequest, conn api.ConnID, done func(int64, error)) Ready {
+	c.begin(now)
+	if c.active && req.ClusterID != im.ClusterID() {
+		c.rd.Answers = append(c.rd.Answers, func() {
+			done(-1, fmt.Errorf("%w: broker %d is in cluster %q, this is %q", kerr.InconsistentClusterID, req.BrokerID, req.ClusterID, im.ClusterID()))
+		})
+		return c.end()
+	}
+	reg := controller.Registration{ID: req.BrokerID, PreviousBrokerEpoch: req.PreviousBrokerEpoch}
+	if req.Rack != nil {
+		reg.Rack = *req.Rack
+	}
+	for _, l := range req.Listeners {
+		reg.Endpoints = append(reg.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	for _, d := range req.LogDirs {
+		reg.LogDirs = append(reg.LogDirs, metadata.DirectoryID(d))
+	}
+	epoch := int64(-1)
+	c.enqueue(im, decision{what: fmt.Sprintf("registration of broker %d", reg.ID),
+		decide: func(im *metadata.Image) ([]metadata.Record, error) {
+			recs, e, err := controller.RegisterBroker(im, reg, c.writeCaching, c.unclean)
+			epoch = e
+			return recs, err
+		},
+		settle: func(_ *metadata.Image, err error) func() {
+			if err != nil {
+				return func() { done(-1, err) }
+			}
+			c.renew(reg.ID, conn)
+			c.note("broker registered", "broker", reg.ID, "epoch", epoch, "previous_clean_epoch", reg.PreviousBrokerEpoch)
+			return func() { done(epoch, nil) }
+		}})
+	return c.end()
+}
+
+// heartbeatAction is what a heartbeat asks of the controller, from the
+// broker's registered state and the request's wishes, as Kafka's
+// BrokerHeartbeatManager decides it: a fenced broker is unfenced once it
+// has caught up with its registration, unless it wants to stay fenced or
+// stop; an unfenced one that wants to be fenced is; one that wants to stop
+// begins a controlled shutdown (its leaderships move) once.
+type heartbeatAction int
+
+const (
+	stay heartbeatAction = iota
+	unfence
+	fence
+	beginShutdown
+)
+
+func (a heartbeatAction) String() string {
+	return [...]string{"stay", "unfence", "fence", "controlled shutdown"}[a]
+}
+
+func actionFor(br *metadata.Broker, wantFence, wantShutdown, caughtUp bool) heartbeatAction {
+	switch {
+	case br.Fenced:
+		if caughtUp && !wantFence && !wantShutdown {
+			return unfence
+		}
+	case wantFence:
+		return fence
+	case wantShutdown && !br.InControlledShutdown:
+		return beginShutdown
+	}
+	return stay
+}
+
+// Heartbeat renews a broker's session at once (if its epoch is the
+// registered one) and, when the heartbeat asks for a change (unfencing,
+// fencing, controlled shutdown), queues it: the change is decided again at
+// its turn, against the image that holds every decision before it. It is
+// answered once that change is applied, with the state it left.
+func (c *Core) Heartbeat(now time.Time, im *metadata.Image, req *kmsg.BrokerHeartbeatRequest, conn api.ConnID, done func(api.BrokerHeartbeatResult, error)) Ready {
+	c.begin(now)
+	id, epoch := req.BrokerID, req.BrokerEpoch
+	br, ok := im.Broker(id)
+	switch {
+	case !c.active:
+		c.rd.Answers = append(c.rd.Answers, func() { done(api.BrokerHeartbeatResult{}, kerr.NotController) })
+		return c.end()
+	case !ok || br.Epoch != epoch:
+		c.rd.Answers = append(c.rd.Answers, func() { done(api.BrokerHeartbeatResult{}, kerr.StaleBrokerEpoch) })
+		return c.end()
+	}
+	c.renew(id, conn)
+	caughtUp := req.CurrentMetadataOffset >= br.Epoch-1
+	result := func(im *metadata.Image) api.BrokerHeartbeatResult {
+		res := api.BrokerHeartbeatResult{IsCaughtUp: caughtUp, IsFenced: true}
+		if cur, ok := im.Broker(id); ok {
+			res.IsFenced = cur.Fenced
+		}
+		res.ShouldShutdown = req.WantShutdown && !leadsAnything(im, id)
+		return res
+	}
+	if actionFor(br, req.WantFence, req.WantShutdown, caughtUp) == stay {
+		res := result(im)
+		c.rd.Answers = append(c.rd.Answers, func() { done(res, nil) })
+		return c.end()
+	}
+	var action heartbeatAction
+	c.enqueue(im, decision{what: fmt.Sprintf("heartbeat of broker %d", id),
+		decide: func(im *metadata.Image) ([]metadata.Record, error) {
+			cur, ok := im.Broker(id)
+			if !ok || cur.Epoch != epoch {
+				return nil, kerr.StaleBrokerEpoch
+			}
+			action = actionFor(cur, req.WantFence, req.WantShutdown, caughtUp)
+			return c.heartbeatRecords(im, id, action)
+		},
+		settle: func(im *metadata.Image, err error) func() {
+			if err != nil {
+				return func() { done(api.BrokerHeartbeatResult{}, err) }
+			}
+			if action != stay {
+				c.note("heartbeat changed broker state", "broker", id, "change", action.String())
+			}
+			res := result(im)
+			return func() { done(res, nil) }
+		}})
+	return c.end()
+}
+
+func (c *Core) heartbeatRecords(im *metadata.Image, id int32, a heartbeatAction) ([]metadata.Record, error) {
+	var recs []metadata.Record
+	var err error
+	switch a {
+	case stay:
+		return nil, nil
+	case unfence:
+		recs, err = controller.UnfenceBroker(im, id)
+	case fence:
+		recs, err = controller.FenceBroker(im, id)
+	case beginShutdown:
+		// BeginControlledShutdown elects the new leaders itself.
+		return controller.BeginControlledShutdown(im, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	next, err := im.Apply(recs...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	}
+	return append(recs, controller.ElectLeaderless(next, c.unclean)...), nil
+}
+
+// leadsAnything: a broker that still leads a partition with other
+// replicas is not done with its controlled shutdown.
+func leadsAnything(im *metadata.Image, id int32) bool {
+	for _, t := range im.Topics() {
+		for _, p := range t.Partitions {
+			if p.Leader == id && len(p.Replicas) > 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AlterPartition decides an ISR change a partition leader proposed and
+// answers with the partition as committed.
+func (c *Core) AlterPartition(now time.Time, im *metadata.Image, req api.AlterPartitionParams, done func(metadata.Partition, error)) Ready {
+	c.begin(now)
+	c.enqueue(im, decision{what: fmt.Sprintf("ISR change of %s-%d to %v", req.Topic, req.Partition, req.NewISR),
+		decide: func(im *metadata.Image) ([]metadata.Record, error) {
+			if br, ok := im.Broker(req.BrokerID); !ok || br.Epoch != req.BrokerEpoch || br.Fenced {
+				return nil, kerr.StaleBrokerEpoch
+			}
+			return controller.AlterPartition(im, req.Topic, req.Partition, req.LeaderEpoch, req.PartitionEpoch, req.NewISR)
+		},
+		settle: func(im *metadata.Image, err error) func() {
+			if err != nil {
+				return func() { done(metadata.Partition{}, err) }
+			}
+			t, ok := im.TopicByID(req.Topic)
+			if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+				return func() { done(metadata.Partition{}, kerr.UnknownTopicOrPartition) }
+			}
+			p := t.Partitions[req.Partition]
+			return func() { done(p, nil) }
+		}})
+	return c.end()
+}
+
+// AllocateProducerIDs commits the next block of producer ids before
+// handing it out, so no id is ever given twice in the cluster.
+func (c *Core) AllocateProducerIDs(now time.Time, im *metadata.Image, brokerID int32, brokerEpoch int64, done func(int64, int32, error)) Ready {
+	c.begin(now)
+	var start int64
+	size := c.cfg.PIDBlockSize
+	c.enqueue(im, decision{what: fmt.Sprintf("producer id block for broker %d", brokerID),
+		decide: func(im *metadata.Image) ([]metadata.Record, error) {
+			if br, ok := im.Broker(brokerID); !ok || br.Epoch != brokerEpoch {
+				return nil, kerr.StaleBrokerEpoch
+			}
+			start = im.NextProducerID()
+			return []metadata.Record{metadata.AllocateProducerIDs{NextID: start + int64(size)}}, nil
+		},
+		settle: func(_ *metadata.Image, err error) func() {
+			if err != nil {
+				return func() { done(0, 0, err) }
+			}
+			return func() { done(start, size, nil) }
+		}})
+	return c.end()
+}
