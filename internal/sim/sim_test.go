@@ -196,17 +196,18 @@ func groupSeed(seed uint64) Options {
 }
 
 // TestRegressionEmptyEpoch replays swarm seeds that fail when the fix is
-// reverted (checked on 2026-11-30: 44 of the first 300 swarm seeds failed,
-// these among them): a replica that led an epoch without appending kept
-// that epoch in its cache after losing leadership; as a follower it named
+// reverted (checked on 2026-12-01 with the fix in replicafetch.Session:
+// 15 of the first 300 swarm seeds failed, these among them): a replica
+// that led an epoch without appending kept that epoch in its cache after
+// losing leadership; as a follower it named
 // it as its last fetched epoch, the leader (which never had it) answered
 // "diverging" and reconciliation found nothing to cut, forever: the replica
 // never rejoined the ISR. Fixed in storage.Log.Truncate (truncating at the
-// log end drops epochs that start there) and in both fetchers (they
-// truncate at their log end too). A swarm change can move these seeds:
+// log end drops epochs that start there) and in the fetcher session (it
+// truncates at the log end too). A swarm change can move these seeds:
 // re-pin by reverting the fix and picking seeds that fail again.
 func TestRegressionEmptyEpoch(t *testing.T) {
-	for _, seed := range []uint64{16, 21, 26, 30, 33} {
+	for _, seed := range []uint64{46, 55, 61, 76, 82} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, seed)
 			report(t, Run(Swarm(seed, 10*time.Second)))
@@ -223,7 +224,9 @@ func TestRegressionEmptyEpoch(t *testing.T) {
 // lost). The simulated follower syncs what it appended before reporting
 // the error, as internal/node/follower.go now does too.
 func TestRegressionFollowerAppendFailure(t *testing.T) {
-	for _, seed := range []uint64{1, 8, 24, 37} {
+	// Re-pinned on 2026-12-01 (seeds 1-120 of this mix with the sync
+	// reverted: 19, 24, 37, 82, 93 and 104 fail).
+	for _, seed := range []uint64{19, 24, 37, 82} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, seed)
 			report(t, Run(Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: 10 * time.Second,
