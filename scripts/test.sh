@@ -47,7 +47,7 @@ fi
 
 # A bounded chaos run: skein verify against a local 3-broker cluster for
 # 20 s of kill -9, SIGSTOP and network-partition faults must be VALID with
-# nothing lost or duplicated (TestVerifyLocalCluster in cmd/skein).
+# nothing lost or duplicated (TestVerifyLocalCluster in internal/chaos).
 export SKEINTEST_VERIFY=1
 
 echo "== test"

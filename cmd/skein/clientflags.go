@@ -97,16 +97,27 @@ func clientCommand(run func(ctx context.Context, args []string, s streams) error
 type clientRun func(ctx context.Context, args []string, s streams) error
 
 // runSubcommand runs the subcommand named by args[0] ("skein topic
-// create ..."), or fails with the usage line.
+// create ..."), or fails with the usage line; -h, --help and help print
+// the usage and succeed.
 func runSubcommand(ctx context.Context, args []string, s streams, usage string, subs map[string]clientRun) error {
 	if len(args) == 0 {
 		return errors.New(usage)
+	}
+	if isHelp(args[0]) {
+		name := strings.Fields(strings.TrimPrefix(usage, "usage: "))
+		fmt.Fprintf(s.out, "%s\n\nRun '%s %s <subcommand> -h' for the flags of a subcommand.\n", usage, name[0], name[1])
+		return nil
 	}
 	sub := subs[args[0]]
 	if sub == nil {
 		return fmt.Errorf("unknown subcommand %q; %s", args[0], usage)
 	}
 	return sub(ctx, args[1:], s)
+}
+
+// isHelp tells an argument that asks for usage.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
 // newFlagSet returns a flag set that reports parse errors and usage on

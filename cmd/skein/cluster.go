@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,10 +16,7 @@ func init() {
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	if len(args) == 0 || args[0] != "describe" {
-		return errors.New("usage: skein cluster describe [flags]")
-	}
-	return runClusterDescribe(ctx, args[1:], s)
+	return runSubcommand(ctx, args, s, "usage: skein cluster describe [flags]", map[string]clientRun{"describe": runClusterDescribe})
 }
 
 func runClusterDescribe(ctx context.Context, args []string, s streams) error {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -41,11 +44,61 @@ func withBrokerMessage(err error, message string) error {
 // explanation would be) into the name + explanation form. Only an
 // unwrapped ErrAndMessage is rewritten, so no context is dropped; other
 // errors are returned unchanged.
+//
+// A request kadm sent to several brokers fails with one error per broker
+// that failed (kadm.ShardErrors, "request X has N separate shard
+// errors"); it is told as which brokers answered what.
 func explainError(err error) error {
-	if em, ok := err.(*kadm.ErrAndMessage); ok {
-		return withBrokerMessage(em.Err, em.ErrMessage)
+	switch e := err.(type) {
+	case *kadm.ErrAndMessage:
+		return withBrokerMessage(e.Err, e.ErrMessage)
+	case *kadm.ShardErrors:
+		return explainShardErrors(e)
 	}
 	return err
+}
+
+// maxShardErrorsShown bounds the brokers one message lists.
+const maxShardErrorsShown = 3
+
+func explainShardErrors(se *kadm.ShardErrors) error {
+	if len(se.Errs) == 0 {
+		return se
+	}
+	var parts []string
+	for _, e := range se.Errs[:min(len(se.Errs), maxShardErrorsShown)] {
+		who := "a broker"
+		if e.Broker.NodeID >= 0 {
+			who = fmt.Sprintf("broker %d", e.Broker.NodeID)
+		}
+		if e.Broker.Host != "" {
+			who += fmt.Sprintf(" at %s", net.JoinHostPort(e.Broker.Host, strconv.Itoa(int(e.Broker.Port))))
+		}
+		parts = append(parts, who+" answered "+kafkaErrorLine(e.Err, ""))
+	}
+	if more := len(se.Errs) - maxShardErrorsShown; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	what := fmt.Sprintf("%d of the brokers asked failed", len(se.Errs))
+	if se.AllFailed {
+		what = "every broker asked failed"
+	}
+	return inWords(se, "%s: %s", what, strings.Join(parts, "; "))
+}
+
+// wordedError says what happened in the project's words while keeping
+// the error it explains for errors.Is and errors.As.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }
+
+// inWords explains err with a message of its own.
+func inWords(err error, format string, args ...any) error {
+	return &wordedError{msg: fmt.Sprintf(format, args...), err: err}
 }
 
 // kafkaErrorLine renders err as "NAME: explanation (broker: message)" when

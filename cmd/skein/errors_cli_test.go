@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -52,5 +53,28 @@ func TestExplainError(t *testing.T) {
 	}
 	if got := errorName(fmt.Errorf("x: %w", kerr.LeaderNotAvailable)); got != "LEADER_NOT_AVAILABLE" {
 		t.Errorf("errorName = %q", got)
+	}
+}
+
+// TestExplainShardErrors: a request sent to several brokers that some of
+// them failed is told broker by broker, not as kadm's "request X has N
+// separate shard errors".
+func TestExplainShardErrors(t *testing.T) {
+	se := &kadm.ShardErrors{Name: "ListGroups", AllFailed: false, Errs: []kadm.ShardError{
+		{Broker: kadm.BrokerDetail{NodeID: 2, Host: "127.0.0.1", Port: 9192}, Err: kerr.CoordinatorLoadInProgress},
+		{Broker: kadm.BrokerDetail{NodeID: -1}, Err: errors.New("dial tcp 127.0.0.1:9292: connect: connection refused")},
+	}}
+	got := explainError(se)
+	want := "2 of the brokers asked failed: broker 2 at 127.0.0.1:9192 answered COORDINATOR_LOAD_IN_PROGRESS: " + kerr.CoordinatorLoadInProgress.Description +
+		"; a broker answered dial tcp 127.0.0.1:9292: connect: connection refused"
+	if got.Error() != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if strings.Contains(got.Error(), "shard") || !errors.Is(got, kerr.CoordinatorLoadInProgress) {
+		t.Errorf("%q: library wording, or the Kafka error lost", got)
+	}
+	se.AllFailed = true
+	if got := explainError(se).Error(); !strings.HasPrefix(got, "every broker asked failed: ") {
+		t.Errorf("all failed: %q", got)
 	}
 }

@@ -142,7 +142,7 @@ func runGroupDelete(ctx context.Context, args []string, s streams) error {
 		case !ok:
 			failed = append(failed, fmt.Errorf("delete group %q: the cluster did not answer for it", name))
 		case errors.Is(r.Err, kerr.NonEmptyGroup):
-			failed = append(failed, fmt.Errorf("delete group %q: %w; stop its consumers first", name, withBrokerMessage(r.Err, r.ErrMessage)))
+			failed = append(failed, inWords(r.Err, "delete group %q: it still has members (NON_EMPTY_GROUP); stop its consumers first, or wait until their sessions expire", name))
 		case r.Err != nil:
 			failed = append(failed, fmt.Errorf("delete group %q: %w", name, withBrokerMessage(r.Err, r.ErrMessage)))
 		default:

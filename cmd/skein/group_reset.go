@@ -254,7 +254,7 @@ func commitResets(ctx context.Context, adm *kadm.Client, group string, plan []pl
 		case !ok:
 			failed = append(failed, fmt.Errorf("commit offset of %s-%d: the cluster did not answer for it", r.topic, r.partition))
 		case errors.Is(resp.Err, kerr.UnknownMemberID) || errors.Is(resp.Err, kerr.IllegalGeneration) || errors.Is(resp.Err, kerr.RebalanceInProgress):
-			failed = append(failed, fmt.Errorf("commit offset of %s-%d: %w; a consumer joined group %q meanwhile, stop it first", r.topic, r.partition, resp.Err, group))
+			failed = append(failed, inWords(resp.Err, "commit offset of %s-%d: refused (%s): a consumer joined group %q meanwhile; stop it first", r.topic, r.partition, errorName(resp.Err), group))
 		case resp.Err != nil:
 			failed = append(failed, fmt.Errorf("commit offset of %s-%d: %w", r.topic, r.partition, resp.Err))
 		}

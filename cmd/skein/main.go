@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -30,7 +32,8 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	if err := cmd.run(os.Args[2:]); err != nil {
+	// -h asked for the usage, which the flag set printed: not a failure.
+	if err := cmd.run(os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "skein %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}

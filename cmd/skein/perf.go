@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -16,24 +14,22 @@ import (
 )
 
 func init() {
-	commands["perf"] = command{summary: "measure produce or consume throughput and latency (like kafka-*-perf-test)", run: runPerf}
+	commands["perf"] = command{summary: "measure produce or consume throughput and latency (like kafka-*-perf-test)", run: clientCommand(runPerf)}
 }
 
-func runPerf(args []string) error {
-	if len(args) == 0 || (args[0] != "produce" && args[0] != "consume") {
-		return errors.New("usage: skein perf produce|consume [flags]")
-	}
-	if args[0] == "produce" {
-		return runPerfProduce(args[1:], os.Stdout)
-	}
-	return runPerfConsume(args[1:], os.Stdout)
+func runPerf(ctx context.Context, args []string, s streams) error {
+	return runSubcommand(ctx, args, s, "usage: skein perf produce|consume [flags]", map[string]clientRun{
+		"produce": runPerfProduce,
+		"consume": runPerfConsume,
+	})
 }
 
 // perfReportInterval is how often a progress line is printed.
 const perfReportInterval = 5 * time.Second
 
-func runPerfProduce(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("perf produce", flag.ContinueOnError)
+func runPerfProduce(ctx context.Context, args []string, s streams) error {
+	out := s.out
+	fs := newFlagSet("skein perf produce", s)
 	bootstrap := bootstrapFlag(fs)
 	topic := fs.String("topic", "perf", "topic to produce to")
 	numRecords := fs.Int64("num-records", 100_000, "records to send")
@@ -70,7 +66,6 @@ func runPerfProduce(args []string, out io.Writer) error {
 		value[i] = byte('a' + i%26)
 	}
 	stats := newLatencyStats(*numRecords)
-	ctx := context.Background()
 	start := time.Now()
 	var pacer <-chan time.Time
 	if *throughput > 0 {
@@ -81,9 +76,12 @@ func runPerfProduce(args []string, out io.Writer) error {
 	stopProgress := stats.startProgress(out, perfReportInterval, *recordSize)
 	var firstErr error
 	var errMu sync.Mutex
-	for i := int64(0); i < *numRecords; i++ {
+	for i := int64(0); i < *numRecords && ctx.Err() == nil; i++ {
 		if pacer != nil {
-			<-pacer
+			select {
+			case <-pacer:
+			case <-ctx.Done():
+			}
 		}
 		sent := time.Now()
 		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
@@ -99,10 +97,14 @@ func runPerfProduce(args []string, out io.Writer) error {
 			stats.record(time.Since(sent))
 		})
 	}
-	if err := cl.Flush(ctx); err != nil {
+	err = cl.Flush(ctx)
+	stopProgress()
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	if err != nil {
 		return err
 	}
-	stopProgress()
 	elapsed := time.Since(start)
 	res := stats.result(elapsed, *recordSize)
 	if *asJSON {
@@ -116,8 +118,9 @@ func runPerfProduce(args []string, out io.Writer) error {
 	return nil
 }
 
-func runPerfConsume(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("perf consume", flag.ContinueOnError)
+func runPerfConsume(ctx context.Context, args []string, s streams) error {
+	out := s.out
+	fs := newFlagSet("skein perf consume", s)
 	bootstrap := bootstrapFlag(fs)
 	topic := fs.String("topic", "perf", "topic to consume from (from the beginning)")
 	messages := fs.Int64("messages", 100_000, "records to consume")
@@ -132,7 +135,7 @@ func runPerfConsume(args []string, out io.Writer) error {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	start := time.Now()
 	var n, bytes int64

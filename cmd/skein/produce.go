@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,9 @@ func runProduce(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("client for %s: %w", *bootstrap, err)
 	}
 	defer cl.Close()
+	if err := reachable(ctx, cl, brokers); err != nil {
+		return err
+	}
 
 	start := time.Now()
 	tally := &produceTally{}
@@ -135,6 +139,26 @@ func runProduce(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("%d of %d records failed", tally.failures(), lineNo)
 	}
 	return nil
+}
+
+// produceConnectTimeout bounds the first contact with the cluster: a
+// producer that cannot reach any broker would otherwise hold every record
+// for --timeout before saying so.
+const produceConnectTimeout = 5 * time.Second
+
+// reachable fails, naming the addresses tried, when no broker answers
+// within produceConnectTimeout.
+func reachable(ctx context.Context, cl *kgo.Client, brokers []string) error {
+	pctx, cancel := context.WithTimeout(ctx, produceConnectTimeout)
+	defer cancel()
+	err := cl.Ping(pctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return errors.New("interrupted")
+	}
+	return fmt.Errorf("no broker reachable at %s within %v: %w", strings.Join(brokers, ", "), produceConnectTimeout, err)
 }
 
 // readLines reads lines on a goroutine, so that Ctrl-C ends the command

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/skein-log/skein/internal/testport"
 )
 
 func TestLineRecord(t *testing.T) {
@@ -149,5 +153,23 @@ func TestProduceToPartition(t *testing.T) {
 		if got := tableRow(t, out, p)[5]; got != hw {
 			t.Errorf("partition %s high watermark %s, want %s", p, got, hw)
 		}
+	}
+}
+
+// TestProduceUnreachableFailsFast: with no broker listening, produce says
+// so within seconds, naming every address it tried, instead of holding
+// the records for --timeout (2 minutes).
+func TestProduceUnreachableFailsFast(t *testing.T) {
+	// Reserved and never listened on: connections are refused.
+	a, b := testport.One(t), testport.One(t)
+	addrs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", a, b)
+	start := time.Now()
+	r := runCLI(t, runProduce, "one\ntwo\n", "--bootstrap-server", addrs, "--topic", "t")
+	took := time.Since(start)
+	if r.err == nil || !strings.Contains(r.err.Error(), fmt.Sprintf("no broker reachable at 127.0.0.1:%d, 127.0.0.1:%d", a, b)) {
+		t.Fatalf("err %v after %v; stderr:\n%s", r.err, took, r.stderr)
+	}
+	if took > produceConnectTimeout+2*time.Second {
+		t.Errorf("took %v to fail", took)
 	}
 }

@@ -43,12 +43,14 @@ func runServer(args []string) error {
 		return err
 	}
 	logger := newLogger(cfg.LogFormat, cfg.LogLevel)
+	// Caught from before the start: a Ctrl-C during recovery is a
+	// controlled shutdown once the broker is up, not a kill mid-start.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	b := node.New(cfg, node.Options{Logger: logger})
 	if err := b.Start(); err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case sig := <-sigs:
 		logger.Info("shutting down", "signal", sig.String())

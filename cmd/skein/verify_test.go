@@ -2,23 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/skein-log/skein/internal/testport"
+	"github.com/skein-log/skein/internal/chaos"
 	"github.com/skein-log/skein/internal/verify"
 )
 
@@ -27,70 +17,70 @@ var verifyNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func TestParseVerifyFlags(t *testing.T) {
 	tests := []struct {
 		args    []string
-		check   func(c *verifyConfig) string // "" when fine
+		check   func(c *chaos.Config) string // "" when fine
 		wantErr string
 	}{
-		{args: nil, check: func(c *verifyConfig) string {
-			if c.duration != 60*time.Second || c.acks != verify.AcksAll || !c.idempotent || c.partitions != 3 ||
-				c.replicationFactor != 3 || c.minInsync != 2 || !reflect.DeepEqual(c.nemesis, allFaults) || c.seed == 0 || c.topic == "" {
+		{args: nil, check: func(c *chaos.Config) string {
+			if c.Duration != 60*time.Second || c.Acks != verify.AcksAll || !c.Idempotent || c.Partitions != 3 ||
+				c.ReplicationFactor != 3 || c.MinInsync != 2 || !reflect.DeepEqual(c.Nemesis, chaos.AllFaults) || c.Seed == 0 || c.Topic == "" {
 				return fmt.Sprintf("defaults: %+v", c)
 			}
 			return ""
 		}},
-		{args: []string{"--seed", "7", "--duration", "15s", "--nemesis", "kill,pause"}, check: func(c *verifyConfig) string {
-			if c.seed != 7 || c.duration != 15*time.Second || !reflect.DeepEqual(c.nemesis, []faultKind{faultKill, faultPause}) || c.topic != "verify-7-1767323045" {
+		{args: []string{"--seed", "7", "--duration", "15s", "--nemesis", "kill,pause"}, check: func(c *chaos.Config) string {
+			if c.Seed != 7 || c.Duration != 15*time.Second || !reflect.DeepEqual(c.Nemesis, []chaos.FaultKind{chaos.FaultKill, chaos.FaultPause}) || c.Topic != "verify-7-1767323045" {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}},
-		{args: []string{"--acks", "1"}, check: func(c *verifyConfig) string {
-			if c.acks != verify.AcksLeader || c.idempotent {
+		{args: []string{"--acks", "1"}, check: func(c *chaos.Config) string {
+			if c.Acks != verify.AcksLeader || c.Idempotent {
 				return "acks=1 must turn idempotence off"
 			}
 			return ""
 		}},
-		{args: []string{"--acks", "-1"}, check: func(c *verifyConfig) string {
-			if c.acks != verify.AcksAll {
+		{args: []string{"--acks", "-1"}, check: func(c *chaos.Config) string {
+			if c.Acks != verify.AcksAll {
 				return "-1 means all"
 			}
 			return ""
 		}},
-		{args: []string{"--idempotent=false"}, check: func(c *verifyConfig) string {
-			if c.idempotent {
+		{args: []string{"--idempotent=false"}, check: func(c *chaos.Config) string {
+			if c.Idempotent {
 				return "idempotence stayed on"
 			}
 			return ""
 		}},
-		{args: []string{"--nemesis", "partition,kill,disk"}, check: func(c *verifyConfig) string {
-			want := []faultKind{faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultKill, faultCorrupt, faultDiskFull}
-			if !reflect.DeepEqual(c.nemesis, want) {
-				return fmt.Sprintf("groups expand to %v, want %v", c.nemesis, want)
+		{args: []string{"--nemesis", "partition,kill,disk"}, check: func(c *chaos.Config) string {
+			want := []chaos.FaultKind{chaos.FaultIsolateLeader, chaos.FaultIsolateController, chaos.FaultIsolateMinority, chaos.FaultCutClients, chaos.FaultKill, chaos.FaultCorrupt, chaos.FaultDiskFull}
+			if !reflect.DeepEqual(c.Nemesis, want) {
+				return fmt.Sprintf("groups expand to %v, want %v", c.Nemesis, want)
 			}
 			return ""
 		}},
-		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein"}, check: func(c *verifyConfig) string {
-			if !reflect.DeepEqual(c.nemesis, composeFaults) || c.nemesisName != joinKinds(composeFaults) {
-				return fmt.Sprintf("compose faults %v (%s), want %v", c.nemesis, c.nemesisName, composeFaults)
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein"}, check: func(c *chaos.Config) string {
+			if !reflect.DeepEqual(c.Nemesis, chaos.ComposeFaults) || c.NemesisName != chaos.JoinKinds(chaos.ComposeFaults) {
+				return fmt.Sprintf("compose faults %v (%s), want %v", c.Nemesis, c.NemesisName, chaos.ComposeFaults)
 			}
 			return ""
 		}},
-		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,partition"}, check: func(c *verifyConfig) string {
-			want := []faultKind{faultKill, faultIsolateLeader, faultIsolateController, faultIsolateMinority}
-			if !reflect.DeepEqual(c.nemesis, want) {
-				return fmt.Sprintf("a group keeps what Compose can do: %v, want %v", c.nemesis, want)
+		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,partition"}, check: func(c *chaos.Config) string {
+			want := []chaos.FaultKind{chaos.FaultKill, chaos.FaultIsolateLeader, chaos.FaultIsolateController, chaos.FaultIsolateMinority}
+			if !reflect.DeepEqual(c.Nemesis, want) {
+				return fmt.Sprintf("a group keeps what Compose can do: %v, want %v", c.Nemesis, want)
 			}
 			return ""
 		}},
 		{args: []string{"--compose", "skein"}, wantErr: "--compose needs --bootstrap-server"},
 		{args: []string{"--bootstrap-server", "127.0.0.1:11092", "--compose", "skein", "--nemesis", "kill,slow"}, wantErr: "slow is not available with --compose"},
-		{args: []string{"--nemesis", "none"}, check: func(c *verifyConfig) string {
-			if len(c.nemesis) != 0 {
+		{args: []string{"--nemesis", "none"}, check: func(c *chaos.Config) string {
+			if len(c.Nemesis) != 0 {
 				return "none has faults"
 			}
 			return ""
 		}},
-		{args: []string{"--bootstrap-server", "127.0.0.1:9092"}, check: func(c *verifyConfig) string {
-			if len(c.nemesis) != 0 || c.nemesisName != "none" {
+		{args: []string{"--bootstrap-server", "127.0.0.1:9092"}, check: func(c *chaos.Config) string {
+			if len(c.Nemesis) != 0 || c.NemesisName != "none" {
 				return "process faults against an outside cluster"
 			}
 			return ""
@@ -127,268 +117,5 @@ func TestParseVerifyFlags(t *testing.T) {
 				t.Error(msg)
 			}
 		})
-	}
-}
-
-func TestPlanFaultsIsDeterministicAndFits(t *testing.T) {
-	window := 60 * time.Second
-	a := planFaults(1, window, allFaults, 3)
-	if b := planFaults(1, window, allFaults, 3); !reflect.DeepEqual(a, b) {
-		t.Fatalf("same seed, different schedules:\n%v\n%v", a, b)
-	}
-	if len(a) == 0 {
-		t.Fatal("no faults in a minute")
-	}
-	differs := false
-	for seed := int64(2); seed < 10; seed++ {
-		if !reflect.DeepEqual(a, planFaults(seed, window, allFaults, 3)) {
-			differs = true
-		}
-	}
-	if !differs {
-		t.Error("every seed gives the same schedule")
-	}
-	for seed := int64(1); seed <= 200; seed++ {
-		window := time.Duration(5+rand.New(rand.NewPCG(uint64(seed), 1)).IntN(300)) * time.Second
-		kinds := [][]faultKind{allFaults, {faultKill}, {faultPause, faultRestart}, faultGroups["network"]}[seed%4]
-		var total time.Duration
-		for _, s := range planFaults(seed, window, kinds, 3) {
-			if !slices.Contains(kinds, s.kind) {
-				t.Fatalf("seed %d: fault %s not among %v", seed, s.kind, kinds)
-			}
-			if s.quiet < minQuiet || s.quiet > maxQuiet || s.broker < 0 || s.broker >= 3 {
-				t.Fatalf("seed %d: step out of bounds: %v", seed, s)
-			}
-			length := s.hold
-			switch {
-			case s.kind == faultRestart:
-				length = 3 * restartEstimate
-			case s.kind == faultCorrupt:
-				length = corruptEstimate
-			case s.hold < minHold || s.hold > maxHold:
-				t.Fatalf("seed %d: hold out of bounds: %v", seed, s)
-			case s.kind == faultSlow && (s.delay < minDelay || s.delay > maxDelay):
-				t.Fatalf("seed %d: delay out of bounds: %v", seed, s)
-			}
-			total += s.quiet + length
-		}
-		if total > window-finalQuiet {
-			t.Fatalf("seed %d: schedule of %v overruns the %v window", seed, total, window)
-		}
-	}
-}
-
-func TestPlanFaultsShortAndEmpty(t *testing.T) {
-	if p := planFaults(1, 15*time.Second, []faultKind{faultKill, faultPause}, 3); len(p) == 0 {
-		t.Error("a 15 s run gets no fault")
-	}
-	if p := planFaults(1, 2*time.Second, allFaults, 3); len(p) != 0 {
-		t.Errorf("a 2 s window holds %v", p)
-	}
-	if p := planFaults(1, time.Minute, nil, 3); len(p) != 0 {
-		t.Errorf("no kinds, yet %v", p)
-	}
-}
-
-func TestDefinitelyNotWritten(t *testing.T) {
-	// Only errors the broker answered and the client does not retry prove
-	// nothing was written; anything else may hide a write.
-	for _, tt := range []struct {
-		err  error
-		want bool
-	}{
-		{fmt.Errorf("wrapped: %w", kerr.InvalidRequest), true},
-		{kerr.NotEnoughReplicasAfterAppend, false},
-		{context.DeadlineExceeded, false},
-		{kerr.NotLeaderForPartition, false},
-		{kgo.ErrRecordTimeout, false},
-	} {
-		if got := definitelyNotWritten(tt.err); got != tt.want {
-			t.Errorf("definitelyNotWritten(%v) = %v, want %v", tt.err, got, tt.want)
-		}
-	}
-}
-
-// The bounded CI run: its seed's schedule holds a kill -9, a SIGSTOP and a
-// network partition longer than the brokers' session timeout (3 s), all
-// within ciVerifyDuration. TestCIVerifyScheduleHasEveryFault keeps it so.
-const (
-	ciVerifySeed     = 831
-	ciVerifyDuration = 20 * time.Second
-	ciVerifyNemesis  = "kill,pause,partition"
-)
-
-func TestCIVerifyScheduleHasEveryFault(t *testing.T) {
-	kinds, err := parseNemesis(ciVerifyNemesis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kill, pause, partition bool
-	for _, s := range planFaults(ciVerifySeed, ciVerifyDuration, kinds, localBrokers) {
-		switch {
-		case s.kind == faultKill:
-			kill = true
-		case s.kind == faultPause:
-			pause = true
-		case slices.Contains(faultGroups["partition"], s.kind) && s.hold > 3*time.Second:
-			partition = true
-		}
-	}
-	if !kill || !pause || !partition {
-		t.Fatalf("seed %d no longer schedules a kill (%v), a pause (%v) and a partition over 3 s (%v) in %v: pick another seed",
-			ciVerifySeed, kill, pause, partition, ciVerifyDuration)
-	}
-}
-
-// TestVerifyLocalCluster runs a short verify against real broker
-// processes with kill, pause and partition faults. It takes about half a
-// minute, so it runs only when asked: SKEINTEST_VERIFY=1 go test ./cmd/skein -run TestVerifyLocalCluster
-func TestVerifyLocalCluster(t *testing.T) {
-	if testing.Short() || os.Getenv("SKEINTEST_VERIFY") != "1" {
-		t.Skip("set SKEINTEST_VERIFY=1 (and no -short) to run verify against a local cluster")
-	}
-	// The test's variables are SKEINTEST_*, not SKEIN_*: the brokers
-	// inherit the environment and read every SKEIN_* variable as a server
-	// property, refusing unknown ones.
-	outDir := os.Getenv("SKEINTEST_VERIFY_OUT")
-	bin := filepath.Join(t.TempDir(), "skein")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build skein: %v\n%s", err, out)
-	}
-	port := freeBasePort(t)
-	// SKEINTEST_VERIFY_OUT keeps the history, timeline and broker logs after
-	// the test (for CI artifacts); by default they go with the test.
-	out := outDir
-	if out == "" {
-		out = t.TempDir()
-	}
-	cfg, err := parseVerifyFlags([]string{"--duration", ciVerifyDuration.String(), "--seed", fmt.Sprint(ciVerifySeed), "--nemesis", ciVerifyNemesis, "--rate", "100",
-		"--port", fmt.Sprint(port), "--out", out}, streams{out: os.Stdout, err: os.Stderr}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.bin = bin
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var logs bytes.Buffer
-	h, err := runVerifyWorkload(ctx, cfg, streams{out: &logs, err: &logs})
-	if err != nil {
-		t.Fatalf("verify: %v\n%s", err, logs.String())
-	}
-	res := verify.Check(h)
-	verdict := res.Verdict(h.Meta)
-	t.Log(verdict)
-	if !res.Valid || res.Counts[verify.Lost] != 0 || res.Counts[verify.Duplicated] != 0 || !h.Meta.DrainComplete {
-		t.Fatalf("verify found problems (data in %s):\n%s\n%s", out, verdict, logs.String())
-	}
-	if res.Acked == 0 || res.ReadValues < res.Acked {
-		t.Fatalf("too little traffic checked:\n%s", verdict)
-	}
-	// The group consumed too, split between its members, committing.
-	if h.Meta.GroupMembers != 2 || res.GroupReads < res.Acked || res.Rebalances < 2 || res.Commits == 0 {
-		t.Fatalf("the group consumed too little:\n%s", verdict)
-	}
-	readers := map[int]bool{}
-	for _, e := range h.Events {
-		if e.Type == verify.EventRead && e.Group != "" {
-			readers[e.Consumer] = true
-		}
-	}
-	if !readers[3] || !readers[4] {
-		t.Fatalf("group members that read: %v, want both 3 and 4:\n%s", readers, verdict)
-	}
-	var notes []string
-	for _, e := range h.Events {
-		if e.Type == verify.EventFaultStart {
-			notes = append(notes, e.Note)
-		}
-	}
-	all := strings.Join(notes, "\n")
-	for _, want := range []string{"kill -9", "SIGSTOP", "isolate"} {
-		if !strings.Contains(all, want) {
-			t.Fatalf("no %q fault was inflicted; faults:\n%s\n%s", want, all, logs.String())
-		}
-	}
-	// Every broker dialled every other through the proxies, from its own
-	// address, and so did the producers: a partition cut what it meant to.
-	for _, link := range []string{"n1->n2", "n2->n3", "n3->n1", "p1->n1", "c1->n2", "c3->n1"} {
-		if h.Meta.Connections[link] == 0 {
-			t.Errorf("no connection on link %s went through the proxies: %v", link, h.Meta.Connections)
-		}
-	}
-	if err := reportVerify(cfg, h, streams{out: &logs, err: &logs}); err != nil {
-		t.Fatalf("report: %v", err)
-	}
-	for _, name := range []string{"history.json", "timeline.html", "verdict.txt"} {
-		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
-			t.Errorf("no %s: %v", name, err)
-		}
-	}
-}
-
-// freeBasePort reserves a base port whose client and controller ports
-// (base+100*i and +1) are free on every node's and proxy's address, for
-// the whole test (see internal/testport for why reserving matters).
-func freeBasePort(t *testing.T) int {
-	t.Helper()
-	var offsets []int
-	hosts := []string{proxyHost}
-	for i := range localBrokers {
-		offsets = append(offsets, 100*i, 100*i+1)
-		hosts = append(hosts, nodeHost(i))
-	}
-	return testport.Block(t, offsets, testport.FreeOn(hosts...))
-}
-
-func TestSourceNameTellsNodesAndClientsApart(t *testing.T) {
-	for _, tt := range []struct {
-		ip   string
-		want string
-	}{
-		{"127.0.1.1", "n1"}, {"127.0.1.3", "n3"}, {"127.0.2.7", "p7"}, {"127.0.3.2", "c2"},
-		{"127.0.0.1", otherSource}, {"10.0.1.1", otherSource}, {"127.0.1.0", otherSource}, {"::1", otherSource},
-	} {
-		if got := sourceName(&net.TCPAddr{IP: net.ParseIP(tt.ip), Port: 5000}); got != tt.want {
-			t.Errorf("sourceName(%s) = %q, want %q", tt.ip, got, tt.want)
-		}
-	}
-	if got := sourceName(&net.UnixAddr{Name: "x"}); got != otherSource {
-		t.Errorf("a unix address is named %q", got)
-	}
-	if nodeHost(0) != "127.0.1.1" || sourceName(&net.TCPAddr{IP: net.ParseIP(nodeHost(2))}) != nodeName(2) {
-		t.Error("nodeHost and sourceName disagree")
-	}
-}
-
-func TestDamageSegment(t *testing.T) {
-	dir := t.TempDir()
-	first := bytes.Repeat([]byte{0xaa}, 100)
-	last := bytes.Repeat([]byte{0xbb}, 90)
-	for name, data := range map[string][]byte{"00000000000000000000.log": first, "00000000000000000042.log": last, "00000000000000000000.index": {1, 2}} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := damageSegment(dir, false); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(filepath.Join(dir, "00000000000000000000.log"))
-	diff := 0
-	for i := range got {
-		if got[i] != first[i] {
-			diff++
-		}
-	}
-	if len(got) != len(first) || diff != 1 {
-		t.Fatalf("flip: the oldest segment has %d bytes, %d changed; want %d bytes, 1 changed", len(got), diff, len(first))
-	}
-	if _, err := damageSegment(dir, true); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "00000000000000000042.log")); len(got) != 60 {
-		t.Fatalf("truncate: the newest segment has %d bytes, want 60", len(got))
-	}
-	if _, err := damageSegment(t.TempDir(), false); err == nil {
-		t.Fatal("an empty directory was damaged")
 	}
 }

@@ -6,81 +6,73 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skein-log/skein/internal/devcluster"
 )
 
 // processCluster is n real `skein server` processes on 127.0.0.1, every
 // one broker and controller, for faults an in-process broker cannot
 // suffer: SIGKILL, and SIGSTOP (a process that stops fetching and
-// heartbeating but keeps its sockets open).
+// heartbeating but keeps its sockets open). The processes are the ones
+// `skein dev` runs (internal/devcluster), on ports of the test's own.
 type processCluster struct {
 	t     testing.TB
-	bin   string
-	props [][]string // --override arguments per node
-	addrs []string   // PLAINTEXT addresses, fixed across restarts
-	admin []string   // admin HTTP addresses (/metrics), fixed across restarts
-	procs []*clusterProcess
-}
-
-// clusterProcess is one running node.
-type clusterProcess struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *logWatcher
+	c     *devcluster.Cluster
+	addrs []string      // PLAINTEXT addresses, fixed across restarts
+	admin []string      // admin HTTP addresses (/metrics), fixed across restarts
+	logs  []*logWatcher // each node's log since its last start
 }
 
 // processRegisterTimeout bounds how long a node may take to register
 // with the controller after it starts.
 const processRegisterTimeout = 30 * time.Second
 
+// processClusterProps are the properties every node runs with: JSON logs
+// for the watchers, failure detection shortened from Kafka's defaults so
+// faults show in seconds, and Kafka's own defaults where `skein dev`
+// chooses others for a person's convenience.
+var processClusterProps = map[string]string{
+	"log.format":                       "json",
+	"broker.heartbeat.interval.ms":     "200",
+	"broker.session.timeout.ms":        "3000",
+	"replica.lag.time.max.ms":          "2000",
+	"replica.fetch.wait.max.ms":        "100",
+	"offsets.topic.replication.factor": "3",
+	"default.replication.factor":       "1",
+	"min.insync.replicas":              "1",
+}
+
 // startProcessCluster starts n nodes and waits until each registered with
 // the controller. extra properties override the defaults on every node.
 func startProcessCluster(t testing.TB, n int, extra map[string]string) *processCluster {
 	t.Helper()
-	pc := &processCluster{t: t, bin: skeinBinary(t), props: make([][]string, n), addrs: make([]string, n), admin: make([]string, n), procs: make([]*clusterProcess, n)}
-	dir := t.TempDir()
-	ctrlPorts, clientPorts := make([]int, n), make([]int, n)
-	var voters []string
+	pc := &processCluster{t: t, logs: make([]*logWatcher, n)}
+	ports := make([]devcluster.Ports, n)
 	for i := range n {
-		ctrlPorts[i], clientPorts[i] = freePort(t), freePort(t)
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
+		ports[i] = devcluster.Ports{Client: freePort(t), Controller: freePort(t), Admin: freePort(t)}
+		pc.addrs = append(pc.addrs, fmt.Sprintf("127.0.0.1:%d", ports[i].Client))
+		pc.admin = append(pc.admin, fmt.Sprintf("127.0.0.1:%d", ports[i].Admin))
 	}
-	for i := range n {
-		pc.admin[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		props := map[string]string{
-			"node.id":                          strconv.Itoa(i + 1),
-			"cluster.id":                       "skein-process-cluster",
-			"listeners":                        fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", clientPorts[i], ctrlPorts[i]),
-			"controller.quorum.voters":         strings.Join(voters, ","),
-			"log.dirs":                         filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
-			"log.format":                       "json",
-			"broker.heartbeat.interval.ms":     "200",
-			"broker.session.timeout.ms":        "3000",
-			"replica.lag.time.max.ms":          "2000",
-			"replica.fetch.wait.max.ms":        "100",
-			"offsets.topic.replication.factor": "3",
-			"admin.listeners":                  "http://" + pc.admin[i],
-		}
-		for k, v := range extra {
-			props[k] = v
-		}
-		for k, v := range props {
-			pc.props[i] = append(pc.props[i], "--override", k+"="+v)
-		}
-		pc.addrs[i] = fmt.Sprintf("127.0.0.1:%d", clientPorts[i])
+	props := maps.Clone(processClusterProps)
+	maps.Copy(props, extra)
+	c, err := devcluster.New(devcluster.Config{Bin: skeinBinary(t), Dir: t.TempDir(), Brokers: n, ClusterID: "skein-process-cluster",
+		Ports: func(i int) devcluster.Ports { return ports[i] }, Props: props,
+		Output: func(i int) io.Writer { return pc.logs[i] }})
+	if err != nil {
+		t.Fatal(err)
 	}
+	pc.c = c
 	t.Cleanup(func() {
-		for i := range pc.procs {
-			pc.kill(i)
+		for i := range n {
+			c.Kill(i)
 		}
 	})
 	for i := range n {
@@ -95,36 +87,29 @@ func startProcessCluster(t testing.TB, n int, extra map[string]string) *processC
 // launch starts node i without waiting for it.
 func (pc *processCluster) launch(i int) {
 	pc.t.Helper()
-	cmd := exec.Command(pc.bin, append([]string{"server"}, pc.props[i]...)...)
-	p := &clusterProcess{cmd: cmd, exited: make(chan struct{}), log: newLogWatcher()}
+	pc.logs[i] = newLogWatcher()
 	if testing.Verbose() {
 		// Like the in-process brokers, show the nodes' logs with -v.
-		p.log.echo = os.Stderr
+		pc.logs[i].echo = os.Stderr
 	}
-	cmd.Stderr = p.log
-	if err := cmd.Start(); err != nil {
-		pc.t.Fatalf("start node %d: %v", i+1, err)
+	if err := pc.c.Start(i); err != nil {
+		pc.t.Fatal(err)
 	}
-	go func() {
-		cmd.Wait() // a killed process's exit status is expected
-		close(p.exited)
-	}()
-	pc.procs[i] = p
 }
 
 // awaitRegistered waits for node i's "registered with the controller" log
 // line (the event: its client listener accepts connections from then on).
 func (pc *processCluster) awaitRegistered(i int) {
 	pc.t.Helper()
-	p := pc.procs[i]
+	log := pc.logs[i]
 	timer := time.NewTimer(processRegisterTimeout)
 	defer timer.Stop()
 	select {
-	case <-p.log.seen("registered with the controller"):
-	case <-p.exited:
-		pc.t.Fatalf("node %d exited before it registered:\n%s", i+1, p.log.tail())
+	case <-log.seen("registered with the controller"):
+	case <-pc.c.Exited(i):
+		pc.t.Fatalf("node %d exited before it registered:\n%s", i+1, log.tail())
 	case <-timer.C:
-		pc.t.Fatalf("node %d did not register within %v:\n%s", i+1, processRegisterTimeout, p.log.tail())
+		pc.t.Fatalf("node %d did not register within %v:\n%s", i+1, processRegisterTimeout, log.tail())
 	}
 }
 
@@ -138,27 +123,15 @@ func (pc *processCluster) start(i int) {
 
 // kill sends SIGKILL to node i and waits until it is gone. It does
 // nothing if the node is not running.
-func (pc *processCluster) kill(i int) {
-	p := pc.procs[i]
-	if p == nil {
-		return
-	}
-	p.cmd.Process.Kill()
-	<-p.exited
-	pc.procs[i] = nil
-}
+func (pc *processCluster) kill(i int) { pc.c.Kill(i) }
 
 // pause sends SIGSTOP to node i and waits until it has stopped: it stops
 // fetching and heartbeating, but its sockets stay open, so nothing
 // notices until a timeout. Once pause returns the node sends nothing more.
 func (pc *processCluster) pause(i int) {
 	pc.t.Helper()
-	p := pc.procs[i].cmd.Process
-	if err := p.Signal(syscall.SIGSTOP); err != nil {
-		pc.t.Fatalf("SIGSTOP node %d: %v", i+1, err)
-	}
-	if err := waitStopped(p.Pid); err != nil {
-		pc.t.Fatalf("node %d did not stop: %v", i+1, err)
+	if err := pc.c.Pause(i); err != nil {
+		pc.t.Fatal(err)
 	}
 }
 
@@ -209,8 +182,8 @@ func (pc *processCluster) awaitGauge(ctx context.Context, i int, series string, 
 // resume sends SIGCONT to node i.
 func (pc *processCluster) resume(i int) {
 	pc.t.Helper()
-	if err := pc.procs[i].cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		pc.t.Fatalf("SIGCONT node %d: %v", i+1, err)
+	if err := pc.c.Resume(i); err != nil {
+		pc.t.Fatal(err)
 	}
 }
 

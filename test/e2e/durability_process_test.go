@@ -3,28 +3,23 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
+	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skein-log/skein/internal/devcluster"
 )
 
-// skeinProcess is a real `skein server` process on 127.0.0.1, for tests that
-// kill -9 it. It restarts on the same data directory and client port.
+// skeinProcess is a real `skein server` process on 127.0.0.1 (a
+// one-node internal/devcluster), for tests that kill -9 it. It restarts
+// on the same data directory and ports.
 type skeinProcess struct {
 	t       testing.TB
-	bin     string
-	dataDir string
-	// port is the PLAINTEXT port: 0 (the kernel picks) on the first start,
-	// then pinned to what that start bound, so clients find the broker
-	// again after a restart.
-	port int
-
-	cmd     *exec.Cmd
+	c       *devcluster.Cluster
+	port    int // the PLAINTEXT port
 	watcher *stderrWatcher
-	exited  chan struct{} // closed when the running process has exited
 }
 
 // processStartTimeout bounds how long a start may take to log "broker
@@ -35,7 +30,15 @@ const processStartTimeout = 30 * time.Second
 // cluster (broker and controller) process; it is killed when the test ends.
 func startSkeinProcess(t testing.TB) *skeinProcess {
 	t.Helper()
-	p := &skeinProcess{t: t, bin: skeinBinary(t), dataDir: t.TempDir(), port: freePort(t)}
+	p := &skeinProcess{t: t, port: freePort(t)}
+	ports := devcluster.Ports{Client: p.port, Controller: freePort(t)}
+	c, err := devcluster.New(devcluster.Config{Bin: skeinBinary(t), Dir: t.TempDir(), Brokers: 1,
+		Ports: func(int) devcluster.Ports { return ports }, Props: map[string]string{"log.format": "json"},
+		Output: func(int) io.Writer { return p.watcher }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.c = c
 	t.Cleanup(p.kill)
 	p.start()
 	return p
@@ -50,24 +53,9 @@ func (p *skeinProcess) addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port
 func (p *skeinProcess) start() {
 	p.t.Helper()
 	p.watcher = &stderrWatcher{started: make(chan startedLine, 1)}
-	p.cmd = exec.Command(p.bin, "server",
-		"--override", "node.id=1",
-		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:0", p.port),
-		"--override", "log.dirs="+filepath.Join(p.dataDir, "broker-1"),
-		"--override", "log.format=json",
-		"--override", "offsets.topic.replication.factor=1",
-	)
-	p.cmd.Stderr = p.watcher
-	if err := p.cmd.Start(); err != nil {
+	if err := p.c.Start(0); err != nil {
 		p.t.Fatalf("start skein: %v", err)
 	}
-	exited := make(chan struct{})
-	p.exited = exited
-	cmd := p.cmd
-	go func() {
-		cmd.Wait() // the exit status of a killed process is expected
-		close(exited)
-	}()
 	timer := time.NewTimer(processStartTimeout)
 	defer timer.Stop()
 	select {
@@ -79,7 +67,7 @@ func (p *skeinProcess) start() {
 		if port != p.port {
 			p.t.Fatalf("skein started on port %d, want %d", port, p.port)
 		}
-	case <-exited:
+	case <-p.c.Exited(0):
 		p.t.Fatalf("skein exited before it started:\n%s", p.watcher.tail())
 	case <-timer.C:
 		p.t.Fatalf("skein did not start within %v:\n%s", processStartTimeout, p.watcher.tail())
@@ -88,14 +76,7 @@ func (p *skeinProcess) start() {
 
 // kill sends SIGKILL (no chance to flush or close anything) and waits for
 // the process to be gone. It does nothing if the process is not running.
-func (p *skeinProcess) kill() {
-	if p.cmd == nil {
-		return
-	}
-	p.cmd.Process.Kill()
-	<-p.exited
-	p.cmd = nil
-}
+func (p *skeinProcess) kill() { p.c.Kill(0) }
 
 // startedLine is the part of the JSON "broker started" log line we read.
 type startedLine struct {

@@ -1,8 +1,9 @@
-package main
+package devcluster
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -14,18 +15,18 @@ import (
 // steadyBeforeKill is how long the producer writes before each kill.
 const steadyBeforeKill = 6 * time.Second
 
-// measureFailover kills the leader of a replicated partition runs times
+// MeasureFailover kills the leader of a replicated partition runs times
 // and reports, for each, the time from the kill -9 to the first acks=all
 // write acknowledged by the new leader, as a producer with default
-// settings sees it.
-func (c *devCluster) measureFailover(runs int) error {
+// settings sees it. It ends early when ctx does (Ctrl-C).
+func (c *Cluster) MeasureFailover(ctx context.Context, runs int, out io.Writer) error {
 	const topic = "failover-bench"
-	if c.n < 3 {
+	if c.cfg.Brokers < 3 {
 		return fmt.Errorf("measuring failover needs at least 3 brokers")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*90*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(runs)*90*time.Second)
 	defer cancel()
-	admCl, err := c.client()
+	admCl, err := c.Client()
 	if err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func (c *devCluster) measureFailover(runs int) error {
 	// One long-lived producer with default settings, as an application
 	// would have: its metadata is as old as its last refresh, not fresh
 	// from a warm-up (franz-go refreshes at most every MetadataMinAge, 5 s).
-	cl, err := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
 	}
@@ -47,8 +48,8 @@ func (c *devCluster) measureFailover(runs int) error {
 	for run := 0; run < runs; run++ {
 		var leader int32
 		var isr []int32
-		if err := waitFor(ctx, "a full ISR", func() bool {
-			leader, _, isr, err = c.partitionState(ctx, topic, 0)
+		if err := WaitFor(ctx, "a full ISR", func() bool {
+			leader, _, isr, err = c.PartitionState(ctx, topic, 0)
 			return err == nil && leader > 0 && len(isr) == 3
 		}); err != nil {
 			return err
@@ -64,20 +65,20 @@ func (c *devCluster) measureFailover(runs int) error {
 			time.Sleep(10 * time.Millisecond) // the steady workload's pace
 		}
 		killedAt := time.Now()
-		c.kill(int(leader) - 1)
+		c.Kill(int(leader) - 1)
 		err = cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("after-kill-" + strconv.Itoa(run))}).FirstErr()
 		took := time.Since(killedAt)
 		if err != nil {
 			return fmt.Errorf("run %d: produce after killing broker %d: %w", run+1, leader, err)
 		}
 		times = append(times, took)
-		fmt.Fprintf(c.out, "run %d: killed broker %d, first acks=all write acknowledged after %v\n", run+1, leader, took.Round(time.Millisecond))
-		if err := c.start(int(leader) - 1); err != nil {
+		fmt.Fprintf(out, "run %d: killed broker %d, first acks=all write acknowledged after %v\n", run+1, leader, took.Round(time.Millisecond))
+		if err := c.Start(int(leader) - 1); err != nil {
 			return err
 		}
 	}
 	slices.Sort(times)
-	fmt.Fprintf(c.out, "failover over %d kills: median %v, max %v, min %v\n", len(times),
+	fmt.Fprintf(out, "failover over %d kills: median %v, max %v, min %v\n", len(times),
 		times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), times[0].Round(time.Millisecond))
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -31,22 +31,22 @@ const (
 // progress tracker; assigned consumers are numbered from 1.
 const groupProgressID = 0
 
-// runGroupMember consumes the topic as member id of group cfg.group until
+// runGroupMember consumes the topic as member id of group cfg.Group until
 // ctx ends: cooperative-sticky assignment, offsets committed explicitly
 // after each poll is recorded. Rebalances wait while a poll is being
 // recorded and committed (BlockRebalanceOnPoll), so a partition changes
 // hands only at a commit the history holds: the next owner must resume
 // there or earlier.
-func runGroupMember(ctx context.Context, id int, cfg *verifyConfig, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
+func runGroupMember(ctx context.Context, id int, cfg *Config, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
 	changed := func(typ verify.EventType, note string) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-			ps := slices.Sorted(slices.Values(parts[cfg.topic]))
+			ps := slices.Sorted(slices.Values(parts[cfg.Topic]))
 			if len(ps) > 0 {
-				rec.add(verify.Event{Type: typ, Consumer: id, Group: cfg.group, Partitions: ps, Note: note})
+				rec.add(verify.Event{Type: typ, Consumer: id, Group: cfg.Group, Partitions: ps, Note: note})
 			}
 		}
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(cfg.group), kgo.ConsumeTopics(cfg.topic),
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat), kgo.RebalanceTimeout(groupRebalanceTimeout),
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -66,9 +66,9 @@ func runGroupMember(ctx context.Context, id int, cfg *verifyConfig, seeds []stri
 		records := fetches.Records()
 		if len(records) > 0 || len(errs) > 0 {
 			poll++
-			rec.addAt(now, verify.Event{Type: verify.EventPoll, Consumer: id, Group: cfg.group, Poll: poll, Err: strings.Join(errs, "; ")})
+			rec.addAt(now, verify.Event{Type: verify.EventPoll, Consumer: id, Group: cfg.Group, Poll: poll, Err: strings.Join(errs, "; ")})
 			for _, r := range records {
-				rec.addAt(now, verify.Event{Type: verify.EventRead, Consumer: id, Group: cfg.group, Poll: poll, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+				rec.addAt(now, verify.Event{Type: verify.EventRead, Consumer: id, Group: cfg.Group, Poll: poll, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 				prog.advance(groupProgressID, r.Partition, r.Offset+1)
 			}
 			commitPolled(ctx, cl, id, cfg, rec)
@@ -80,13 +80,13 @@ func runGroupMember(ctx context.Context, id int, cfg *verifyConfig, seeds []stri
 
 // commitPolled commits what the member has polled, recording each
 // partition's commit before it is sent and its answer after.
-func commitPolled(ctx context.Context, cl *kgo.Client, id int, cfg *verifyConfig, rec *recorder) {
+func commitPolled(ctx context.Context, cl *kgo.Client, id int, cfg *Config, rec *recorder) {
 	offsets := cl.UncommittedOffsets()
-	if len(offsets[cfg.topic]) == 0 {
+	if len(offsets[cfg.Topic]) == 0 {
 		return
 	}
-	for p, eo := range offsets[cfg.topic] {
-		rec.add(verify.Event{Type: verify.EventCommit, Consumer: id, Group: cfg.group, Partition: p, Offset: eo.Offset})
+	for p, eo := range offsets[cfg.Topic] {
+		rec.add(verify.Event{Type: verify.EventCommit, Consumer: id, Group: cfg.Group, Partition: p, Offset: eo.Offset})
 	}
 	cctx, cancel := context.WithTimeout(ctx, groupCommitTimeout)
 	defer cancel()
@@ -94,7 +94,7 @@ func commitPolled(ctx context.Context, cl *kgo.Client, id int, cfg *verifyConfig
 		answered := map[int32]error{}
 		if err == nil {
 			for _, t := range resp.Topics {
-				if t.Topic != cfg.topic {
+				if t.Topic != cfg.Topic {
 					continue
 				}
 				for _, p := range t.Partitions {
@@ -102,7 +102,7 @@ func commitPolled(ctx context.Context, cl *kgo.Client, id int, cfg *verifyConfig
 				}
 			}
 		}
-		for p, eo := range offsets[cfg.topic] {
+		for p, eo := range offsets[cfg.Topic] {
 			perr, ok := answered[p]
 			switch {
 			case err != nil:
@@ -110,7 +110,7 @@ func commitPolled(ctx context.Context, cl *kgo.Client, id int, cfg *verifyConfig
 			case !ok:
 				perr = errors.New("no answer for the partition")
 			}
-			e := verify.Event{Type: verify.EventCommitDone, Consumer: id, Group: cfg.group, Partition: p, Offset: eo.Offset}
+			e := verify.Event{Type: verify.EventCommitDone, Consumer: id, Group: cfg.Group, Partition: p, Offset: eo.Offset}
 			if perr != nil {
 				e.Err = perr.Error()
 			}

@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/skein-log/skein/internal/devcluster"
 	"github.com/skein-log/skein/internal/faultnet"
 )
 
@@ -65,20 +66,20 @@ func sourceName(a net.Addr) string {
 	return otherSource
 }
 
-// verifyNetwork is the proxies in front of a local cluster.
-type verifyNetwork struct {
+// faultNetwork is the proxies in front of a local cluster.
+type faultNetwork struct {
 	net   *faultnet.Net
 	nodes []string // node names, by index
 }
 
-// startVerifyNetwork starts a client and a controller proxy for each node
-// of c, where c's addresses say the nodes are.
-func startVerifyNetwork(c *devCluster) (*verifyNetwork, error) {
-	vn := &verifyNetwork{net: faultnet.New(sourceName)}
-	for i := range c.n {
+// startFaultNetwork starts a client and a controller proxy for each of
+// n nodes, where the cluster's addresses say the nodes are.
+func startFaultNetwork(ports func(i int) devcluster.Ports, n int) (*faultNetwork, error) {
+	vn := &faultNetwork{net: faultnet.New(sourceName)}
+	for i := range n {
 		name := nodeName(i)
 		vn.nodes = append(vn.nodes, name)
-		for _, port := range []int{c.clientPort(i), c.ctrlPort(i)} {
+		for _, port := range []int{ports(i).Client, ports(i).Controller} {
 			p := strconv.Itoa(port)
 			if _, err := vn.net.Listen(net.JoinHostPort(proxyHost, p), name, net.JoinHostPort(nodeHost(i), p)); err != nil {
 				vn.net.Close()
@@ -90,11 +91,11 @@ func startVerifyNetwork(c *devCluster) (*verifyNetwork, error) {
 }
 
 // nodeProps are the properties that put node i behind its proxies.
-func (vn *verifyNetwork) nodeProps(c *devCluster, i int) map[string]string {
+func (vn *faultNetwork) nodeProps(i int, p devcluster.Ports) map[string]string {
 	host := nodeHost(i)
 	return map[string]string{
-		"listeners":             fmt.Sprintf("PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, c.clientPort(i), host, c.ctrlPort(i)),
-		"advertised.listeners":  fmt.Sprintf("PLAINTEXT://%s:%d", proxyHost, c.clientPort(i)),
+		"listeners":             fmt.Sprintf("PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, p.Client, host, p.Controller),
+		"advertised.listeners":  fmt.Sprintf("PLAINTEXT://%s:%d", proxyHost, p.Client),
 		"outbound.bind.address": host,
 	}
 }
@@ -109,7 +110,7 @@ func clientDialer(local string) kgo.Opt {
 }
 
 // others returns every node name but the given ones.
-func (vn *verifyNetwork) others(isolated ...string) []string {
+func (vn *faultNetwork) others(isolated ...string) []string {
 	var out []string
 	for _, n := range vn.nodes {
 		keep := true

@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const (
 // them over the partitions in turn, and records every send and outcome.
 type verifyProducer struct {
 	id         int
-	cfg        *verifyConfig
+	cfg        *Config
 	rec        *recorder
 	cl         *kgo.Client
 	seq        int64
@@ -36,31 +36,36 @@ type verifyProducer struct {
 }
 
 // extra options (a dialer) come after the producer's own.
-func newVerifyProducer(id int, cfg *verifyConfig, seeds []string, rec *recorder, extra ...kgo.Opt) (*verifyProducer, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(cfg.topic),
+func newVerifyProducer(id int, cfg *Config, seeds []string, rec *recorder, extra ...kgo.Opt) (*verifyProducer, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(maxBufferedPerProducer),
 		// Tiny batches, sent at once: more requests in flight when a fault
 		// strikes is more for the checker to see.
 		kgo.ProducerLinger(0)}
-	acks, err := parseAcks(string(cfg.acks))
-	if err != nil {
-		return nil, err
+	switch cfg.Acks {
+	case verify.AcksAll:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case verify.AcksLeader:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case verify.AcksNone:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	default:
+		return nil, fmt.Errorf("acks %q: want all, 1 or 0", cfg.Acks)
 	}
-	opts = append(opts, acks...)
-	if !cfg.idempotent {
+	if !cfg.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("producer %d: %w", id, err)
 	}
-	return &verifyProducer{id: id, cfg: cfg, rec: rec, cl: cl, partitions: int32(cfg.partitions)}, nil
+	return &verifyProducer{id: id, cfg: cfg, rec: rec, cl: cl, partitions: int32(cfg.Partitions)}, nil
 }
 
 // run sends until stop is closed. Records are produced under produceCtx,
 // which the caller cancels only to abandon what is still unanswered.
 func (p *verifyProducer) run(produceCtx context.Context, stop <-chan struct{}) {
-	interval := time.Second / time.Duration(p.cfg.rate)
+	interval := time.Second / time.Duration(p.cfg.Rate)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -91,7 +96,7 @@ func (p *verifyProducer) send(ctx context.Context) {
 			e.Type, e.Err, e.Definite = verify.EventFail, err.Error(), definitelyNotWritten(err)
 		} else {
 			e.Type, e.Partition, e.Offset = verify.EventAck, r.Partition, r.Offset
-			if p.cfg.acks == verify.AcksNone {
+			if p.cfg.Acks == verify.AcksNone {
 				e.Offset = -1 // acks=0 answers nothing, so the offset means nothing
 			}
 		}
@@ -186,12 +191,12 @@ func (p *progress) behind(consumers int, group bool, ends map[int32]int64) []str
 // runConsumer reads every partition from the beginning with an assigned
 // (not group) consumer until ctx ends, recording each non-empty poll and
 // every record read.
-func runConsumer(ctx context.Context, id int, cfg *verifyConfig, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
+func runConsumer(ctx context.Context, id int, cfg *Config, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
 	assign := map[int32]kgo.Offset{}
-	for p := range int32(cfg.partitions) {
+	for p := range int32(cfg.Partitions) {
 		assign[p] = kgo.NewOffset().AtStart()
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.topic: assign}),
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign}),
 		kgo.FetchMaxWait(500 * time.Millisecond)}
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {

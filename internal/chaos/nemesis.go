@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"syscall"
 	"time"
 
+	"github.com/skein-log/skein/internal/devcluster"
 	"github.com/skein-log/skein/internal/verify"
 )
 
@@ -28,7 +28,7 @@ const (
 type faultDriver interface {
 	// run follows plan until it ends, ctx ends or the next fault would not
 	// be over by deadline.
-	run(ctx context.Context, plan []faultStep, deadline time.Time) error
+	run(ctx context.Context, plan []FaultStep, deadline time.Time) error
 	// heal undoes every fault still in place; safe to call more than once.
 	heal() error
 	// waitWhole waits until every broker is registered again.
@@ -37,13 +37,13 @@ type faultDriver interface {
 	brokers() int
 }
 
-func (n *nemesis) waitWhole(ctx context.Context) error { return n.c.waitReady(ctx) }
-func (n *nemesis) brokers() int                        { return n.c.n }
+func (n *nemesis) waitWhole(ctx context.Context) error { return n.c.WaitReady(ctx) }
+func (n *nemesis) brokers() int                        { return n.c.Brokers() }
 
 // openFault is a fault inflicted and not yet undone.
 type openFault struct {
 	broker int // 0-based
-	kind   faultKind
+	kind   FaultKind
 }
 
 // faultBook numbers the faults a driver inflicts, records their start and
@@ -60,7 +60,7 @@ func newFaultBook(rec *recorder, log io.Writer) faultBook {
 }
 
 // begin records the start of a fault and returns its id.
-func (b *faultBook) begin(broker int, kind faultKind, note string) int {
+func (b *faultBook) begin(broker int, kind FaultKind, note string) int {
 	b.lastID++
 	b.open[b.lastID] = openFault{broker: broker, kind: kind}
 	b.rec.add(verify.Event{Type: verify.EventFaultStart, Fault: b.lastID, Broker: broker + 1, Note: note})
@@ -86,8 +86,8 @@ func (b *faultBook) endAll(name func(broker int) string) {
 // in the history, and can always heal them all.
 type nemesis struct {
 	faultBook
-	c         *devCluster
-	vn        *verifyNetwork // the fault proxies; nil: no network faults
+	c         *devcluster.Cluster
+	vn        *faultNetwork // the fault proxies; nil: no network faults
 	topic     string
 	parts     int
 	rf        int
@@ -95,26 +95,29 @@ type nemesis struct {
 	consumers int // assigned consumers and group members, all from the consumers' network
 	paused    []bool
 	limited   []bool // file size limited (disk-full)
+	// stopping: the run ends without its history being judged (Ctrl-C),
+	// so heal starts no broker that is down only to stop it again.
+	stopping bool
 }
 
-func newNemesis(c *devCluster, vn *verifyNetwork, rec *recorder, cfg *verifyConfig, log io.Writer) *nemesis {
-	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.topic, parts: cfg.partitions, rf: cfg.replicationFactor,
-		producers: cfg.producers, consumers: cfg.consumers + cfg.groupMembers, paused: make([]bool, c.n), limited: make([]bool, c.n)}
+func newNemesis(c *devcluster.Cluster, vn *faultNetwork, rec *recorder, cfg *Config, log io.Writer) *nemesis {
+	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.Topic, parts: cfg.Partitions, rf: cfg.ReplicationFactor,
+		producers: cfg.Producers, consumers: cfg.Consumers + cfg.GroupMembers, paused: make([]bool, c.Brokers()), limited: make([]bool, c.Brokers())}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be
 // over by deadline. It leaves faults in place only when ctx ends; heal
 // undoes them.
-func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time) error {
+func (n *nemesis) run(ctx context.Context, plan []FaultStep, deadline time.Time) error {
 	for _, s := range plan {
 		if !sleepCtx(ctx, s.quiet) {
 			return nil
 		}
 		length := s.hold
 		switch s.kind {
-		case faultRestart:
-			length = time.Duration(n.c.n) * restartEstimate
-		case faultCorrupt:
+		case FaultRestart:
+			length = time.Duration(n.c.Brokers()) * restartEstimate
+		case FaultCorrupt:
 			length = corruptEstimate
 		}
 		if time.Now().Add(length).After(deadline) {
@@ -122,17 +125,17 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 		}
 		var err error
 		switch s.kind {
-		case faultKill:
+		case FaultKill:
 			err = n.killFor(ctx, s.broker, s.hold)
-		case faultPause:
+		case FaultPause:
 			err = n.pauseFor(ctx, s.broker, s.hold)
-		case faultRestart:
+		case FaultRestart:
 			err = n.rollingRestart(ctx)
-		case faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultSlow:
+		case FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority, FaultCutClients, FaultSlow:
 			err = n.networkFault(ctx, s)
-		case faultCorrupt:
+		case FaultCorrupt:
 			err = n.corrupt(ctx, s)
-		case faultDiskFull:
+		case FaultDiskFull:
 			err = n.diskFullFor(ctx, s)
 		}
 		if err != nil {
@@ -144,12 +147,12 @@ func (n *nemesis) run(ctx context.Context, plan []faultStep, deadline time.Time)
 
 // begin records the start of a fault and returns its id.
 func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error {
-	id := n.begin(i, faultKill, fmt.Sprintf("kill -9 broker %d", i+1))
-	n.c.kill(i)
+	id := n.begin(i, FaultKill, fmt.Sprintf("kill -9 broker %d", i+1))
+	n.c.Kill(i)
 	if !sleepCtx(ctx, hold) {
 		return nil
 	}
-	if err := n.c.start(i); err != nil {
+	if err := n.c.Start(i); err != nil {
 		return fmt.Errorf("restart killed broker %d: %w", i+1, err)
 	}
 	n.end(id, fmt.Sprintf("started broker %d again", i+1))
@@ -157,20 +160,19 @@ func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error 
 }
 
 func (n *nemesis) pauseFor(ctx context.Context, i int, hold time.Duration) error {
-	p := n.c.procs[i]
-	if p == nil {
+	if !n.c.Running(i) {
 		return nil
 	}
-	id := n.begin(i, faultPause, fmt.Sprintf("pause broker %d (SIGSTOP)", i+1))
-	if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("SIGSTOP broker %d: %w", i+1, err)
+	id := n.begin(i, FaultPause, fmt.Sprintf("pause broker %d (SIGSTOP)", i+1))
+	if err := n.c.Pause(i); err != nil {
+		return err
 	}
 	n.paused[i] = true
 	if !sleepCtx(ctx, hold) {
 		return nil
 	}
-	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
-		return fmt.Errorf("SIGCONT broker %d: %w", i+1, err)
+	if err := n.c.Resume(i); err != nil {
+		return err
 	}
 	n.paused[i] = false
 	n.end(id, fmt.Sprintf("resumed broker %d (SIGCONT)", i+1))
@@ -181,15 +183,15 @@ func (n *nemesis) pauseFor(ctx context.Context, i int, hold time.Duration) error
 // shutdown: its leaderships move first), starts it again and waits for it
 // to be back in every ISR before moving on, as an operator would.
 func (n *nemesis) rollingRestart(ctx context.Context) error {
-	for i := range n.c.n {
+	for i := range n.c.Brokers() {
 		if ctx.Err() != nil {
 			return nil
 		}
-		id := n.begin(i, faultRestart, fmt.Sprintf("terminate broker %d (rolling restart)", i+1))
+		id := n.begin(i, FaultRestart, fmt.Sprintf("terminate broker %d (rolling restart)", i+1))
 		if err := n.terminate(i); err != nil {
 			return err
 		}
-		if err := n.c.start(i); err != nil {
+		if err := n.c.Start(i); err != nil {
 			return fmt.Errorf("start broker %d in the rolling restart: %w", i+1, err)
 		}
 		n.end(id, fmt.Sprintf("started broker %d again (rolling restart)", i+1))
@@ -206,21 +208,11 @@ func (n *nemesis) rollingRestart(ctx context.Context) error {
 // terminate sends SIGTERM to broker i and waits for it to exit, killing
 // it if its shutdown takes longer than terminateTimeout.
 func (n *nemesis) terminate(i int) error {
-	p := n.c.procs[i]
-	if p == nil {
-		return nil
+	killed, err := n.c.Terminate(i, terminateTimeout)
+	if killed {
+		fmt.Fprintf(n.log, "nemesis: broker %d did not stop within %v of SIGTERM; killed it\n", i+1, terminateTimeout)
 	}
-	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("SIGTERM broker %d: %w", i+1, err)
-	}
-	select {
-	case <-n.c.exited[i]:
-		n.c.procs[i] = nil
-	case <-time.After(terminateTimeout):
-		fmt.Fprintf(n.log, "nemesis: broker %d did not stop within %v of SIGTERM; killing it\n", i+1, terminateTimeout)
-		n.c.kill(i)
-	}
-	return nil
+	return err
 }
 
 // heal undoes every fault still in place: mends every link, lifts file
@@ -231,24 +223,24 @@ func (n *nemesis) heal() error {
 	if n.vn != nil {
 		n.vn.net.HealAll()
 	}
-	for i := range n.c.n {
-		if n.limited[i] && n.c.reapExited(i) {
+	for i := range n.c.Brokers() {
+		if n.limited[i] && n.c.ReapExited(i) {
 			n.limited[i] = false // it stopped on its full disk; started below
 		}
-		if n.limited[i] && n.c.procs[i] != nil {
-			if err := liftFileSizeLimit(n.c.procs[i].Process.Pid); err != nil && firstErr == nil {
+		if n.limited[i] && n.c.Running(i) {
+			if err := liftFileSizeLimit(n.c.Pid(i)); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("lift the file size limit of broker %d: %w", i+1, err)
 			}
 		}
 		n.limited[i] = false
-		if n.paused[i] && n.c.procs[i] != nil {
-			if err := n.c.procs[i].Process.Signal(syscall.SIGCONT); err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("SIGCONT broker %d: %w", i+1, err)
+		if n.paused[i] && n.c.Running(i) {
+			if err := n.c.Resume(i); err != nil && firstErr == nil {
+				firstErr = err
 			}
 		}
 		n.paused[i] = false
-		if n.c.procs[i] == nil {
-			if err := n.c.start(i); err != nil && firstErr == nil {
+		if !n.c.Running(i) && !n.stopping {
+			if err := n.c.Start(i); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("start broker %d: %w", i+1, err)
 			}
 		}
@@ -260,7 +252,7 @@ func (n *nemesis) heal() error {
 // waitFullISR waits until every partition of the topic has a leader and
 // all its replicas in sync.
 func (n *nemesis) waitFullISR(ctx context.Context) error {
-	return topicReady(ctx, n.c.addrs(), n.topic, n.parts, n.rf)
+	return topicReady(ctx, n.c.Addrs(), n.topic, n.parts, n.rf)
 }
 
 // sleepCtx waits for d; false when ctx ended first.

@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // diskFullBytes is the file size limit a disk-full fault sets: segments
 // already past it cannot grow, every append to them fails with EFBIG, as
 // appends fail with ENOSPC on a full disk. The verify cluster rolls
-// segments at verifySegmentBytes, well above it, so an active segment
+// segments at segmentBytes, well above it, so an active segment
 // soon passes it.
 const diskFullBytes = 32 << 10
 
@@ -20,42 +20,41 @@ const diskFullBytes = 32 << 10
 // lowering its RLIMIT_FSIZE (no privileges needed, unlike a small mount).
 // The broker must answer KAFKA_STORAGE_ERROR to writes it cannot make,
 // hand its partitions over and stop, and lose nothing it acknowledged.
-func (n *nemesis) diskFullFor(ctx context.Context, s faultStep) error {
+func (n *nemesis) diskFullFor(ctx context.Context, s FaultStep) error {
 	i := s.broker
-	p := n.c.procs[i]
-	if p == nil {
+	if !n.c.Running(i) {
 		return nil
 	}
 	// The limit holds for every file, the metadata log's too, and a
 	// metadata log that cannot be written halts the node. This fault is
 	// about partition logs (a failed one also stops the broker, after it
 	// hands over): skip a broker whose metadata log is near the limit.
-	metaDir := filepath.Join(n.c.dataDir, fmt.Sprintf("broker-%d", i+1), "__cluster_metadata-0")
+	metaDir := filepath.Join(n.c.Dir(), fmt.Sprintf("broker-%d", i+1), "__cluster_metadata-0")
 	if largest := largestFile(metaDir); largest > diskFullBytes/2 {
 		fmt.Fprintf(n.log, "nemesis: skipping disk-full on broker %d: its metadata log holds a %d-byte file, near the %d-byte limit\n", i+1, largest, diskFullBytes)
 		return nil
 	}
-	id := n.begin(i, faultDiskFull, fmt.Sprintf("fill the disk of broker %d (files may not grow past %d KiB)", i+1, diskFullBytes>>10))
-	if err := limitFileSize(p.Process.Pid, diskFullBytes); err != nil {
+	id := n.begin(i, FaultDiskFull, fmt.Sprintf("fill the disk of broker %d (files may not grow past %d KiB)", i+1, diskFullBytes>>10))
+	if err := limitFileSize(n.c.Pid(i), diskFullBytes); err != nil {
 		return fmt.Errorf("limit the file size of broker %d: %w", i+1, err)
 	}
 	n.limited[i] = true
 	if !sleepCtx(ctx, s.hold) {
 		return nil
 	}
-	if n.c.reapExited(i) {
+	if n.c.ReapExited(i) {
 		// A write that failed took its log directory offline: the broker
 		// handed its partitions over and exited. The limit died with the
 		// process; a restart brings the directory back.
 		n.limited[i] = false
-		if err := n.c.start(i); err != nil {
+		if err := n.c.Start(i); err != nil {
 			return fmt.Errorf("start broker %d after its disk filled: %w", i+1, err)
 		}
 		n.end(id, fmt.Sprintf("broker %d had stopped on its full disk; restarted it with the disk freed", i+1))
 		return nil
 	}
-	if p := n.c.procs[i]; p != nil {
-		if err := liftFileSizeLimit(p.Process.Pid); err != nil {
+	if n.c.Running(i) {
+		if err := liftFileSizeLimit(n.c.Pid(i)); err != nil {
 			return fmt.Errorf("lift the file size limit of broker %d: %w", i+1, err)
 		}
 	}
@@ -69,25 +68,25 @@ func (n *nemesis) diskFullFor(ctx context.Context, s faultStep) error {
 // the newest segment's tail cut), and starts it again. The replica must
 // notice, keep the damage from anyone, and copy the data back from the
 // leader; the other replicas still hold everything acknowledged.
-func (n *nemesis) corrupt(ctx context.Context, s faultStep) error {
+func (n *nemesis) corrupt(ctx context.Context, s FaultStep) error {
 	partition := s.partition % int32(n.parts)
 	leader := n.leaderOr(ctx, partition, s.broker)
 	victim := s.broker
 	if victim == leader {
-		victim = (victim + 1) % n.c.n
+		victim = (victim + 1) % n.c.Brokers()
 	}
-	if n.c.procs[victim] == nil {
+	if !n.c.Running(victim) {
 		return nil
 	}
-	dir := filepath.Join(n.c.dataDir, fmt.Sprintf("broker-%d", victim+1), fmt.Sprintf("%s-%d", n.topic, partition))
-	id := n.begin(victim, faultCorrupt, fmt.Sprintf("kill -9 broker %d to damage its copy of partition %d", victim+1, partition))
-	n.c.kill(victim)
+	dir := filepath.Join(n.c.Dir(), fmt.Sprintf("broker-%d", victim+1), fmt.Sprintf("%s-%d", n.topic, partition))
+	id := n.begin(victim, FaultCorrupt, fmt.Sprintf("kill -9 broker %d to damage its copy of partition %d", victim+1, partition))
+	n.c.Kill(victim)
 	what, err := damageSegment(dir, s.truncate)
 	if err != nil {
 		fmt.Fprintf(n.log, "nemesis: %v\n", err)
 		what = "nothing damaged: " + err.Error()
 	}
-	if err := n.c.start(victim); err != nil {
+	if err := n.c.Start(victim); err != nil {
 		return fmt.Errorf("start broker %d after damaging its log: %w", victim+1, err)
 	}
 	n.end(id, fmt.Sprintf("started broker %d again after: %s", victim+1, what))
@@ -162,19 +161,4 @@ func largestFile(dir string) int64 {
 		return nil
 	})
 	return largest
-}
-
-// reapExited forgets broker i's process if it has exited by itself (a
-// broker whose log directory fails stops), and reports whether it had.
-func (c *devCluster) reapExited(i int) bool {
-	if c.procs[i] == nil {
-		return false
-	}
-	select {
-	case <-c.exited[i]:
-		c.procs[i] = nil
-		return true
-	default:
-		return false
-	}
 }

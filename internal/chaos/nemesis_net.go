@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const lookupTimeout = 3 * time.Second
 // networkFault cuts or slows links through the proxies for s.hold, then
 // restores them. Whom it hits (a partition's leader, the active
 // controller) is looked up now, so the fault meets the cluster as it is.
-func (n *nemesis) networkFault(ctx context.Context, s faultStep) error {
+func (n *nemesis) networkFault(ctx context.Context, s FaultStep) error {
 	if n.vn == nil {
 		return nil
 	}
@@ -31,28 +31,28 @@ func (n *nemesis) networkFault(ctx context.Context, s faultStep) error {
 	var links []faultnet.Link
 	var note string
 	switch s.kind {
-	case faultIsolateLeader:
+	case FaultIsolateLeader:
 		partition := s.partition % int32(n.parts)
 		target = n.leaderOr(ctx, partition, s.broker)
 		links = faultnet.Between([]string{nodeName(target)}, n.vn.others(nodeName(target)))
 		note = fmt.Sprintf("isolate broker %d, leader of partition %d, from the other brokers (%s)", target+1, partition, mode)
-	case faultIsolateController:
+	case FaultIsolateController:
 		target = n.controllerOr(ctx, s.broker)
 		links = faultnet.Between([]string{nodeName(target)}, n.vn.others(nodeName(target)))
 		note = fmt.Sprintf("isolate broker %d, the active controller, from the other brokers (%s)", target+1, mode)
-	case faultIsolateMinority:
+	case FaultIsolateMinority:
 		var minority []string
-		for k := range max(1, (n.c.n-1)/2) {
-			minority = append(minority, nodeName((s.broker+k)%n.c.n))
+		for k := range max(1, (n.c.Brokers()-1)/2) {
+			minority = append(minority, nodeName((s.broker+k)%n.c.Brokers()))
 		}
 		links = faultnet.Between(minority, n.vn.others(minority...))
 		note = fmt.Sprintf("isolate the minority %s from the majority %s (%s)", strings.Join(minority, ","), strings.Join(n.vn.others(minority...), ","), mode)
-	case faultCutClients:
+	case FaultCutClients:
 		partition := s.partition % int32(n.parts)
 		target = n.leaderOr(ctx, partition, s.broker)
 		links = clientLinks(n.producers, n.consumers, nodeName(target))
 		note = fmt.Sprintf("cut producers and consumers off broker %d, leader of partition %d (%s)", target+1, partition, mode)
-	case faultSlow:
+	case FaultSlow:
 		rule = faultnet.Rule{Fault: faultnet.Delay, Delay: s.delay}
 		links = faultnet.Between(n.vn.nodes, n.vn.nodes)
 		note = fmt.Sprintf("delay every link between brokers by %v", s.delay)
@@ -78,8 +78,8 @@ func (n *nemesis) networkFault(ctx context.Context, s faultStep) error {
 func (n *nemesis) leaderOr(ctx context.Context, partition int32, fallback int) int {
 	lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	leader, _, _, err := n.c.partitionState(lctx, n.topic, partition)
-	if err != nil || leader < 1 || int(leader) > n.c.n {
+	leader, _, _, err := n.c.PartitionState(lctx, n.topic, partition)
+	if err != nil || leader < 1 || int(leader) > n.c.Brokers() {
 		fmt.Fprintf(n.log, "nemesis: no leader of partition %d known (%v); hitting broker %d\n", partition, err, fallback+1)
 		return fallback
 	}
@@ -91,11 +91,11 @@ func (n *nemesis) leaderOr(ctx context.Context, partition int32, fallback int) i
 func (n *nemesis) controllerOr(ctx context.Context, fallback int) int {
 	lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	cl, err := n.c.client()
+	cl, err := n.c.Client()
 	if err == nil {
 		defer cl.Close()
 		var md kadm.Metadata
-		if md, err = kadm.NewClient(cl).BrokerMetadata(lctx); err == nil && md.Controller >= 1 && int(md.Controller) <= n.c.n {
+		if md, err = kadm.NewClient(cl).BrokerMetadata(lctx); err == nil && md.Controller >= 1 && int(md.Controller) <= n.c.Brokers() {
 			return int(md.Controller) - 1
 		}
 	}

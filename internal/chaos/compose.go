@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skein-log/skein/internal/devcluster"
 )
 
 // The Compose variant: faults on the containers of a cluster started with
@@ -28,8 +30,8 @@ const (
 	composeNetwork = "skein"
 )
 
-// composeFaults are the kinds the docker CLI can inflict.
-var composeFaults = []faultKind{faultKill, faultPause, faultRestart, faultIsolateLeader, faultIsolateController, faultIsolateMinority}
+// ComposeFaults are the kinds the docker CLI can inflict.
+var ComposeFaults = []FaultKind{FaultKill, FaultPause, FaultRestart, FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority}
 
 // composeNemesis inflicts faults on a Compose cluster's containers.
 type composeNemesis struct {
@@ -58,7 +60,7 @@ func docker(ctx context.Context, args ...string) (string, error) {
 
 // newComposeNemesis finds the containers and network of Compose project
 // project, or says plainly why it cannot.
-func newComposeNemesis(ctx context.Context, project string, seeds []string, rec *recorder, cfg *verifyConfig, log io.Writer) (*composeNemesis, error) {
+func newComposeNemesis(ctx context.Context, project string, seeds []string, rec *recorder, cfg *Config, log io.Writer) (*composeNemesis, error) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		return nil, errors.New("--compose needs the docker CLI, which is not installed here")
 	}
@@ -66,8 +68,8 @@ func newComposeNemesis(ctx context.Context, project string, seeds []string, rec 
 		return nil, fmt.Errorf("--compose needs a working Docker daemon: %w", err)
 	}
 	label := "label=com.docker.compose.project=" + project
-	n := &composeNemesis{faultBook: newFaultBook(rec, log), project: project, seeds: seeds, topic: cfg.topic, parts: cfg.partitions,
-		rf: cfg.replicationFactor}
+	n := &composeNemesis{faultBook: newFaultBook(rec, log), project: project, seeds: seeds, topic: cfg.Topic, parts: cfg.Partitions,
+		rf: cfg.ReplicationFactor}
 	for id := 1; id <= composeMaxBrokers; id++ {
 		c, err := docker(ctx, "ps", "-aq", "--filter", label, "--filter", "label=com.docker.compose.service=broker-"+strconv.Itoa(id))
 		if err != nil {
@@ -97,13 +99,13 @@ func (n *composeNemesis) brokers() int { return len(n.containers) }
 
 func service(i int) string { return "broker-" + strconv.Itoa(i+1) }
 
-func (n *composeNemesis) run(ctx context.Context, plan []faultStep, deadline time.Time) error {
+func (n *composeNemesis) run(ctx context.Context, plan []FaultStep, deadline time.Time) error {
 	for _, s := range plan {
 		if !sleepCtx(ctx, s.quiet) {
 			return nil
 		}
 		length := s.hold
-		if s.kind == faultRestart {
+		if s.kind == FaultRestart {
 			length = time.Duration(len(n.containers)) * restartEstimate
 		}
 		if time.Now().Add(length).After(deadline) {
@@ -117,18 +119,18 @@ func (n *composeNemesis) run(ctx context.Context, plan []faultStep, deadline tim
 }
 
 // inflict does one step of the plan.
-func (n *composeNemesis) inflict(ctx context.Context, s faultStep) error {
+func (n *composeNemesis) inflict(ctx context.Context, s FaultStep) error {
 	i := s.broker
 	switch s.kind {
-	case faultKill:
+	case FaultKill:
 		return n.hold(ctx, i, s, fmt.Sprintf("docker kill %s", service(i)), &n.stopped,
 			[]string{"kill", "-s", "KILL", n.containers[i]}, []string{"start", n.containers[i]})
-	case faultPause:
+	case FaultPause:
 		return n.hold(ctx, i, s, fmt.Sprintf("docker pause %s", service(i)), &n.paused,
 			[]string{"pause", n.containers[i]}, []string{"unpause", n.containers[i]})
-	case faultRestart:
+	case FaultRestart:
 		for i := range n.containers {
-			id := n.begin(i, faultRestart, fmt.Sprintf("docker stop %s (rolling restart)", service(i)))
+			id := n.begin(i, FaultRestart, fmt.Sprintf("docker stop %s (rolling restart)", service(i)))
 			n.stopped[i] = true
 			if _, err := docker(ctx, "stop", "-t", strconv.Itoa(int(terminateTimeout/time.Second)), n.containers[i]); err != nil {
 				return err
@@ -146,12 +148,12 @@ func (n *composeNemesis) inflict(ctx context.Context, s faultStep) error {
 			}
 		}
 		return nil
-	case faultIsolateLeader:
+	case FaultIsolateLeader:
 		partition := s.partition % int32(n.parts)
 		i = n.lookup(ctx, func(md kadm.Metadata) int32 { return md.Topics[n.topic].Partitions[partition].Leader }, i)
-	case faultIsolateController:
+	case FaultIsolateController:
 		i = n.lookup(ctx, func(md kadm.Metadata) int32 { return md.Controller }, i)
-	case faultIsolateMinority:
+	case FaultIsolateMinority:
 		// With 3 brokers a minority is one; larger clusters get one too.
 	default:
 		return fmt.Errorf("%s faults are not available with --compose", s.kind)
@@ -162,7 +164,7 @@ func (n *composeNemesis) inflict(ctx context.Context, s faultStep) error {
 }
 
 // hold runs do, marks broker i in state for heal, waits s.hold, runs undo.
-func (n *composeNemesis) hold(ctx context.Context, i int, s faultStep, note string, state *[]bool, do, undo []string) error {
+func (n *composeNemesis) hold(ctx context.Context, i int, s FaultStep, note string, state *[]bool, do, undo []string) error {
 	id := n.begin(i, s.kind, note)
 	if _, err := docker(ctx, do...); err != nil {
 		return err
@@ -228,7 +230,7 @@ func (n *composeNemesis) heal() error {
 
 // waitWhole waits until Metadata lists every broker.
 func (n *composeNemesis) waitWhole(ctx context.Context) error {
-	return waitFor(ctx, "every compose broker to be registered", func() bool {
+	return devcluster.WaitFor(ctx, "every compose broker to be registered", func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.seeds...))
 		if err != nil {
 			return false

@@ -1,4 +1,4 @@
-package main
+package chaos
 
 import (
 	"fmt"
@@ -8,63 +8,63 @@ import (
 	"time"
 )
 
-// faultKind is one kind of fault the nemesis inflicts on the cluster.
-type faultKind string
+// FaultKind is one kind of fault the nemesis inflicts on the cluster.
+type FaultKind string
 
 const (
-	faultKill    faultKind = "kill"    // kill -9, then start again after a while
-	faultPause   faultKind = "pause"   // SIGSTOP, then SIGCONT after a while
-	faultRestart faultKind = "restart" // rolling restart: SIGTERM and start, one broker after another
+	FaultKill    FaultKind = "kill"    // kill -9, then start again after a while
+	FaultPause   FaultKind = "pause"   // SIGSTOP, then SIGCONT after a while
+	FaultRestart FaultKind = "restart" // rolling restart: SIGTERM and start, one broker after another
 	// Network partitions, through the fault proxies: the cut links either
 	// blackhole (bytes stop, sockets stay open) or drop (connections
 	// closed), as the schedule draws.
-	faultIsolateLeader     faultKind = "partition-leader"     // a partition's leader cut off from the other nodes
-	faultIsolateController faultKind = "partition-controller" // the active controller cut off from the other nodes
-	faultIsolateMinority   faultKind = "partition-minority"   // a random minority of nodes cut off from the rest
-	faultCutClients        faultKind = "partition-client"     // producers and consumers cut off from a partition's leader
-	faultSlow              faultKind = "slow"                 // every link between nodes delayed
+	FaultIsolateLeader     FaultKind = "partition-leader"     // a partition's leader cut off from the other nodes
+	FaultIsolateController FaultKind = "partition-controller" // the active controller cut off from the other nodes
+	FaultIsolateMinority   FaultKind = "partition-minority"   // a random minority of nodes cut off from the rest
+	FaultCutClients        FaultKind = "partition-client"     // producers and consumers cut off from a partition's leader
+	FaultSlow              FaultKind = "slow"                 // every link between nodes delayed
 	// Disk faults.
-	faultCorrupt  faultKind = "corrupt"   // a follower stopped, a byte of a segment flipped or its tail cut, started again
-	faultDiskFull faultKind = "disk-full" // a broker's files may not grow (RLIMIT_FSIZE), as on a full disk
+	FaultCorrupt  FaultKind = "corrupt"   // a follower stopped, a byte of a segment flipped or its tail cut, started again
+	FaultDiskFull FaultKind = "disk-full" // a broker's files may not grow (RLIMIT_FSIZE), as on a full disk
 )
 
-var allFaults = []faultKind{faultKill, faultPause, faultRestart,
-	faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultSlow,
-	faultCorrupt, faultDiskFull}
+var AllFaults = []FaultKind{FaultKill, FaultPause, FaultRestart,
+	FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority, FaultCutClients, FaultSlow,
+	FaultCorrupt, FaultDiskFull}
 
-// faultGroups are names for several kinds at once.
-var faultGroups = map[string][]faultKind{
-	"all":       allFaults,
-	"process":   {faultKill, faultPause, faultRestart},
-	"partition": {faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients},
-	"network":   {faultIsolateLeader, faultIsolateController, faultIsolateMinority, faultCutClients, faultSlow},
-	"disk":      {faultCorrupt, faultDiskFull},
+// FaultGroups are names for several kinds at once.
+var FaultGroups = map[string][]FaultKind{
+	"all":       AllFaults,
+	"process":   {FaultKill, FaultPause, FaultRestart},
+	"partition": {FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority, FaultCutClients},
+	"network":   {FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority, FaultCutClients, FaultSlow},
+	"disk":      {FaultCorrupt, FaultDiskFull},
 }
 
-// parseNemesis reads --nemesis: a comma-separated list of fault kinds and
+// ParseNemesis reads --nemesis: a comma-separated list of fault kinds and
 // groups (all, process, partition, network, disk), or "none" (an empty
 // list).
-func parseNemesis(s string) ([]faultKind, error) {
-	var kinds []faultKind
-	add := func(k faultKind) {
+func ParseNemesis(s string) ([]FaultKind, error) {
+	var kinds []FaultKind
+	add := func(k FaultKind) {
 		if !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)
 		}
 	}
-	for _, name := range splitList(s) {
-		if group, ok := faultGroups[name]; ok {
+	for _, name := range seedList(s) {
+		if group, ok := FaultGroups[name]; ok {
 			for _, k := range group {
 				add(k)
 			}
 			continue
 		}
 		switch {
-		case slices.Contains(allFaults, faultKind(name)):
-			add(faultKind(name))
+		case slices.Contains(AllFaults, FaultKind(name)):
+			add(FaultKind(name))
 		case name == "none":
 		default:
 			var names []string
-			for _, k := range allFaults {
+			for _, k := range AllFaults {
 				names = append(names, string(k))
 			}
 			return nil, fmt.Errorf("--nemesis %q: want a comma-separated list of %s, or all, process, partition, network, disk or none", name, strings.Join(names, ", "))
@@ -76,13 +76,13 @@ func parseNemesis(s string) ([]faultKind, error) {
 	return kinds, nil
 }
 
-// faultStep is one entry of a nemesis schedule: stay quiet, then inflict
+// FaultStep is one entry of a nemesis schedule: stay quiet, then inflict
 // the fault and hold it, then undo it. Whom a partition hits (the leader,
 // the controller) is looked up when it starts; the draws here only make
 // the choice repeatable.
-type faultStep struct {
+type FaultStep struct {
 	quiet     time.Duration // before the fault
-	kind      faultKind
+	kind      FaultKind
 	broker    int           // 0-based: the broker hit (kill, pause, minority, corrupt, disk-full)
 	partition int32         // whose leader (partition-leader, partition-client)
 	drop      bool          // partitions: close connections rather than blackhole them
@@ -91,27 +91,27 @@ type faultStep struct {
 	hold      time.Duration // how long the fault lasts
 }
 
-func (s faultStep) String() string {
+func (s FaultStep) String() string {
 	mode := "blackhole"
 	if s.drop {
 		mode = "drop"
 	}
 	switch s.kind {
-	case faultRestart:
+	case FaultRestart:
 		return fmt.Sprintf("after %v quiet: rolling restart", s.quiet)
-	case faultKill:
+	case FaultKill:
 		return fmt.Sprintf("after %v quiet: kill -9 broker %d for %v", s.quiet, s.broker+1, s.hold)
-	case faultIsolateLeader:
+	case FaultIsolateLeader:
 		return fmt.Sprintf("after %v quiet: isolate the leader of partition %d (%s) for %v", s.quiet, s.partition, mode, s.hold)
-	case faultIsolateController:
+	case FaultIsolateController:
 		return fmt.Sprintf("after %v quiet: isolate the active controller (%s) for %v", s.quiet, mode, s.hold)
-	case faultIsolateMinority:
+	case FaultIsolateMinority:
 		return fmt.Sprintf("after %v quiet: isolate a minority around broker %d (%s) for %v", s.quiet, s.broker+1, mode, s.hold)
-	case faultCutClients:
+	case FaultCutClients:
 		return fmt.Sprintf("after %v quiet: cut clients from the leader of partition %d (%s) for %v", s.quiet, s.partition, mode, s.hold)
-	case faultSlow:
+	case FaultSlow:
 		return fmt.Sprintf("after %v quiet: delay links between brokers by %v for %v", s.quiet, s.delay, s.hold)
-	case faultCorrupt:
+	case FaultCorrupt:
 		how := "flip a byte in"
 		if s.truncate {
 			how = "cut the tail of"
@@ -146,10 +146,10 @@ const (
 	maxDraws      = 4 * maxFaultSteps
 )
 
-// planFaults draws a schedule from seed: random faults among kinds on
+// PlanFaults draws a schedule from seed: random faults among kinds on
 // random brokers, with random quiet periods between them, fitting within
 // window. The same arguments always give the same schedule.
-func planFaults(seed int64, window time.Duration, kinds []faultKind, brokers int) []faultStep {
+func PlanFaults(seed int64, window time.Duration, kinds []FaultKind, brokers int) []FaultStep {
 	if len(kinds) == 0 || brokers < 1 {
 		return nil
 	}
@@ -157,25 +157,25 @@ func planFaults(seed int64, window time.Duration, kinds []faultKind, brokers int
 	between := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(rng.Int64N(int64(hi-lo)/int64(100*time.Millisecond)+1))*100*time.Millisecond
 	}
-	var plan []faultStep
+	var plan []FaultStep
 	var at time.Duration
 	// A drawn fault that does not fit in what is left of the window is
 	// drawn again (a rolling restart is long); the schedule ends when not
 	// even the shortest fault would fit, or after maxDraws attempts.
 	for draws := 0; draws < maxDraws && len(plan) < maxFaultSteps && at+minQuiet+minHold <= window-finalQuiet; draws++ {
-		s := faultStep{quiet: between(minQuiet, maxQuiet), kind: kinds[rng.IntN(len(kinds))], broker: rng.IntN(brokers),
-			partition: int32(rng.IntN(maxPartitions)), drop: rng.IntN(2) == 0, truncate: rng.IntN(2) == 0}
+		s := FaultStep{quiet: between(minQuiet, maxQuiet), kind: kinds[rng.IntN(len(kinds))], broker: rng.IntN(brokers),
+			partition: int32(rng.IntN(MaxPartitions)), drop: rng.IntN(2) == 0, truncate: rng.IntN(2) == 0}
 		length := time.Duration(brokers) * restartEstimate
 		switch s.kind {
-		case faultRestart:
+		case FaultRestart:
 			s.broker = 0
-		case faultCorrupt:
+		case FaultCorrupt:
 			length = corruptEstimate
 		default:
 			s.hold = between(minHold, maxHold)
 			length = s.hold
 		}
-		if s.kind == faultSlow {
+		if s.kind == FaultSlow {
 			s.delay = between(minDelay, maxDelay)
 		}
 		if at+s.quiet+length > window-finalQuiet {
@@ -185,4 +185,13 @@ func planFaults(seed int64, window time.Duration, kinds []faultKind, brokers int
 		plan = append(plan, s)
 	}
 	return plan
+}
+
+// JoinKinds lists fault kinds comma-separated.
+func JoinKinds(kinds []FaultKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ",")
 }

@@ -1,13 +1,11 @@
-package main
+package chaos
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/skein-log/skein/internal/devcluster"
 	"github.com/skein-log/skein/internal/verify"
 )
 
@@ -35,10 +34,10 @@ const (
 	maxDrainNotes = 5
 )
 
-// verifyBrokerOverrides shorten the local brokers' failure detection from
+// brokerOverrides shorten the local brokers' failure detection from
 // Kafka's defaults (9 s sessions, 30 s replica lag), so that a minute of
 // faults holds many fencings, elections and ISR changes rather than a few.
-var verifyBrokerOverrides = map[string]string{
+var brokerOverrides = map[string]string{
 	"broker.heartbeat.interval.ms": "250",
 	"broker.session.timeout.ms":    "3000",
 	"replica.lag.time.max.ms":      "3000",
@@ -48,52 +47,52 @@ var verifyBrokerOverrides = map[string]string{
 	// Small segments roll every few seconds under the workload, so a run
 	// holds sealed segments below the recovery point (for the corrupt
 	// fault) and active ones that pass the disk-full limit.
-	"log.segment.bytes": strconv.Itoa(verifySegmentBytes),
+	"log.segment.bytes": strconv.Itoa(segmentBytes),
 }
 
-// verifySegmentBytes is the local brokers' log.segment.bytes.
-const verifySegmentBytes = 256 << 10
+// segmentBytes is the local brokers' log.segment.bytes.
+const segmentBytes = 256 << 10
 
-// runVerifyWorkload runs the whole experiment and returns its history:
+// Run runs the whole experiment and returns its history:
 // cluster up, topic created, consumers and producers started, faults for
-// cfg.duration, then heal, flush the producers and drain the consumers.
-func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*verify.History, error) {
+// cfg.Duration, then heal, flush the producers and drain the consumers.
+func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, error) {
 	started := time.Now()
-	rec := newRecorder(started, maxVerifyEvents)
-	seeds := splitList(cfg.bootstrap)
+	rec := newRecorder(started, maxEvents)
+	seeds := seedList(cfg.Bootstrap)
 	var driver faultDriver
 	var local *nemesis // the local cluster's driver, when there is one
-	meta := verify.Meta{Topic: cfg.topic, Partitions: cfg.partitions, Producers: cfg.producers, Consumers: cfg.consumers,
-		GroupMembers: cfg.groupMembers, Group: cfg.group,
-		Acks: cfg.acks, Idempotent: cfg.idempotent, Seed: cfg.seed, Nemesis: cfg.nemesisName, Duration: cfg.duration,
-		Started: started.UTC(), Cluster: cfg.bootstrap}
-	if cfg.bootstrap == "" {
-		c, vn, err := startVerifyCluster(ctx, cfg, s)
+	meta := verify.Meta{Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers, Consumers: cfg.Consumers,
+		GroupMembers: cfg.GroupMembers, Group: cfg.Group,
+		Acks: cfg.Acks, Idempotent: cfg.Idempotent, Seed: cfg.Seed, Nemesis: cfg.NemesisName, Duration: cfg.Duration,
+		Started: started.UTC(), Cluster: cfg.Bootstrap}
+	if cfg.Bootstrap == "" {
+		c, vn, err := startLocalCluster(ctx, cfg, log)
 		if vn != nil {
-			defer vn.net.Close() // after stopAll (deferred later, so run earlier)
+			defer vn.net.Close() // after Stop (deferred later, so run earlier)
 		}
 		if c != nil {
-			defer c.stopAll()
+			defer c.Stop(devcluster.StopGrace)
 		}
 		if err != nil {
 			return nil, err
 		}
-		seeds = c.addrs()
-		meta.Cluster = fmt.Sprintf("local, %d brokers behind fault proxies on %s, data in %s", c.n, strings.Join(seeds, ","), c.dataDir)
-		local = newNemesis(c, vn, rec, cfg, s.err)
+		seeds = c.Addrs()
+		meta.Cluster = fmt.Sprintf("local, %d brokers behind fault proxies on %s, data in %s", c.Brokers(), strings.Join(seeds, ","), c.Dir())
+		local = newNemesis(c, vn, rec, cfg, log)
 		driver = local
-		defer local.heal() // before stopAll (deferred earlier, so run later): a paused broker cannot stop
+		defer local.heal() // before Stop (deferred earlier, so run later): a paused broker cannot stop
 	}
-	if cfg.compose != "" {
-		cn, err := newComposeNemesis(ctx, cfg.compose, seeds, rec, cfg, s.err)
+	if cfg.Compose != "" {
+		cn, err := newComposeNemesis(ctx, cfg.Compose, seeds, rec, cfg, log)
 		if err != nil {
 			return nil, err
 		}
 		driver = cn
 		defer cn.heal()
-		meta.Cluster = fmt.Sprintf("Compose project %s (%d brokers) at %s", cfg.compose, cn.brokers(), cfg.bootstrap)
+		meta.Cluster = fmt.Sprintf("Compose project %s (%d brokers) at %s", cfg.Compose, cn.brokers(), cfg.Bootstrap)
 	}
-	fmt.Fprintf(s.err, "verify: seed %d, topic %s, cluster %s, output in %s\n", cfg.seed, cfg.topic, meta.Cluster, cfg.out)
+	fmt.Fprintf(log, "verify: seed %d, topic %s, cluster %s, output in %s\n", cfg.Seed, cfg.Topic, meta.Cluster, cfg.Out)
 	if err := createVerifyTopic(ctx, cfg, seeds); err != nil {
 		return nil, err
 	}
@@ -102,17 +101,17 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	consumerCtx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var consumers sync.WaitGroup
-	consumerErrs := make(chan error, cfg.consumers+cfg.groupMembers)
+	consumerErrs := make(chan error, cfg.Consumers+cfg.GroupMembers)
 	// Group members are numbered after the assigned consumers, and dial
 	// from the consumers' network like them.
-	for id := 1; id <= cfg.consumers+cfg.groupMembers; id++ {
+	for id := 1; id <= cfg.Consumers+cfg.GroupMembers; id++ {
 		consumers.Go(func() {
 			var dial []kgo.Opt
 			if local != nil {
 				dial = append(dial, clientDialer(consumerNet+strconv.Itoa(id)))
 			}
 			run := runConsumer
-			if id > cfg.consumers {
+			if id > cfg.Consumers {
 				run = runGroupMember
 			}
 			if err := run(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
@@ -120,8 +119,8 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 			}
 		})
 	}
-	producers := make([]*verifyProducer, 0, cfg.producers)
-	for id := 1; id <= cfg.producers; id++ {
+	producers := make([]*verifyProducer, 0, cfg.Producers)
+	for id := 1; id <= cfg.Producers; id++ {
 		var dial []kgo.Opt
 		if local != nil {
 			dial = append(dial, clientDialer(producerNet+strconv.Itoa(id)))
@@ -147,20 +146,35 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	}
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "faults"})
-	faultWindowEnd := time.Now().Add(cfg.duration)
-	if driver != nil && len(cfg.nemesis) > 0 {
-		plan := planFaults(cfg.seed, cfg.duration, cfg.nemesis, driver.brokers())
-		fmt.Fprintf(s.err, "verify: %d faults planned over %v\n", len(plan), cfg.duration)
+	faultWindowEnd := time.Now().Add(cfg.Duration)
+	if driver != nil && len(cfg.Nemesis) > 0 {
+		plan := PlanFaults(cfg.Seed, cfg.Duration, cfg.Nemesis, driver.brokers())
+		fmt.Fprintf(log, "verify: %d faults planned over %v\n", len(plan), cfg.Duration)
 		if err := driver.run(ctx, plan, faultWindowEnd); err != nil {
 			close(stopProducing)
 			return nil, fmt.Errorf("nemesis: %w", err)
 		}
 	}
-	sleepCtx(ctx, time.Until(faultWindowEnd))
+	if !sleepCtx(ctx, time.Until(faultWindowEnd)) {
+		// Interrupted (Ctrl-C): the history will not be judged, so nothing
+		// is waited for; what is deferred heals and stops the cluster.
+		if local != nil {
+			local.stopping = true
+		}
+		close(stopProducing)
+		abandon()
+		sending.Wait()
+		for _, p := range producers {
+			p.cl.Close()
+		}
+		stopConsumers()
+		consumers.Wait()
+		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "heal"})
 	if driver != nil {
-		if err := healAndWait(ctx, driver, cfg, seeds, s); err != nil {
+		if err := healAndWait(ctx, driver, cfg, seeds, log); err != nil {
 			close(stopProducing)
 			return nil, err
 		}
@@ -168,7 +182,7 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	close(stopProducing)
 	sending.Wait()
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "flush"})
-	fmt.Fprintf(s.err, "verify: producers stopped; waiting for their last answers\n")
+	fmt.Fprintf(log, "verify: producers stopped; waiting for their last answers\n")
 	var flushing sync.WaitGroup
 	for _, p := range producers {
 		flushing.Go(func() { p.finish(flushTimeout) })
@@ -176,7 +190,7 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	flushing.Wait()
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "drain"})
-	meta.DrainComplete, meta.DrainNote = drainConsumers(ctx, cfg, seeds, prog, s)
+	meta.DrainComplete, meta.DrainNote = drainConsumers(ctx, cfg, seeds, prog, log)
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "done"})
 	stopConsumers()
 	consumers.Wait()
@@ -195,60 +209,63 @@ func runVerifyWorkload(ctx context.Context, cfg *verifyConfig, s streams) (*veri
 	}
 	events, dropped := rec.snapshot()
 	if dropped > 0 {
-		return nil, fmt.Errorf("the history outgrew %d events (%d dropped), so it cannot be checked: lower --rate or --duration", maxVerifyEvents, dropped)
+		return nil, fmt.Errorf("the history outgrew %d events (%d dropped), so it cannot be checked: lower --rate or --duration", maxEvents, dropped)
 	}
 	return &verify.History{Meta: meta, Events: events}, nil
 }
 
-// startVerifyCluster starts the local brokers in <out>/cluster and waits
+// startLocalCluster starts the local brokers in <out>/cluster and waits
 // until all registered. The cluster is returned (to be stopped) even when
 // it failed to come up.
 //
 // Each broker listens on its own loopback address behind a fault proxy
-// (see verify_network.go); the proxies listen where the cluster's
-// addresses say, so clients and brokers reach each other only through them.
-func startVerifyCluster(ctx context.Context, cfg *verifyConfig, s streams) (*devCluster, *verifyNetwork, error) {
-	c := &devCluster{bin: cfg.bin, dataDir: filepath.Join(cfg.out, "cluster"), n: localBrokers, base: cfg.port, verbose: cfg.verbose,
-		procs: make([]*exec.Cmd, localBrokers), exited: make([]chan struct{}, localBrokers), out: s.err, overrides: verifyBrokerOverrides}
-	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("local cluster data directory: %w", err)
+// (see network.go); the proxies listen where the cluster's addresses
+// say, so clients and brokers reach each other only through them.
+func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devcluster.Cluster, *faultNetwork, error) {
+	ports := devcluster.BasePorts(cfg.Port)
+	dcfg := devcluster.Config{Bin: cfg.Bin, Dir: filepath.Join(cfg.Out, "cluster"), Brokers: LocalBrokers, Ports: ports, Props: brokerOverrides}
+	if cfg.BrokerOutput != nil {
+		dcfg.Output = func(int) io.Writer { return cfg.BrokerOutput }
 	}
-	for i := range c.n {
-		for _, port := range []int{c.clientPort(i), c.ctrlPort(i)} {
+	for i := range LocalBrokers {
+		for _, port := range []int{ports(i).Client, ports(i).Controller} {
 			for _, host := range []string{proxyHost, nodeHost(i)} {
-				if err := hostPortFree(host, port); err != nil {
+				if err := devcluster.PortFree(host, port); err != nil {
 					return nil, nil, fmt.Errorf("local cluster: %w; choose another --port", err)
 				}
 			}
 		}
 	}
-	vn, err := startVerifyNetwork(c)
+	vn, err := startFaultNetwork(ports, LocalBrokers)
 	if err != nil {
 		return nil, nil, fmt.Errorf("local cluster: %w", err)
 	}
-	c.nodeProps = func(i int) map[string]string { return vn.nodeProps(c, i) }
-	for i := range c.n {
-		if err := c.start(i); err != nil {
+	dcfg.NodeProps = func(i int) map[string]string { return vn.nodeProps(i, ports(i)) }
+	c, err := devcluster.New(dcfg)
+	if err != nil {
+		return nil, vn, err
+	}
+	fmt.Fprintf(log, "verify: local brokers' admin (/metrics, /readyz) on %s\n", strings.Join(c.AdminAddrs(), ","))
+	// The proxies hold the client and controller ports on 127.0.0.1 now;
+	// the admin ports are the brokers' own.
+	for i := range LocalBrokers {
+		if err := devcluster.PortFree("127.0.0.1", ports(i).Admin); err != nil {
+			return nil, vn, fmt.Errorf("local cluster: %w; choose another --port", err)
+		}
+	}
+	for i := range LocalBrokers {
+		if err := c.Start(i); err != nil {
 			return c, vn, err
 		}
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
-	return c, vn, c.waitReady(readyCtx)
-}
-
-// hostPortFree checks that nothing listens on host:port.
-func hostPortFree(host string, port int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("%s:%d is taken: %w", host, port, err)
-	}
-	return l.Close()
+	return c, vn, c.WaitReady(readyCtx)
 }
 
 // createVerifyTopic creates the topic and waits until every partition has
 // a leader and a full ISR, so the run starts from a healthy state.
-func createVerifyTopic(ctx context.Context, cfg *verifyConfig, seeds []string) error {
+func createVerifyTopic(ctx context.Context, cfg *Config, seeds []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
@@ -256,22 +273,22 @@ func createVerifyTopic(ctx context.Context, cfg *verifyConfig, seeds []string) e
 	defer cl.Close()
 	tctx, cancel := context.WithTimeout(ctx, topicReadyTimeout)
 	defer cancel()
-	minISR := strconv.Itoa(cfg.minInsync)
-	resp, err := kadm.NewClient(cl).CreateTopic(tctx, int32(cfg.partitions), int16(cfg.replicationFactor), map[string]*string{"min.insync.replicas": &minISR}, cfg.topic)
-	if err == nil {
-		err = withBrokerMessage(resp.Err, resp.ErrMessage)
+	minISR := strconv.Itoa(cfg.MinInsync)
+	resp, err := kadm.NewClient(cl).CreateTopic(tctx, int32(cfg.Partitions), int16(cfg.ReplicationFactor), map[string]*string{"min.insync.replicas": &minISR}, cfg.Topic)
+	if err == nil && resp.Err != nil {
+		err = fmt.Errorf("%w (broker: %s)", resp.Err, resp.ErrMessage)
 	}
 	if err != nil {
-		return fmt.Errorf("create topic %s: %w", cfg.topic, explainError(err))
+		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
 	}
-	return topicReady(tctx, seeds, cfg.topic, cfg.partitions, cfg.replicationFactor)
+	return topicReady(tctx, seeds, cfg.Topic, cfg.Partitions, cfg.ReplicationFactor)
 }
 
 // topicReady waits until every partition of topic has a leader and
 // replicas in sync. Each look uses a fresh client, whose metadata is
 // fresh too.
 func topicReady(ctx context.Context, seeds []string, topic string, partitions, rf int) error {
-	return waitFor(ctx, "topic "+topic+" to have leaders and full ISRs", func() bool {
+	return devcluster.WaitFor(ctx, "topic "+topic+" to have leaders and full ISRs", func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 		if err != nil {
 			return false
@@ -299,19 +316,19 @@ func topicReady(ctx context.Context, seeds []string, topic string, partitions, r
 // healAndWait ends every fault and waits, bounded, for the cluster to be
 // whole again. Not getting there is noted, not fatal: the drain and the
 // checker show what it cost.
-func healAndWait(ctx context.Context, nem faultDriver, cfg *verifyConfig, seeds []string, s streams) error {
-	fmt.Fprintf(s.err, "verify: healing the cluster\n")
+func healAndWait(ctx context.Context, nem faultDriver, cfg *Config, seeds []string, log io.Writer) error {
+	fmt.Fprintf(log, "verify: healing the cluster\n")
 	if err := nem.heal(); err != nil {
 		return fmt.Errorf("heal: %w", err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, healTimeout)
 	defer cancel()
 	if err := nem.waitWhole(hctx); err != nil {
-		fmt.Fprintf(s.err, "verify: not every broker came back: %v\n", err)
+		fmt.Fprintf(log, "verify: not every broker came back: %v\n", err)
 		return nil
 	}
-	if err := topicReady(hctx, seeds, cfg.topic, cfg.partitions, cfg.replicationFactor); err != nil {
-		fmt.Fprintf(s.err, "verify: the topic did not recover full ISRs: %v\n", err)
+	if err := topicReady(hctx, seeds, cfg.Topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+		fmt.Fprintf(log, "verify: the topic did not recover full ISRs: %v\n", err)
 	}
 	return nil
 }
@@ -320,16 +337,16 @@ func healAndWait(ctx context.Context, nem faultDriver, cfg *verifyConfig, seeds 
 // one writes) and waits, bounded by --drain-timeout, until every consumer
 // has read up to them. It reports whether they all did, and if not where
 // they stopped.
-func drainConsumers(ctx context.Context, cfg *verifyConfig, seeds []string, prog *progress, s streams) (bool, string) {
+func drainConsumers(ctx context.Context, cfg *Config, seeds []string, prog *progress, log io.Writer) (bool, string) {
 	ends, err := endOffsets(ctx, cfg, seeds)
 	if err != nil {
 		return false, err.Error()
 	}
-	fmt.Fprintf(s.err, "verify: draining consumers to end offsets %v\n", ends)
-	dctx, cancel := context.WithTimeout(ctx, cfg.drainTimeout)
+	fmt.Fprintf(log, "verify: draining consumers to end offsets %v\n", ends)
+	dctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
 	for {
-		behind := prog.behind(cfg.consumers, cfg.groupMembers > 0, ends)
+		behind := prog.behind(cfg.Consumers, cfg.GroupMembers > 0, ends)
 		if len(behind) == 0 {
 			return true, ""
 		}
@@ -339,7 +356,7 @@ func drainConsumers(ctx context.Context, cfg *verifyConfig, seeds []string, prog
 			if len(behind) > maxDrainNotes {
 				behind = append(behind[:maxDrainNotes], fmt.Sprintf("%d more", len(behind)-maxDrainNotes))
 			}
-			return false, fmt.Sprintf("after %v: %s", cfg.drainTimeout, strings.Join(behind, "; "))
+			return false, fmt.Sprintf("after %v: %s", cfg.DrainTimeout, strings.Join(behind, "; "))
 		}
 	}
 }
@@ -349,11 +366,11 @@ func drainConsumers(ctx context.Context, cfg *verifyConfig, seeds []string, prog
 // acks=1 a leader acknowledges records its followers have not copied yet:
 // the high watermark goes on rising after the producers stop, and a drain
 // to its first value would miss acknowledged records that are not lost.
-func endOffsets(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int32]int64, error) {
+func endOffsets(ctx context.Context, cfg *Config, seeds []string) (map[int32]int64, error) {
 	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
 	defer cancel()
 	var prev map[int32]int64
-	err := waitFor(ectx, "end offsets to settle", func() bool {
+	err := devcluster.WaitFor(ectx, "end offsets to settle", func() bool {
 		ends, err := endOffsetsOnce(ectx, cfg, seeds)
 		if err != nil {
 			return false
@@ -372,19 +389,19 @@ func endOffsets(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int
 
 // endOffsetsOnce asks for every partition's end offset, retrying while
 // leaders settle.
-func endOffsetsOnce(ctx context.Context, cfg *verifyConfig, seeds []string) (map[int32]int64, error) {
+func endOffsetsOnce(ctx context.Context, cfg *Config, seeds []string) (map[int32]int64, error) {
 	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
 	defer cancel()
 	var ends map[int32]int64
 	var last error
-	err := waitFor(ectx, "end offsets", func() bool {
+	err := devcluster.WaitFor(ectx, "end offsets", func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 		if err != nil {
 			last = err
 			return false
 		}
 		defer cl.Close()
-		listed, err := kadm.NewClient(cl).ListEndOffsets(ectx, cfg.topic)
+		listed, err := kadm.NewClient(cl).ListEndOffsets(ectx, cfg.Topic)
 		if err == nil {
 			err = listed.Error()
 		}
@@ -394,8 +411,8 @@ func endOffsetsOnce(ctx context.Context, cfg *verifyConfig, seeds []string) (map
 		}
 		ends = map[int32]int64{}
 		listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
-		if len(ends) != cfg.partitions {
-			last = fmt.Errorf("%d of %d partitions listed", len(ends), cfg.partitions)
+		if len(ends) != cfg.Partitions {
+			last = fmt.Errorf("%d of %d partitions listed", len(ends), cfg.Partitions)
 			return false
 		}
 		return true
