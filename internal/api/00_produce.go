@@ -8,22 +8,22 @@ package api
 // or 1) is answered UNSUPPORTED_FOR_MESSAGE_FORMAT per partition, as Kafka
 // does for formats it no longer stores. v13 names topics by id.
 //
-// Every batch is validated before it reaches the log: size against
-// max.message.bytes, magic, CRC-32C, record counts, and for a topic whose
-// cleanup.policy includes compact, a key on every record. acks=0 gets no response
+// Every batch is validated before it reaches the log (produce_validate.go):
+// size against max.message.bytes, magic, CRC-32C, every record decoded
+// (decompressed through a window), record timestamps against
+// message.timestamp.before/after.max.ms, and for a topic whose
+// cleanup.policy includes compact, a key on every record; records a rule
+// refuses are named in record_errors (KIP-467). acks=0 gets no response
 // at all; acks=1 and acks=all are answered when the backend says the batch
 // is as durable as the topic's contract requires.
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -75,7 +75,6 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 	}
 
 	im := s.Backend.Image()
-	maxMessageBytes := s.Backend.Config().TopicDefaults.MaxMessageBytes
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := &resp.Topics[ti]
@@ -83,13 +82,13 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		st.TopicID = rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t, terr := lookupTopic(im, req.Version >= 13, rt.Topic, rt.TopicID)
-		var tcMax int32 = maxMessageBytes
-		compacted := false
+		tc := s.Backend.Config().TopicDefaults
 		if terr == nil {
-			if tc, err := s.Backend.TopicConfig(t); err == nil {
-				tcMax, compacted = tc.MaxMessageBytes, tc.Compact()
+			if c, err := s.Backend.TopicConfig(t); err == nil {
+				tc = c
 			}
 		}
+		rules := produceRules(tc, s.Backend.NowMs())
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
@@ -104,13 +103,9 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 				sp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this broker")
 				continue
 			}
-			batches, err := splitProduceRecords(rp.Records, tcMax)
-			if err == nil && compacted {
-				err = checkKeysForCompaction(batches, req.Version)
-			}
+			batches, err := validateProduceRecords(rp.Records, tc.MaxMessageBytes, rules, req.Version)
 			if err != nil {
-				sp.ErrorCode = ErrorCode(err)
-				sp.ErrorMessage = ErrorMessage(err)
+				fillPartitionError(sp, err, req.Version)
 				continue
 			}
 			mu.Lock()
@@ -149,44 +144,6 @@ func lookupTopic(im *metadata.Image, byID bool, name string, id [16]byte) (*meta
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	return t, nil
-}
-
-// splitProduceRecords validates the record batches of one partition.
-func splitProduceRecords(records []byte, maxMessageBytes int32) ([][]byte, error) {
-	if len(records) == 0 {
-		return nil, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
-	}
-	// The magic byte sits at the same place in the old message formats, so
-	// a pre-batch message set is recognised before its sizes are judged
-	// by the v2 layout.
-	if len(records) > batch.MagicOffset && records[batch.MagicOffset] != 2 {
-		return nil, fmt.Errorf("%w: message format v%d; this broker stores only record batches (magic 2, Produce v3+)", kerr.UnsupportedForMessageFormat, records[batch.MagicOffset])
-	}
-	var batches [][]byte
-	err := batch.Split(records, func(b []byte) error {
-		if int64(len(b)) > int64(maxMessageBytes) {
-			return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", kerr.MessageTooLarge, len(b), maxMessageBytes)
-		}
-		h, err := batch.Validate(b)
-		if err != nil {
-			if errors.Is(err, batch.ErrBadCRC) || errors.Is(err, batch.ErrBadLength) || errors.Is(err, batch.ErrTruncated) {
-				return fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
-			}
-			return fmt.Errorf("%w: %v", kerr.InvalidRecord, err)
-		}
-		if h.IsTransactional() || h.IsControl() {
-			return fmt.Errorf("%w: transactional and control batches are not supported", kerr.InvalidRecord)
-		}
-		batches = append(batches, b)
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, batch.ErrTruncated) || errors.Is(err, batch.ErrBadLength) {
-			return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
-		}
-		return nil, err
-	}
-	return batches, nil
 }
 
 func fillProduceError(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, code int16) {

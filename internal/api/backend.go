@@ -15,6 +15,10 @@ import (
 type Backend interface {
 	NodeID() int32
 	Config() *config.Broker
+	// NowMs is the broker's clock in Unix milliseconds (the simulated
+	// clock in internal/sim): Produce checks record timestamps against it
+	// (message.timestamp.before.max.ms / after.max.ms).
+	NowMs() int64
 	// Image is the current immutable metadata image.
 	Image() *metadata.Image
 	// TopicConfig resolves a topic's effective configuration.

@@ -239,6 +239,13 @@ func CRC(b []byte) uint32 { return crc32.Checksum(b[crcCoveredFromOff:], castagn
 func SetLogAppendTime(b []byte, ts int64) {
 	attrs := binary.BigEndian.Uint16(b[offAttributes:]) | TimestampTypeBit
 	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
+	SetMaxTimestamp(b, ts)
+}
+
+// SetMaxTimestamp replaces the max timestamp, which lies inside the CRC, so
+// the CRC is recomputed: the produce path stores the largest record
+// timestamp there when a producer's header disagrees, as Kafka does.
+func SetMaxTimestamp(b []byte, ts int64) {
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
 	binary.BigEndian.PutUint32(b[offCRC:], CRC(b))
 }

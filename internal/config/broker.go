@@ -45,6 +45,8 @@ type Broker struct {
 	ConnectionsMaxIdle       time.Duration // connections.max.idle.ms
 
 	LogDirs                         []string      // log.dirs, else [log.dir]
+	LogDirMinFreeBytes              int64         // log.dir.min.free.bytes
+	LogDirMinFreePercent            float64       // log.dir.min.free.percent
 	LogRetentionCheckInterval       time.Duration // log.retention.check.interval.ms
 	LogCleanerEnable                bool          // log.cleaner.enable
 	LogCleanerBackoff               time.Duration // log.cleaner.backoff.ms
@@ -151,6 +153,8 @@ func (s *settings) build() (*Broker, error) {
 		LogCleanerEnable:                r.bool("log.cleaner.enable"),
 		LogCleanerBackoff:               r.durationMs("log.cleaner.backoff.ms"),
 		LogCleanerDedupeBufferSize:      r.int64("log.cleaner.dedupe.buffer.size"),
+		LogDirMinFreeBytes:              r.int64("log.dir.min.free.bytes"),
+		LogDirMinFreePercent:            r.float64("log.dir.min.free.percent"),
 		HighWatermarkCheckpointInterval: r.durationMs("replica.high.watermark.checkpoint.interval.ms"),
 
 		NumPartitions:            r.int32("num.partitions"),

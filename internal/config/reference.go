@@ -86,6 +86,27 @@ than ` + "`broker.session.timeout.ms`" + `, ` + "`replica.fetch.wait.max.ms`" + 
 Retention follows Kafka's precedence: ` + "`log.retention.ms`" + ` if set, else
 ` + "`log.retention.minutes`" + `, else ` + "`log.retention.hours`" + `; segment roll time likewise
 uses ` + "`log.roll.ms`" + `, else ` + "`log.roll.hours`" + `.
+
+A full disk does not stop the broker. While a log directory's filesystem has less
+free space than ` + "`log.dir.min.free.bytes`" + ` (or ` + "`log.dir.min.free.percent`" + ` of its
+size, whichever is larger; Redpanda calls its floor ` + "`storage_min_free_bytes`" + `),
+produces to its partitions are refused with KAFKA_STORAGE_ERROR and a message naming
+the floor, and followers stop copying into it (they leave the ISR and catch up once
+space returns), while fetches, metadata, consumer groups and the metadata quorum keep
+serving on the space the floor leaves. Kafka has no code for "disk low"; this one is
+retriable in every client (franz-go, librdkafka and the Java client refresh metadata
+and retry until their delivery timeout), so producers resume by themselves once space
+is freed, which the broker notices at the next produce (one statfs per produce and
+partition). POLICY_VIOLATION or a non-retriable code would make clients drop the
+records instead. The gauges ` + "`skein_log_dir_free_bytes`" + ` and
+` + "`skein_log_dir_below_min_free`" + ` report each directory (alert rules in
+` + "`deploy/prometheus/`" + `). A write that still meets ENOSPC (floor 0, or a
+filesystem filled by someone else) is undone and refused the same way, and the
+directory stays online; an I/O error (EIO) or a failed fsync takes the directory
+offline and stops the broker, as in Kafka. Two writes still stop a broker on a
+completely full disk, which is what the floor's headroom is for: the metadata log
+(in the first log directory; a node that cannot write it halts) and creating or
+recovering a replica.
 `
 
 func defaultCell(p *Property) string {

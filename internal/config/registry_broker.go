@@ -124,6 +124,14 @@ var brokerProperties = []Property{
 		Doc: "Data directory, used when log.dirs is empty.",
 	},
 	{
+		Name: "log.dir.min.free.bytes", Kind: KindLong, Default: "67108864", Min: 0, Max: math.MaxInt64,
+		Doc: "Refuse produces (KAFKA_STORAGE_ERROR, which clients retry) while a log directory's filesystem has less free space than this; reads, groups and the quorum keep serving, and produces resume once space returns. 0: no floor in bytes.",
+	},
+	{
+		Name: "log.dir.min.free.percent", Kind: KindDouble, Default: "0", Min: 0, Max: 100,
+		Doc: "As log.dir.min.free.bytes, as a percentage of the filesystem's size; the larger of the two floors applies.",
+	},
+	{
 		Name: "log.cleaner.enable", Kind: KindBool, Default: "true",
 		Doc: "Run the log cleaner, which compacts the partitions of topics with cleanup.policy=compact (including __consumer_offsets).",
 	},

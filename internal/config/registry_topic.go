@@ -69,6 +69,16 @@ var topicProperties = []Property{
 		Doc:    "Timestamp kept in batches: the producer's (CreateTime) or the leader's append time (LogAppendTime).",
 	},
 	{
+		Name: "log.message.timestamp.before.max.ms", TopicName: "message.timestamp.before.max.ms", Kind: KindDurationMs, Default: "9223372036854775807",
+		Min: 0, Max: math.MaxInt64,
+		Doc: "With CreateTime, refuse (INVALID_TIMESTAMP) a record whose timestamp is more than this far behind the broker's clock.",
+	},
+	{
+		Name: "log.message.timestamp.after.max.ms", TopicName: "message.timestamp.after.max.ms", Kind: KindDurationMs, Default: "3600000",
+		Min: 0, Max: math.MaxInt64,
+		Doc: "With CreateTime, refuse (INVALID_TIMESTAMP) a record whose timestamp is more than this far ahead of the broker's clock.",
+	},
+	{
 		Name: "min.insync.replicas", TopicName: "min.insync.replicas", Kind: KindInt, Default: "1",
 		Min: 1, Max: math.MaxInt32,
 		Doc: "Fewest in-sync replicas an acks=all write needs; with fewer, produce fails with NOT_ENOUGH_REPLICAS.",

@@ -100,6 +100,15 @@ func (r *reader) int32(name string) int32 { return int32(r.integer(name, 32)) }
 func (r *reader) int16(name string) int16 { return int16(r.integer(name, 16)) }
 func (r *reader) int(name string) int     { return int(r.integer(name, 32)) }
 
+func (r *reader) float64(name string) float64 {
+	v := r.text(name)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		r.fail(fmt.Errorf("config: internal: %s=%q: %w", name, v, err))
+	}
+	return f
+}
+
 func (r *reader) bool(name string) bool {
 	v := r.text(name)
 	b, err := parseBool(v)

@@ -12,21 +12,26 @@ import (
 // Kafka uses -1 (retention.ms: forever) and Long.MAX (flush.ms: never) as
 // values, which a time.Duration cannot hold.
 type TopicConfig struct {
-	CleanupPolicy         []string // cleanup.policy: "delete", "compact" or both
-	CompressionType       string   // compression.type
-	FlushMessages         int64    // flush.messages
-	FlushMs               int64    // flush.ms
-	IndexIntervalBytes    int32    // index.interval.bytes
-	MaxMessageBytes       int32    // max.message.bytes
-	MessageTimestampType  string   // message.timestamp.type: CreateTime or LogAppendTime
-	MinInsyncReplicas     int32    // min.insync.replicas
-	RetentionBytes        int64    // retention.bytes (-1 = no limit)
-	RetentionMs           int64    // retention.ms (-1 = forever)
-	SegmentBytes          int32    // segment.bytes
-	SegmentIndexBytes     int32    // segment.index.bytes
-	SegmentMs             int64    // segment.ms
-	UncleanLeaderElection bool     // unclean.leader.election.enable
-	WriteCaching          bool     // write.caching (false = acks=all waits for fsync)
+	CleanupPolicy        []string // cleanup.policy: "delete", "compact" or both
+	CompressionType      string   // compression.type
+	FlushMessages        int64    // flush.messages
+	FlushMs              int64    // flush.ms
+	IndexIntervalBytes   int32    // index.interval.bytes
+	MaxMessageBytes      int32    // max.message.bytes
+	MessageTimestampType string   // message.timestamp.type: CreateTime or LogAppendTime
+	// MessageTimestampBeforeMaxMs and AfterMaxMs bound how far a CreateTime
+	// record's timestamp may lie behind or ahead of the broker's clock
+	// (message.timestamp.before.max.ms / after.max.ms, KIP-937).
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
+	MinInsyncReplicas           int32 // min.insync.replicas
+	RetentionBytes              int64 // retention.bytes (-1 = no limit)
+	RetentionMs                 int64 // retention.ms (-1 = forever)
+	SegmentBytes                int32 // segment.bytes
+	SegmentIndexBytes           int32 // segment.index.bytes
+	SegmentMs                   int64 // segment.ms
+	UncleanLeaderElection       bool  // unclean.leader.election.enable
+	WriteCaching                bool  // write.caching (false = acks=all waits for fsync)
 
 	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones outlive their first compaction
 	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
@@ -83,21 +88,24 @@ func ResolveTopic(b *Broker, overrides map[string]string) (TopicConfig, error) {
 	}
 	t := topicReader{values: values}
 	cfg := TopicConfig{
-		CleanupPolicy:         t.list("cleanup.policy"),
-		CompressionType:       values["compression.type"],
-		FlushMessages:         t.integer("flush.messages", 64),
-		FlushMs:               t.integer("flush.ms", 64),
-		IndexIntervalBytes:    int32(t.integer("index.interval.bytes", 32)),
-		MaxMessageBytes:       int32(t.integer("max.message.bytes", 32)),
-		MessageTimestampType:  values["message.timestamp.type"],
-		MinInsyncReplicas:     int32(t.integer("min.insync.replicas", 32)),
-		RetentionBytes:        t.integer("retention.bytes", 64),
-		RetentionMs:           t.integer("retention.ms", 64),
-		SegmentBytes:          int32(t.integer("segment.bytes", 32)),
-		SegmentIndexBytes:     int32(t.integer("segment.index.bytes", 32)),
-		SegmentMs:             t.integer("segment.ms", 64),
-		UncleanLeaderElection: t.bool("unclean.leader.election.enable"),
-		WriteCaching:          t.bool("write.caching"),
+		CleanupPolicy:        t.list("cleanup.policy"),
+		CompressionType:      values["compression.type"],
+		FlushMessages:        t.integer("flush.messages", 64),
+		FlushMs:              t.integer("flush.ms", 64),
+		IndexIntervalBytes:   int32(t.integer("index.interval.bytes", 32)),
+		MaxMessageBytes:      int32(t.integer("max.message.bytes", 32)),
+		MessageTimestampType: values["message.timestamp.type"],
+
+		MessageTimestampBeforeMaxMs: t.integer("message.timestamp.before.max.ms", 64),
+		MessageTimestampAfterMaxMs:  t.integer("message.timestamp.after.max.ms", 64),
+		MinInsyncReplicas:           int32(t.integer("min.insync.replicas", 32)),
+		RetentionBytes:              t.integer("retention.bytes", 64),
+		RetentionMs:                 t.integer("retention.ms", 64),
+		SegmentBytes:                int32(t.integer("segment.bytes", 32)),
+		SegmentIndexBytes:           int32(t.integer("segment.index.bytes", 32)),
+		SegmentMs:                   t.integer("segment.ms", 64),
+		UncleanLeaderElection:       t.bool("unclean.leader.election.enable"),
+		WriteCaching:                t.bool("write.caching"),
 
 		DeleteRetentionMs:      t.integer("delete.retention.ms", 64),
 		MinCleanableDirtyRatio: t.float("min.cleanable.dirty.ratio"),

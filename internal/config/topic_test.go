@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,27 +78,30 @@ func TestSegmentRollPrecedence(t *testing.T) {
 
 func TestResolveTopicSynonyms(t *testing.T) {
 	b := mustBroker(t, map[string]string{
-		"log.segment.bytes":                 "1048576",
-		"message.max.bytes":                 "2000000",
-		"log.cleanup.policy":                "compact",
-		"log.message.timestamp.type":        "LogAppendTime",
-		"log.flush.interval.messages":       "10",
-		"log.flush.interval.ms":             "20",
-		"log.index.interval.bytes":          "8192",
-		"log.index.size.max.bytes":          "4096",
-		"log.retention.bytes":               "100000",
-		"min.insync.replicas":               "2",
-		"unclean.leader.election.enable":    "true",
-		"write.caching":                     "true",
-		"compression.type":                  "lz4",
-		"log.cleaner.delete.retention.ms":   "5",
-		"log.cleaner.min.cleanable.ratio":   "0.25",
-		"log.cleaner.min.compaction.lag.ms": "9",
-		"log.cleaner.max.compaction.lag.ms": "7",
+		"log.segment.bytes":                   "1048576",
+		"message.max.bytes":                   "2000000",
+		"log.cleanup.policy":                  "compact",
+		"log.message.timestamp.type":          "LogAppendTime",
+		"log.flush.interval.messages":         "10",
+		"log.flush.interval.ms":               "20",
+		"log.index.interval.bytes":            "8192",
+		"log.index.size.max.bytes":            "4096",
+		"log.retention.bytes":                 "100000",
+		"min.insync.replicas":                 "2",
+		"unclean.leader.election.enable":      "true",
+		"write.caching":                       "true",
+		"compression.type":                    "lz4",
+		"log.cleaner.delete.retention.ms":     "5",
+		"log.cleaner.min.cleanable.ratio":     "0.25",
+		"log.cleaner.min.compaction.lag.ms":   "9",
+		"log.cleaner.max.compaction.lag.ms":   "7",
+		"log.message.timestamp.before.max.ms": "11",
+		"log.message.timestamp.after.max.ms":  "12",
 	})
 	want := TopicConfig{
 		CleanupPolicy: []string{"compact"}, CompressionType: "lz4", FlushMessages: 10, FlushMs: 20,
 		IndexIntervalBytes: 8192, MaxMessageBytes: 2000000, MessageTimestampType: "LogAppendTime",
+		MessageTimestampBeforeMaxMs: 11, MessageTimestampAfterMaxMs: 12,
 		MinInsyncReplicas: 2, RetentionBytes: 100000, RetentionMs: 604800000, SegmentBytes: 1048576,
 		SegmentIndexBytes: 4096, SegmentMs: 604800000, UncleanLeaderElection: true, WriteCaching: true,
 		DeleteRetentionMs: 5, MinCleanableDirtyRatio: 0.25, MinCompactionLagMs: 9, MaxCompactionLagMs: 7,
@@ -117,11 +121,13 @@ func TestResolveTopicSynonyms(t *testing.T) {
 		"retention.ms": "1000", "segment.bytes": "14", "segment.index.bytes": "4", "segment.ms": "1",
 		"unclean.leader.election.enable": "false", "write.caching": "FALSE",
 		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "1", "min.compaction.lag.ms": "100",
-		"max.compaction.lag.ms": "200",
+		"max.compaction.lag.ms":           "200",
+		"message.timestamp.before.max.ms": "0", "message.timestamp.after.max.ms": "9223372036854775807",
 	}
 	want = TopicConfig{
 		CleanupPolicy: []string{"compact", "delete"}, CompressionType: "producer", FlushMessages: 1, FlushMs: 0,
 		IndexIntervalBytes: 0, MaxMessageBytes: 100, MessageTimestampType: "CreateTime",
+		MessageTimestampBeforeMaxMs: 0, MessageTimestampAfterMaxMs: math.MaxInt64,
 		MinInsyncReplicas: 3, RetentionBytes: -1, RetentionMs: 1000, SegmentBytes: 14,
 		SegmentIndexBytes: 4, SegmentMs: 1, UncleanLeaderElection: false, WriteCaching: false,
 		DeleteRetentionMs: 0, MinCleanableDirtyRatio: 1, MinCompactionLagMs: 100, MaxCompactionLagMs: 200,

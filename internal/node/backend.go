@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,6 +35,7 @@ func (x backend) IsActiveController() bool { return x.b.isActiveController() }
 func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
 
 func (x backend) SettleSuspects() { x.b.settleSuspects() }
+func (x backend) NowMs() int64    { return time.Now().UnixMilli() }
 
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 
@@ -53,6 +55,10 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 		// Only the group coordinator writes there, as in Kafka: a client's
 		// record could corrupt group state or slip in while it loads.
 		done(api.ProduceResult{Err: fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, p.topic), BaseOffset: -1, LogAppendTime: -1})
+		return
+	}
+	if err := x.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+		done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
 		return
 	}
 	p.produce(req, done)

@@ -133,7 +133,10 @@ type Broker struct {
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy); fatal carries why the node stopped by itself
 	// (diskfail.go).
-	offlineDir      atomic.Pointer[string]
+	offlineDir atomic.Pointer[string]
+	// lowDirs holds the log directories last seen below their free-space
+	// floor (diskspace.go), so crossing it is logged once each way.
+	lowDirs         sync.Map
 	fatal           chan error
 	handoverMu      sync.Mutex
 	handoverClosed  bool // guarded by handoverMu
@@ -196,6 +199,9 @@ func (b *Broker) Start() error {
 	b.metrics = m
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := b.registerLogDirSpace(); err != nil {
+		return err
 	}
 	// The admin listener comes up first so /readyz can say "starting"
 	// while logs recover.

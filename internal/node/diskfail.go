@@ -14,8 +14,8 @@ import (
 
 // A broker whose disk fails hands over instead of lingering.
 //
-// A partition log that cannot be written or fsynced (ENOSPC, EFBIG from
-// RLIMIT_FSIZE, EIO) takes its whole log directory offline, as Kafka does
+// A partition log that cannot be written or fsynced (EIO, EFBIG from
+// RLIMIT_FSIZE, any failed fsync) takes its whole log directory offline, as Kafka does
 // (KIP-112): a full or broken disk affects every partition on it. Kafka's
 // KRaft brokers keep serving their other directories only with KIP-858
 // directory assignment, which tells the controller which directory holds
@@ -51,10 +51,11 @@ func (b *Broker) Fatal() <-chan error { return b.fatal }
 
 // isDiskFailure tells a failed write or fsync of a log (the disk's fault)
 // from a refusal of the data itself or of the caller, which says nothing
-// about the disk.
+// about the disk, and from a write that found the disk full.
 func isDiskFailure(err error) bool {
 	switch {
 	case err == nil,
+		isDiskFull(err),
 		errors.Is(err, storage.ErrInvalidBatch),
 		errors.Is(err, storage.ErrBatchTooLarge),
 		errors.Is(err, storage.ErrStaleEpoch),
@@ -65,6 +66,20 @@ func isDiskFailure(err error) bool {
 		return false
 	}
 	return true
+}
+
+// isDiskFull reports a write (an append, a segment roll) that failed only
+// because the filesystem is full: the log undid it (storage truncates a
+// partial write away, and fails the log when it cannot), so the log is
+// intact and only that write is refused. Unlike EIO, ENOSPC says nothing
+// about what the disk holds, so the directory stays online: the produce
+// answers KAFKA_STORAGE_ERROR, which clients retry, reads and everything
+// else keep serving, and writes succeed again once space is freed
+// (diskspace.go refuses them earlier, at a free-space floor). An fsync
+// that fails with ENOSPC may have lost written pages, so it still takes
+// the directory offline (failLocked does not ask).
+func isDiskFull(err error) bool {
+	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, storage.ErrLogFailed)
 }
 
 // isDeviceError reports an error of the device itself. Opening a log

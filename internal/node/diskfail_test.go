@@ -16,7 +16,8 @@ import (
 )
 
 // TestIsDiskFailure: write and fsync errors take a log directory offline;
-// refusals of the data or of the caller say nothing about the disk.
+// refusals of the data or of the caller say nothing about the disk, and a
+// write that found the disk full (and was undone) only fails itself.
 func TestIsDiskFailure(t *testing.T) {
 	pathErr := func(errno syscall.Errno) error {
 		return fmt.Errorf("append to x.log at 7: %w", &os.PathError{Op: "write", Path: "x.log", Err: errno})
@@ -25,7 +26,9 @@ func TestIsDiskFailure(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{pathErr(syscall.ENOSPC), true},
+		{pathErr(syscall.ENOSPC), false}, // full, not failed: diskspace.go
+		{pathErr(syscall.EDQUOT), false},
+		{fmt.Errorf("%w: dir: undo failed write: %w", storage.ErrLogFailed, pathErr(syscall.ENOSPC)), true},
 		{pathErr(syscall.EFBIG), true},
 		{pathErr(syscall.EIO), true},
 		{fmt.Errorf("%w: dir: %w", storage.ErrLogFailed, pathErr(syscall.EIO)), true},

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -243,7 +244,9 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[follower]) {
 			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
 		}
 		if err != nil {
-			f.b.log.Error("replica fetcher action failed", "partition", a.P.p.name(), "action", a.Kind, "err", err)
+			if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
+				f.b.log.Error("replica fetcher action failed", "partition", a.P.p.name(), "action", a.Kind, "err", err)
+			}
 			f.mu.Lock()
 			f.sess.Failed(sessionNow(), a)
 			f.mu.Unlock()

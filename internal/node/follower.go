@@ -49,6 +49,11 @@ func (p *partition) following() (leader, epoch int32, ok bool) {
 // offsets and epochs, makes them durable before the next fetch reports
 // them, and follows the leader's high watermark.
 func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
+	if len(data) > 0 {
+		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+			return err
+		}
+	}
 	now := time.Now().UnixMilli()
 	p.mu.Lock()
 	if p.closed || p.role != metadata.RoleFollower || p.state.LeaderEpoch != epoch {

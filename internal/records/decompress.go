@@ -27,12 +27,12 @@ func decompress(codec int, src []byte, limit int) ([]byte, error) {
 	case batch.CompressionGzip:
 		zr, err := gzip.NewReader(bytes.NewReader(src))
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("gzip: %w: %w", ErrCodec, err)
 		}
 		defer zr.Close()
 		return readAllLimited("gzip", zr, limit, len(src))
 	case batch.CompressionSnappy:
-		return decodeSnappy(src, limit)
+		return decodeSnappy(nil, src, limit)
 	case batch.CompressionLZ4:
 		return readAllLimited("lz4", lz4.NewReader(bytes.NewReader(src)), limit, len(src))
 	case batch.CompressionZstd:
@@ -44,7 +44,7 @@ func decompress(codec int, src []byte, limit int) ([]byte, error) {
 			zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
-			return nil, fmt.Errorf("zstd: %w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("zstd: %w: %w", ErrCodec, err)
 		}
 		defer zr.Close()
 		return readAllLimited("zstd", zr, limit, len(src))
@@ -59,7 +59,7 @@ func readAllLimited(codec string, r io.Reader, limit, compressedLen int) ([]byte
 	buf := bytes.NewBuffer(make([]byte, 0, min(limit, 4*compressedLen+512)))
 	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", codec, ErrCorrupt, err)
+		return nil, fmt.Errorf("%s: %w: %w", codec, ErrCodec, err)
 	}
 	if n > int64(limit) {
 		return nil, fmt.Errorf("%s: %w: more than %d bytes", codec, ErrTooLarge, limit)
@@ -77,12 +77,14 @@ const xerialHeaderSize = 16
 
 var errXerialFraming = errors.New("bad xerial framing")
 
-func decodeSnappy(src []byte, limit int) ([]byte, error) {
+// decodeSnappy decodes snappy records, raw or xerial-framed, into dst's
+// capacity when it suffices (a pooled buffer), else a new buffer.
+func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialMagic) {
-		return decodeSnappyBlock(nil, src, limit)
+		return decodeSnappyBlock(dst, src, limit)
 	}
 	if len(src) < xerialHeaderSize {
-		return nil, fmt.Errorf("snappy: %w: %w: %d byte header", ErrCorrupt, errXerialFraming, len(src))
+		return nil, fmt.Errorf("snappy: %w: %w: %d byte header", ErrCodec, errXerialFraming, len(src))
 	}
 	chunks := src[xerialHeaderSize:]
 	// First pass: check the framing and the total size before allocating.
@@ -94,14 +96,17 @@ func decodeSnappy(src []byte, limit int) ([]byte, error) {
 		}
 		n, err := snappy.DecodedLen(chunk)
 		if err != nil {
-			return nil, fmt.Errorf("snappy: %w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("snappy: %w: %w", ErrCodec, err)
 		}
 		if total += n; total > limit {
 			return nil, fmt.Errorf("snappy: %w: more than %d bytes", ErrTooLarge, limit)
 		}
 		rest = next
 	}
-	out := make([]byte, 0, total)
+	out := dst[:0]
+	if cap(out) < total {
+		out = make([]byte, 0, total)
+	}
 	for rest := chunks; len(rest) > 0; {
 		chunk, next, _ := nextXerialChunk(rest)
 		dec, err := decodeSnappyBlock(out[len(out):], chunk, cap(out)-len(out))
@@ -117,12 +122,12 @@ func decodeSnappy(src []byte, limit int) ([]byte, error) {
 // nextXerialChunk splits one length-prefixed chunk off the front of b.
 func nextXerialChunk(b []byte) (chunk, rest []byte, err error) {
 	if len(b) < 4 {
-		return nil, nil, fmt.Errorf("snappy: %w: %w: %d trailing bytes", ErrCorrupt, errXerialFraming, len(b))
+		return nil, nil, fmt.Errorf("snappy: %w: %w: %d trailing bytes", ErrCodec, errXerialFraming, len(b))
 	}
 	n := binary.BigEndian.Uint32(b)
 	b = b[4:]
 	if uint64(n) > uint64(len(b)) {
-		return nil, nil, fmt.Errorf("snappy: %w: %w: chunk of %d bytes, %d left", ErrCorrupt, errXerialFraming, n, len(b))
+		return nil, nil, fmt.Errorf("snappy: %w: %w: chunk of %d bytes, %d left", ErrCodec, errXerialFraming, n, len(b))
 	}
 	return b[:n], b[n:], nil
 }
@@ -132,14 +137,14 @@ func nextXerialChunk(b []byte) (chunk, rest []byte, err error) {
 func decodeSnappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
-		return nil, fmt.Errorf("snappy: %w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("snappy: %w: %w", ErrCodec, err)
 	}
 	if n > limit {
 		return nil, fmt.Errorf("snappy: %w: block of %d bytes, limit %d", ErrTooLarge, n, limit)
 	}
 	out, err := snappy.Decode(dst[:0:cap(dst)], src)
 	if err != nil {
-		return nil, fmt.Errorf("snappy: %w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("snappy: %w: %w", ErrCodec, err)
 	}
 	return out, nil
 }

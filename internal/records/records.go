@@ -30,6 +30,10 @@ var (
 	ErrCorrupt = errors.New("records corrupt")
 	// ErrTooLarge: decompression would pass the caller's limit.
 	ErrTooLarge = errors.New("decompressed records too large")
+	// ErrCodec: the compressed records section does not decompress. It
+	// wraps ErrCorrupt; Produce answers CORRUPT_MESSAGE for it, and
+	// INVALID_RECORD for records that decode but lie about themselves.
+	ErrCodec = fmt.Errorf("compressed %w", ErrCorrupt)
 )
 
 // Header is one record header. A nil Value is a null value.
@@ -107,14 +111,10 @@ func Decode(b []byte, maxUncompressed int) (batch.Header, []Record, error) {
 
 func decodeRecords(h batch.Header, data []byte) ([]Record, error) {
 	recs := make([]Record, 0, min(int(h.RecordCount), len(data)/minRecordSize))
-	r := reader{b: data}
+	src := sliceSource(data)
 	prevDelta := int32(-1)
 	for i := range int(h.RecordCount) {
-		body, err := r.lengthPrefixed()
-		if err != nil {
-			return nil, fmt.Errorf("record %d of %d: %w", i, h.RecordCount, err)
-		}
-		rec, err := decodeRecord(body)
+		rec, err := readRecord(&src, true)
 		if err != nil {
 			return nil, fmt.Errorf("record %d of %d: %w", i, h.RecordCount, err)
 		}
@@ -125,67 +125,11 @@ func decodeRecords(h batch.Header, data []byte) ([]Record, error) {
 		prevDelta = rec.OffsetDelta
 		recs = append(recs, rec)
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(r.b), h.RecordCount)
+	if rest := len(src.buf) - src.pos; rest != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, rest, h.RecordCount)
 	}
 	return recs, nil
 }
 
-func decodeRecord(body []byte) (Record, error) {
-	var rec Record
-	r := reader{b: body}
-	if _, err := r.int8(); err != nil { // attributes: unused in v2
-		return rec, err
-	}
-	var err error
-	if rec.TimestampDelta, err = r.varlong(); err != nil {
-		return rec, fmt.Errorf("timestamp delta: %w", err)
-	}
-	if rec.OffsetDelta, err = r.varint(); err != nil {
-		return rec, fmt.Errorf("offset delta: %w", err)
-	}
-	if rec.Key, err = r.nullableBytes(); err != nil {
-		return rec, fmt.Errorf("key: %w", err)
-	}
-	if rec.Value, err = r.nullableBytes(); err != nil {
-		return rec, fmt.Errorf("value: %w", err)
-	}
-	if rec.Headers, err = decodeHeaders(&r); err != nil {
-		return rec, err
-	}
-	if len(r.b) != 0 {
-		return rec, fmt.Errorf("%w: %d bytes after the record's headers", ErrCorrupt, len(r.b))
-	}
-	return rec, nil
-}
-
 // minHeaderSize is a header with an empty key and a null value.
 const minHeaderSize = 2
-
-func decodeHeaders(r *reader) ([]Header, error) {
-	n, err := r.varint()
-	if err != nil {
-		return nil, fmt.Errorf("header count: %w", err)
-	}
-	if n < 0 || int(n) > len(r.b)/minHeaderSize {
-		return nil, fmt.Errorf("%w: header count %d with %d bytes left", ErrCorrupt, n, len(r.b))
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	headers := make([]Header, n)
-	for i := range headers {
-		key, err := r.nullableBytes()
-		if err != nil {
-			return nil, fmt.Errorf("header %d key: %w", i, err)
-		}
-		if key == nil {
-			return nil, fmt.Errorf("header %d: %w: null key", i, ErrCorrupt)
-		}
-		headers[i].Key = string(key)
-		if headers[i].Value, err = r.nullableBytes(); err != nil {
-			return nil, fmt.Errorf("header %d value: %w", i, err)
-		}
-	}
-	return headers, nil
-}

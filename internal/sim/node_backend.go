@@ -28,6 +28,7 @@ func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID(
 func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
+func (x backend) NowMs() int64                      { return x.p.n.c.nowMs() }
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
 
 func (x backend) AllocateProducerID() (int64, error) { return x.p.allocateProducerID() }

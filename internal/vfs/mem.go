@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,8 @@ type Mem struct {
 	generation uint64 // bumped by Crash; handles from older generations are dead
 	used       int64  // bytes charged by live files (see memNode.charged)
 	capacity   int64  // < 0: unlimited
+	// spaces are the Space answers chosen for directories (SetSpace).
+	spaces map[string]Space
 }
 
 var _ FS = (*Mem)(nil)
@@ -241,4 +244,45 @@ func isWithin(target, dir *memNode) bool {
 		}
 	}
 	return false
+}
+
+// Space implements FS for the whole in-memory filesystem: with a capacity
+// (SetCapacity), its total and what is left of it, so a test picks the
+// free space a broker sees by picking the capacity; without one, a
+// practically unlimited disk.
+func (m *Mem) Space(dir string) (Space, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if s, ok := m.spaces[d]; ok {
+			return s, nil
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	if m.capacity < 0 {
+		return Space{Total: math.MaxInt64, Free: math.MaxInt64 - m.used}, nil
+	}
+	return Space{Total: m.capacity, Free: max(m.capacity-m.used, 0)}, nil
+}
+
+// SetSpace makes Space answer s for dir and everything below it, whatever
+// the capacity, as if dir were the mount point of a filesystem of its own:
+// several simulated brokers sharing one Mem can then each see their own
+// free space. It changes only what Space reports, not what writes may use.
+func (m *Mem) SetSpace(dir string, s Space) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spaces == nil {
+		m.spaces = map[string]Space{}
+	}
+	m.spaces[filepath.Clean(dir)] = s
+}
+
+// ClearSpace undoes SetSpace for dir.
+func (m *Mem) ClearSpace(dir string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.spaces, filepath.Clean(dir))
 }

@@ -55,6 +55,18 @@ type FS interface {
 	// SyncDir makes the directory's entries (creations, renames, removals)
 	// durable.
 	SyncDir(dir string) error
+	// Space reports the size and free space of the filesystem holding
+	// dir, as statfs(2) does: what the broker compares with its
+	// free-space floor (log.dir.min.free.bytes / .percent).
+	Space(dir string) (Space, error)
+}
+
+// Space is a filesystem's size and the bytes an unprivileged writer may
+// still use (statfs's f_bavail, not f_bfree: root's reserve does not help
+// the broker).
+type Space struct {
+	Total int64
+	Free  int64
 }
 
 // DirEntry describes one path.

@@ -39,25 +39,27 @@ func failUnder(mem *vfs.Mem, dir, part string, errno syscall.Errno) {
 	})
 }
 
-// TestClusterDiskFullHandsOver: the disk of one replica of a partition
-// fills up while an idempotent acks=all producer runs. That broker's log
-// directory goes offline and the broker hands over and stops: when it led,
-// a follower from the ISR leads. Either way the producer carries on, every
-// acknowledged record is read back exactly once, in order, and the failed
-// broker is out of the ISR. Restarted on the still full disk it stops
-// again; restarted with a healthy disk, it catches up and rejoins.
-func TestClusterDiskFullHandsOver(t *testing.T) {
+// TestClusterDiskFailureHandsOver: the disk of one replica of a partition
+// fails (EIO on writes and fsyncs) while an idempotent acks=all producer
+// runs. That broker's log directory goes offline and the broker hands over
+// and stops: when it led, a follower from the ISR leads. Either way the
+// producer carries on, every acknowledged record is read back exactly
+// once, in order, and the failed broker is out of the ISR. Restarted on
+// the still failing disk it stops again; restarted with a healthy disk, it
+// catches up and rejoins. (A disk that is only full keeps its broker up:
+// TestDiskFullKeepsServing.)
+func TestClusterDiskFailureHandsOver(t *testing.T) {
 	for _, role := range []string{"leader", "follower"} {
-		t.Run(role, func(t *testing.T) { testDiskFullHandsOver(t, role == "leader") })
+		t.Run(role, func(t *testing.T) { testDiskFailureHandsOver(t, role == "leader") })
 	}
 }
 
-func testDiskFullHandsOver(t *testing.T, victimLeads bool) {
+func testDiskFailureHandsOver(t *testing.T, victimLeads bool) {
 	c, mem := startMemCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	adm := observerClient(t, c.addrs())
-	const topic = "diskfull"
+	const topic = "diskfail"
 	createReplicatedTopic(ctx, t, adm, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	leader := c.leaderOf(ctx, topic, 0)
 	failed := leader
@@ -65,7 +67,7 @@ func testDiskFullHandsOver(t *testing.T, victimLeads bool) {
 		failed = otherBrokers(3, leader)[0]
 	}
 	victim := c.brokers[failed-1]
-	t.Logf("leader of %s-0 is broker %d; filling the disk of broker %d", topic, leader, failed)
+	t.Logf("leader of %s-0 is broker %d; failing the disk of broker %d", topic, leader, failed)
 
 	producer := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1000), kgo.RequestRetries(1000))
 	var (
@@ -79,8 +81,8 @@ func testDiskFullHandsOver(t *testing.T, victimLeads bool) {
 			if err := producer.Flush(ctx); err != nil {
 				t.Fatalf("flush: %v", err)
 			}
-			failUnder(mem, c.props[failed-1]["log.dirs"], topic+"-0", syscall.ENOSPC)
-			t.Logf("filled the disk of broker %d after %d sends", failed, i)
+			failUnder(mem, c.props[failed-1]["log.dirs"], topic+"-0", syscall.EIO)
+			t.Logf("failed the disk of broker %d after %d sends", failed, i)
 		}
 		wg.Add(1)
 		v := i
@@ -106,10 +108,10 @@ func testDiskFullHandsOver(t *testing.T, victimLeads bool) {
 	after := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("a leader and broker %d out of the ISR", failed), func(v partitionView) bool {
 		return v.Leader >= 0 && v.Leader != failed && !v.inISR(failed)
 	})
-	t.Logf("after the disk filled: %v", after)
+	t.Logf("after the disk failed: %v", after)
 	readExactlyOnce(ctx, t, c, topic, acked)
 
-	// A restart on the same full disk finds it when it opens the
+	// A restart on the same failing disk finds it when it opens the
 	// replica, and stops again rather than run without it.
 	c.start(int(failed) - 1)
 	waitFatal(t, c.brokers[failed-1], node.ErrLogDirOffline)
@@ -202,4 +204,55 @@ func TestClusterMetadataLogFailureHaltsNode(t *testing.T) {
 		}
 	}
 	readExactlyOnce(ctx, t, c, "after", acked)
+}
+
+// TestDiskClusterFollowerBelowFloor: a follower whose log directory drops
+// below its free-space floor stops appending instead of filling the disk
+// (its metadata log shares it): it leaves the ISR, the leader and the rest
+// keep accepting acks=all writes, the follower stays up, and once space
+// returns it catches up and rejoins. Every acknowledged record reads back
+// exactly once.
+func TestDiskClusterFollowerBelowFloor(t *testing.T) {
+	c, mem := startMemCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic = "follower-floor"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	leader := c.leaderOf(ctx, topic, 0)
+	low := otherBrokers(3, leader)[0]
+	producer := c.client(kgo.DefaultProduceTopic(topic))
+	var acked []int
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+			acked = append(acked, i)
+		}
+	}
+	produce(0, 50)
+
+	dir := c.props[low-1]["log.dirs"]
+	mem.SetSpace(dir, vfs.Space{Total: 1 << 30, Free: 1 << 20}) // below the 64 MiB default floor
+	t.Logf("broker %d (a follower of leader %d) is below its free-space floor", low, leader)
+	produce(50, 100) // acks=all completes once the stalled follower leaves the ISR
+	v := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d out of the ISR", low), func(v partitionView) bool {
+		return !v.inISR(low) && v.Leader == leader
+	})
+	t.Logf("below the floor: %v", v)
+	select {
+	case err := <-c.brokers[low-1].Fatal():
+		t.Fatalf("broker %d stopped: %v", low, err)
+	default:
+	}
+
+	mem.ClearSpace(dir)
+	produce(100, 150)
+	v = awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d back in the ISR", low), func(v partitionView) bool {
+		return v.inISR(low) && len(v.ISR) == 3
+	})
+	t.Logf("space returned: %v", v)
+	readExactlyOnce(ctx, t, c, topic, acked)
 }
