@@ -238,6 +238,15 @@ func (f adminFlags) connect(ctx context.Context) (*kadm.Client, context.Context,
 // newAdmin returns an admin client for a comma-separated bootstrap list.
 // Closing the admin client closes its connections.
 func newAdmin(bootstrap string) (*kadm.Client, error) {
+	cl, err := newClient(bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// newClient is newAdmin's client, for requests kadm has no call for.
+func newClient(bootstrap string) (*kgo.Client, error) {
 	brokers := splitList(bootstrap)
 	if len(brokers) == 0 {
 		return nil, errors.New("--bootstrap-server is empty")
@@ -246,5 +255,5 @@ func newAdmin(bootstrap string) (*kadm.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", bootstrap, err)
 	}
-	return kadm.NewClient(cl), nil
+	return cl, nil
 }

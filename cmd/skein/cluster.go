@@ -1,22 +1,30 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health", run: clientCommand(runCluster)}
+	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories", run: clientCommand(runCluster)}
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	return runSubcommand(ctx, args, s, "usage: skein cluster describe [flags]", map[string]clientRun{"describe": runClusterDescribe})
+	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs [flags]", map[string]clientRun{
+		"describe": runClusterDescribe,
+		"log-dirs": runClusterLogDirs,
+	})
 }
 
 func runClusterDescribe(ctx context.Context, args []string, s streams) error {
@@ -29,10 +37,11 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	adm, err := newAdmin(*bootstrap)
+	cl, err := newClient(*bootstrap)
 	if err != nil {
 		return err
 	}
+	adm := kadm.NewClient(cl)
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -40,6 +49,10 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	md, err := adm.Metadata(ctx)
 	if err != nil {
 		return fmt.Errorf("metadata from %s: %w", *bootstrap, explainError(err))
+	}
+	cluster, err := describeCluster(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("describe cluster from %s: %w", *bootstrap, explainError(err))
 	}
 	configs, err := topicConfigs(ctx, adm, md.Topics.Names())
 	if err != nil {
@@ -49,14 +62,35 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	for name, c := range configs {
 		minISR[name] = c.minISR
 	}
-	printClusterDescription(s.out, md, minISR)
+	printClusterDescription(s.out, md, cluster, minISR)
 	return nil
 }
 
-func printClusterDescription(out io.Writer, md kadm.Metadata, minISR map[string]int) {
+// clusterView is DescribeCluster's answer: the active controller (Metadata
+// names whichever broker answered, as Kafka does in KRaft mode) and every
+// registered broker, with the fenced (registered but down) ones marked.
+type clusterView struct {
+	controller int32
+	brokers    []kmsg.DescribeClusterResponseBroker
+}
+
+func describeCluster(ctx context.Context, cl *kgo.Client) (clusterView, error) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true // v2+; older brokers list live ones only
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return clusterView{}, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return clusterView{}, err
+	}
+	return clusterView{controller: resp.ControllerID, brokers: resp.Brokers}, nil
+}
+
+func printClusterDescription(out io.Writer, md kadm.Metadata, cluster clusterView, minISR map[string]int) {
 	controller := "none"
-	if md.Controller >= 0 {
-		controller = strconv.Itoa(int(md.Controller))
+	if cluster.controller >= 0 {
+		controller = strconv.Itoa(int(cluster.controller))
 	}
 	clusterID := md.Cluster
 	if clusterID == "" {
@@ -65,13 +99,22 @@ func printClusterDescription(out io.Writer, md kadm.Metadata, minISR map[string]
 	fmt.Fprintf(out, "Cluster ID:  %s\nController:  %s\n\n", clusterID, controller)
 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tHOST:PORT\tRACK")
-	for _, b := range md.Brokers {
+	fmt.Fprintln(tw, "BROKER\tHOST:PORT\tRACK\tSTATUS")
+	brokers := slices.Clone(cluster.brokers)
+	slices.SortFunc(brokers, func(a, b kmsg.DescribeClusterResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	for _, b := range brokers {
 		rack := "-"
 		if b.Rack != nil && *b.Rack != "" {
 			rack = *b.Rack
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", b.NodeID, b.Host+":"+strconv.Itoa(int(b.Port)), rack)
+		status := "up"
+		if b.IsFenced {
+			status = "down (registered, fenced)"
+		}
+		if b.NodeID == cluster.controller {
+			status += ", active controller"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", b.NodeID, b.Host+":"+strconv.Itoa(int(b.Port)), rack, status)
 	}
 	tw.Flush()
 
@@ -100,6 +143,17 @@ func printClusterDescription(out io.Writer, md kadm.Metadata, minISR map[string]
 	fmt.Fprintln(tw, "TOPICS\tPARTITIONS\tOFFLINE\tUNDER-REPLICATED\tUNDER-MIN-ISR")
 	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", len(md.Topics), total, offline, under, underMin)
 	tw.Flush()
+	var internal []string
+	for _, t := range md.Topics.Sorted() {
+		if t.IsInternal {
+			internal = append(internal, fmt.Sprintf("%s (%d partitions)", t.Topic, len(t.Partitions)))
+		}
+	}
+	if len(internal) == 0 {
+		fmt.Fprintln(out, "Counts include no internal topics.")
+	} else {
+		fmt.Fprintf(out, "Counts include internal topics: %s.\n", strings.Join(internal, ", "))
+	}
 	if len(unhealthy) == 0 {
 		return
 	}

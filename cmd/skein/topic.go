@@ -20,15 +20,16 @@ func init() {
 	commands["topic"] = command{summary: "create, list, describe, alter and delete topics (like kafka-topics)", run: clientCommand(runTopic)}
 }
 
-const topicUsage = "usage: skein topic create|list|describe|alter|delete [flags] [topic...]"
+const topicUsage = "usage: skein topic create|list|describe|alter|delete|producers [flags] [topic...]"
 
 func runTopic(ctx context.Context, args []string, s streams) error {
 	return runSubcommand(ctx, args, s, topicUsage, map[string]clientRun{
-		"create":   runTopicCreate,
-		"list":     runTopicList,
-		"describe": runTopicDescribe,
-		"alter":    runTopicAlter,
-		"delete":   runTopicDelete,
+		"create":    runTopicCreate,
+		"list":      runTopicList,
+		"describe":  runTopicDescribe,
+		"alter":     runTopicAlter,
+		"delete":    runTopicDelete,
+		"producers": runTopicProducers,
 	})
 }
 

@@ -1,9 +1,10 @@
 package api
 
-// Fetch: versions 4-16. v4 is the floor for v2 record batches. We never
-// create incremental fetch sessions (v7+): every answer carries session id
-// 0, which tells clients to keep sending full requests. v13+ names topics by
-// id. v15 moves the replica id into ReplicaState.
+// Fetch: versions 4-16. v4 is the floor for v2 record batches. v7+ has
+// incremental fetch sessions (KIP-227, internal/fetchsession): epoch 0
+// opens one, later fetches send only the partitions whose fetch state
+// changed and get only those with news. v13+ names topics by id. v15 moves
+// the replica id into ReplicaState.
 //
 // Consumers read only below the high watermark. Long polls wait inside the
 // backend on partition events, never with a goroutine per request.
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/fetchsession"
 )
 
 func init() {
@@ -30,11 +32,6 @@ const maxFetchResponseBytes = 64 << 20
 func handleFetch(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.Version >= 7 && req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		respond(resp)
-		return
-	}
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
@@ -42,6 +39,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	if req.ClusterID != nil && *req.ClusterID != s.Backend.Image().ClusterID() {
 		// A replica of another cluster must never copy this log.
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		TagClusterID(&resp.UnknownTags, s.Backend.Image().ClusterID())
 		respond(resp)
 		return
 	}
@@ -65,52 +63,73 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 		params.MaxBytes = maxFetchResponseBytes
 	}
 
-	im := s.Backend.Image()
 	byID := req.Version >= 13
-	// slots maps each backend partition back to its place in the response;
-	// partitions that fail lookup are answered here and not sent on.
-	type slot struct{ ti, pi int }
-	var slots []slot
-	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
-	for ti, rt := range req.Topics {
-		st := &resp.Topics[ti]
-		*st = kmsg.NewFetchResponseTopic()
-		st.Topic = rt.Topic
-		st.TopicID = rt.TopicID
-		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		t, terr := lookupTopic(im, byID, rt.Topic, rt.TopicID)
-		for pi, rp := range rt.Partitions {
-			sp := &st.Partitions[pi]
-			*sp = kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.HighWatermark = -1
-			sp.LastStableOffset = -1
-			sp.LogStartOffset = -1
-			sp.PreferredReadReplica = -1
-			sp.RecordBatches = []byte{}
-			if terr != nil {
-				sp.ErrorCode = ErrorCode(terr)
-				continue
-			}
-			maxBytes := rp.PartitionMaxBytes
-			if maxBytes <= 0 {
-				maxBytes = params.MaxBytes
-			}
-			params.Partitions = append(params.Partitions, FetchPartition{
-				Topic: t.ID, Partition: rp.Partition, Offset: rp.FetchOffset,
-				MaxBytes: maxBytes, CurrentLeaderEpoch: currentLeaderEpoch(req.Version, rp.CurrentLeaderEpoch),
-				LastFetchedEpoch: lastFetchedEpoch(req.Version, rp.LastFetchedEpoch),
-			})
-			slots = append(slots, slot{ti, pi})
+	sessions := s.Backend.FetchSessions()
+	sctx := sessions.Begin(sessionRequest(req, byID, replicaID >= 0))
+	if sctx.Kind == fetchsession.Failed {
+		resp.ErrorCode = sctx.ErrorCode
+		respond(resp)
+		return
+	}
+
+	// Read what the session decided (the request's partitions, or the
+	// whole session for an incremental fetch); partitions that fail
+	// lookup are answered here and not sent on.
+	im := s.Backend.Image()
+	answers := make([]kmsg.FetchResponseTopicPartition, len(sctx.Read))
+	var slots []int // backend partition -> index in sctx.Read
+	for i, rp := range sctx.Read {
+		sp := &answers[i]
+		*sp = kmsg.NewFetchResponseTopicPartition()
+		sp.Partition = rp.Partition
+		sp.HighWatermark = -1
+		sp.LastStableOffset = -1
+		sp.LogStartOffset = -1
+		sp.PreferredReadReplica = -1
+		sp.RecordBatches = []byte{}
+		t, terr := lookupTopic(im, byID, rp.Name, rp.ID)
+		if terr != nil {
+			sp.ErrorCode = ErrorCode(terr)
+			continue
 		}
+		maxBytes := rp.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = params.MaxBytes
+		}
+		params.Partitions = append(params.Partitions, FetchPartition{
+			Topic: t.ID, Partition: rp.Partition, Offset: rp.FetchOffset,
+			MaxBytes: maxBytes, CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+			LastFetchedEpoch: rp.LastFetchedEpoch,
+		})
+		slots = append(slots, i)
+	}
+	finish := func() {
+		results := make([]fetchsession.Result, len(answers))
+		for i, sp := range answers {
+			results[i] = fetchsession.Result{
+				HighWatermark: sp.HighWatermark, LastStableOffset: sp.LastStableOffset,
+				LogStartOffset: sp.LogStartOffset, HasRecords: len(sp.RecordBatches) > 0,
+				Failed: sp.ErrorCode != 0, Diverging: sp.DivergingEpoch.EndOffset >= 0 && sp.DivergingEpoch.Epoch >= 0,
+			}
+		}
+		out := sessions.Complete(sctx, results)
+		if out.ErrorCode != 0 {
+			resp.ErrorCode = out.ErrorCode
+			respond(resp)
+			return
+		}
+		resp.SessionID = out.SessionID
+		resp.Topics = groupFetchAnswers(sctx.Read, answers, out.Include)
+		addFetchLeaderHints(s, r, req, resp)
+		respond(resp)
 	}
 	if len(params.Partitions) == 0 {
-		respond(resp)
+		finish()
 		return
 	}
 	s.Backend.Fetch(params, func(results []FetchResult) {
 		for i, res := range results {
-			sp := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
+			sp := &answers[slots[i]]
 			sp.ErrorCode = ErrorCode(res.Err)
 			sp.HighWatermark = res.HighWatermark
 			sp.LastStableOffset = res.HighWatermark
@@ -125,9 +144,69 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 				sp.RecordBatches = []byte{}
 			}
 		}
-		addFetchLeaderHints(s, r, req, resp)
-		respond(resp)
+		finish()
 	})
+}
+
+// sessionRequest is a Fetch request's part the session cache decides on.
+// Before v7 there are no sessions: every fetch is a sessionless full one.
+func sessionRequest(req *kmsg.FetchRequest, byID, privileged bool) fetchsession.Request {
+	sr := fetchsession.Request{
+		SessionID: req.SessionID, Epoch: req.SessionEpoch,
+		Privileged: privileged, UsesTopicIDs: byID,
+	}
+	if req.Version < 7 {
+		sr.SessionID, sr.Epoch = 0, fetchsession.FinalEpoch
+	}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			p := fetchsession.Partition{
+				Key:                sessionKey(byID, rt.Topic, rt.TopicID, rp.Partition),
+				FetchOffset:        rp.FetchOffset,
+				LogStartOffset:     rp.LogStartOffset,
+				MaxBytes:           rp.PartitionMaxBytes,
+				CurrentLeaderEpoch: currentLeaderEpoch(req.Version, rp.CurrentLeaderEpoch),
+				LastFetchedEpoch:   lastFetchedEpoch(req.Version, rp.LastFetchedEpoch),
+			}
+			sr.Partitions = append(sr.Partitions, p)
+		}
+	}
+	if req.Version >= 7 {
+		for _, ft := range req.ForgottenTopics {
+			for _, p := range ft.Partitions {
+				sr.Forgotten = append(sr.Forgotten, sessionKey(byID, ft.Topic, ft.TopicID, p))
+			}
+		}
+	}
+	return sr
+}
+
+func sessionKey(byID bool, name string, id [16]byte, partition int32) fetchsession.Key {
+	if byID {
+		return fetchsession.Key{ID: id, Partition: partition}
+	}
+	return fetchsession.Key{Name: name, Partition: partition}
+}
+
+// groupFetchAnswers builds the answer's topics from the partitions it
+// carries, in read order; consecutive partitions of one topic share an
+// entry, as Kafka groups them.
+func groupFetchAnswers(read []fetchsession.Partition, answers []kmsg.FetchResponseTopicPartition, include []bool) []kmsg.FetchResponseTopic {
+	topics := []kmsg.FetchResponseTopic{}
+	for i, sp := range answers {
+		if !include[i] {
+			continue
+		}
+		k := read[i].Key
+		if n := len(topics); n == 0 || topics[n-1].Topic != k.Name || topics[n-1].TopicID != k.ID {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = k.Name, k.ID
+			topics = append(topics, st)
+		}
+		st := &topics[len(topics)-1]
+		st.Partitions = append(st.Partitions, sp)
+	}
+	return topics
 }
 
 func currentLeaderEpoch(version int16, epoch int32) int32 {

@@ -58,11 +58,16 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 			// the group coordinator creates __consumer_offsets with its own.
 			if !found && allowCreate && s.Backend.Config().AutoCreateTopicsEnable && !isInternalTopic(*rt.Topic) {
 				if err := s.autoCreateTopic(*rt.Topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-					resp.Topics = append(resp.Topics, topicError(rt, ErrorCode(err)))
+					resp.Topics = append(resp.Topics, topicError(rt, autoCreateErrorCode(err)))
 					continue
 				}
 				im = s.Backend.Image()
-				t, found = im.Topic(*rt.Topic)
+				if t, found = im.Topic(*rt.Topic); !found {
+					// Created, but not in this broker's image yet: as
+					// Kafka answers an auto-created topic, "retry soon".
+					resp.Topics = append(resp.Topics, topicError(rt, kerr.LeaderNotAvailable.Code))
+					continue
+				}
 			}
 		default:
 			t, found = im.TopicByID(metadata.TopicID(rt.TopicID))
@@ -74,6 +79,21 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 		resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect))
 	}
 	respond(resp)
+}
+
+// autoCreateErrorCode is the code a Metadata answer gives a topic whose
+// auto-creation failed. A failure to reach or keep a controller is
+// transient and not the client's to handle (it cannot reach controllers):
+// LEADER_NOT_AVAILABLE, which clients retry, as Kafka answers while the
+// creation is under way. A refusal (a bad name, too few brokers for the
+// replication factor) is the controller's own answer.
+func autoCreateErrorCode(err error) int16 {
+	switch code := ErrorCode(err); code {
+	case kerr.NotController.Code, kerr.RequestTimedOut.Code, kerr.UnknownServerError.Code:
+		return kerr.LeaderNotAvailable.Code
+	default:
+		return code
+	}
 }
 
 func topicError(rt kmsg.MetadataRequestTopic, code int16) kmsg.MetadataResponseTopic {

@@ -6,6 +6,8 @@ package api
 // every check and commits nothing.
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -114,10 +116,31 @@ func (s *Server) createTopic(ct controller.CreateTopicRequest, validateOnly bool
 }
 
 // autoCreateTopic creates a topic with broker defaults, as
-// auto.create.topics.enable does for Metadata requests.
+// auto.create.topics.enable does for Metadata requests. The creation takes
+// the path of a client's CreateTopics: decided here on the active
+// controller, forwarded to it from any other broker (KIP-590), so every
+// broker can auto-create, not only the controller. It returns once the
+// decision is known and, when forwarded, once this broker's image has it.
+// Only Metadata (a Blocking handler) calls it.
 func (s *Server) autoCreateTopic(name string) error {
-	_, err := s.createTopic(controller.CreateTopicRequest{
-		Name: name, NumPartitions: -1, ReplicationFactor: -1, Configs: map[string]string{},
-	}, false)
-	return err
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 15000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	req.Topics = append(req.Topics, rt)
+	answer := make(chan kmsg.Response, 1)
+	s.Serve(&Request{Version: 7, ClientID: "skein-auto-create", Body: req}, func(r kmsg.Response) { answer <- r })
+	resp, _ := (<-answer).(*kmsg.CreateTopicsResponse)
+	if resp == nil || len(resp.Topics) != 1 {
+		return fmt.Errorf("%w: auto-creating %s: no answer from the controller", kerr.LeaderNotAvailable, name)
+	}
+	t := resp.Topics[0]
+	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+		if t.ErrorMessage != nil {
+			return fmt.Errorf("%w: auto-creating %s: %s", err, name, *t.ErrorMessage)
+		}
+		return fmt.Errorf("auto-creating %s: %w", name, err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ package api
 // match: a broker of another cluster is refused.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +22,10 @@ func handleBrokerRegistration(s *Server, r *Request, respond Respond) {
 		resp.BrokerEpoch = epoch
 		if err != nil {
 			resp.BrokerEpoch = -1
+			if resp.ErrorCode == kerr.InconsistentClusterID.Code {
+				// Tell the refused node which cluster this is.
+				TagClusterID(&resp.UnknownTags, s.Backend.Image().ClusterID())
+			}
 			s.Log.Warn("broker registration refused", "broker", req.BrokerID, "err", err)
 		}
 		respond(resp)

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -37,6 +38,14 @@ type Backend interface {
 	Produce(req ProduceParams, done func(ProduceResult))
 	// Fetch reads from partitions, waiting up to MaxWait for MinBytes.
 	Fetch(req FetchParams, done func([]FetchResult))
+	// FetchSessions is the broker's incremental fetch session cache.
+	FetchSessions() FetchSessions
+	// DescribeLogDirs lists this broker's log directories and the
+	// partition replicas in each, sorted by topic and partition.
+	DescribeLogDirs() []LogDirDescription
+	// DescribeProducers lists the idempotent producers of a partition led
+	// here, by producer id.
+	DescribeProducers(topic metadata.TopicID, partition int32) ([]ProducerState, error)
 	// FetchMetadataLog serves a broker-only node's Fetch of the metadata
 	// log (IsMetadataLogFetch) on a controller, long-polling for new
 	// committed entries; FetchMetadataSnapshot serves FetchSnapshot.
@@ -49,6 +58,9 @@ type Backend interface {
 	// changes; Forward sends a request to the node that does and answers
 	// once this node's metadata reflects the outcome.
 	IsActiveController() bool
+	// ActiveControllerID is the node id of the active controller as this
+	// node knows it, -1 if unknown.
+	ActiveControllerID() int32
 	// LeaderSuspect reports that this broker just lost its replication
 	// connection to a broker, which most likely died: Metadata then says
 	// LEADER_NOT_AVAILABLE for its partitions instead of sending clients
@@ -70,6 +82,13 @@ type Backend interface {
 	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
 	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
 	EpochEndOffset(topic metadata.TopicID, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error)
+}
+
+// FetchSessions is a fetchsession.Cache behind the runtime's lock and
+// clock: Begin fills in the request's time, Complete the completion's.
+type FetchSessions interface {
+	Begin(r fetchsession.Request) fetchsession.Context
+	Complete(ctx fetchsession.Context, results []fetchsession.Result) fetchsession.Outcome
 }
 
 // ProduceParams is one partition's share of a Produce request.

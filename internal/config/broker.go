@@ -64,6 +64,7 @@ type Broker struct {
 	ReplicaFetchResponseMaxBytes int32         // replica.fetch.response.max.bytes
 	ReplicaFetchMinBytes         int32         // replica.fetch.min.bytes
 	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
+	FetchSessionCacheSlots       int           // max.incremental.fetch.session.cache.slots
 	ReplicaFetchBackoff          time.Duration // replica.fetch.backoff.ms
 	NumReplicaFetchers           int           // num.replica.fetchers
 
@@ -168,6 +169,7 @@ func (s *settings) build() (*Broker, error) {
 		ReplicaFetchResponseMaxBytes: r.int32("replica.fetch.response.max.bytes"),
 		ReplicaFetchMinBytes:         r.int32("replica.fetch.min.bytes"),
 		ReplicaFetchWaitMax:          r.durationMs("replica.fetch.wait.max.ms"),
+		FetchSessionCacheSlots:       r.int("max.incremental.fetch.session.cache.slots"),
 		ReplicaFetchBackoff:          r.durationMs("replica.fetch.backoff.ms"),
 		NumReplicaFetchers:           r.int("num.replica.fetchers"),
 

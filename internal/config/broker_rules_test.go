@@ -317,6 +317,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"process.roles":                                 {"process.roles": "controller", "listeners": "CONTROLLER://h:1"},
 		"producer.id.expiration.ms":                     {"producer.id.expiration.ms": "1"},
 		"queued.max.requests":                           {"queued.max.requests": "1"},
+		"max.incremental.fetch.session.cache.slots":     {"max.incremental.fetch.session.cache.slots": "7"},
 		"replica.fetch.backoff.ms":                      {"replica.fetch.backoff.ms": "1"},
 		"replica.fetch.max.bytes":                       {"replica.fetch.max.bytes": "1"},
 		"replica.fetch.min.bytes":                       {"replica.fetch.min.bytes": "2"},

@@ -196,6 +196,10 @@ var brokerProperties = []Property{
 		Doc: "Pause after a failed follower fetch before retrying.",
 	},
 	{
+		Name: "max.incremental.fetch.session.cache.slots", Kind: KindInt, Default: "1000", Min: 0, Max: math.MaxInt32,
+		Doc: "Incremental fetch sessions (KIP-227) a broker keeps; when full, a new session evicts an idle or weaker one or is not created.",
+	},
+	{
 		Name: "num.replica.fetchers", Kind: KindInt, Default: "1", Min: 1, Max: 64,
 		Doc: "Fetcher connections per source broker; partitions are spread over them.",
 	},

@@ -7,6 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// maxGroupLagSeries bounds the per-partition consumer-group lag series of
+// one scrape; skein_consumer_group_lag_max_records still covers them all.
+const maxGroupLagSeries = 100_000
+
 // maxFollowerLagSeries bounds the per-replica lag series of one scrape;
 // skein_follower_lag_max_records still covers every replica.
 const maxFollowerLagSeries = 100_000
@@ -34,6 +38,15 @@ type FollowerLag struct {
 	Records   int64 // leader's log end offset minus the follower's
 }
 
+// GroupLag is how far one consumer group's committed offset on a
+// partition is behind that partition's high watermark.
+type GroupLag struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Records   int64
+}
+
 // ClusterView is what the scrape-time collector reads from the broker. Its
 // methods are called from the scraping goroutine, concurrently with the
 // broker's work, so they must be safe for concurrent use and quick: they
@@ -44,6 +57,20 @@ type ClusterView interface {
 	IsActiveController() bool
 	// FollowerLags lists the followers of partitions this broker leads.
 	FollowerLags() []FollowerLag
+	// GroupLags lists the committed offsets of the groups this broker
+	// coordinates, for partitions whose high watermark it knows.
+	GroupLags() []GroupLag
+	// FetchSessions is the size of the fetch session cache (KIP-227) and
+	// the sessions evicted from it so far.
+	FetchSessions() FetchSessionStats
+}
+
+// FetchSessionStats describes the fetch session cache, as Kafka's
+// FetchSessionCache metrics do.
+type FetchSessionStats struct {
+	Sessions   int
+	Partitions int
+	Evictions  uint64
 }
 
 // RegisterClusterView registers the collector that reads view at each
@@ -64,9 +91,11 @@ func (m *Metrics) RegisterClusterView(view ClusterView) error {
 type clusterCollector struct {
 	view ClusterView
 
-	partitions, leaders, underReplicated, underMinISR, atMinISR *prometheus.Desc
-	offline, activeController                                   *prometheus.Desc
-	followerLag, followerLagMax                                 *prometheus.Desc
+	partitions, leaders, underReplicated, underMinISR, atMinISR  *prometheus.Desc
+	offline, activeController                                    *prometheus.Desc
+	followerLag, followerLagMax                                  *prometheus.Desc
+	groupLag, groupLagMax                                        *prometheus.Desc
+	fetchSessions, fetchSessionPartitions, fetchSessionEvictions *prometheus.Desc
 }
 
 // NewClusterCollector returns a collector of the cluster health gauges read
@@ -88,6 +117,17 @@ func NewClusterCollector(view ClusterView) prometheus.Collector {
 		followerLag: desc("follower_lag_records",
 			"Records a follower replica is behind this leader.", "topic", "partition", "replica"),
 		followerLagMax: desc("follower_lag_max_records", "Largest lag of any follower of a partition this broker leads."),
+		groupLag: desc("consumer_group_lag_records",
+			"Records between a consumer group's committed offset and the partition's high watermark, reported by the group's coordinator.",
+			"group", "topic", "partition"),
+		groupLagMax: desc("consumer_group_lag_max_records",
+			"Largest lag of a consumer group over its partitions, reported by the group's coordinator.", "group"),
+		fetchSessions: desc("incremental_fetch_sessions",
+			"Incremental fetch sessions (KIP-227) this broker holds (Kafka's NumIncrementalFetchSessions)."),
+		fetchSessionPartitions: desc("incremental_fetch_partitions_cached",
+			"Partitions over all incremental fetch sessions (Kafka's NumIncrementalFetchPartitionsCached)."),
+		fetchSessionEvictions: desc("incremental_fetch_session_evictions_total",
+			"Fetch sessions evicted to make room for new ones (max.incremental.fetch.session.cache.slots)."),
 	}
 }
 
@@ -95,6 +135,8 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.atMinISR,
 		c.offline, c.activeController, c.followerLag, c.followerLagMax,
+		c.groupLag, c.groupLagMax,
+		c.fetchSessions, c.fetchSessionPartitions, c.fetchSessionEvictions,
 	} {
 		ch <- d
 	}
@@ -126,6 +168,26 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			strconv.FormatInt(int64(l.Partition), 10), strconv.FormatInt(int64(l.Replica), 10))
 	}
 	gauge(ch, c.followerLagMax, maxLag)
+
+	fs := c.view.FetchSessions()
+	gauge(ch, c.fetchSessions, fs.Sessions)
+	gauge(ch, c.fetchSessionPartitions, fs.Partitions)
+	if m, err := prometheus.NewConstMetric(c.fetchSessionEvictions, prometheus.CounterValue, float64(fs.Evictions)); err == nil {
+		ch <- m
+	}
+
+	groupMax := map[string]int64{}
+	for i, l := range c.view.GroupLags() {
+		lag := max(l.Records, 0)
+		groupMax[l.Group] = max(groupMax[l.Group], lag)
+		if i >= maxGroupLagSeries {
+			continue
+		}
+		gauge(ch, c.groupLag, lag, l.Group, l.Topic, strconv.FormatInt(int64(l.Partition), 10))
+	}
+	for g, lag := range groupMax {
+		gauge(ch, c.groupLagMax, lag, g)
+	}
 }
 
 // gauge sends one gauge sample. A sample whose label value is not valid

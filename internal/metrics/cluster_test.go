@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -9,14 +10,19 @@ import (
 
 // fakeView is a fixed ClusterView; the collector only reads it.
 type fakeView struct {
-	health PartitionHealth
-	active bool
-	lags   []FollowerLag
+	health    PartitionHealth
+	active    bool
+	lags      []FollowerLag
+	groupLags []GroupLag
 }
 
 func (v fakeView) PartitionHealth() PartitionHealth { return v.health }
 func (v fakeView) IsActiveController() bool         { return v.active }
 func (v fakeView) FollowerLags() []FollowerLag      { return v.lags }
+func (v fakeView) GroupLags() []GroupLag            { return v.groupLags }
+func (v fakeView) FetchSessions() FetchSessionStats {
+	return FetchSessionStats{Sessions: 2, Partitions: 9, Evictions: 1}
+}
 
 const clusterGaugesHelp = `
 # HELP skein_active_controller 1 if this broker is the active controller, else 0; the sum over the cluster must be 1.
@@ -135,4 +141,56 @@ func withHelp(samples string) string {
 		b.WriteString(s + "\n")
 	}
 	return b.String()
+}
+
+func TestClusterCollectorGroupLag(t *testing.T) {
+	m, reg := newTestMetrics(t, Options{})
+	view := fakeView{groupLags: []GroupLag{
+		{"billing", "orders", 0, 40}, {"billing", "orders", 1, 2}, {"audit", "orders", 0, -3},
+	}}
+	if err := m.RegisterClusterView(view); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"skein_consumer_group_lag_records", []string{"group", "billing", "topic", "orders", "partition", "0"}, 40},
+		{"skein_consumer_group_lag_records", []string{"group", "billing", "topic", "orders", "partition", "1"}, 2},
+		// A commit past a stale high watermark is not a negative lag.
+		{"skein_consumer_group_lag_records", []string{"group", "audit", "topic", "orders", "partition", "0"}, 0},
+		{"skein_consumer_group_lag_max_records", []string{"group", "billing"}, 40},
+		{"skein_consumer_group_lag_max_records", []string{"group", "audit"}, 0},
+		{"skein_incremental_fetch_sessions", nil, 2},
+		{"skein_incremental_fetch_partitions_cached", nil, 9},
+	}
+	for _, tt := range tests {
+		if got := findMetric(t, reg, tt.name, tt.labels...).GetGauge().GetValue(); got != tt.want {
+			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
+		}
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	reg := NewRegistry()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "skein_build_info" {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if m.GetGauge().GetValue() != 1 || labels["goversion"] != runtime.Version() || labels["version"] == "" || labels["revision"] == "" {
+			t.Fatalf("skein_build_info %v = %v", labels, m.GetGauge().GetValue())
+		}
+		return
+	}
+	t.Fatal("no skein_build_info in a new registry")
 }

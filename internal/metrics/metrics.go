@@ -59,6 +59,8 @@ type Metrics struct {
 	compactions            prometheus.Counter
 	compactionBytesRemoved prometheus.Counter
 
+	offlineLogDirs prometheus.Gauge
+
 	topics *topicTable
 }
 
@@ -67,9 +69,10 @@ type Metrics struct {
 // collectors that operators expect next to the broker's own metrics.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister( // cannot fail: a fresh registry, two distinct collectors
+	reg.MustRegister( // cannot fail: a fresh registry, distinct collectors
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(),
 	)
 	return reg
 }
@@ -136,13 +139,17 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "log_compaction_bytes_removed_total",
 			Help: "Bytes of log the cleaner removed from partition replicas on this broker.",
 		}),
+		offlineLogDirs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "offline_log_dirs",
+			Help: "Log directories taken offline after a disk error (Kafka's OfflineLogDirectoryCount); the broker then hands over and stops.",
+		}),
 		topics: newTopicTable(opts.MaxTopics),
 	}
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
 		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.fetchPurgatory,
-		m.compactions, m.compactionBytesRemoved,
+		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
 	for _, c := range collectors {
@@ -151,6 +158,14 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// LogDirOffline counts a log directory taken offline after a disk error.
+func (m *Metrics) LogDirOffline() {
+	if m == nil {
+		return
+	}
+	m.offlineLogDirs.Inc()
 }
 
 // ObserveCompaction records one cleaner pass over a partition replica that

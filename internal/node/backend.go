@@ -32,6 +32,8 @@ func (x backend) AllocateProducerID() (int64, error) {
 
 func (x backend) IsActiveController() bool { return x.b.isActiveController() }
 
+func (x backend) ActiveControllerID() int32 { return x.b.controllerID.Load() }
+
 func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
 
 func (x backend) SettleSuspects() { x.b.settleSuspects() }
@@ -40,6 +42,18 @@ func (x backend) NowMs() int64    { return time.Now().UnixMilli() }
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.b.controllerSvc} }
+
+func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
+
+func (x backend) DescribeLogDirs() []api.LogDirDescription { return x.b.describeLogDirs() }
+
+func (x backend) DescribeProducers(topic metadata.TopicID, index int32) ([]api.ProducerState, error) {
+	p := x.b.partition(topic, index)
+	if p == nil {
+		return nil, x.b.partitionError(topic, index)
+	}
+	return p.describeProducers()
+}
 
 func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 	return x.b.topicConfig(t)

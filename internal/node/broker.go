@@ -66,6 +66,10 @@ type Broker struct {
 	voters       []config.Voter
 	emptyImage   *metadata.Image
 	controllerID atomic.Int32 // the active controller, -1 if unknown
+	// foreign records peers of another cluster (cluster_id.go).
+	foreign foreignCluster
+	// fetchSessions is the KIP-227 session cache of the Fetch handler.
+	fetchSessions *fetchSessions
 	// controllerChanged wakes the session loop when the controller
 	// changes (or a heartbeat is wanted now).
 	controllerChanged chan struct{}
@@ -179,6 +183,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.fetchers = newFetcherManager(b)
 	b.groups = newGroupRuntime(b)
 	b.cleaner = newLogCleaner(b)
+	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
 	b.reg = metrics.NewRegistry()
 	return b

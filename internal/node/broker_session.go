@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
@@ -147,6 +148,9 @@ func (b *Broker) sessionStep(parent context.Context, sess *ctrlcore.BrokerSessio
 	defer cancel()
 	if req := sess.Next(b.Image(), b.shuttingDown.Load(), b.registration); req != nil {
 		resp, err := b.ctrl.request(ctx, req)
+		if reg, ok := resp.(*kmsg.BrokerRegistrationResponse); ok && err == nil && reg.ErrorCode == kerr.InconsistentClusterID.Code {
+			b.noteForeignCluster(fmt.Sprintf("the active controller (node %d)", b.controllerID.Load()), api.TaggedClusterID(reg.UnknownTags), b.Image().ClusterID())
+		}
 		out := sess.Answered(req, resp, err)
 		if out.Stale {
 			b.brokerEpoch.Store(-1)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/group"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 )
@@ -55,6 +56,47 @@ func (v clusterView) PartitionHealth() metrics.PartitionHealth {
 
 func (v clusterView) IsActiveController() bool { return v.b.isActiveController() }
 
+// GroupLags reads the committed offsets of the groups coordinated here
+// and the high watermark of each partition this broker hosts (leader or
+// follower: a follower's is at most one fetch behind). A partition with no
+// replica here has no lag series; with the usual replication factor of 3
+// on 3 brokers every broker hosts every partition.
+func (v clusterView) GroupLags() []metrics.GroupLag {
+	im := v.b.Image()
+	if im == nil {
+		return nil
+	}
+	var out []metrics.GroupLag
+	handles, _ := v.b.groups.All()
+	for _, h := range handles {
+		_ = h.(*groupCoordinator).read(func(c *group.Coordinator) {
+			for _, g := range c.ListGroups(nil) {
+				for _, o := range c.FetchOffsets(g.GroupID, nil) {
+					if o.Offset < 0 {
+						continue
+					}
+					t, ok := im.Topic(o.Topic)
+					if !ok {
+						continue
+					}
+					p := v.b.partition(t.ID, o.Partition)
+					if p == nil {
+						continue
+					}
+					out = append(out, metrics.GroupLag{Group: g.GroupID, Topic: o.Topic, Partition: o.Partition,
+						Records: p.highWatermark.Load() - o.Offset})
+				}
+			}
+		})
+	}
+	return out
+}
+
+func (v clusterView) FetchSessions() metrics.FetchSessionStats {
+	s, p, e := v.b.fetchSessions.stats()
+	return metrics.FetchSessionStats{Sessions: s, Partitions: p, Evictions: e}
+}
+
 func (v clusterView) FollowerLags() []metrics.FollowerLag {
 	var out []metrics.FollowerLag
 	for _, p := range v.b.partitionList() {
@@ -101,6 +143,17 @@ func (b *Broker) AdminAddr() string {
 // recovered, it is registered, its image holds that registration (it has
 // caught up with metadata) and does not fence it.
 func (b *Broker) Ready() error {
+	err := b.ready()
+	if err != nil {
+		if why := b.foreignClusterReason(); why != "" {
+			// The likely cause of not being ready: say it first.
+			return fmt.Errorf("%s; %w", why, err)
+		}
+	}
+	return err
+}
+
+func (b *Broker) ready() error {
 	im := b.Image()
 	if im == nil {
 		return errors.New("starting: metadata not loaded yet")

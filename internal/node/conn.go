@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -134,6 +135,12 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
 		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
 			if errors.Is(err, quorum.ErrStopped) {
+				return false
+			}
+			if mm, ok := errors.AsType[*quorum.ClusterIDMismatchError](err); ok {
+				// Said once, at error level, by noteForeignCluster: the
+				// peer reconnects and is refused many times a second.
+				c.b.noteForeignCluster(fmt.Sprintf("node %d (%s)", quorum.NodeID(mm.From), c.nc.RemoteAddr()), mm.Theirs, mm.Ours)
 				return false
 			}
 			c.b.log.Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)

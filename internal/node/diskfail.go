@@ -108,6 +108,7 @@ func (b *Broker) takeLogDirOffline(dir, name string, err error) {
 	if !b.offlineDir.CompareAndSwap(nil, &dir) {
 		return
 	}
+	b.metrics.LogDirOffline()
 	b.log.Error("log directory failed: it goes offline and this broker hands its partitions over and stops; restart it with a healthy disk",
 		"dir", dir, "partition", name, "err", err)
 	go func() {

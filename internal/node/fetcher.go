@@ -175,6 +175,21 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), f.sess.Config().MaxWait+controllerRPCTimeout)
+		// Connected before the session builds a request: a new
+		// connection restarts the fetch session, and the request must
+		// be built for it.
+		conn, err := f.connect(ctx)
+		if err != nil {
+			cancel()
+			f.roundMu.Unlock()
+			f.b.suspect(f.leader)
+			f.b.log.Debug("replica fetcher cannot reach the leader", "leader", f.leader, "err", err)
+			if !f.sleep(fetchBackoff) {
+				return
+			}
+			continue
+		}
 		f.mu.Lock()
 		step := f.sess.Next(sessionNow(), f.b.Image().ClusterID())
 		f.mu.Unlock()
@@ -182,22 +197,22 @@ func (f *replicaFetcher) run() {
 			f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
 		}
 		if step.Request == nil {
+			cancel()
 			f.roundMu.Unlock()
 			if !f.sleep(step.Wait) {
 				return
 			}
 			continue
 		}
-		resp, err := f.exchange(step.Request)
+		resp, err := f.exchange(ctx, conn, step.Request)
+		cancel()
 		f.mu.Lock()
 		rd := f.sess.Answer(sessionNow(), resp, err)
 		f.mu.Unlock()
 		f.carryOut(rd)
 		f.roundMu.Unlock()
 		if rd.Backoff {
-			if f.conn != nil {
-				f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
-			}
+			f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
 			if !f.sleep(fetchBackoff) {
 				return
 			}
@@ -209,14 +224,7 @@ func (f *replicaFetcher) run() {
 // reached, or whose connection breaks under a pending request (its
 // process most likely died), becomes a suspect; one that answers is
 // cleared.
-func (f *replicaFetcher) exchange(req kmsg.Request) (kmsg.Response, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), f.sess.Config().MaxWait+controllerRPCTimeout)
-	defer cancel()
-	conn, err := f.connect(ctx)
-	if err != nil {
-		f.b.suspect(f.leader)
-		return nil, fmt.Errorf("leader unreachable: %w", err)
-	}
+func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := conn.Request(ctx, req)
 	if err != nil {
 		select {
@@ -276,6 +284,9 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 		return nil, err
 	}
 	f.conn = conn
+	f.mu.Lock()
+	f.sess.NewConnection()
+	f.mu.Unlock()
 	return conn, nil
 }
 

@@ -32,7 +32,12 @@ func (b *Broker) forward(r *api.Request, respond api.Respond) {
 	spec, _ := api.Lookup(r.Body.Key())
 	var resp kmsg.Response
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	// Retry until the deadline while there is no controller to answer or
+	// the one asked has just lost its leadership (a NOT_CONTROLLER inside
+	// its answer): as Kafka's forwarding manager does, a broker never
+	// hands NOT_CONTROLLER to a client, which could not act on it (clients
+	// cannot reach controllers) and would retry forever or give up.
+	for {
 		req := r.Body
 		if dt, ok := req.(*kmsg.DeleteTopicsRequest); ok && r.Version < 6 {
 			// v6 names topics in a list of (name, id); earlier versions
@@ -49,18 +54,27 @@ func (b *Broker) forward(r *api.Request, respond api.Respond) {
 		// at its own version by the connection writer.
 		req.SetVersion(spec.MaxVersion)
 		resp, err = b.ctrl.request(ctx, req)
-		if err == nil {
+		if err == nil && !answersNotController(resp) {
 			break
+		}
+		if err == nil {
+			err = fmt.Errorf("%w: the controller asked was no longer active", kerr.NotController)
 		}
 		select {
 		case <-ctx.Done():
 		case <-b.controllerChanged:
 		case <-time.After(100 * time.Millisecond):
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	r.Body.SetVersion(r.Version)
 	if err != nil {
-		fail(fmt.Errorf("%w: forwarding to the controller: %v", kerr.NotController, err))
+		b.log.Warn("could not forward an admin request to the active controller", "request", kmsg.NameForKey(r.Body.Key()), "err", err)
+		// REQUEST_TIMED_OUT is what Kafka's forwarding answers when no
+		// controller took the request in time; clients retry it.
+		fail(fmt.Errorf("%w: forwarding to the controller: %v", kerr.RequestTimedOut, err))
 		return
 	}
 	if v, ok := taggedImageVersion(resp); ok {
@@ -69,6 +83,57 @@ func (b *Broker) forward(r *api.Request, respond api.Respond) {
 		}
 	}
 	respond(resp)
+}
+
+// answersNotController reports whether any topic or resource of a
+// forwarded request's answer says NOT_CONTROLLER: the node asked stopped
+// being the active controller before it decided.
+func answersNotController(resp kmsg.Response) bool {
+	nc := kerr.NotController.Code
+	switch rs := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range rs.Topics {
+			if t.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range rs.Topics {
+			if t.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range rs.Topics {
+			if t.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, r := range rs.Resources {
+			if r.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, r := range rs.Resources {
+			if r.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.ElectLeadersResponse:
+		if rs.ErrorCode == nc {
+			return true
+		}
+		for _, t := range rs.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == nc {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // tagImageVersion adds the image version to a controller's answer.
@@ -157,6 +222,19 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 			st := kmsg.NewIncrementalAlterConfigsResponseResource()
 			st.ResourceType, st.ResourceName, st.ErrorCode = r.ResourceType, r.ResourceName, code
 			rs.Resources = append(rs.Resources, st)
+		}
+	case *kmsg.ElectLeadersRequest:
+		rs := resp.(*kmsg.ElectLeadersResponse)
+		rs.ErrorCode = code
+		for _, t := range rq.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			rs.Topics = append(rs.Topics, st)
 		}
 	}
 }

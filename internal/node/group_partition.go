@@ -107,6 +107,12 @@ func (gc *groupCoordinator) expireInterval() time.Duration {
 	return 10 * time.Minute
 }
 
+// read runs fn on the loaded coordinator under mu (for this broker's own
+// views, such as the group lag metrics).
+func (gc *groupCoordinator) read(fn func(c *group.Coordinator)) error {
+	return gc.Do(func(h *grouphost.Host, _ int64) (grouphost.Ready, error) { return grouphost.Ready{}, h.Read(fn) })
+}
+
 // Writable is grouphost.Handle's.
 func (gc *groupCoordinator) Writable() error { return gc.part.acksAllWritable() }
 

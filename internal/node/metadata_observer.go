@@ -193,6 +193,9 @@ func (b *Broker) observeOnce(ctx context.Context, src *metadataSource, obs *quor
 	}
 	fr := resp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
+		if errors.Is(err, kerr.InconsistentClusterID) {
+			b.noteForeignCluster(fmt.Sprintf("controller %d", src.connID), api.TaggedClusterID(fr.UnknownTags), b.emptyImage.ClusterID())
+		}
 		return err
 	}
 	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {

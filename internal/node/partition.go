@@ -260,6 +260,16 @@ func (p *partition) replicationConfig() replication.Config {
 	}
 }
 
+// describeProducers lists the producer table of a partition led here.
+func (p *partition) describeProducers() ([]api.ProducerState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.leader == nil {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return api.ProducerStates(p.producers.Entries()), nil
+}
+
 // produce appends the batches and arranges for done to be called when the
 // acks the client asked for are satisfied.
 func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult)) {

@@ -33,6 +33,19 @@ var (
 	ErrClusterIDMismatch = errors.New("raft frame from another cluster")
 )
 
+// ClusterIDMismatchError is a frame refused for its cluster id; it names
+// both ids, so the node can tell its operator which nodes disagree.
+type ClusterIDMismatchError struct {
+	Theirs, Ours string
+	From         uint64 // the sender's raft id
+}
+
+func (e *ClusterIDMismatchError) Error() string {
+	return fmt.Sprintf("%v: frame says cluster %q, this node is in %q (from raft id %d)", ErrClusterIDMismatch, e.Theirs, e.Ours, e.From)
+}
+
+func (e *ClusterIDMismatchError) Unwrap() error { return ErrClusterIDMismatch }
+
 // AppendRaftFrame appends one complete frame carrying m: the 4-byte size,
 // a request header (api key RaftMessageKey, version 0, correlation id 0,
 // null client id), the cluster id as a Kafka string, and the protobuf
@@ -97,7 +110,7 @@ func HandleRaftFrame(body []byte, clusterID string, step func(*raftpb.Message) e
 		return err
 	}
 	if got != clusterID {
-		return fmt.Errorf("%w: frame says cluster %q, this node is in %q (from raft id %d)", ErrClusterIDMismatch, got, clusterID, msg.GetFrom())
+		return &ClusterIDMismatchError{Theirs: got, Ours: clusterID, From: msg.GetFrom()}
 	}
 	return step(msg)
 }

@@ -34,7 +34,10 @@ import (
 //	                                    `fetch p0(offset=10,current=3,last=2) ...`)
 //	                                    or `wait=DURATION`
 //	answer-epochs p0(epoch=E,end=O|err=CODE) ...
-//	answer-fetch p0(records=N,epoch=E,hw=H|err=CODE[,lso=L]|diverging=O) ...
+//	answer-fetch [session=ID] p0(records=N,epoch=E,hw=H|err=CODE[,lso=L]|diverging=O) ...
+//	                                    (session: the leader's fetch session id, KIP-227;
+//	                                    a fetch prints `session=ID/EPOCH` and `forget=p1`
+//	                                    when it is incremental)
 //	answer-error                        no answer came (timeout, broken connection)
 //	                                    answers print the Ready (`truncate(p0@3,7)`,
 //	                                    `append(p0@3,10..12,hw=12)`, `restart(p0@3,50)`,
@@ -255,6 +258,10 @@ func (s *scenario) run(cmd string, fields []string) error {
 		s.answer(resp, nil)
 	case "answer-fetch":
 		resp := kmsg.NewPtrFetchResponse()
+		if len(fields) > 0 && strings.HasPrefix(fields[0], "session=") {
+			resp.SessionID = int32(atoi(strings.TrimPrefix(fields[0], "session=")))
+			fields = fields[1:]
+		}
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = "t"
 		names, args := parts(fields)
@@ -335,6 +342,14 @@ func (s *scenario) describeStep(step Step) string {
 		}
 	case *kmsg.FetchRequest:
 		out = append(out, "fetch")
+		if r.SessionID != 0 {
+			out = append(out, fmt.Sprintf("session=%d/%d", r.SessionID, r.SessionEpoch))
+		}
+		for _, t := range r.ForgottenTopics {
+			for _, p := range t.Partitions {
+				out = append(out, fmt.Sprintf("forget=p%d", p))
+			}
+		}
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
 				s.fetched[s.byIndex[p.Partition].name] = p.FetchOffset

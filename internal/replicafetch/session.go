@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -110,6 +111,10 @@ type Session[P interface {
 	parts  map[P]*follow
 	order  []P
 	flight *flight[P]
+	// fetches is the fetch session (KIP-227) with the leader: an idle
+	// fetch carries no partitions, a busy one only those whose fetch
+	// state changed.
+	fetches *fetchsession.Builder
 }
 
 type sent[P any] struct {
@@ -128,8 +133,13 @@ func New[P interface {
 	comparable
 	Follower
 }](cfg Config) *Session[P] {
-	return &Session[P]{cfg: cfg, parts: map[P]*follow{}}
+	return &Session[P]{cfg: cfg, parts: map[P]*follow{}, fetches: fetchsession.NewBuilder()}
 }
+
+// NewConnection tells the session its requests now go over a new
+// connection, which may be to a restarted leader: the fetch session starts
+// over with a full fetch.
+func (s *Session[P]) NewConnection() { s.fetches.Reset() }
 
 // Assign replaces the partitions followed. A partition kept in the same
 // epoch keeps its state; a new one, or a new epoch, starts by reconciling
@@ -245,28 +255,29 @@ func (s *Session[P]) Next(now time.Duration, clusterID string) Step {
 	req.MaxWaitMillis = int32(s.cfg.MaxWait.Milliseconds())
 	req.MinBytes = max(s.cfg.MinBytes, 1)
 	req.MaxBytes = s.cfg.MaxBytes
-	req.SessionEpoch = -1 // no fetch sessions (KIP-227): full requests
 	req.ClusterID = kmsg.StringPtr(clusterID)
 	f = &flight[P]{fetch: true, parts: map[string]map[int32]sent[P]{}}
+	want := make([]fetchsession.Partition, 0, len(fetchable))
 	for _, p := range fetchable {
 		st := s.parts[p]
-		ti := topicIndex(&req.Topics, p.Topic(), func(t string) kmsg.FetchRequestTopic {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = t
-			return rt
-		}, func(t kmsg.FetchRequestTopic) string { return t.Topic })
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition = p.Partition()
-		fp.CurrentLeaderEpoch = st.epoch
-		fp.FetchOffset = p.LogEndOffset()
-		fp.LogStartOffset = p.LogStartOffset()
-		fp.PartitionMaxBytes = s.cfg.PartitionMaxBytes
+		fp := fetchsession.Partition{
+			Key:                fetchsession.Key{Name: p.Topic(), Partition: p.Partition()},
+			FetchOffset:        p.LogEndOffset(),
+			LogStartOffset:     p.LogStartOffset(),
+			MaxBytes:           s.cfg.PartitionMaxBytes,
+			CurrentLeaderEpoch: st.epoch,
+			LastFetchedEpoch:   -1,
+		}
 		if latest, ok := p.LatestEpoch(); ok {
 			fp.LastFetchedEpoch = latest
 		}
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, fp)
+		want = append(want, fp)
 		f.add(p, p, st.epoch, 0)
 	}
+	// Within a session only the partitions whose fetch state changed are
+	// sent (those held back are forgotten); the leader answers only those
+	// with news.
+	fetchsession.FillRequest(req, s.fetches.Build(want))
 	s.flight = f
 	step.Request = req
 	return step
@@ -344,15 +355,20 @@ func (s *Session[P]) Answer(now time.Duration, resp kmsg.Response, err error) Re
 		rd.Violations = append(rd.Violations, "replica fetcher got an answer with no request in flight")
 		return rd
 	case err != nil:
+		if f.fetch {
+			s.fetches.Reset() // the leader may have taken the epoch
+		}
 		rd.Backoff, rd.Err = true, err
 		return rd
 	}
 	if f.fetch {
 		r, ok := resp.(*kmsg.FetchResponse)
 		if !ok {
+			s.fetches.Reset()
 			rd.Backoff, rd.Err = true, fmt.Errorf("a %T answered a Fetch", resp)
 			return rd
 		}
+		s.fetches.Answered(r.ErrorCode, r.SessionID)
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 			rd.Backoff, rd.Err = true, err
 			return rd

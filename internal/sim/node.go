@@ -12,6 +12,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/vfs"
@@ -91,6 +92,10 @@ type process struct {
 
 	pidNext, pidEnd int64
 	pidAsking       bool
+
+	// sessions is the Fetch handler's session cache
+	// (node/fetch_sessions.go), on simulated time.
+	sessions *fetchsession.Cache
 }
 
 type partKey struct {
@@ -184,6 +189,12 @@ func (n *node) start() error {
 	}
 	p.cfg = cfg
 	p.ctl = ctrlcore.New(ctrlcore.ConfigFor(cfg, pidBlock))
+	// Seeded from the node id and the incarnation, not the run's random
+	// stream (which must not shift): a restarted process hands out other
+	// session ids than its previous one, so a follower still holding an
+	// old id is refused rather than served someone else's session, as
+	// the random seed of node/fetch_sessions.go makes it.
+	p.sessions = fetchsession.New(cfg.FetchSessionCacheSlots, fetchsession.DefaultEvictionMs, uint64(n.id)<<32^n.incarnation)
 	p.log = slog.New(traceHandler{n: n})
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,6 +12,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
+	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -26,10 +28,55 @@ func (x backend) Config() *config.Broker            { return x.p.cfg }
 func (x backend) Image() *metadata.Image            { return x.p.image }
 func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID() }
 func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }
+func (x backend) ActiveControllerID() int32         { return x.p.controller }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
 func (x backend) NowMs() int64                      { return x.p.n.c.nowMs() }
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
+
+// DescribeLogDirs: simulated clients do not ask (admin requests are not
+// simulated); the one data directory and its replicas.
+func (x backend) DescribeLogDirs() []api.LogDirDescription {
+	d := api.LogDirDescription{Dir: "data", TotalBytes: -1, UsableBytes: -1}
+	for k, r := range x.p.parts {
+		d.Partitions = append(d.Partitions, api.LogDirPartition{Topic: r.topic, Partition: k.index, Size: r.log.Size()})
+	}
+	slices.SortFunc(d.Partitions, func(a, b api.LogDirPartition) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return []api.LogDirDescription{d}
+}
+
+// DescribeProducers serves no simulated client; it answers as node does
+// from the replica's producer table.
+func (x backend) DescribeProducers(id metadata.TopicID, index int32) ([]api.ProducerState, error) {
+	r, err := x.replicaOf(id, index)
+	if err != nil {
+		return nil, err
+	}
+	if r.role != metadata.RoleLeader {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return api.ProducerStates(r.producers.Entries()), nil
+}
+
+// FetchSessions is node/fetch_sessions.go's wrapper: the same core, on
+// simulated time and without a lock (one goroutine).
+func (x backend) FetchSessions() api.FetchSessions { return simSessions(x) }
+
+type simSessions backend
+
+func (s simSessions) Begin(r fetchsession.Request) fetchsession.Context {
+	r.NowMs = s.p.n.c.nowMs()
+	return s.p.sessions.Begin(r)
+}
+
+func (s simSessions) Complete(ctx fetchsession.Context, results []fetchsession.Result) fetchsession.Outcome {
+	return s.p.sessions.Complete(ctx, results, s.p.n.c.nowMs())
+}
 
 func (x backend) AllocateProducerID() (int64, error) { return x.p.allocateProducerID() }
 

@@ -83,6 +83,18 @@ const (
 // on PLAINTEXT only and follow the metadata log.
 func startRolesCluster(t testing.TB, roles []string, extra map[string]string, opts node.Options) *testCluster {
 	t.Helper()
+	c := newRolesCluster(t, roles, extra, opts)
+	for i := range c.props {
+		c.start(i)
+	}
+	c.waitRegistered()
+	return c
+}
+
+// newRolesCluster is startRolesCluster's cluster before any node starts,
+// for a test that changes a node's properties first.
+func newRolesCluster(t testing.TB, roles []string, extra map[string]string, opts node.Options) *testCluster {
+	t.Helper()
 	n := len(roles)
 	c := &testCluster{t: t, brokers: make([]*node.Broker, n), props: make([]map[string]string, n), opts: opts}
 	dir := t.TempDir()
@@ -120,9 +132,6 @@ func startRolesCluster(t testing.TB, roles []string, extra map[string]string, op
 		}
 		c.props[i] = props
 	}
-	for i := range n {
-		c.start(i)
-	}
 	t.Cleanup(func() {
 		// Crash them: a clean stop of the last brokers, once the quorum
 		// is gone, waits for a controller that cannot answer.
@@ -130,7 +139,6 @@ func startRolesCluster(t testing.TB, roles []string, extra map[string]string, op
 			c.kill(i)
 		}
 	})
-	c.waitRegistered()
 	return c
 }
 

@@ -1,0 +1,78 @@
+package fetchsession
+
+// Builder is the fetching side of a session, as a follower's replica
+// fetcher keeps it (Kafka's FetchSessionHandler): the first fetch is full
+// at epoch 0; once the leader answers with a session id, each fetch sends
+// only the partitions whose fetch state changed since the leader last heard
+// it, and forgets those no longer fetched. Any error, a lost answer or a
+// sessionless answer starts over with a full fetch. Pure, like Cache: the
+// fetcher's one goroutine owns it.
+type Builder struct {
+	id    int32
+	epoch int32
+	sent  map[Key]Partition // the session's partitions as the leader holds them
+
+	// The request in flight: what sent becomes once it is answered.
+	pending     map[Key]Partition
+	pendingFull bool
+}
+
+// NewBuilder starts without a session.
+func NewBuilder() *Builder { return &Builder{} }
+
+// Next is one fetch's session part.
+type Next struct {
+	SessionID int32
+	Epoch     int32
+	Send      []Partition // in want's order
+	Forget    []Key
+}
+
+// Build decides the next fetch of the partitions in want.
+func (b *Builder) Build(want []Partition) Next {
+	b.pending = make(map[Key]Partition, len(want))
+	for _, p := range want {
+		b.pending[p.Key] = p
+	}
+	if b.id == 0 {
+		b.pendingFull = true
+		return Next{Epoch: InitialEpoch, Send: want}
+	}
+	b.pendingFull = false
+	n := Next{SessionID: b.id, Epoch: b.epoch}
+	for _, p := range want {
+		if old, ok := b.sent[p.Key]; !ok || old != p {
+			n.Send = append(n.Send, p)
+		}
+	}
+	for k := range b.sent {
+		if _, ok := b.pending[k]; !ok {
+			n.Forget = append(n.Forget, k)
+		}
+	}
+	return n
+}
+
+// Answered records the leader's answer to the last Build: its top-level
+// error code and session id.
+func (b *Builder) Answered(errorCode int16, sessionID int32) {
+	switch {
+	case errorCode != 0, sessionID == 0, !b.pendingFull && sessionID != b.id:
+		// A session error (or any top-level one), no session, or not
+		// ours: the next fetch is full and asks for a new one.
+		b.Reset()
+		return
+	case b.pendingFull:
+		b.id, b.epoch = sessionID, nextEpoch(InitialEpoch)
+	default:
+		b.epoch = nextEpoch(b.epoch)
+	}
+	b.sent, b.pending = b.pending, nil
+}
+
+// Reset forgets the session (a lost answer, a new connection): the leader
+// may have moved its epoch on, so only a full fetch is safe.
+func (b *Builder) Reset() { *b = Builder{} }
+
+// SessionID is the current session, 0 if none.
+func (b *Builder) SessionID() int32 { return b.id }

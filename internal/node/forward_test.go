@@ -1,0 +1,63 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestAnswersNotController: the forwarding broker retries an answer in
+// which the controller it asked says it no longer is one, for every
+// forwarded kind, instead of handing NOT_CONTROLLER to the client.
+func TestAnswersNotController(t *testing.T) {
+	nc := kerr.NotController.Code
+	ct := kmsg.NewPtrCreateTopicsResponse()
+	ct.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "a"}, {Topic: "b", ErrorCode: nc}}
+	ctOK := kmsg.NewPtrCreateTopicsResponse()
+	ctOK.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "a", ErrorCode: kerr.TopicAlreadyExists.Code}}
+	dt := kmsg.NewPtrDeleteTopicsResponse()
+	dt.Topics = []kmsg.DeleteTopicsResponseTopic{{ErrorCode: nc}}
+	cp := kmsg.NewPtrCreatePartitionsResponse()
+	cp.Topics = []kmsg.CreatePartitionsResponseTopic{{ErrorCode: nc}}
+	ac := kmsg.NewPtrAlterConfigsResponse()
+	ac.Resources = []kmsg.AlterConfigsResponseResource{{ErrorCode: nc}}
+	iac := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	iac.Resources = []kmsg.IncrementalAlterConfigsResponseResource{{ErrorCode: nc}}
+	el := kmsg.NewPtrElectLeadersResponse()
+	el.Topics = []kmsg.ElectLeadersResponseTopic{{Topic: "a", Partitions: []kmsg.ElectLeadersResponseTopicPartition{{ErrorCode: nc}}}}
+	elTop := kmsg.NewPtrElectLeadersResponse()
+	elTop.ErrorCode = nc
+	for _, tc := range []struct {
+		name string
+		resp kmsg.Response
+		want bool
+	}{
+		{"CreateTopics", ct, true},
+		{"CreateTopics decided", ctOK, false},
+		{"DeleteTopics", dt, true},
+		{"CreatePartitions", cp, true},
+		{"AlterConfigs", ac, true},
+		{"IncrementalAlterConfigs", iac, true},
+		{"ElectLeaders partition", el, true},
+		{"ElectLeaders top level", elTop, true},
+		{"ElectLeaders decided", kmsg.NewPtrElectLeadersResponse(), false},
+	} {
+		if got := answersNotController(tc.resp); got != tc.want {
+			t.Errorf("%s: answersNotController = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFillTopLevelErrorElectLeaders: an ElectLeaders that could not be
+// forwarded answers every partition asked about.
+func TestFillTopLevelErrorElectLeaders(t *testing.T) {
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "a", Partitions: []int32{0, 2}}}
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
+	if resp.ErrorCode != kerr.RequestTimedOut.Code || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 ||
+		resp.Topics[0].Partitions[1].Partition != 2 || resp.Topics[0].Partitions[1].ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("got %+v", resp)
+	}
+}

@@ -1,0 +1,49 @@
+package node
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/api"
+)
+
+// describeLogDirs answers DescribeLogDirs: every configured log directory,
+// with the partition replicas open in it.
+func (b *Broker) describeLogDirs() []api.LogDirDescription {
+	byDir := map[string][]api.LogDirPartition{}
+	for _, p := range b.partitionList() {
+		dir := filepath.Clean(filepath.Dir(p.log.Dir()))
+		lag := max(p.highWatermark.Load()-p.log.LogEndOffset(), 0)
+		byDir[dir] = append(byDir[dir], api.LogDirPartition{Topic: p.topic, Partition: p.index, Size: p.log.Size(), OffsetLag: lag})
+	}
+	var offline string
+	if d := b.offlineDir.Load(); d != nil {
+		offline = filepath.Clean(*d)
+	}
+	out := make([]api.LogDirDescription, 0, len(b.cfg.LogDirs))
+	for _, dir := range b.cfg.LogDirs {
+		dir = filepath.Clean(dir)
+		d := api.LogDirDescription{Dir: dir, TotalBytes: -1, UsableBytes: -1, Partitions: byDir[dir]}
+		if abs, err := filepath.Abs(dir); err == nil {
+			d.Dir = abs // Kafka names directories by absolute path
+		}
+		if dir == offline {
+			d.Err = fmt.Errorf("%w: log directory %s is offline", kerr.KafkaStorageError, dir)
+			d.Partitions = nil
+		} else if total, usable, err := volumeBytes(dir); err == nil {
+			d.TotalBytes, d.UsableBytes = total, usable
+		}
+		slices.SortFunc(d.Partitions, func(a, b api.LogDirPartition) int {
+			if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Partition, b.Partition)
+		})
+		out = append(out, d)
+	}
+	return out
+}
