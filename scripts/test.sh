@@ -52,3 +52,9 @@ export SKEINTEST_VERIFY=1
 
 echo "== test"
 go test -count=1 -timeout 15m ./...
+
+# Once more with broken invariants panicking where they are found
+# (internal/invariant): the replica core and the simulator's seeds.
+echo "== test (-tags invariants)"
+go test -count=1 -tags invariants ./internal/invariant/ ./internal/replica/ ./internal/replication/
+go test -count=1 -tags invariants -run 'TestSeeds|TestRegressions' ./internal/sim/

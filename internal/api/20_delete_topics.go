@@ -57,6 +57,17 @@ func handleDeleteTopics(s *Server, r *Request, respond Respond) {
 		name := t.Name
 		st.Topic = &name
 		st.TopicID = t.ID
+		if !s.Backend.Config().DeleteTopicEnable {
+			// Kafka checks this where the topic is known, so an unknown
+			// topic still says it is unknown.
+			st.ErrorCode = kerr.TopicDeletionDisabled.Code
+			if req.Version >= 5 {
+				msg := "topic deletion is disabled on this cluster (delete.topic.enable=false)"
+				st.ErrorMessage = &msg
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		recs, err := controller.DeleteTopic(im, t.Name)
 		if err == nil {
 			err = s.Backend.Commit(recs)

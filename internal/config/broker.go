@@ -37,21 +37,31 @@ type Broker struct {
 	// (outbound.bind.address); nil lets the OS choose.
 	OutboundBindAddress net.IP
 
-	MaxConnections           int           // max.connections
-	SocketRequestMaxBytes    int32         // socket.request.max.bytes
-	QueuedMaxRequests        int           // queued.max.requests
-	SocketSendBufferBytes    int           // socket.send.buffer.bytes (-1 = OS default)
-	SocketReceiveBufferBytes int           // socket.receive.buffer.bytes (-1 = OS default)
-	ConnectionsMaxIdle       time.Duration // connections.max.idle.ms
+	MaxConnections               int            // max.connections
+	MaxConnectionsPerIP          int            // max.connections.per.ip
+	MaxConnectionsPerIPOverrides map[string]int // max.connections.per.ip.overrides, by IP in net.IP.String form
+	MaxConnectionCreationRate    int            // max.connection.creation.rate (per second)
+	// ListenerMaxConnections and ListenerConnectionCreationRate come from
+	// listener.name.NAME.max.connections and
+	// listener.name.NAME.max.connection.creation.rate, by upper-case name.
+	ListenerMaxConnections         map[string]int
+	ListenerConnectionCreationRate map[string]int
+	SocketRequestMaxBytes          int32         // socket.request.max.bytes
+	QueuedMaxRequests              int           // queued.max.requests
+	QueuedMaxRequestBytes          int64         // queued.max.request.bytes (-1 = no limit)
+	FetchResponseMaxInflightBytes  int64         // fetch.response.max.inflight.bytes
+	SocketSendBufferBytes          int           // socket.send.buffer.bytes (-1 = OS default)
+	SocketReceiveBufferBytes       int           // socket.receive.buffer.bytes (-1 = OS default)
+	ConnectionsMaxIdle             time.Duration // connections.max.idle.ms
+	SocketRequestReadTimeout       time.Duration // socket.request.read.timeout.ms
 
-	LogDirs                         []string      // log.dirs, else [log.dir]
-	LogDirMinFreeBytes              int64         // log.dir.min.free.bytes
-	LogDirMinFreePercent            float64       // log.dir.min.free.percent
-	LogRetentionCheckInterval       time.Duration // log.retention.check.interval.ms
-	LogCleanerEnable                bool          // log.cleaner.enable
-	LogCleanerBackoff               time.Duration // log.cleaner.backoff.ms
-	LogCleanerDedupeBufferSize      int64         // log.cleaner.dedupe.buffer.size
-	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
+	LogDirs                    []string      // log.dirs, else [log.dir]
+	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
+	LogDirMinFreePercent       float64       // log.dir.min.free.percent
+	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms
+	LogCleanerEnable           bool          // log.cleaner.enable
+	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize int64         // log.cleaner.dedupe.buffer.size
 
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
@@ -65,14 +75,11 @@ type Broker struct {
 	ReplicaFetchMinBytes         int32         // replica.fetch.min.bytes
 	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
 	FetchSessionCacheSlots       int           // max.incremental.fetch.session.cache.slots
-	ReplicaFetchBackoff          time.Duration // replica.fetch.backoff.ms
-	NumReplicaFetchers           int           // num.replica.fetchers
 
-	BrokerSessionTimeout            time.Duration // broker.session.timeout.ms
-	BrokerHeartbeatInterval         time.Duration // broker.heartbeat.interval.ms
-	ControllerQuorumElectionTimeout time.Duration // controller.quorum.election.timeout.ms
-	AutoLeaderRebalanceEnable       bool          // auto.leader.rebalance.enable
-	LeaderImbalanceCheckInterval    time.Duration // leader.imbalance.check.interval.seconds
+	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms
+	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
+	AutoLeaderRebalanceEnable    bool          // auto.leader.rebalance.enable
+	LeaderImbalanceCheckInterval time.Duration // leader.imbalance.check.interval.seconds
 
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
@@ -85,8 +92,7 @@ type Broker struct {
 	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms
 	GroupMaxSize                  int32         // group.max.size
 
-	ProducerIDExpiration      time.Duration // producer.id.expiration.ms
-	TransactionalIDExpiration time.Duration // transactional.id.expiration.ms
+	ProducerIDExpiration time.Duration // producer.id.expiration.ms
 
 	LogFormat string // log.format: text or json
 	LogLevel  string // log.level: debug, info, warn or error
@@ -143,20 +149,24 @@ func (s *settings) build() (*Broker, error) {
 		ClusterID: r.text("cluster.id"),
 		Rack:      r.text("broker.rack"),
 
-		MaxConnections:           r.int("max.connections"),
-		SocketRequestMaxBytes:    r.int32("socket.request.max.bytes"),
-		QueuedMaxRequests:        r.int("queued.max.requests"),
-		SocketSendBufferBytes:    r.int("socket.send.buffer.bytes"),
-		SocketReceiveBufferBytes: r.int("socket.receive.buffer.bytes"),
-		ConnectionsMaxIdle:       r.durationMs("connections.max.idle.ms"),
+		MaxConnections:                r.int("max.connections"),
+		MaxConnectionsPerIP:           r.int("max.connections.per.ip"),
+		MaxConnectionCreationRate:     r.int("max.connection.creation.rate"),
+		SocketRequestMaxBytes:         r.int32("socket.request.max.bytes"),
+		QueuedMaxRequests:             r.int("queued.max.requests"),
+		QueuedMaxRequestBytes:         r.int64("queued.max.request.bytes"),
+		FetchResponseMaxInflightBytes: r.int64("fetch.response.max.inflight.bytes"),
+		SocketRequestReadTimeout:      r.durationMs("socket.request.read.timeout.ms"),
+		SocketSendBufferBytes:         r.int("socket.send.buffer.bytes"),
+		SocketReceiveBufferBytes:      r.int("socket.receive.buffer.bytes"),
+		ConnectionsMaxIdle:            r.durationMs("connections.max.idle.ms"),
 
-		LogRetentionCheckInterval:       r.durationMs("log.retention.check.interval.ms"),
-		LogCleanerEnable:                r.bool("log.cleaner.enable"),
-		LogCleanerBackoff:               r.durationMs("log.cleaner.backoff.ms"),
-		LogCleanerDedupeBufferSize:      r.int64("log.cleaner.dedupe.buffer.size"),
-		LogDirMinFreeBytes:              r.int64("log.dir.min.free.bytes"),
-		LogDirMinFreePercent:            r.float64("log.dir.min.free.percent"),
-		HighWatermarkCheckpointInterval: r.durationMs("replica.high.watermark.checkpoint.interval.ms"),
+		LogRetentionCheckInterval:  r.durationMs("log.retention.check.interval.ms"),
+		LogCleanerEnable:           r.bool("log.cleaner.enable"),
+		LogCleanerBackoff:          r.durationMs("log.cleaner.backoff.ms"),
+		LogCleanerDedupeBufferSize: r.int64("log.cleaner.dedupe.buffer.size"),
+		LogDirMinFreeBytes:         r.int64("log.dir.min.free.bytes"),
+		LogDirMinFreePercent:       r.float64("log.dir.min.free.percent"),
 
 		NumPartitions:            r.int32("num.partitions"),
 		DefaultReplicationFactor: r.int16("default.replication.factor"),
@@ -170,14 +180,11 @@ func (s *settings) build() (*Broker, error) {
 		ReplicaFetchMinBytes:         r.int32("replica.fetch.min.bytes"),
 		ReplicaFetchWaitMax:          r.durationMs("replica.fetch.wait.max.ms"),
 		FetchSessionCacheSlots:       r.int("max.incremental.fetch.session.cache.slots"),
-		ReplicaFetchBackoff:          r.durationMs("replica.fetch.backoff.ms"),
-		NumReplicaFetchers:           r.int("num.replica.fetchers"),
 
-		BrokerSessionTimeout:            r.durationMs("broker.session.timeout.ms"),
-		BrokerHeartbeatInterval:         r.durationMs("broker.heartbeat.interval.ms"),
-		ControllerQuorumElectionTimeout: r.durationMs("controller.quorum.election.timeout.ms"),
-		AutoLeaderRebalanceEnable:       r.bool("auto.leader.rebalance.enable"),
-		LeaderImbalanceCheckInterval:    r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
+		BrokerSessionTimeout:         r.durationMs("broker.session.timeout.ms"),
+		BrokerHeartbeatInterval:      r.durationMs("broker.heartbeat.interval.ms"),
+		AutoLeaderRebalanceEnable:    r.bool("auto.leader.rebalance.enable"),
+		LeaderImbalanceCheckInterval: r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),
@@ -190,8 +197,7 @@ func (s *settings) build() (*Broker, error) {
 		GroupMaxSessionTimeout:        r.durationMs("group.max.session.timeout.ms"),
 		GroupMaxSize:                  r.int32("group.max.size"),
 
-		ProducerIDExpiration:      r.durationMs("producer.id.expiration.ms"),
-		TransactionalIDExpiration: r.durationMs("transactional.id.expiration.ms"),
+		ProducerIDExpiration: r.durationMs("producer.id.expiration.ms"),
 
 		LogFormat: r.text("log.format"),
 		LogLevel:  r.text("log.level"),
@@ -210,6 +216,9 @@ func (s *settings) build() (*Broker, error) {
 		return nil, err
 	}
 	if err := b.checkTimings(r); err != nil {
+		return nil, err
+	}
+	if err := b.resolveConnectionLimits(r, s.listenerValues); err != nil {
 		return nil, err
 	}
 	defaults, err := ResolveTopic(b, nil)

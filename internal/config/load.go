@@ -90,6 +90,9 @@ func ParseOverride(s string) (key, value string, err error) {
 type settings struct {
 	values  map[string]string
 	origins map[string]string
+	// listenerValues holds listener.name.NAME.PROPERTY keys: a few
+	// properties may be set per listener, as in Kafka.
+	listenerValues map[string]string
 	// hostname is read only for node.id.source=hostname-ordinal.
 	hostname func() (string, error)
 }
@@ -106,6 +109,14 @@ func newSettings(opts []Option) *settings {
 // itself is validated in build, once every source has had its say.
 func (s *settings) put(key, value, origin string) error {
 	key = strings.TrimSpace(key)
+	if _, _, ok := listenerScoped(key); ok {
+		if s.listenerValues == nil {
+			s.listenerValues = map[string]string{}
+		}
+		s.listenerValues[key] = strings.TrimSpace(value)
+		s.origins[key] = origin
+		return nil
+	}
 	if _, ok := theRegistry().byName[key]; !ok {
 		e := unknownBrokerKey(key)
 		e.Origin = origin

@@ -91,7 +91,25 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "max.connections", Kind: KindInt, Default: "1000", Min: 1, Max: 1_000_000,
-		Doc: "Most client and broker connections accepted at once; more are closed on accept.",
+		Doc: "Most connections accepted at once over all listeners; more are closed on accept. " +
+			"Per listener: listener.name.NAME.max.connections. As in Kafka, the controller listeners and a dedicated inter-broker listener are not held to the broker-wide limit " +
+			"(only to their own listener limit), so clients can never lock out replication or the quorum. An inter-broker listener that is also the only client listener is held to it; " +
+			"there max.connections.per.ip keeps one address from taking every connection.",
+	},
+	{
+		Name: "max.connections.per.ip", Kind: KindInt, Default: "2147483647", Min: 0, Max: math.MaxInt32,
+		Doc: "Most connections accepted at once from one IP address, on every listener but the controller listeners; more are closed on accept.",
+	},
+	{
+		Name: "max.connections.per.ip.overrides", Kind: KindList,
+		format: "ip:count", check: checkBy(ParseConnectionOverrides),
+		Doc: "Per-address exceptions to max.connections.per.ip, as a comma-separated list of ip:count (IPv6 as [ip]:count). " +
+			"Unlike Kafka, only IP addresses are accepted: host names are not resolved.",
+	},
+	{
+		Name: "max.connection.creation.rate", Kind: KindInt, Default: "2147483647", Min: 0, Max: math.MaxInt32,
+		Doc: "Most new connections per second accepted over all listeners but the controller listeners and a dedicated inter-broker listener (KIP-612); " +
+			"faster ones wait in the accept queue. Per listener: listener.name.NAME.max.connection.creation.rate.",
 	},
 	{
 		Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
@@ -99,7 +117,18 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Max: 1_000_000,
-		Doc: "Requests read but not yet answered, over all connections, before the broker stops reading.",
+		Doc: "Requests read and not yet taken up by their handler, over all connections, before connections stop reading (a parked long poll or produce waiting for acks no longer counts).",
+	},
+	{
+		Name: "queued.max.request.bytes", Kind: KindLong, Default: "268435456", Min: -1, Max: math.MaxInt64,
+		Doc: "Bytes of request frames being read and handled at once over all connections, counted as a frame's buffer grows with the bytes that arrived; " +
+			"a connection whose frame does not fit stops reading until it does, or is closed at socket.request.read.timeout.ms. " +
+			"-1: no limit; otherwise at least socket.request.max.bytes. Kafka's default is -1; Skein bounds it by default.",
+	},
+	{
+		Name: "fetch.response.max.inflight.bytes", Kind: KindLong, Default: "268435456", Min: 1 << 20, Max: math.MaxInt64,
+		Doc: "Skein extension: bytes of fetch responses read but not yet written to their sockets, over all connections. " +
+			"A fetch arriving when the budget is spent gets less (at least one batch), so clients that do not read their answers cannot exhaust memory.",
 	},
 	{
 		Name: "socket.send.buffer.bytes", Kind: KindInt, Default: "102400", Min: -1, Max: math.MaxInt32,
@@ -111,7 +140,11 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "connections.max.idle.ms", Kind: KindDurationMs, Default: "600000", Min: 1, Max: maxDurationMs,
-		Doc: "Close a connection that has sent no request for this long.",
+		Doc: "Close a connection that has sent no request and has no answer pending for this long.",
+	},
+	{
+		Name: "socket.request.read.timeout.ms", Kind: KindDurationMs, Default: "30000", Min: 1, Max: maxDurationMs,
+		Doc: "Skein extension: a request frame whose first byte has arrived must arrive whole within this long, else the connection is closed.",
 	},
 
 	// Storage.
@@ -146,10 +179,6 @@ var brokerProperties = []Property{
 	{
 		Name: "log.retention.check.interval.ms", Kind: KindDurationMs, Default: "300000", Min: 1, Max: maxDurationMs,
 		Doc: "How often segments are checked against retention.ms and retention.bytes.",
-	},
-	{
-		Name: "replica.high.watermark.checkpoint.interval.ms", Kind: KindDurationMs, Default: "5000", Min: 1, Max: maxDurationMs,
-		Doc: "How often each partition's high watermark is written to disk, so a restart does not start from zero.",
 	},
 
 	// Topics.
@@ -191,17 +220,10 @@ var brokerProperties = []Property{
 		Name: "replica.fetch.wait.max.ms", Kind: KindDurationMs, Default: "500", Min: 0, Max: maxDurationMs,
 		Doc: "Longest the leader holds a follower's fetch waiting for data; at most replica.lag.time.max.ms.",
 	},
-	{
-		Name: "replica.fetch.backoff.ms", Kind: KindDurationMs, Default: "1000", Min: 0, Max: maxDurationMs,
-		Doc: "Pause after a failed follower fetch before retrying.",
-	},
+
 	{
 		Name: "max.incremental.fetch.session.cache.slots", Kind: KindInt, Default: "1000", Min: 0, Max: math.MaxInt32,
 		Doc: "Incremental fetch sessions (KIP-227) a broker keeps; when full, a new session evicts an idle or weaker one or is not created.",
-	},
-	{
-		Name: "num.replica.fetchers", Kind: KindInt, Default: "1", Min: 1, Max: 64,
-		Doc: "Fetcher connections per source broker; partitions are spread over them.",
 	},
 
 	// Controller and leadership.
@@ -213,10 +235,7 @@ var brokerProperties = []Property{
 		Name: "broker.heartbeat.interval.ms", Kind: KindDurationMs, Default: "2000", Min: 1, Max: maxDurationMs,
 		Doc: "How often a broker heartbeats to the controller; less than broker.session.timeout.ms.",
 	},
-	{
-		Name: "controller.quorum.election.timeout.ms", Kind: KindDurationMs, Default: "1000", Min: 1, Max: maxDurationMs,
-		Doc: "A controller that hears no leader for this long starts an election.",
-	},
+
 	{
 		Name: "auto.leader.rebalance.enable", Kind: KindBool, Default: "true",
 		Doc: "Move leadership back to each partition's preferred replica when it is in the ISR.",
@@ -272,10 +291,6 @@ var brokerProperties = []Property{
 	{
 		Name: "producer.id.expiration.ms", Kind: KindDurationMs, Default: "86400000", Min: 1, Max: maxDurationMs,
 		Doc: "Forget an idempotent producer's sequence state after it has not written for this long.",
-	},
-	{
-		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: maxDurationMs,
-		Doc: "Forget a transactional id after it has not been used for this long.",
 	},
 
 	// Operations.

@@ -45,4 +45,10 @@ var replacedKafkaProperties = map[string]string{
 	"controller.quorum.bootstrap.servers": "Skein's quorum is static: set controller.quorum.voters on every node",
 	"security.inter.broker.protocol":      "use inter.broker.listener.name",
 	"log.flush.scheduler.interval.ms":     "set log.flush.interval.ms",
+	// Accepted once but never read; refused now rather than pretending.
+	"replica.high.watermark.checkpoint.interval.ms": "Skein keeps no high-watermark checkpoint file: a new leader learns the high watermark from its followers' fetches",
+	"replica.fetch.backoff.ms":                      "Skein's replica fetcher retries a failed fetch after a fixed 100 ms",
+	"num.replica.fetchers":                          "Skein runs one replica fetcher per source broker",
+	"controller.quorum.election.timeout.ms":         "Skein's quorum elects on a fixed 0.5-1 s timeout (10 ticks of 50 ms)",
+	"transactional.id.expiration.ms":                "Skein has no transactions, so no transactional ids to expire",
 }

@@ -53,6 +53,10 @@ type Metrics struct {
 	replicationBytesOut prometheus.Counter
 
 	connections *prometheus.GaugeVec // listener
+	// connectionsRefused: listener, reason (connlimit.Reason).
+	connectionsRefused *prometheus.CounterVec
+	// connectionsClosed: listener, reason (idle, request_read_timeout).
+	connectionsTimedOut *prometheus.CounterVec
 
 	fetchPurgatory *prometheus.GaugeVec // api: FetchConsumer or FetchFollower
 
@@ -127,6 +131,14 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "connections",
 			Help: "Open client connections, by listener.",
 		}, []string{"listener"}),
+		connectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_refused_total",
+			Help: "Connections closed on accept by a connection limit, by listener and reason (max_connections, listener_max_connections, max_connections_per_ip).",
+		}, []string{"listener", "reason"}),
+		connectionsTimedOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_timed_out_total",
+			Help: "Connections the broker closed for silence, by listener and reason (idle: connections.max.idle.ms; request_read_timeout: a started frame did not complete within socket.request.read.timeout.ms).",
+		}, []string{"listener", "reason"}),
 		fetchPurgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "fetch_purgatory_size",
 			Help: "Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).",
@@ -148,7 +160,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
-		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.fetchPurgatory,
+		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.fetchPurgatory,
 		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
@@ -258,6 +270,26 @@ func (m *Metrics) ConnectionOpened(listener string) {
 	}
 	if g, err := m.connections.GetMetricWithLabelValues(listener); err == nil {
 		g.Inc()
+	}
+}
+
+// ConnectionRefused counts a connection closed on accept by a limit.
+func (m *Metrics) ConnectionRefused(listener, reason string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.connectionsRefused.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
+	}
+}
+
+// ConnectionTimedOut counts a connection closed for silence.
+func (m *Metrics) ConnectionTimedOut(listener, reason string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.connectionsTimedOut.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
 	}
 }
 

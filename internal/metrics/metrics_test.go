@@ -124,6 +124,9 @@ func TestEventCounters(t *testing.T) {
 	m.ConnectionOpened("PLAINTEXT")
 	m.ConnectionOpened("PLAINTEXT")
 	m.ConnectionClosed("PLAINTEXT")
+	m.ConnectionRefused("PLAINTEXT", "max_connections_per_ip")
+	m.ConnectionRefused("PLAINTEXT", "max_connections_per_ip")
+	m.ConnectionTimedOut("PLAINTEXT", "idle")
 	m.FetchParked(true)
 	m.FetchParked(true)
 	m.FetchParked(false)
@@ -151,6 +154,12 @@ skein_replication_bytes_out_total 0
 # HELP skein_connections Open client connections, by listener.
 # TYPE skein_connections gauge
 skein_connections{listener="PLAINTEXT"} 1
+# HELP skein_connections_refused_total Connections closed on accept by a connection limit, by listener and reason (max_connections, listener_max_connections, max_connections_per_ip).
+# TYPE skein_connections_refused_total counter
+skein_connections_refused_total{listener="PLAINTEXT",reason="max_connections_per_ip"} 2
+# HELP skein_connections_timed_out_total Connections the broker closed for silence, by listener and reason (idle: connections.max.idle.ms; request_read_timeout: a started frame did not complete within socket.request.read.timeout.ms).
+# TYPE skein_connections_timed_out_total counter
+skein_connections_timed_out_total{listener="PLAINTEXT",reason="idle"} 1
 # HELP skein_fetch_purgatory_size Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).
 # TYPE skein_fetch_purgatory_size gauge
 skein_fetch_purgatory_size{api="FetchConsumer"} 1
@@ -159,7 +168,8 @@ skein_fetch_purgatory_size{api="FetchFollower"} 1
 	names := []string{
 		"skein_isr_expands_total", "skein_isr_shrinks_total", "skein_leader_elections_total",
 		"skein_unclean_leader_elections_total", "skein_replication_bytes_in_total",
-		"skein_replication_bytes_out_total", "skein_connections", "skein_fetch_purgatory_size",
+		"skein_replication_bytes_out_total", "skein_connections", "skein_connections_refused_total",
+		"skein_connections_timed_out_total", "skein_fetch_purgatory_size",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
@@ -188,6 +198,8 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.AddReplicationBytesOut(1)
 	m.ConnectionOpened("x")
 	m.ConnectionClosed("x")
+	m.ConnectionRefused("x", "y")
+	m.ConnectionTimedOut("x", "y")
 	if err := m.RegisterClusterView(fakeView{}); err != nil {
 		t.Errorf("RegisterClusterView on nil: %v", err)
 	}
@@ -268,4 +280,17 @@ func hasLabels(m *dto.Metric, pairs []string) bool {
 		}
 	}
 	return true
+}
+
+func TestBudgetGauges(t *testing.T) {
+	m, reg := newTestMetrics(t, Options{})
+	if err := m.RegisterBudgets(Budgets{RequestBytes: func() int64 { return 7 }, FetchResponseBytes: func() int64 { return 9 }}); err != nil {
+		t.Fatal(err)
+	}
+	if v := findMetric(t, reg, "skein_request_bytes_in_use").GetGauge().GetValue(); v != 7 {
+		t.Errorf("request bytes gauge %v", v)
+	}
+	if v := findMetric(t, reg, "skein_fetch_response_bytes_in_flight").GetGauge().GetValue(); v != 9 {
+		t.Errorf("fetch bytes gauge %v", v)
+	}
 }

@@ -91,9 +91,7 @@ func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.Off
 	if p == nil || !p.isLeader() {
 		return api.OffsetResult{}, x.b.partitionError(id, index)
 	}
-	p.mu.Lock()
-	epoch := p.leaderEpoch
-	p.mu.Unlock()
+	_, epoch := p.leadership()
 	hw := p.highWatermark.Load()
 	switch ts {
 	case -1: // latest: what a consumer can read up to

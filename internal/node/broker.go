@@ -26,6 +26,7 @@ import (
 	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/connlimit"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/quorum"
@@ -120,6 +121,18 @@ type Broker struct {
 	listeners map[string]net.Listener
 	conns     map[net.Conn]struct{}
 	connWG    sync.WaitGroup
+	// limits decides on each accepted connection (guarded by lnMu);
+	// refusals logs those refused at a bounded rate.
+	limits   *connlimit.Limiter
+	refusals refusalLog
+	// draining is set before drainConns moves the read deadlines into the
+	// past, so a reader that re-arms its idle deadline afterwards sees it.
+	draining atomic.Bool
+	// requestBytes and requestCount are queued.max.request.bytes and
+	// queued.max.requests; fetchBytes is fetch.response.max.inflight.bytes.
+	requestBytes *budget
+	requestCount *budget
+	fetchBytes   *budget
 
 	// serving is set once logs are recovered and listeners accept.
 	serving atomic.Bool
@@ -164,6 +177,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		parts:     map[partKey]*partition{},
 		listeners: map[string]net.Listener{},
 		conns:     map[net.Conn]struct{}{},
+		limits:    connlimit.New(connLimits(cfg)),
 		stop:      make(chan struct{}),
 		fatal:     make(chan error, 1),
 
@@ -178,6 +192,9 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
 	rand.Read(b.incarnation[:])
+	b.requestBytes = newBudget(cfg.QueuedMaxRequestBytes)
+	b.requestCount = newBudget(int64(cfg.QueuedMaxRequests))
+	b.fetchBytes = newBudget(cfg.FetchResponseMaxInflightBytes)
 	b.controllerSvc = newControllerService(b)
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
@@ -204,6 +221,9 @@ func (b *Broker) Start() error {
 	b.metrics = m
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := b.metrics.RegisterBudgets(metrics.Budgets{RequestBytes: b.requestBytes.inUse, FetchResponseBytes: b.fetchBytes.inUse}); err != nil {
+		return err
 	}
 	if err := b.registerLogDirSpace(); err != nil {
 		return err
@@ -629,16 +649,12 @@ func (b *Broker) maintain(now time.Time) {
 		if err := p.log.MaybeRoll(now.UnixMilli()); err != nil {
 			b.log.Warn("segment roll failed", "partition", p.name(), "err", err)
 		}
-		p.mu.Lock()
-		deletes := p.cfg.Delete()
-		p.mu.Unlock()
+		deletes := p.topicConfig().Delete()
 		// With cleanup.policy=compact alone retention never deletes:
 		// compaction keeps the latest record of every key, as in Kafka.
 		if deletes {
 			b.enforceRetention(p, now)
 		}
-		p.mu.Lock()
-		p.producers.ExpireOlderThan(now.UnixMilli(), b.cfg.ProducerIDExpiration.Milliseconds())
-		p.mu.Unlock()
+		p.expireProducers(now.UnixMilli(), b.cfg.ProducerIDExpiration.Milliseconds())
 	}
 }

@@ -59,7 +59,7 @@ func (c *logCleaner) pass(now time.Time, force bool) int {
 	var parts []*partition
 	for _, p := range c.b.partitionList() {
 		p.mu.Lock()
-		compact := p.cfg.Compact() && !p.closed
+		compact := p.core.Config().Compact() && !p.core.Closed()
 		p.mu.Unlock()
 		if compact {
 			parts = append(parts, p)

@@ -101,8 +101,7 @@ func (v clusterView) FollowerLags() []metrics.FollowerLag {
 	var out []metrics.FollowerLag
 	for _, p := range v.b.partitionList() {
 		p.mu.Lock()
-		if p.leader != nil {
-			snap := p.leader.Snapshot()
+		if snap, ok := p.core.LeaderSnapshot(); ok {
 			for _, f := range snap.Followers {
 				if f.Offset < 0 {
 					continue

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +40,11 @@ type slot struct {
 	once    sync.Once
 	// closeConn makes the writer flush and close the connection here.
 	closeConn bool
+	// fetch marks a consumer Fetch; fetchHeld is what its answer holds of
+	// fetch.response.max.inflight.bytes (the grant, then the encoded size),
+	// released once it is written or dropped.
+	fetch     bool
+	fetchHeld int64
 }
 
 func (s *slot) respond(resp kmsg.Response) {
@@ -68,7 +74,23 @@ type conn struct {
 	// a handler's goroutine (the reader's own sends need no lock).
 	queueMu     sync.Mutex
 	queueClosed bool
+
+	// pending counts answers queued but not yet written (or dropped): a
+	// connection waiting for one is not idle. lastActive is the time, in
+	// Unix nanoseconds, a request last arrived or an answer was written.
+	pending    atomic.Int32
+	lastActive atomic.Int64
+	// fetchUnsent is the fetch budget held by this connection's answers
+	// not yet written; fetchSent is signalled when it falls.
+	fetchUnsent atomic.Int64
+	fetchSent   chan struct{}
 }
+
+// fetchUnsentPerConn bounds the fetch answers one connection may hold
+// unwritten: a further Fetch is not read from disk (so its answer is not
+// built) until the earlier ones are on the socket. A client that stops
+// reading thus pins at most one answer, not one per pipelined request.
+const fetchUnsentPerConn = 1 << 20
 
 func (b *Broker) serveConn(nc net.Conn, listener string) {
 	c := &conn{
@@ -80,7 +102,9 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		queue:      make(chan *slot, maxInFlightPerConn),
 
 		readerGone: make(chan struct{}),
+		fetchSent:  make(chan struct{}, 1),
 	}
+	c.lastActive.Store(time.Now().UnixNano())
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -106,47 +130,172 @@ func hostOf(a net.Addr) string {
 	return a.String()
 }
 
+// errIdle ends a connection silent for connections.max.idle.ms.
+var errIdle = errors.New("idle for connections.max.idle.ms")
+
+// errDraining ends the reader of a stopping broker.
+var errDraining = errors.New("broker stopping")
+
 func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	maxFrame := c.b.cfg.SocketRequestMaxBytes
 	for {
-		frame, err := wire.ReadFrame(br, maxFrame)
+		frame, release, err := c.readFrame(br, maxFrame)
 		if err != nil {
-			// A deadline is only set by a stopping broker (drainConns).
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			switch {
+			case errors.Is(err, errIdle):
+				c.b.metrics.ConnectionTimedOut(c.listener, "idle")
+				c.b.log.Debug("closing idle connection", "remote", c.nc.RemoteAddr().String(), "idle", c.b.cfg.ConnectionsMaxIdle)
+			case errors.Is(err, os.ErrDeadlineExceeded) && !c.b.draining.Load():
+				c.b.metrics.ConnectionTimedOut(c.listener, "request_read_timeout")
+				c.b.log.Info("closing connection: request frame not received whole within socket.request.read.timeout.ms",
+					"remote", c.nc.RemoteAddr().String(), "timeout", c.b.cfg.SocketRequestReadTimeout)
+			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, errDraining):
+				// The client went away, or the broker stops (drainConns).
+			default:
 				c.b.log.Info("closing connection", "remote", c.nc.RemoteAddr().String(), "reason", err)
 			}
 			return
 		}
-		if !c.dispatch(frame) {
+		c.lastActive.Store(time.Now().UnixNano())
+		keepOpen, handedOff := c.dispatch(frame, release)
+		if !handedOff {
+			release()
+		}
+		if !keepOpen {
 			return
 		}
 	}
 }
 
+// readFrame waits for the next request, at most connections.max.idle.ms
+// after the connection was last active (a connection with answers still
+// owed is never idle), then reads it whole within
+// socket.request.read.timeout.ms of its first byte. It takes one from
+// queued.max.requests, and from queued.max.request.bytes the memory the
+// frame's buffer grows to as its bytes arrive (so a peer that announces a
+// large frame and trickles it holds budget for what it sent). Both wait
+// while other requests hold them, but not past the frame's deadline: frames
+// that each hold part of the budget and wait for more cannot deadlock, the
+// slowest is closed. release gives everything back.
+func (c *conn) readFrame(br *bufio.Reader, maxFrame int32) (frame []byte, release func(), err error) {
+	if err := c.awaitFrame(br); err != nil {
+		return nil, nil, err
+	}
+	deadline := time.Now().Add(c.b.cfg.SocketRequestReadTimeout)
+	if err := c.setReadDeadline(deadline); err != nil {
+		return nil, nil, err
+	}
+	size, err := wire.ReadFrameSize(br, maxFrame)
+	if err != nil {
+		return nil, nil, err
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	requestCount, requestBytes := c.b.requestCount, c.b.requestBytes
+	if c.controller {
+		// Controller listeners carry the quorum's own frames, which
+		// handlers waiting for a commit depend on: they must never wait
+		// behind those handlers. Only voters and brokers connect there.
+		requestCount, requestBytes = nil, nil
+	}
+	var held, count int64
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			requestBytes.release(held)
+			requestCount.release(count)
+		})
+	}
+	var ok bool
+	if count, ok = requestCount.acquireBy(1, c.b.stop, timer.C); !ok {
+		return nil, nil, c.budgetWaitEnded()
+	}
+	frame, err = wire.ReadFrameBodyCharged(br, size, func(n int) error {
+		got, ok := requestBytes.acquireBy(int64(n), c.b.stop, timer.C)
+		held += got
+		if !ok {
+			return c.budgetWaitEnded()
+		}
+		return nil
+	})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return frame, release, nil
+}
+
+// budgetWaitEnded says why a wait for the request budgets ended.
+func (c *conn) budgetWaitEnded() error {
+	select {
+	case <-c.b.stop:
+		return errDraining
+	default:
+		return fmt.Errorf("waiting for queued.max.request.bytes: %w", os.ErrDeadlineExceeded)
+	}
+}
+
+// awaitFrame returns once the first byte of a frame is buffered.
+func (c *conn) awaitFrame(br *bufio.Reader) error {
+	idle := c.b.cfg.ConnectionsMaxIdle
+	for {
+		deadline := time.Unix(0, c.lastActive.Load()).Add(idle)
+		if now := time.Now(); !deadline.After(now) {
+			if c.pending.Load() == 0 {
+				return errIdle
+			}
+			deadline = now.Add(idle)
+		}
+		if err := c.setReadDeadline(deadline); err != nil {
+			return err
+		}
+		_, err := br.Peek(1)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || c.b.draining.Load() {
+			return err
+		}
+	}
+}
+
+// setReadDeadline arms the reader's deadline unless the broker is
+// draining: drainConns sets draining before it moves every deadline into
+// the past, so either that move comes after this one or this sees the flag.
+func (c *conn) setReadDeadline(t time.Time) error {
+	c.nc.SetReadDeadline(t)
+	if c.b.draining.Load() {
+		return errDraining
+	}
+	return nil
+}
+
 // dispatch decodes one frame and starts its handler. It returns false when
 // the connection must be closed because the stream cannot be understood.
-func (c *conn) dispatch(frame []byte) (keepOpen bool) {
+// handedOff says a handler on its own goroutine took release, to call when
+// it is done; otherwise the caller releases the frame's budget.
+func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool) {
 	hdr, rest, err := wire.ParseHeader(frame)
 	if err != nil {
 		c.b.log.Info("closing connection: bad request header", "remote", c.nc.RemoteAddr().String(), "err", err)
-		return false
+		return false, false
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
 		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
 			if errors.Is(err, quorum.ErrStopped) {
-				return false
+				return false, false
 			}
 			if mm, ok := errors.AsType[*quorum.ClusterIDMismatchError](err); ok {
 				// Said once, at error level, by noteForeignCluster: the
 				// peer reconnects and is refused many times a second.
 				c.b.noteForeignCluster(fmt.Sprintf("node %d (%s)", quorum.NodeID(mm.From), c.nc.RemoteAddr()), mm.Theirs, mm.Ours)
-				return false
+				return false, false
 			}
 			c.b.log.Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)
-			return false
+			return false, false
 		}
-		return true
+		return true, false
 	}
 	spec, known := api.Lookup(hdr.Key)
 	if known && !spec.ServedOn(c.controller, c.b.cfg.HasRole(config.RoleBroker)) {
@@ -155,7 +304,7 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 	if !known {
 		c.b.log.Info("closing connection: unsupported API key", "remote", c.nc.RemoteAddr().String(),
 			"key", hdr.Key, "client", hdr.ClientID)
-		return false
+		return false, false
 	}
 	s := &slot{hdr: hdr, version: hdr.Version, done: make(chan struct{})}
 	if hdr.Version < spec.MinVersion || hdr.Version > spec.MaxVersion {
@@ -164,27 +313,126 @@ func (c *conn) dispatch(frame []byte) (keepOpen bool) {
 			// speak; for any other key the body layout is unknown.
 			c.b.log.Info("closing connection: unsupported API version", "remote", c.nc.RemoteAddr().String(),
 				"api", kmsg.NameForKey(hdr.Key), "version", hdr.Version, "client", hdr.ClientID)
-			return false
+			return false, false
 		}
 		s.version = 0
-		c.queue <- s
+		c.enqueue(s)
 		s.respond(api.UnsupportedApiVersions())
-		return true
+		return true, false
 	}
 	body, err := wire.DecodeBody(hdr, rest)
 	if err != nil {
 		c.b.log.Info("closing connection: malformed request", "remote", c.nc.RemoteAddr().String(),
 			"client", hdr.ClientID, "err", err)
-		return false
+		return false, false
 	}
-	c.queue <- s
+	if err := wire.CheckElements(body); err != nil {
+		// Serving it would cost far more than the frame (an answer per
+		// element); no client sends one.
+		c.b.log.Warn("closing connection: request too large to serve", "remote", c.nc.RemoteAddr().String(),
+			"client", hdr.ClientID, "err", err)
+		return false, false
+	}
+	if f, ok := body.(*kmsg.FetchRequest); ok {
+		s.fetch, s.fetchHeld = c.limitFetch(f)
+	}
+	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
 		ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
 	if spec.Blocking {
-		go c.serve(req, s)
-		return true
+		go func() {
+			defer release()
+			c.serve(req, s)
+		}()
+		return true, true
 	}
-	return c.serve(req, s)
+	return c.serve(req, s), false
+}
+
+// enqueue hands a slot to the writer, which answers in this order.
+func (c *conn) enqueue(s *slot) {
+	c.pending.Add(1)
+	c.queue <- s
+}
+
+// limitFetch caps a consumer's Fetch by what is left of the broker's
+// fetch.response.max.inflight.bytes before any partition is read, and
+// returns what the answer holds until written. While this connection
+// still holds more than fetchUnsentPerConn of unwritten answers it first
+// waits for the writer, so a client that sends fetches and never reads
+// the answers pins one answer's worth, not one per request. Follower
+// fetches, and fetches on controller listeners (the metadata log), are not
+// capped: replication must not starve behind clients (they are bounded by
+// replica.fetch.response.max.bytes per follower).
+// With nothing left, the cap is 0 and the first partition with data still
+// answers one whole batch (KIP-74), so every consumer makes progress.
+func (c *conn) limitFetch(f *kmsg.FetchRequest) (consumer bool, grant int64) {
+	replica := f.ReplicaID
+	if f.Version >= 15 {
+		replica = f.ReplicaState.ID
+	}
+	if replica >= 0 || c.controller {
+		return false, 0
+	}
+	for c.fetchUnsent.Load() > fetchUnsentPerConn {
+		select {
+		case <-c.fetchSent:
+		case <-c.b.stop:
+		}
+		select {
+		case <-c.b.stop:
+			return true, 0 // the answer will not be written anyway
+		default:
+		}
+	}
+	// Not the sum of the partitions' limits: an incremental fetch
+	// (KIP-227) names only the partitions that changed.
+	want := min(int64(max(f.MaxBytes, 0)), maxFetchAnswerBytes)
+	grant = c.b.fetchBytes.take(want)
+	// Only the request's limit, which the handler applies over all
+	// partitions: a partition's own limit may be remembered by its fetch
+	// session (KIP-227) for later requests. At least 1: the handler reads
+	// 0 as "no limit given".
+	f.MaxBytes = int32(max(grant, 1))
+	c.fetchUnsent.Add(grant)
+	return true, grant
+}
+
+// fetchEncoded turns a fetch answer's grant into what its encoding really
+// holds: the unused rest of the grant goes back at once, and the batch
+// answered beyond a small grant (KIP-74) is counted, so the next fetches
+// get less.
+func (c *conn) fetchEncoded(s *slot, size int) {
+	if !s.fetch {
+		return
+	}
+	delta := int64(size) - s.fetchHeld
+	switch {
+	case delta < 0:
+		c.b.fetchBytes.release(-delta)
+	case delta > 0:
+		c.b.fetchBytes.force(delta)
+	}
+	c.fetchUnsent.Add(delta)
+	s.fetchHeld = int64(size)
+}
+
+// maxFetchAnswerBytes matches the fetch handler's own cap on one answer.
+const maxFetchAnswerBytes = 64 << 20
+
+// fetchDone gives back what a fetch answer held once it is written or
+// dropped.
+func (c *conn) fetchDone(s *slot) {
+	if !s.fetch || s.fetchHeld == 0 {
+		return
+	}
+	c.b.fetchBytes.release(s.fetchHeld)
+	c.fetchUnsent.Add(-s.fetchHeld)
+	s.fetchHeld = 0
+	select {
+	case c.fetchSent <- struct{}{}:
+	default:
+	}
 }
 
 // serve runs a handler. A panic in a handler is a bug; it is logged with
@@ -218,46 +466,59 @@ func (c *conn) writeLoop() {
 	var buf []byte
 	failed := false
 	for s := range c.queue {
-		select {
-		case <-s.done:
-		case <-c.readerGone:
-			// Answer what is ready; stop waiting for what is not.
-			select {
-			case <-s.done:
-			default:
-				failed = true
-			}
-		}
-		if s.closeConn && !failed {
-			bw.Flush()
-			c.nc.Close() // the reader then ends the connection
-			failed = true
-			continue
-		}
-		if failed || s.resp == nil {
-			continue
-		}
-		s.resp.SetVersion(s.version)
-		buf = wire.AppendResponse(buf[:0], s.hdr, s.resp)
-		if _, err := bw.Write(buf); err != nil {
-			failed = true
-			c.nc.Close() // unblocks the reader
-			continue
-		}
-		// Flush when nothing else is ready, so pipelined answers share
-		// one write system call.
-		if len(c.queue) == 0 {
-			if err := bw.Flush(); err != nil {
-				failed = true
-				c.nc.Close()
-			}
-		}
-		if cap(buf) > 1<<20 {
-			buf = nil // do not pin a large fetch response's buffer
-		}
+		c.writeSlot(s, bw, &buf, &failed)
+		c.fetchDone(s)
+		c.pending.Add(-1)
 	}
 	if !failed {
 		bw.Flush()
+	}
+}
+
+// writeSlot waits for one answer and writes it (or drops it once the
+// connection failed).
+func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool) {
+	buf, failed := *bufp, *failedp
+	defer func() { *bufp, *failedp = buf, failed }()
+	select {
+	case <-s.done:
+	case <-c.readerGone:
+		// Answer what is ready; stop waiting for what is not.
+		select {
+		case <-s.done:
+		default:
+			failed = true
+		}
+	}
+	if s.closeConn && !failed {
+		bw.Flush()
+		c.nc.Close() // the reader then ends the connection
+		failed = true
+		return
+	}
+	if failed || s.resp == nil {
+		return
+	}
+	s.resp.SetVersion(s.version)
+	buf = wire.AppendResponse(buf[:0], s.hdr, s.resp)
+	s.resp = nil // the encoded copy is all that is needed now
+	c.fetchEncoded(s, len(buf))
+	if _, err := bw.Write(buf); err != nil {
+		failed = true
+		c.nc.Close() // unblocks the reader
+		return
+	}
+	c.lastActive.Store(time.Now().UnixNano())
+	// Flush when nothing else is ready, so pipelined answers share
+	// one write system call.
+	if len(c.queue) == 0 {
+		if err := bw.Flush(); err != nil {
+			failed = true
+			c.nc.Close()
+		}
+	}
+	if cap(buf) > 1<<20 {
+		buf = nil // do not pin a large fetch response's buffer
 	}
 }
 
@@ -271,9 +532,11 @@ func (c *conn) closeAfterAnswers() {
 	if c.queueClosed {
 		return
 	}
+	c.pending.Add(1)
 	select {
 	case c.queue <- s:
 	default:
+		c.pending.Add(-1)
 		c.nc.Close() // the queue is full: close at once
 	}
 }

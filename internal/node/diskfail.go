@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/skein-log/skein/internal/storage"
+	"github.com/skein-log/skein/internal/replica"
 )
 
 // A broker whose disk fails hands over instead of lingering.
@@ -48,39 +48,6 @@ var ErrMetadataLogFailed = errors.New("metadata log failed")
 // itself (a failed log directory or metadata log). `skein server` exits
 // with it; tests observe it. It is never sent after Close or Halt.
 func (b *Broker) Fatal() <-chan error { return b.fatal }
-
-// isDiskFailure tells a failed write or fsync of a log (the disk's fault)
-// from a refusal of the data itself or of the caller, which says nothing
-// about the disk, and from a write that found the disk full.
-func isDiskFailure(err error) bool {
-	switch {
-	case err == nil,
-		isDiskFull(err),
-		errors.Is(err, storage.ErrInvalidBatch),
-		errors.Is(err, storage.ErrBatchTooLarge),
-		errors.Is(err, storage.ErrStaleEpoch),
-		errors.Is(err, storage.ErrOffsetMismatch),
-		errors.Is(err, storage.ErrOffsetOutOfRange),
-		errors.Is(err, storage.ErrCorrupt),
-		errors.Is(err, storage.ErrClosed):
-		return false
-	}
-	return true
-}
-
-// isDiskFull reports a write (an append, a segment roll) that failed only
-// because the filesystem is full: the log undid it (storage truncates a
-// partial write away, and fails the log when it cannot), so the log is
-// intact and only that write is refused. Unlike EIO, ENOSPC says nothing
-// about what the disk holds, so the directory stays online: the produce
-// answers KAFKA_STORAGE_ERROR, which clients retry, reads and everything
-// else keep serving, and writes succeed again once space is freed
-// (diskspace.go refuses them earlier, at a free-space floor). An fsync
-// that fails with ENOSPC may have lost written pages, so it still takes
-// the directory offline (failLocked does not ask).
-func isDiskFull(err error) bool {
-	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, storage.ErrLogFailed)
-}
 
 // isDeviceError reports an error of the device itself. Opening a log
 // fails for many reasons (damage it cannot repair, a foreign directory);
@@ -248,10 +215,5 @@ func (p *partition) ledHereInImage() bool {
 // is not read from), each with KAFKA_STORAGE_ERROR.
 func (p *partition) setOffline(err error) {
 	p.offline.Store(true)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.failed == nil {
-		p.failed = err
-	}
-	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
+	p.step(func(c *replica.Replica) replica.Ready { return c.SetOffline(err) })
 }

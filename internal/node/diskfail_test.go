@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/storage"
 )
 
@@ -41,7 +42,7 @@ func TestIsDiskFailure(t *testing.T) {
 		{fmt.Errorf("dir: %w", storage.ErrClosed), false},
 	}
 	for _, c := range cases {
-		if got := isDiskFailure(c.err); got != c.want {
+		if got := replica.IsDiskFailure(c.err); got != c.want {
 			t.Errorf("isDiskFailure(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}

@@ -4,10 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/replica"
 )
 
 // fetchWaiter is a Fetch long poll. It holds no goroutine while it waits:
@@ -61,72 +60,43 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	w.poke()
 }
 
-// read reads every partition within the request's byte budgets. enough is
-// true when the answer should go now: min_bytes reached or an error to
-// report.
+// read reads every partition with the shared fetch read plan
+// (replica.ReadFetch). enough is true when the answer should go now.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
-	results = make([]api.FetchResult, len(w.params.Partitions))
-	budget := int(w.params.MaxBytes)
-	total := 0
-	gotData := false
-	for i, fp := range w.params.Partitions {
-		p := w.parts[i]
-		if p == nil {
-			results[i] = api.FetchResult{Err: w.b.partitionError(fp.Topic, fp.Partition), HighWatermark: -1, LogStartOffset: -1}
-			enough = true
-			continue
+	return replica.ReadFetch(w.params, func(i int) (replica.Source, error) {
+		if p := w.parts[i]; p != nil {
+			return p, nil
 		}
-		limit := min(int(fp.MaxBytes), budget)
-		if limit <= 0 && gotData {
-			results[i] = api.FetchResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: p.log.LogStartOffset()}
-			continue
-		}
-		// The first partition with data returns at least one whole batch
-		// even when it exceeds the limits, so a consumer never stalls on
-		// one large batch.
-		if err := w.admit(p, fp); err != nil {
-			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
-			enough = true
-			continue
-		}
-		if d := p.divergence(fp, w.params.ReplicaID >= 0); d != nil {
-			// Answer with where the fetcher's epoch really ends; it
-			// truncates there before fetching again.
-			results[i] = api.FetchResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: p.log.LogStartOffset(), Diverging: d}
-			enough = true
-			continue
-		}
-		res, err := p.read(fp.Offset, max(limit, 0), !gotData, w.params.ReplicaID >= 0)
-		res.Err = err
-		if err != nil {
-			enough = true
-		}
-		if n := len(res.Records); n > 0 {
-			gotData = true
-			total += n
-			budget -= n
-		}
-		results[i] = res
-	}
-	if total >= int(max(w.params.MinBytes, 1)) {
-		enough = true
-	}
-	return results, enough
+		fp := w.params.Partitions[i]
+		return nil, w.b.partitionError(fp.Topic, fp.Partition)
+	}, !w.positionRecorded)
 }
 
-// admit checks that this broker may serve the partition to this caller
-// and, for a follower, records the position it fetches from.
-func (w *fetchWaiter) admit(p *partition, fp api.FetchPartition) error {
-	if !p.isLeader() {
-		return kerr.NotLeaderForPartition
-	}
-	if err := p.checkLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
-		return err
-	}
-	if w.params.ReplicaID >= 0 && !w.positionRecorded {
-		return p.onFollowerFetch(w.params.ReplicaID, fp.Offset, time.Now())
-	}
-	return nil
+// Admit is replica.Source.Admit: this broker leads the partition, the
+// caller's epoch matches (KIP-320), and a follower's position is recorded.
+func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool) error {
+	var err error
+	now := time.Now().UnixMilli()
+	p.step(func(c *replica.Replica) (rd replica.Ready) {
+		rd, err = c.Admit(fp, replicaID, record, now, p.b.isEligibleReplica)
+		return rd
+	})
+	return err
+}
+
+// Bounds is replica.Source.Bounds.
+func (p *partition) Bounds() (hw, logStart int64) {
+	return p.highWatermark.Load(), p.log.LogStartOffset()
+}
+
+// Read is replica.Source.Read.
+func (p *partition) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+	return p.read(offset, maxBytes, minOneBatch, fromReplica)
+}
+
+// Divergence is replica.Source.Divergence (KIP-595's DivergingEpoch).
+func (p *partition) Divergence(fp api.FetchPartition) *api.EpochEnd {
+	return replica.DivergenceOf(p.log, fp)
 }
 
 // poke is called (under the partition's lock) when new data may be there.
@@ -210,28 +180,6 @@ func (w *fetchWaiter) finishLocked() {
 			}
 		}
 	}()
-}
-
-// divergence checks a follower's fetch against the leader's epoch history:
-// if the epoch of the last batch the follower holds ends, in the leader's
-// log, before the follower's fetch offset, the follower has a tail the
-// leader does not (KIP-595's DivergingEpoch, the in-fetch form of
-// KIP-101's truncation).
-func (p *partition) divergence(fp api.FetchPartition, replica bool) *api.EpochEnd {
-	if !replica || fp.LastFetchedEpoch < 0 {
-		return nil
-	}
-	epoch, end := p.log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, p.log.LogEndOffset())
-	if epoch == fp.LastFetchedEpoch && end >= fp.Offset {
-		return nil
-	}
-	if epoch < 0 {
-		// The leader knows no such epoch: the answer still has to say
-		// "diverging", so it names the log start; the follower then asks
-		// with OffsetForLeaderEpoch, whose rule handles this case.
-		return &api.EpochEnd{Epoch: -1, EndOffset: p.log.LogStartOffset()}
-	}
-	return &api.EpochEnd{Epoch: epoch, EndOffset: end}
 }
 
 // countOut adds what a fetch returns to the bytes-out metrics: per topic

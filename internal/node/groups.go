@@ -76,9 +76,7 @@ func (rt *groupRuntime) reconcile() {
 			if p == nil {
 				continue
 			}
-			p.mu.Lock()
-			leading, epoch := p.leader != nil && !p.closed, p.leaderEpoch
-			p.mu.Unlock()
+			leading, epoch := p.leadership()
 			if leading {
 				want[pm.Index] = led{p, epoch}
 			}

@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
+
+	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/connlimit"
 )
 
 func (b *Broker) listen() error {
@@ -56,6 +60,7 @@ func (b *Broker) drainConns() {
 	for _, ln := range b.listeners {
 		ln.Close()
 	}
+	b.draining.Store(true)
 	now := time.Now()
 	for c := range b.conns {
 		c.SetWriteDeadline(now.Add(drainWriteBound))
@@ -93,47 +98,136 @@ func (b *Broker) accept(name string, ln net.Listener) {
 			}
 			continue
 		}
-		if !b.trackConn(nc) {
-			select {
-			case <-b.stop:
-			default:
-				b.log.Warn("refusing connection: max.connections reached", "remote", nc.RemoteAddr().String())
-			}
+		ip := hostOf(nc.RemoteAddr())
+		if !b.admitConn(name, ip, nc) {
 			nc.Close()
 			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 			tc.SetKeepAlive(true)
+			if n := b.cfg.SocketSendBufferBytes; n >= 0 {
+				tc.SetWriteBuffer(n)
+			}
+			if n := b.cfg.SocketReceiveBufferBytes; n >= 0 {
+				tc.SetReadBuffer(n)
+			}
 		}
 		b.metrics.ConnectionOpened(name)
 		go func() {
-			defer b.untrackConn(nc)
+			defer b.untrackConn(nc, name, ip)
 			defer b.metrics.ConnectionClosed(name)
 			b.serveConn(nc, name)
 		}()
 	}
 }
 
-func (b *Broker) trackConn(nc net.Conn) bool {
-	b.lnMu.Lock()
-	defer b.lnMu.Unlock()
-	select {
-	case <-b.stop:
-		return false
-	default:
+// admitConn asks the connection limits about a new connection and tracks
+// it if it may stay. A creation rate over its limit makes the accept loop
+// wait here, as Kafka's acceptor throttles (KIP-612): later connections
+// stay in the kernel's accept queue meanwhile.
+func (b *Broker) admitConn(listener, ip string, nc net.Conn) bool {
+	for {
+		b.lnMu.Lock()
+		select {
+		case <-b.stop:
+			b.lnMu.Unlock()
+			return false
+		default:
+		}
+		d := b.limits.Admit(listener, ip, time.Now())
+		if d.Accept {
+			b.conns[nc] = struct{}{}
+			b.connWG.Add(1)
+			b.lnMu.Unlock()
+			return true
+		}
+		b.lnMu.Unlock()
+		if d.Refuse != "" {
+			b.metrics.ConnectionRefused(listener, string(d.Refuse))
+			if n, ok := b.refusals.note(string(d.Refuse), time.Now()); ok {
+				b.log.Warn("refusing connections", "listener", listener, "reason", d.Refuse,
+					"last_remote", nc.RemoteAddr().String(), "refused_since_last_report", n)
+			}
+			return false
+		}
+		select {
+		case <-b.stop:
+			return false
+		case <-time.After(d.Wait):
+		}
 	}
-	if b.cfg.MaxConnections > 0 && len(b.conns) >= b.cfg.MaxConnections {
-		return false
-	}
-	b.conns[nc] = struct{}{}
-	b.connWG.Add(1)
-	return true
 }
 
-func (b *Broker) untrackConn(nc net.Conn) {
+func (b *Broker) untrackConn(nc net.Conn, listener, ip string) {
 	b.lnMu.Lock()
 	delete(b.conns, nc)
+	b.limits.Release(listener, ip)
 	b.lnMu.Unlock()
 	b.connWG.Done()
+}
+
+// connLimits turns the configuration into the limiter's terms. Controller
+// listeners are protected from the broker-wide limits and the per-IP one.
+// The inter-broker listener is protected from the broker-wide limits when
+// it is a listener of its own, as Kafka's is; when it is also the clients'
+// only listener, exempting it would leave max.connections meaning nothing,
+// so there brokers are kept in by max.connections.per.ip instead (one
+// flooding address cannot use up another's allowance).
+func connLimits(cfg *config.Broker) connlimit.Config {
+	c := connlimit.Config{
+		Max:            cfg.MaxConnections,
+		PerIP:          cfg.MaxConnectionsPerIP,
+		PerIPOverrides: cfg.MaxConnectionsPerIPOverrides,
+		CreationRate:   cfg.MaxConnectionCreationRate,
+		Listeners:      map[string]connlimit.ListenerLimits{},
+		Protected:      map[string]bool{},
+		Unmetered:      map[string]bool{},
+	}
+	for _, l := range cfg.Listeners {
+		c.Listeners[l.Name] = connlimit.ListenerLimits{
+			Max: cfg.ListenerMaxConnections[l.Name], CreationRate: cfg.ListenerConnectionCreationRate[l.Name],
+		}
+		if cfg.IsControllerListener(l.Name) {
+			c.Protected[l.Name] = true
+			c.Unmetered[l.Name] = true
+		}
+	}
+	brokerListeners := 0
+	for _, l := range cfg.Listeners {
+		if !cfg.IsControllerListener(l.Name) {
+			brokerListeners++
+		}
+	}
+	if cfg.InterBrokerListenerName != "" && brokerListeners > 1 {
+		c.Protected[cfg.InterBrokerListenerName] = true
+	}
+	return c
+}
+
+// refusalLog bounds the log lines about refused connections: one per
+// reason per refusalLogEvery, with how many were refused in between, so a
+// flood of connections cannot flood the log too.
+type refusalLog struct {
+	mu    sync.Mutex
+	last  map[string]time.Time
+	count map[string]int
+}
+
+const refusalLogEvery = 10 * time.Second
+
+func (r *refusalLog) note(reason string, now time.Time) (refused int, report bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last, r.count = map[string]time.Time{}, map[string]int{}
+	}
+	r.count[reason]++
+	if last, ok := r.last[reason]; ok && now.Sub(last) < refusalLogEvery {
+		return 0, false
+	}
+	r.last[reason] = now
+	refused = r.count[reason]
+	r.count[reason] = 0
+	return refused, true
 }

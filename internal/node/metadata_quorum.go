@@ -232,6 +232,13 @@ func (b *Broker) onControllerChange(leader int32) {
 	b.imageCond.L.Lock()
 	b.imageCond.Broadcast()
 	b.imageCond.L.Unlock()
+	if leader >= 0 {
+		// ISR proposals waiting out a resend backoff go to the new
+		// controller at once (replica.ControllerChanged).
+		for _, p := range b.partitionList() {
+			p.controllerChanged()
+		}
+	}
 }
 
 // isActiveController reports whether this node decides metadata changes.

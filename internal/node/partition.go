@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,10 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/api"
-	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
-	"github.com/skein-log/skein/internal/producer"
+	"github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/replication"
 	"github.com/skein-log/skein/internal/storage"
 )
@@ -23,14 +21,15 @@ import (
 // partition (a few hundred bytes per producer).
 const maxProducersPerPartition = 100_000
 
-// partition is the runtime of one partition replica on this broker: its
-// log, its idempotent-producer table, and either its leader state (with the
-// produce requests waiting for acknowledgement) or its follower state.
+// partition is the runtime of one partition replica on this broker: the
+// replica core (internal/replica, which decides everything) wrapped with a
+// mutex, timers, the flusher and goroutines. Every event takes mu, steps
+// the core and carries out its Ready; answers run after mu is released.
 //
-// Locking: mu guards everything below it. The log has its own lock and is
-// safe to read without mu; appends happen under mu so that the producer
-// table and the log never disagree. Sync runs without mu (group commit).
-// Lock order: partition.mu, then fetchWaiter.mu.
+// Locking: mu guards core, timers and watchers. The log has its own lock
+// and is safe to read without mu; appends happen under mu (inside the
+// core) so that the producer table and the log never disagree. Sync runs
+// without mu (group commit). Lock order: partition.mu, then fetchWaiter.mu.
 type partition struct {
 	b     *Broker
 	topic string
@@ -38,236 +37,170 @@ type partition struct {
 	index int32
 	log   *storage.Log
 
-	// highWatermark is readable without mu: consumers read below it.
+	// highWatermark is the core's, published for readers without mu:
+	// consumers read below it.
 	highWatermark atomic.Int64
-
-	mu    sync.Mutex
-	cfg   config.TopicConfig
-	state metadata.Partition // as last applied from the image
-	// role is what this broker does with the replica, decided with state
-	// (metadata.Image.ReplicaRole).
-	role        metadata.ReplicaRole
-	leaderEpoch int32
-	// leader is set while this broker leads the partition.
-	leader *replication.Leader
-	// durableEnd is the end of what this replica has fsynced (its log end
-	// with write.caching).
-	durableEnd int64
-	producers  *producer.Table
-	ackWaiters []*ackWaiter
-	watchers   map[*fetchWaiter]struct{}
-	// failed is set when the log can no longer be trusted (an fsync
-	// failed): every later write fails with KAFKA_STORAGE_ERROR.
-	failed error
 	// offline is set when the partition's log directory went offline
-	// (diskfail.go): reads fail too. Readable without mu.
+	// (diskfail.go) or an invariant broke: reads fail too. Readable
+	// without mu.
 	offline atomic.Bool
-	// unflushed counts messages appended since the last fsync, for
-	// flush.messages when write.caching is on.
-	unflushed  int64
-	flushTimer *time.Timer
-	closed     bool
-}
 
-// ackWaiter is a produce request waiting for its acknowledgement: for
-// acks=1 until this replica has target durably, for acks=all until the
-// replication state says the ISR has it; or, with committed, a wait for
-// the high watermark alone (awaitCommitted).
-type ackWaiter struct {
-	target    int64
-	all       bool
-	committed bool
-	result    api.ProduceResult
-	done      func(api.ProduceResult)
-	timer     *time.Timer
-	fired     bool
+	mu       sync.Mutex
+	core     *replica.Replica
+	watchers map[*fetchWaiter]struct{}
+	// timeouts are the request timeouts of produces waiting for acks.
+	timeouts   map[replica.WaiterID]*time.Timer
+	flushTimer *time.Timer
 }
 
 func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string) (*partition, error) {
-	log, err := storage.Open(b.fs, dir, storageConfig(cfg), storage.Options{Logger: b.log.With("partition", fmt.Sprintf("%s-%d", t.Name, p.Index))})
+	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	core, err := replica.Open(b.fs, dir, name, cfg, replica.Options{
+		LocalID:             b.cfg.NodeID,
+		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
+		MaxProducers:        maxProducersPerPartition,
+		Logger:              b.log,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("open log %s: %w", dir, err)
-	}
-	pt := &partition{
-		b: b, topic: t.Name, id: t.ID, index: p.Index, log: log,
-		cfg:       cfg,
-		watchers:  map[*fetchWaiter]struct{}{},
-		producers: producer.NewTable(maxProducersPerPartition),
-	}
-	// Everything recovered from disk is made durable before it is served:
-	// after a kill -9 the page cache may hold bytes no fsync covered.
-	durable, err := log.Sync()
-	if err != nil {
-		log.Close()
-		return nil, fmt.Errorf("sync recovered log %s: %w", dir, err)
-	}
-	pt.durableEnd = durable
-	err = pt.rebuildProducerStateLocked()
-	if errors.Is(err, storage.ErrCorrupt) {
-		// A damaged batch below the recovery point, which opening does not
-		// re-validate. The scan noted it; opening again cuts the log there,
-		// and the replica fetches the rest from its leader. This runs when
-		// the partition is opened, before this broker can lead it: a
-		// restarted broker is fenced first.
-		b.log.Warn("damaged log found while opening; reopening to cut it at the damage", "partition", pt.name(), "err", err)
-		log.Close()
-		if log, err = storage.Open(b.fs, dir, storageConfig(cfg), storage.Options{Logger: b.log.With("partition", pt.name())}); err != nil {
-			return nil, fmt.Errorf("reopen damaged log %s: %w", dir, err)
-		}
-		pt.log = log
-		if pt.durableEnd, err = log.Sync(); err != nil {
-			log.Close()
-			return nil, fmt.Errorf("sync recovered log %s: %w", dir, err)
-		}
-		err = pt.rebuildProducerStateLocked()
-	}
-	if err != nil {
-		log.Close()
 		return nil, err
 	}
-	// A reopened replica does not know which of its records were committed:
-	// its tail may hold records a leader appended but never got replicated
-	// (a killed leader's), which a new leader has since overwritten. Serving
-	// them would show consumers records that are then truncated (seen by
-	// skein verify, seed 213: a restarted broker served one before it
-	// learnt it no longer led). So the high watermark starts at the log
-	// start: as a follower it learns the real one from its leader; as a
-	// leader replication.Leader raises it once every ISR member has
-	// reported (at once when the ISR is this broker alone). Kafka keeps a
-	// high-watermark checkpoint for this; without one we start low.
-	pt.highWatermark.Store(pt.log.LogStartOffset())
-	return pt, nil
-}
-
-func storageConfig(cfg config.TopicConfig) storage.Config {
-	return storage.Config{
-		SegmentBytes:       int64(cfg.SegmentBytes),
-		SegmentMs:          cfg.SegmentMs,
-		RetentionBytes:     cfg.RetentionBytes,
-		RetentionMs:        cfg.RetentionMs,
-		IndexIntervalBytes: int(cfg.IndexIntervalBytes),
-		MaxIndexBytes:      int(cfg.SegmentIndexBytes),
-
-		DeleteRetentionMs:      cfg.DeleteRetentionMs,
-		MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
-		MinCompactionLagMs:     cfg.MinCompactionLagMs,
-		MaxCompactionLagMs:     cfg.MaxCompactionLagMs,
+	pt := &partition{
+		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
+		watchers: map[*fetchWaiter]struct{}{},
+		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
+	pt.highWatermark.Store(core.HighWatermark())
+	return pt, nil
 }
 
 func (p *partition) name() string { return fmt.Sprintf("%s-%d", p.topic, p.index) }
 
-// rebuildProducerStateLocked replays the log's batch headers into a fresh
-// producer table: at start-up, and after a truncation removed batches the
-// table remembered.
-func (p *partition) rebuildProducerStateLocked() error {
-	t := producer.NewTable(maxProducersPerPartition)
-	if err := p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {
-		t.Apply(h)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("rebuild producer state of %s: %w", p.name(), err)
+// readyLocked carries out what the core asked for, under mu, and returns
+// the answers to deliver once mu is released. Answers held for a disk
+// failure's handover are handed over here, under mu: the stop that
+// logDirFailed starts takes p.mu (to fence p) before it stops waiting for
+// held answers, so they are held in time.
+func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
+	if rd.HWChanged {
+		p.highWatermark.Store(rd.HighWatermark)
 	}
-	p.producers = t
-	return nil
+	if rd.Wake {
+		for fw := range p.watchers {
+			fw.poke()
+		}
+	}
+	if rd.Sync {
+		p.b.flusher.schedule(p)
+	}
+	if rd.FlushAfterMs > 0 && p.flushTimer == nil {
+		p.flushTimer = time.AfterFunc(time.Duration(rd.FlushAfterMs)*time.Millisecond, func() {
+			p.mu.Lock()
+			p.flushTimer = nil
+			answers := p.readyLocked(p.core.FlushTimer())
+			p.mu.Unlock()
+			p.deliver(answers, 0)
+		})
+	}
+	for _, t := range rd.Timeouts {
+		id := t.ID
+		p.timeouts[id] = time.AfterFunc(time.Duration(t.AfterMs)*time.Millisecond, func() {
+			p.mu.Lock()
+			delete(p.timeouts, id)
+			answers := p.readyLocked(p.core.Expire(id))
+			p.mu.Unlock()
+			p.deliver(answers, 0)
+		})
+	}
+	if rd.Propose != nil {
+		go p.b.proposeISRChange(p, *rd.Propose)
+	}
+	if rd.Resend != nil {
+		change, seq := rd.Resend.Change, rd.Resend.Seq
+		time.AfterFunc(time.Duration(rd.Resend.AfterMs)*time.Millisecond, func() {
+			select {
+			case <-p.b.stop:
+				return
+			default:
+			}
+			p.mu.Lock()
+			answers := p.readyLocked(p.core.ResendISR(change, seq))
+			p.mu.Unlock()
+			p.deliver(answers, 0)
+		})
+	}
+	if rd.ISRShrunk {
+		p.b.metrics.IncISRShrink()
+	}
+	if rd.ISRExpanded {
+		p.b.metrics.IncISRExpand()
+	}
+	if len(rd.Violations) > 0 {
+		// The core logged each and fenced its writes; reads stop too.
+		p.offline.Store(true)
+	}
+	if rd.DiskFailed != nil {
+		p.b.logDirFailed(p, rd.DiskFailed)
+	}
+	out := rd.Answers[:0:0]
+	for _, a := range rd.Answers {
+		if t := p.timeouts[a.ID]; t != nil {
+			t.Stop()
+			delete(p.timeouts, a.ID)
+		}
+		if a.AfterHandover {
+			done := a.Done
+			p.b.answerAfterHandover(p, a.Result.Err, func(err error) {
+				done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
+			})
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// deliver runs answers outside mu: the caller's own (own) in its
+// goroutine, the others each in one of their own, since they may take
+// locks the caller holds (a group coordinator writing its log).
+func (p *partition) deliver(answers []replica.Answer, own replica.WaiterID) {
+	for _, a := range answers {
+		if own != 0 && a.ID == own {
+			a.Done(a.Result)
+			continue
+		}
+		go a.Done(a.Result)
+	}
+}
+
+// step runs one core event under mu and delivers its answers.
+func (p *partition) step(fn func(c *replica.Replica) replica.Ready) {
+	p.mu.Lock()
+	answers := p.readyLocked(fn(p.core))
+	p.mu.Unlock()
+	p.deliver(answers, 0)
 }
 
 // apply brings the partition in line with the image: leadership, ISR,
 // configuration. Called by reconcile with the partition's entry and the
 // role the same image gives this broker.
 func (p *partition) apply(st metadata.Partition, role metadata.ReplicaRole, cfg config.TopicConfig, now time.Time) error {
-	p.log.SetConfig(storageConfig(cfg))
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	p.cfg = cfg
-	prev := p.state
-	p.state = st
-	p.role = role
-	switch {
-	case role == metadata.RoleLeader && (p.leader == nil || st.LeaderEpoch != prev.LeaderEpoch):
-		return p.becomeLeaderLocked(st, now)
-	case role == metadata.RoleLeader:
-		hwMoved, err := p.leader.OnISRCommitted(replication.StateOf(st), now.UnixMilli())
-		if errors.Is(err, replication.ErrLeaderChanged) {
-			return p.becomeLeaderLocked(st, now)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: apply ISR change: %w", p.name(), err)
-		}
-		if len(st.ISR) < len(prev.ISR) {
-			p.b.metrics.IncISRShrink()
-		} else if len(st.ISR) > len(prev.ISR) {
-			p.b.metrics.IncISRExpand()
-		}
-		if hwMoved {
-			p.progressLocked()
-		}
-		p.completeAcksLocked()
-	default:
-		p.becomeFollowerLocked(st)
-	}
-	return nil
-}
-
-// becomeLeaderLocked starts a new leader epoch: the epoch starts at the
-// current log end, which is recorded in the epoch cache before any append so
-// that followers asking where the previous epoch ended get the right answer.
-func (p *partition) becomeLeaderLocked(st metadata.Partition, now time.Time) error {
-	leo := p.log.LogEndOffset()
-	if latest, ok := p.log.Epochs().Latest(); !ok || latest < st.LeaderEpoch {
-		if err := p.log.Epochs().Assign(st.LeaderEpoch, leo); err != nil {
-			return fmt.Errorf("%s: record leader epoch %d: %w", p.name(), st.LeaderEpoch, err)
-		}
-	}
-	durable := p.durableEnd
-	if p.cfg.WriteCaching {
-		durable = leo
-	}
-	hw := min(p.highWatermark.Load(), leo)
-	l, err := replication.NewLeader(p.replicationConfig(), replication.StateOf(st), replication.LocalLog{
-		LogEndOffset: leo, DurableEnd: durable, HighWatermark: hw, EpochStartOffset: leo,
-	}, now.UnixMilli())
-	if err != nil {
-		return fmt.Errorf("%s: become leader: %w", p.name(), err)
-	}
-	p.failAcksLocked(kerr.NotLeaderForPartition)
-	p.leader = l
-	p.leaderEpoch = st.LeaderEpoch
-	p.b.log.Info("leading partition", "partition", p.name(), "epoch", st.LeaderEpoch, "isr", st.ISR, "log_end", leo)
-	p.progressLocked()
-	return nil
-}
-
-// becomeFollowerLocked ends leadership: the replica follows the image's
-// leader (RoleFollower) or waits, neither leading nor fetching (RoleNone).
-func (p *partition) becomeFollowerLocked(st metadata.Partition) {
-	if p.leader != nil {
-		p.b.log.Info("no longer leading partition", "partition", p.name(), "role", p.role, "leader", st.Leader, "epoch", st.LeaderEpoch)
-	}
-	p.leader = nil
-	p.leaderEpoch = st.LeaderEpoch
-	p.failAcksLocked(kerr.NotLeaderForPartition)
-}
-
-func (p *partition) replicationConfig() replication.Config {
-	return replication.Config{
-		LocalID:             p.b.cfg.NodeID,
-		ReplicaLagTimeMaxMs: max(p.b.cfg.ReplicaLagTimeMax.Milliseconds(), 1),
-		MinInsyncReplicas:   max(p.cfg.MinInsyncReplicas, 1),
-	}
+	var err error
+	p.step(func(c *replica.Replica) (rd replica.Ready) {
+		rd, err = c.Apply(st, role, cfg, now.UnixMilli())
+		return rd
+	})
+	return err
 }
 
 // describeProducers lists the producer table of a partition led here.
 func (p *partition) describeProducers() ([]api.ProducerState, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.leader == nil {
-		return nil, kerr.NotLeaderForPartition
+	entries, err := p.core.Producers()
+	if err != nil {
+		return nil, err
 	}
-	return api.ProducerStates(p.producers.Entries()), nil
+	return api.ProducerStates(entries), nil
 }
 
 // produce appends the batches and arranges for done to be called when the
@@ -275,173 +208,25 @@ func (p *partition) describeProducers() ([]api.ProducerState, error) {
 func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	now := time.Now()
 	p.mu.Lock()
-	if p.closed || p.leader == nil {
-		p.mu.Unlock()
-		done(api.ProduceResult{Err: kerr.NotLeaderForPartition, BaseOffset: -1, LogAppendTime: -1})
-		return
-	}
-	if p.failed != nil {
-		err := fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed)
-		p.mu.Unlock()
-		p.b.answerAfterHandover(p, err, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
-		return
-	}
-	if req.Acks == -1 {
-		if err := p.leader.CheckAcksAll(); err != nil {
-			p.mu.Unlock()
-			done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
-			return
-		}
-	}
-	res := api.ProduceResult{BaseOffset: -1, LogAppendTime: -1}
-	var target, appended, bytesIn int64
-	for i, b := range req.Batches {
-		h, err := batch.ParseHeader(b)
-		if err != nil { // validated by the handler; a failure here is a bug
-			p.mu.Unlock()
-			done(api.ProduceResult{Err: fmt.Errorf("%w: %v", kerr.CorruptMessage, err), BaseOffset: -1, LogAppendTime: -1})
-			return
-		}
-		dec, err := p.producers.Check(h)
-		if err != nil {
-			p.mu.Unlock()
-			done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
-			return
-		}
-		if dec.Action == producer.Duplicate {
-			// A retry of a batch already in the log: answer with its
-			// original offsets and write nothing.
-			if i == 0 {
-				res.BaseOffset = dec.Original.BaseOffset
-			}
-			target = max(target, dec.Original.LastOffset+1)
-			continue
-		}
-		if p.cfg.MessageTimestampType == "LogAppendTime" {
-			batch.SetLogAppendTime(b, now.UnixMilli())
-			res.LogAppendTime = now.UnixMilli()
-		}
-		ar, err := p.log.Append(b, p.leaderEpoch, now.UnixMilli())
-		if err != nil {
-			p.b.log.Error("append failed", "partition", p.name(), "err", err)
-			storageErr := fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-			if isDiskFailure(err) {
-				// Both under p.mu: the stop that logDirFailed starts
-				// takes p.mu (to fence p) before it stops waiting for
-				// held answers, so this answer is held in time.
-				p.b.logDirFailed(p, err)
-				p.b.answerAfterHandover(p, storageErr, func(err error) { done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
-				p.mu.Unlock()
-				return
-			}
-			p.mu.Unlock()
-			done(api.ProduceResult{Err: storageErr, BaseOffset: -1, LogAppendTime: -1})
-			return
-		}
-		h.BaseOffset = ar.BaseOffset
-		p.producers.Update(h)
-		if i == 0 {
-			res.BaseOffset = ar.BaseOffset
-		}
-		target = max(target, ar.LastOffset+1)
-		appended += int64(h.RecordCount)
-		bytesIn += int64(len(b))
-	}
-	res.LogStartOffset = p.log.LogStartOffset()
-	if appended > 0 {
-		p.afterAppendLocked(appended)
-	}
-	if req.Acks == 0 || p.ackSatisfiedLocked(target, req.Acks == -1, &res) {
-		p.mu.Unlock()
-		p.b.metrics.AddBytesIn(p.topic, bytesIn, appended)
-		done(res)
-		return
-	}
-	p.parkLocked(&ackWaiter{target: target, all: req.Acks == -1, result: res, done: done}, req.Timeout)
+	id, rd := p.core.Produce(req, done, now.UnixMilli())
+	answers := p.readyLocked(rd)
 	p.mu.Unlock()
-	p.b.metrics.AddBytesIn(p.topic, bytesIn, appended)
-}
-
-// parkLocked makes w wait for its acknowledgement, or REQUEST_TIMED_OUT
-// after timeout.
-func (p *partition) parkLocked(w *ackWaiter, timeout time.Duration) {
-	p.ackWaiters = append(p.ackWaiters, w)
-	w.timer = time.AfterFunc(timeout, func() { p.expireAck(w) })
+	if rd.MessagesIn > 0 {
+		p.b.metrics.AddBytesIn(p.topic, rd.BytesIn, rd.MessagesIn)
+	}
+	p.deliver(answers, id)
 }
 
 // awaitCommitted calls done(nil) once the high watermark reaches target,
-// or done(err) when leadership is lost, the log fails or timeout passes.
-// A group coordinator loaded from the log waits for it before answering
-// (groupCoordinator.awaitLoaded). Unlike an acks=all produce it does not
-// check min.insync.replicas: nothing is written, and records below the
-// high watermark are committed whatever the ISR's size (failing here
-// would only make the coordinator reload, again and again).
+// or done(err) when leadership is lost, the log fails or timeout passes
+// (replica.AwaitCommitted). A group coordinator loaded from the log waits
+// for it before answering (groupCoordinator.awaitLoaded).
 func (p *partition) awaitCommitted(target int64, timeout time.Duration, done func(error)) {
 	p.mu.Lock()
-	if p.closed || p.leader == nil {
-		p.mu.Unlock()
-		done(kerr.NotLeaderForPartition)
-		return
-	}
-	if p.leader.HighWatermark() >= target {
-		p.mu.Unlock()
-		done(nil)
-		return
-	}
-	p.parkLocked(&ackWaiter{target: target, committed: true, done: func(res api.ProduceResult) { done(res.Err) }}, timeout)
+	id, rd := p.core.AwaitCommitted(target, timeout.Milliseconds(), done)
+	answers := p.readyLocked(rd)
 	p.mu.Unlock()
-}
-
-// ackSatisfiedLocked reports whether a produce up to target can be
-// answered now, setting res.Err for acks=all when the ISR that has it is
-// smaller than min.insync.replicas.
-func (p *partition) ackSatisfiedLocked(target int64, all bool, res *api.ProduceResult) bool {
-	if !all {
-		return p.durableEnd >= target
-	}
-	done, err := p.leader.AckReady(target)
-	if done && err != nil {
-		res.Err = err
-	}
-	return done
-}
-
-// afterAppendLocked decides how the new data becomes durable. With the
-// default contract the group-committed fsync does it; with write.caching
-// the log end counts as durable now and fsync follows the topic's
-// flush.messages / flush.ms.
-func (p *partition) afterAppendLocked(messages int64) {
-	leo := p.log.LogEndOffset()
-	if err := p.leader.OnLocalAppend(leo); err != nil {
-		p.b.log.Error("replication state refused an append", "partition", p.name(), "err", err)
-	}
-	for fw := range p.watchers {
-		fw.poke() // followers wait for new data, not for the high watermark
-	}
-	if !p.cfg.WriteCaching {
-		p.b.flusher.schedule(p)
-		return
-	}
-	p.durableEnd = leo
-	if _, err := p.leader.OnLocalDurable(leo); err != nil {
-		p.b.log.Error("replication state refused a durable end", "partition", p.name(), "err", err)
-	}
-	p.progressLocked()
-	p.unflushed += messages
-	if p.cfg.FlushMessages > 0 && p.unflushed >= p.cfg.FlushMessages {
-		p.unflushed = 0
-		p.b.flusher.schedule(p)
-		return
-	}
-	if p.flushTimer == nil && p.cfg.FlushMs > 0 && p.cfg.FlushMs < int64(24*time.Hour/time.Millisecond) {
-		p.flushTimer = time.AfterFunc(time.Duration(p.cfg.FlushMs)*time.Millisecond, func() {
-			p.mu.Lock()
-			p.flushTimer = nil
-			p.unflushed = 0
-			p.mu.Unlock()
-			p.b.flusher.schedule(p)
-		})
-	}
+	p.deliver(answers, id)
 }
 
 // sync is called by the flusher: one fsync covers every batch appended
@@ -450,204 +235,59 @@ func (p *partition) sync() {
 	start := time.Now()
 	durable, err := p.log.Sync()
 	p.b.metrics.ObserveFsync(time.Since(start))
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil {
-		p.failLocked(err)
-		return
-	}
-	if p.cfg.WriteCaching || durable <= p.durableEnd {
-		return
-	}
-	p.durableEnd = durable
-	if p.leader != nil {
-		if _, err := p.leader.OnLocalDurable(durable); err != nil {
-			p.b.log.Error("replication state refused a durable end", "partition", p.name(), "err", err)
-		}
-		p.progressLocked()
-	}
+	p.step(func(c *replica.Replica) replica.Ready { return c.Synced(durable, err) })
 }
 
-// failLocked fences the partition after an fsync error: once fsync has
-// failed, the page cache may not match the disk, so nothing more is written
-// or acknowledged until a restart re-reads the log.
-func (p *partition) failLocked(err error) {
-	if p.failed == nil {
-		p.failed = err
-		p.b.log.Error("fsync failed; partition refuses writes until restart", "partition", p.name(), "err", err)
-	}
-	p.b.logDirFailed(p, err)
-	p.failAcksLocked(fmt.Errorf("%w: %v", kerr.KafkaStorageError, err))
-}
-
-// progressLocked publishes the leader's high watermark, completes the
-// acknowledgements it allows and wakes waiting fetches.
-func (p *partition) progressLocked() {
-	if p.leader != nil {
-		if hw := p.leader.HighWatermark(); hw > p.highWatermark.Load() {
-			p.highWatermark.Store(hw)
-			for fw := range p.watchers {
-				fw.poke()
-			}
-		}
-	}
-	p.completeAcksLocked()
-}
-
-func (p *partition) completeAcksLocked() {
-	if p.leader == nil || len(p.ackWaiters) == 0 {
-		return
-	}
-	kept := p.ackWaiters[:0]
-	var ready []*ackWaiter
-	for _, w := range p.ackWaiters {
-		if w.committed && p.leader.HighWatermark() >= w.target || !w.committed && p.ackSatisfiedLocked(w.target, w.all, &w.result) {
-			w.fired = true
-			w.timer.Stop()
-			ready = append(ready, w)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	clear(p.ackWaiters[len(kept):])
-	p.ackWaiters = kept
-	for _, w := range ready {
-		go w.done(w.result) // completions must not run under mu
-	}
-}
-
-func (p *partition) expireAck(w *ackWaiter) {
-	p.mu.Lock()
-	if w.fired {
-		p.mu.Unlock()
-		return
-	}
-	w.fired = true
-	p.ackWaiters = slices.DeleteFunc(p.ackWaiters, func(x *ackWaiter) bool { return x == w })
-	p.mu.Unlock()
-	w.done(api.ProduceResult{Err: kerr.RequestTimedOut, BaseOffset: -1, LogAppendTime: -1})
-}
-
-func (p *partition) failAcksLocked(err error) {
-	for _, w := range p.ackWaiters {
-		w.fired = true
-		w.timer.Stop()
-		if errors.Is(err, kerr.KafkaStorageError) {
-			p.b.answerAfterHandover(p, err, func(err error) { w.done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1}) })
-			continue
-		}
-		go w.done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
-	}
-	p.ackWaiters = nil
-}
-
-// onFollowerFetch records a follower's position (the offset it fetches
-// from is what it holds durably) and proposes an ISR change if one is due.
-func (p *partition) onFollowerFetch(replica int32, offset int64, now time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.leader == nil {
-		return kerr.NotLeaderForPartition
-	}
-	if !slices.Contains(p.state.Replicas, replica) {
-		return kerr.NotLeaderForPartition
-	}
-	hwMoved, err := p.leader.OnFollowerFetch(replica, offset, now.UnixMilli())
-	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
-	}
-	if hwMoved {
-		p.progressLocked()
-	}
-	p.maybeProposeISRLocked(now)
-	return nil
+// onFollowerFetch records a follower's position and proposes an ISR change
+// if one is due.
+func (p *partition) onFollowerFetch(id int32, offset int64, now time.Time) error {
+	var err error
+	p.step(func(c *replica.Replica) (rd replica.Ready) {
+		rd, err = c.OnFollowerFetch(id, offset, now.UnixMilli(), p.b.isEligibleReplica)
+		return rd
+	})
+	return err
 }
 
 // tick runs the time-driven part of replication: ISR shrinks for
 // followers that stopped catching up.
 func (p *partition) tick(now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.leader == nil || p.closed {
-		return
-	}
-	p.maybeProposeISRLocked(now)
+	p.step(func(c *replica.Replica) replica.Ready { return c.Tick(now.UnixMilli(), p.b.isEligibleReplica) })
 }
 
-func (p *partition) maybeProposeISRLocked(now time.Time) {
-	change := p.leader.Tick(now.UnixMilli(), p.b.isEligibleReplica)
-	if change == nil {
-		return
-	}
-	p.b.log.Info("proposing ISR change", "partition", p.name(), "isr", p.state.ISR, "new_isr", change.NewISR)
-	go p.b.proposeISRChange(p, *change)
+// onISRAnswer hands the outcome of one send of an ISR proposal to the
+// core, which decides whether to resend it and when.
+func (p *partition) onISRAnswer(change replication.ISRChange, err error) {
+	p.step(func(c *replica.Replica) replica.Ready { return c.OnISRAnswer(change, err) })
 }
 
-// isrChangePending reports whether change is still this partition's
-// proposal in flight, so a resend is due. Metadata settles it otherwise: a
-// newer partition epoch (the change committed, or another one did and the
-// controller would refuse it as stale) or another leader epoch.
-func (p *partition) isrChangePending(change replication.ISRChange) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.closed && p.leader != nil && p.leader.IsPending(change)
-}
-
-// onISRChangeRejected lets the replication state retry after the
-// controller refused a proposal.
-func (p *partition) onISRChangeRejected(change replication.ISRChange, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.leader == nil {
-		return
-	}
-	if p.leader.OnISRChangeRejected(change, err) {
-		p.progressLocked()
-	}
+// controllerChanged tells the core a new controller is active: a proposal
+// waiting out its resend backoff goes at once.
+func (p *partition) controllerChanged() {
+	p.step(func(c *replica.Replica) replica.Ready { return c.ControllerChanged() })
 }
 
 // read serves a fetch: whole batches from offset, below the high watermark
 // for consumers, below the log end for followers.
-func (p *partition) read(offset int64, maxBytes int, minOneBatch, replica bool) (api.FetchResult, error) {
+func (p *partition) read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
 	hw := p.highWatermark.Load()
-	res := api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
 	if p.offline.Load() {
-		return res, fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
+		return api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()},
+			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
 	}
-	leo := p.log.LogEndOffset()
-	if offset < res.LogStartOffset || offset > leo {
-		return res, kerr.OffsetOutOfRange
-	}
-	upTo := hw
-	if replica {
-		upTo = leo
-	}
-	if offset >= upTo {
-		return res, nil
-	}
-	data, err := p.log.Read(offset, maxBytes, upTo, minOneBatch)
-	if err != nil {
-		if errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return res, kerr.OffsetOutOfRange
-		}
+	res, err := replica.ReadLog(p.log, hw, offset, maxBytes, minOneBatch, fromReplica)
+	if errors.Is(err, kerr.KafkaStorageError) {
 		p.b.log.Error("read failed", "partition", p.name(), "offset", offset, "err", err)
-		return res, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	res.Records = data
-	return res, nil
+	return res, err
 }
 
 // checkLeaderEpoch fences requests by the caller's view of the leader
-// epoch (KIP-320): an older epoch means the caller missed a leader change,
-// a newer one that this broker has not learnt of it yet. -1 skips the check.
+// epoch (KIP-320).
 func (p *partition) checkLeaderEpoch(current int32) error {
-	if current < 0 {
-		return nil
-	}
 	p.mu.Lock()
-	epoch := p.leaderEpoch
-	p.mu.Unlock()
-	return replication.CheckLeaderEpoch(current, epoch)
+	defer p.mu.Unlock()
+	return p.core.CheckLeaderEpoch(current)
 }
 
 // acksAllWritable says why an acks=all produce would be refused right now
@@ -655,19 +295,35 @@ func (p *partition) checkLeaderEpoch(current int32) error {
 func (p *partition) acksAllWritable() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case p.closed || p.leader == nil:
-		return kerr.NotLeaderForPartition
-	case p.failed != nil:
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.failed)
-	}
-	return p.leader.CheckAcksAll()
+	return p.core.AcksAllWritable()
 }
 
 func (p *partition) isLeader() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.leader != nil
+	return p.core.IsLeader()
+}
+
+// leadership reports whether this broker leads the partition and the
+// leader epoch it last applied.
+func (p *partition) leadership() (leading bool, epoch int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.IsLeader() && !p.core.Closed(), p.core.LeaderEpoch()
+}
+
+// topicConfig is the topic configuration last applied.
+func (p *partition) topicConfig() config.TopicConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.Config()
+}
+
+// expireProducers drops idempotent producers idle for longer than maxAgeMs.
+func (p *partition) expireProducers(nowMs, maxAgeMs int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.core.ExpireProducers(nowMs, maxAgeMs)
 }
 
 func (p *partition) addWatcher(w *fetchWaiter) {
@@ -687,24 +343,86 @@ func (p *partition) removeWatcher(w *fetchWaiter) {
 // fsync failed was already reported; closing it is not a new error.
 func (p *partition) close() error {
 	p.mu.Lock()
-	if p.closed {
+	if p.core.Closed() {
 		p.mu.Unlock()
 		return nil
 	}
-	p.closed = true
-	p.leader = nil
 	if p.flushTimer != nil {
 		p.flushTimer.Stop()
 	}
-	p.failAcksLocked(kerr.NotLeaderForPartition)
-	for fw := range p.watchers {
-		fw.poke()
-	}
-	failed := p.failed
+	answers := p.readyLocked(p.core.Close())
+	failed := p.core.Failed()
 	p.mu.Unlock()
+	p.deliver(answers, 0)
 	err := p.log.Close()
 	if failed != nil {
 		return nil
 	}
+	return err
+}
+
+// --- the follower side ---
+
+// following reports the leader and epoch this replica follows.
+func (p *partition) following() (leader, epoch int32, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.Following()
+}
+
+// appendFromLeader appends batches fetched from the leader, keeping their
+// offsets and epochs, makes them durable before the next fetch reports
+// them (the fsync runs without mu), and follows the leader's high
+// watermark (replica.AppendFromLeader).
+func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
+	if len(data) > 0 {
+		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	accepted, needSync, rd, appendErr := p.core.AppendFromLeader(data, epoch, time.Now().UnixMilli())
+	answers := p.readyLocked(rd)
+	p.mu.Unlock()
+	p.deliver(answers, 0)
+	if !accepted {
+		return appendErr
+	}
+	var durable int64
+	var syncErr error
+	if needSync {
+		start := time.Now()
+		durable, syncErr = p.log.Sync()
+		p.b.metrics.ObserveFsync(time.Since(start))
+	}
+	var err error
+	p.step(func(c *replica.Replica) (rd replica.Ready) {
+		rd, err = c.FollowerSynced(durable, syncErr, leaderHW)
+		return rd
+	})
+	if err != nil {
+		return err
+	}
+	return appendErr
+}
+
+// truncateTo removes the local log from offset on (a divergent tail).
+func (p *partition) truncateTo(offset int64) error {
+	var err error
+	p.step(func(c *replica.Replica) (rd replica.Ready) {
+		rd, err = c.TruncateTo(offset)
+		return rd
+	})
+	return err
+}
+
+// restartAt empties the local log and starts it at offset, when the
+// leader no longer has what this replica would fetch next.
+func (p *partition) restartAt(offset int64) error {
+	var err error
+	p.step(func(c *replica.Replica) (rd replica.Ready) {
+		rd, err = c.RestartAt(offset)
+		return rd
+	})
 	return err
 }

@@ -111,8 +111,6 @@ func (b *Broker) LeaderISR(topic string, partition int32) (isr []int32, ok bool)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.leader == nil {
-		return nil, false
-	}
-	return p.leader.ISR(), true
+	snap, ok := p.core.LeaderSnapshot()
+	return snap.ISR, ok
 }

@@ -58,6 +58,7 @@ func (l *Leader) Tick(nowMs int64, eligible func(id int32) bool) *ISRChange {
 		return nil
 	}
 	l.pend = &ISRChange{NewISR: newISR, LeaderEpoch: l.state.LeaderEpoch, PartitionEpoch: l.state.PartitionEpoch}
+	l.resendBackoffMs = 0
 	// The additions count towards the HW from now on, which can only hold it
 	// back; a shrink changes nothing until committed. No HW move here.
 	out := l.pend.clone()

@@ -56,3 +56,52 @@ func classifyISRAnswer(err error) isrAnswer {
 func ISRChangeOutcomeUnknown(err error) bool {
 	return classifyISRAnswer(err) == answerUnknown
 }
+
+// Resends of a proposal whose outcome is unknown wait a backoff that starts
+// at ISRResendBackoffMinMs and doubles up to ISRResendBackoffMaxMs. There is
+// no attempt limit: giving up would either drop the proposal (unsafe: the
+// controller may commit it, and its additions must keep bounding the HW) or
+// keep it pending with nobody resending (the partition could never change
+// its ISR again). The loop ends when the outcome is known: an answer, or
+// metadata that settles it (OnISRCommitted), or a new leader epoch.
+const (
+	ISRResendBackoffMinMs = 100
+	ISRResendBackoffMaxMs = 2000
+)
+
+// OnISRAnswer handles the answer to one send of proposal ch: err is nil
+// when the controller accepted it (the image brings the committed state),
+// else its error answer or the request's failure. It returns after how
+// many milliseconds the same proposal must be sent again (0: no resend),
+// and whether the HW moved (a refusal that released proposed additions).
+// The backoff doubles with every unknown outcome of the same proposal.
+func (l *Leader) OnISRAnswer(ch ISRChange, err error) (resendAfterMs int64, hwAdvanced bool) {
+	if err == nil || !l.IsPending(ch) {
+		return 0, false
+	}
+	if !ISRChangeOutcomeUnknown(err) {
+		return 0, l.OnISRChangeRejected(ch, err)
+	}
+	lo, hi := l.cfg.ISRResendBackoffMinMs, l.cfg.ISRResendBackoffMaxMs
+	if lo <= 0 {
+		lo = ISRResendBackoffMinMs
+	}
+	if hi <= 0 {
+		hi = ISRResendBackoffMaxMs
+	}
+	if l.resendBackoffMs == 0 {
+		l.resendBackoffMs = lo
+	} else {
+		l.resendBackoffMs = min(2*l.resendBackoffMs, max(hi, lo))
+	}
+	return l.resendBackoffMs, false
+}
+
+// OnControllerChange reports a new active controller: a proposal waiting
+// out a resend backoff should go to it now (the backoff spaced sends to a
+// controller that did not answer; a new one may), and the backoff starts
+// again. It returns the pending proposal, if any.
+func (l *Leader) OnControllerChange() (ISRChange, bool) {
+	l.resendBackoffMs = 0
+	return l.Pending()
+}

@@ -25,6 +25,9 @@ type Leader struct {
 	cfg   Config
 	state State      // as committed in metadata
 	pend  *ISRChange // the one proposal in flight, if any
+	// resendBackoffMs is the last wait before a resend of pend (OnISRAnswer);
+	// 0 until its first unknown outcome.
+	resendBackoffMs int64
 
 	logEnd     int64
 	durableEnd int64

@@ -19,12 +19,15 @@ import (
 //
 //	leader local=1 lag=30000 min-isr=2 replicas=1,2,3 isr=1,2,3 leader-epoch=5
 //	       partition-epoch=7 leo=10 durable=10 hw=8 [epoch-start=10] t=0 [freeze]
+//	       [resend-min=MS resend-max=MS]
 //	append LEO                    the leader's log now ends at LEO
 //	durable OFFSET                the leader fsynced up to OFFSET
 //	fetch ID offset=N t=T         follower ID fetched at its durable end N
 //	tick t=T [ineligible=3,4]     Tick; the result is what `proposal` checks
 //	commit isr=1,2 partition-epoch=8 t=T [leader=1 leader-epoch=5 replicas=1,2,3]
 //	reject [err=CODE_NAME]        the controller refused the pending proposal
+//	answer [err=CODE_NAME]        one send of the pending proposal failed so
+//	                              (OnISRAnswer); `resend` checks the delay
 //	expect key=value ...          check state (keys in checkExpect)
 //
 // A command followed by `!error` (or `!error=some text`) must fail with an
@@ -50,6 +53,7 @@ type scenario struct {
 	cfg      Config
 	proposal *ISRChange // last Tick result
 	advanced bool       // last hwAdvanced result
+	resend   int64      // last OnISRAnswer resend delay
 	lastHW   int64
 }
 
@@ -236,6 +240,19 @@ func (s *scenario) run(t *testing.T, cmd string, a args) error {
 		}
 		s.advanced = s.l.OnISRChangeRejected(p, cause)
 		return nil
+	case "answer":
+		p, ok := s.l.Pending()
+		if !ok {
+			return errors.New("nothing pending to answer")
+		}
+		var cause error = errors.New("request lost")
+		if name, ok := a.kv["err"]; ok {
+			if cause = kerrByName(name); cause == nil {
+				return fmt.Errorf("unknown error name %q", name)
+			}
+		}
+		s.resend, s.advanced = s.l.OnISRAnswer(p, cause)
+		return nil
 	case "expect":
 		return s.checkExpect(a)
 	}
@@ -262,6 +279,12 @@ func (s *scenario) startLeader(a args) error {
 	log := LocalLog{LogEndOffset: get("leo"), DurableEnd: get("durable"), HighWatermark: get("hw")}
 	now := get("t")
 	if err != nil {
+		return err
+	}
+	if cfg.ISRResendBackoffMinMs, err = a.intOr("resend-min", 0); err != nil {
+		return err
+	}
+	if cfg.ISRResendBackoffMaxMs, err = a.intOr("resend-max", 0); err != nil {
 		return err
 	}
 	if log.EpochStartOffset, err = a.intOr("epoch-start", log.LogEndOffset); err != nil {
@@ -358,6 +381,8 @@ func (s *scenario) checkExpect(a args) error {
 			check(key, changeString(s.proposal), want)
 		case "advanced":
 			check(key, strconv.FormatBool(s.advanced), want)
+		case "resend":
+			check(key, strconv.FormatInt(s.resend, 10), want)
 		case "produce":
 			check(key, errName(s.l.CheckAcksAll()), want)
 		case "ack":

@@ -21,6 +21,11 @@ type Config struct {
 	ReplicaLagTimeMaxMs int64
 	// MinInsyncReplicas is the topic's min.insync.replicas.
 	MinInsyncReplicas int32
+	// ISRResendBackoffMinMs and ISRResendBackoffMaxMs bound the resend
+	// backoff of an ISR proposal whose outcome is unknown (OnISRAnswer);
+	// 0 means ISRResendBackoffMinMs and ISRResendBackoffMaxMs. The
+	// simulator scales them down with its other timings.
+	ISRResendBackoffMinMs, ISRResendBackoffMaxMs int64
 	// FreezeHighWatermarkUnderMinISR stops the HW from advancing while the
 	// committed ISR is smaller than min.insync.replicas (KIP-966). Eligible
 	// leader replicas (ELR) rely on it: a record below the HW is then on at

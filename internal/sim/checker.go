@@ -128,13 +128,13 @@ func (c *Cluster) onBecomeLeader(n *node, r *replica, epoch int32) {
 // lost (write.caching after a power loss); and every running member of the
 // ISR holds what it covers. A restarted replica starts its high watermark
 // at its log start (it cannot know which of its records were committed:
-// node/partition.go's openPartition), so only one incarnation's is
+// replica.Open), so only one incarnation's is
 // monotonic; what the previous one served was covered by the ISR, which
 // the second check holds the new one to.
 func (c *Cluster) onLeaderHW(n *node, r *replica) {
 	k := c.check
 	key := nodePart{n.id, n.incarnation, partKey{r.id, r.index}}
-	hw := r.leader.HighWatermark()
+	hw := r.core.HighWatermark()
 	if prev, ok := k.servedHW[key]; ok && hw < prev && k.strict() {
 		c.violation("%s serves %s below high watermark %d, after serving up to %d", n, r.name(), hw, prev)
 		return
@@ -156,7 +156,8 @@ func (c *Cluster) checkISRHolds(r *replica, target int64, what string) {
 	if !c.check.strict() {
 		return
 	}
-	for _, id := range r.leader.Snapshot().MaximalISR {
+	snap, _ := r.core.LeaderSnapshot()
+	for _, id := range snap.MaximalISR {
 		p := c.nodes[id].proc
 		if p == nil {
 			continue

@@ -51,12 +51,12 @@ func (c *Cluster) partitionsConverged(t *metadata.Topic) string {
 		}
 		lp := c.nodes[st.Leader].proc
 		lr := lp.parts[partKey{t.ID, st.Index}]
-		if lr == nil || lr.leader == nil || lr.leaderEpoch != st.LeaderEpoch {
+		if lr == nil || !lr.core.IsLeader() || lr.core.LeaderEpoch() != st.LeaderEpoch {
 			return fmt.Sprintf("%s-%d: n%d does not lead epoch %d yet", t.Name, st.Index, st.Leader, st.LeaderEpoch)
 		}
 		leo := lr.log.LogEndOffset()
-		if lr.hw != leo {
-			return fmt.Sprintf("%s-%d: leader hw %d, log end %d", t.Name, st.Index, lr.hw, leo)
+		if hw := lr.core.HighWatermark(); hw != leo {
+			return fmt.Sprintf("%s-%d: leader hw %d, log end %d", t.Name, st.Index, hw, leo)
 		}
 		for _, id := range st.Replicas {
 			r := c.nodes[id].proc.parts[partKey{t.ID, st.Index}]
@@ -83,17 +83,17 @@ func (c *Cluster) replicaReport(id metadata.TopicID, st metadata.Partition) stri
 			parts = append(parts, fmt.Sprintf("n%d has no replica", n))
 			continue
 		}
-		desc := fmt.Sprintf("n%d: epoch %d leader %v log end %d hw %d", n, r.leaderEpoch, r.leader != nil, r.log.LogEndOffset(), r.hw)
-		if r.failed != nil {
-			desc += fmt.Sprintf(" failed (%v)", r.failed)
+		desc := fmt.Sprintf("n%d: epoch %d leader %v log end %d hw %d", n, r.core.LeaderEpoch(), r.core.IsLeader(), r.log.LogEndOffset(), r.core.HighWatermark())
+		if err := r.core.Failed(); err != nil {
+			desc += fmt.Sprintf(" failed (%v)", err)
 		}
 		if f, ok := p.fetchers[st.Leader]; ok {
 			if epoch, truncate, ok := f.sess.Followed(follower{r}); ok {
 				desc += fmt.Sprintf(" fetcher: epoch %d truncate %v", epoch, truncate)
 			}
 		}
-		if r.leader != nil {
-			desc += fmt.Sprintf(" %+v", r.leader.Snapshot())
+		if snap, ok := r.core.LeaderSnapshot(); ok {
+			desc += fmt.Sprintf(" %+v", snap)
 		}
 		parts = append(parts, desc)
 	}

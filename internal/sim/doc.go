@@ -15,12 +15,15 @@
 // as internal/node) that real clients reach. Simulated group members run
 // the classic protocol (join, sync, heartbeat, offset fetch, fetch,
 // commit) through those handlers while members and coordinators crash.
-// The cores are wrapped here with the event queue where internal/node
-// wraps them with goroutines, sockets and timers. What has no shared core
-// yet — the partition runtime, the flusher, the controller's broker
-// sessions and the broker's session with it — is re-done here
-// single-threaded (see node_*.go); the comments there name the
-// internal/node code each piece mirrors.
+// The partition runtime (produce, acks, group commit, write.caching,
+// follower append and truncation, ISR proposals and resends) and the fetch
+// read plan are internal/replica's core, the one internal/node wraps,
+// driven here from the event queue (node_partition.go), as are the
+// fetcher session (node_fetcher.go) and the group host (node_group.go).
+// What else internal/node does with goroutines, sockets, timers and files
+// — the controller's broker sessions and the broker's session with it —
+// is re-done here single-threaded (see node_*.go); the comments there name
+// the internal/node code each piece mirrors.
 //
 // Rot is simulated in the bytes a batch's CRC covers (and its magic byte),
 // followed by a crash so that recovery meets it, in the segments recovery

@@ -123,7 +123,7 @@ func (k *checker) final() {
 // watermark and checks every other replica holds the same records there.
 func (c *Cluster) sameBelowHW(t *metadata.Topic, st metadata.Partition) ([]logEntry, bool) {
 	lr := c.nodes[st.Leader].proc.parts[partKey{t.ID, st.Index}]
-	ref, err := readAll(lr, lr.hw)
+	ref, err := readAll(lr, lr.core.HighWatermark())
 	if err != nil {
 		c.violation("%s-%d on leader n%d: %v", t.Name, st.Index, st.Leader, err)
 		return nil, false
@@ -132,7 +132,7 @@ func (c *Cluster) sameBelowHW(t *metadata.Topic, st metadata.Partition) ([]logEn
 		if id == st.Leader {
 			continue
 		}
-		got, err := readAll(c.nodes[id].proc.parts[partKey{t.ID, st.Index}], lr.hw)
+		got, err := readAll(c.nodes[id].proc.parts[partKey{t.ID, st.Index}], lr.core.HighWatermark())
 		if err != nil {
 			c.violation("%s-%d on n%d: %v", t.Name, st.Index, id, err)
 			return nil, false

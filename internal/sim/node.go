@@ -34,6 +34,11 @@ const (
 	isrTickPeriod     = 250 * time.Millisecond
 	rpcTimeout        = time.Second
 	maxFsyncDelay     = 3 * time.Millisecond
+	// The ISR resend backoff (production: 100 ms doubling to 2 s, at
+	// most a fifteenth of replica.lag.time.max.ms) in the same ratio to
+	// replicaLagMax.
+	isrResendBackoffMin = 25 * time.Millisecond
+	isrResendBackoffMax = replicaLagMax / 15
 )
 
 // node is one simulated process: a broker with a combined controller.
@@ -271,7 +276,7 @@ func (p *process) partitionList() []*replica {
 // after an I/O error (see storage.Log.Failed).
 func (p *process) hasFailedLog() bool {
 	for _, r := range p.partitionList() {
-		if r.failed != nil || r.log.Failed() != nil {
+		if r.core.Failed() != nil || r.log.Failed() != nil {
 			return true
 		}
 	}

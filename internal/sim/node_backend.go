@@ -14,6 +14,7 @@ import (
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
+	rcore "github.com/skein-log/skein/internal/replica"
 )
 
 // backend is api.Backend for a simulated process, so the production
@@ -57,10 +58,11 @@ func (x backend) DescribeProducers(id metadata.TopicID, index int32) ([]api.Prod
 	if err != nil {
 		return nil, err
 	}
-	if r.role != metadata.RoleLeader {
-		return nil, kerr.NotLeaderForPartition
+	entries, err := r.core.Producers()
+	if err != nil {
+		return nil, err
 	}
-	return api.ProducerStates(r.producers.Entries()), nil
+	return api.ProducerStates(entries), nil
 }
 
 // FetchSessions is node/fetch_sessions.go's wrapper: the same core, on
@@ -117,7 +119,7 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 
 func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
 	r, err := x.replicaOf(id, index)
-	if err == nil && r.leader == nil {
+	if err == nil && !r.core.IsLeader() {
 		err = kerr.NotLeaderForPartition
 	}
 	if err != nil {
@@ -125,31 +127,31 @@ func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.Off
 	}
 	switch ts {
 	case -1:
-		return api.OffsetResult{Offset: r.hw, Timestamp: -1, LeaderEpoch: r.leaderEpoch}, nil
+		return api.OffsetResult{Offset: r.core.HighWatermark(), Timestamp: -1, LeaderEpoch: r.core.LeaderEpoch()}, nil
 	case -2:
-		return api.OffsetResult{Offset: r.log.LogStartOffset(), Timestamp: -1, LeaderEpoch: r.leaderEpoch}, nil
+		return api.OffsetResult{Offset: r.log.LogStartOffset(), Timestamp: -1, LeaderEpoch: r.core.LeaderEpoch()}, nil
 	}
 	return api.OffsetResult{}, fmt.Errorf("%w: timestamp lookups are not simulated", kerr.InvalidRequest)
 }
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {
 	r, err := x.replicaOf(id, index)
-	if err == nil && r.leader == nil {
+	if err == nil && !r.core.IsLeader() {
 		err = kerr.NotLeaderForPartition
 	}
 	if err != nil {
 		return -1, -1, err
 	}
-	if err := r.checkLeaderEpoch(current); err != nil {
+	if err := r.core.CheckLeaderEpoch(current); err != nil {
 		return -1, -1, err
 	}
 	epoch, end := r.log.Epochs().EndOffsetFor(requested, r.log.LogEndOffset())
 	return epoch, end, nil
 }
 
-// fetchWaiter is internal/node's fetch.go long poll: read now, and if
-// min_bytes is not met, wait for a poke (new data or a high watermark
-// move) or max_wait.
+// fetchWaiter is the long poll of a fetch: read now, and if min_bytes is
+// not met, wait for a poke (new data or a high watermark move) or
+// max_wait.
 type fetchWaiter struct {
 	p                *process
 	params           api.FetchParams
@@ -201,77 +203,40 @@ func (p *process) pokeFetches() {
 	})
 }
 
+// read is the shared fetch read plan (replica.ReadFetch) over this
+// process's replicas.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 	x := backend{w.p}
-	results = make([]api.FetchResult, len(w.params.Partitions))
-	budget := int(w.params.MaxBytes)
-	total := 0
-	gotData := false
-	fromReplica := w.params.ReplicaID >= 0
-	for i, fp := range w.params.Partitions {
+	return rcore.ReadFetch(w.params, func(i int) (rcore.Source, error) {
+		fp := w.params.Partitions[i]
 		r, err := x.replicaOf(fp.Topic, fp.Partition)
-		if err == nil {
-			err = w.admit(r, fp)
-		}
 		if err != nil {
-			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
-			enough = true
-			continue
+			return nil, err
 		}
-		limit := min(int(fp.MaxBytes), budget)
-		if limit <= 0 && gotData {
-			results[i] = api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset()}
-			continue
-		}
-		if d := r.divergence(fp, fromReplica); d != nil {
-			results[i] = api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset(), Diverging: d}
-			enough = true
-			continue
-		}
-		res, err := r.read(fp.Offset, max(limit, 0), !gotData, fromReplica)
-		res.Err = err
-		if err != nil {
-			enough = true
-		}
-		if n := len(res.Records); n > 0 {
-			gotData = true
-			total += n
-			budget -= n
-		}
-		results[i] = res
-	}
-	if total >= int(max(w.params.MinBytes, 1)) {
-		enough = true
-	}
-	return results, enough
+		return r, nil
+	}, !w.positionRecorded)
 }
 
-func (w *fetchWaiter) admit(r *replica, fp api.FetchPartition) error {
-	if r.leader == nil {
-		return kerr.NotLeaderForPartition
-	}
-	if err := r.checkLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
-		return err
-	}
-	if w.params.ReplicaID >= 0 && !w.positionRecorded {
-		return r.onFollowerFetch(w.params.ReplicaID, fp.Offset)
-	}
-	return nil
+// Admit is replica.Source.Admit.
+func (r *replica) Admit(fp api.FetchPartition, replicaID int32, record bool) error {
+	rd, err := r.core.Admit(fp, replicaID, record, r.nowMs(), r.p.isEligibleReplica)
+	r.ready(rd)
+	return err
 }
 
-// divergence is partition.divergence (KIP-595's DivergingEpoch).
-func (r *replica) divergence(fp api.FetchPartition, fromReplica bool) *api.EpochEnd {
-	if !fromReplica || fp.LastFetchedEpoch < 0 {
-		return nil
-	}
-	epoch, end := r.log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, r.log.LogEndOffset())
-	if epoch == fp.LastFetchedEpoch && end >= fp.Offset {
-		return nil
-	}
-	if epoch < 0 {
-		return &api.EpochEnd{Epoch: -1, EndOffset: r.log.LogStartOffset()}
-	}
-	return &api.EpochEnd{Epoch: epoch, EndOffset: end}
+// Bounds is replica.Source.Bounds.
+func (r *replica) Bounds() (hw, logStart int64) {
+	return r.core.HighWatermark(), r.log.LogStartOffset()
+}
+
+// Read is replica.Source.Read.
+func (r *replica) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+	return r.core.Read(offset, maxBytes, minOneBatch, fromReplica)
+}
+
+// Divergence is replica.Source.Divergence (KIP-595's DivergingEpoch).
+func (r *replica) Divergence(fp api.FetchPartition) *api.EpochEnd {
+	return rcore.DivergenceOf(r.log, fp)
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

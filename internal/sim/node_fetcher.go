@@ -9,7 +9,7 @@ import (
 // fetcher runs the replicafetch.Session internal/node runs for one
 // leader, on the event queue: it sends what the session asks for over the
 // simulated network, carries out the actions the answers lead to
-// (truncate, restart, append and fsync, node_follower.go) and only then
+// (truncate, restart, append and fsync, node_partition.go) and only then
 // asks again. One request in flight.
 type fetcher struct {
 	p       *process
@@ -36,7 +36,7 @@ func newFetcher(p *process, leader int32) *fetcher {
 func (f *fetcher) assign(rs []*replica) {
 	parts := make([]replicafetch.Assignment[follower], len(rs))
 	for i, r := range rs {
-		parts[i] = replicafetch.Assignment[follower]{P: follower{r}, Epoch: r.state.LeaderEpoch}
+		parts[i] = replicafetch.Assignment[follower]{P: follower{r}, Epoch: r.core.State().LeaderEpoch}
 	}
 	f.sess.Assign(parts)
 	if !f.busy {

@@ -66,15 +66,15 @@ func (r *replica) startCoordinator() {
 	l, err := grouphost.Replay(simGroupConfig(), r.p.n.c.s.rng.Uint64(), r.log, r.name(), r.nowMs())
 	if err != nil {
 		r.p.n.tracef("%s: loading consumer groups failed: %v; retrying", r.name(), err)
-		epoch := r.leaderEpoch
+		epoch := r.core.LeaderEpoch()
 		r.p.n.after(groupLoadRetryPeriod, func() {
-			if r.coord == nil && r.leader != nil && r.leaderEpoch == epoch && r.p.parts[partKey{r.id, r.index}] == r {
+			if r.coord == nil && r.core.IsLeader() && r.core.LeaderEpoch() == epoch && r.p.parts[partKey{r.id, r.index}] == r {
 				r.startCoordinator()
 			}
 		})
 		return
 	}
-	gc := &coordinator{r: r, epoch: r.leaderEpoch, host: grouphost.New(r.name())}
+	gc := &coordinator{r: r, epoch: r.core.LeaderEpoch(), host: grouphost.New(r.name())}
 	if d := l.Coordinator.DescribeGroup(memberGroup); d.State != group.Dead {
 		gc.loaded = d.Generation
 	}
@@ -110,10 +110,10 @@ func (gc *coordinator) Do(op func(h *grouphost.Host, now int64) (grouphost.Ready
 
 // Writable is grouphost.Handle's.
 func (gc *coordinator) Writable() error {
-	if gc.r.leader == nil {
+	if !gc.r.core.IsLeader() {
 		return kerr.NotLeaderForPartition
 	}
-	return gc.r.leader.CheckAcksAll()
+	return gc.r.core.AcksAllWritable()
 }
 
 // carryOut starts the Ready's writes (their outcomes come back as events
@@ -181,7 +181,7 @@ func (gc *coordinator) fail() {
 		return
 	}
 	r.stopCoordinator("write failed")
-	if r.leader != nil && r.p.parts[partKey{r.id, r.index}] == r {
+	if r.core.IsLeader() && r.p.parts[partKey{r.id, r.index}] == r {
 		r.startCoordinator()
 	}
 }

@@ -147,6 +147,13 @@ func (p *process) onLeaderChange(leader int32, self bool) {
 		return
 	}
 	p.controller = leader
+	if leader >= 0 {
+		// As onControllerChange: ISR proposals waiting out a resend
+		// backoff go to the new controller at once.
+		for _, r := range p.partitionList() {
+			r.ready(r.core.ControllerChanged())
+		}
+	}
 	if self {
 		p.n.tracef("became the active controller (term %d)", p.core.Term())
 		p.inflight = nil

@@ -39,18 +39,43 @@ const frameChunkBytes = 64 << 10
 // The returned slice is freshly allocated, exactly size bytes long, and
 // owned by the caller.
 func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	size, err := ReadFrameSize(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return ReadFrameBody(r, size)
+}
+
+// ReadFrameSize reads a frame's 4-byte size prefix and checks it, so a
+// caller can account for the frame (queued.max.request.bytes) before
+// reading its body with ReadFrameBody.
+func ReadFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	var prefix [4]byte
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(prefix[:]))
 	if size < minRequestBytes {
-		return nil, fmt.Errorf("%w: %d bytes", ErrFrameInvalid, size)
+		return 0, fmt.Errorf("%w: %d bytes", ErrFrameInvalid, size)
 	}
 	if size > maxBytes {
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
+		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
 	}
-	buf, err := readGrowing(r, int(size))
+	return size, nil
+}
+
+// ReadFrameBody reads the size bytes of a frame whose prefix
+// ReadFrameSize returned.
+func ReadFrameBody(r io.Reader, size int32) ([]byte, error) {
+	return ReadFrameBodyCharged(r, size, nil)
+}
+
+// ReadFrameBodyCharged is ReadFrameBody calling charge (if not nil) with
+// the bytes its buffer is about to grow by, before each allocation, so a
+// broker-wide budget follows the memory that arrived frames really hold.
+// An error from charge ends the read with that error.
+func ReadFrameBodyCharged(r io.Reader, size int32, charge func(n int) error) ([]byte, error) {
+	buf, err := readGrowing(r, int(size), charge)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -64,14 +89,26 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 // frameChunkBytes and doubles each time it fills, so memory follows the
 // bytes received rather than the size the peer announced. The copies cost
 // at most one extra pass over a large frame.
-func readGrowing(r io.Reader, size int) ([]byte, error) {
-	buf := make([]byte, min(size, frameChunkBytes))
+func readGrowing(r io.Reader, size int, charge func(n int) error) ([]byte, error) {
+	first := min(size, frameChunkBytes)
+	if charge != nil {
+		if err := charge(first); err != nil {
+			return nil, err
+		}
+	}
+	buf := make([]byte, first)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
 	for len(buf) < size {
 		have := len(buf)
-		next := make([]byte, min(size, 2*have))
+		grown := min(size, 2*have)
+		if charge != nil {
+			if err := charge(grown - have); err != nil {
+				return nil, err
+			}
+		}
+		next := make([]byte, grown)
 		copy(next, buf)
 		buf = next
 		if _, err := io.ReadFull(r, buf[have:]); err != nil {

@@ -1,0 +1,165 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/storage"
+)
+
+// Source is one partition as a fetch reads it: a wrapper's partition, whose
+// lock (if any) each call takes.
+type Source interface {
+	// Admit checks that this broker may serve the partition to the
+	// caller (it leads it; KIP-320's epoch check) and, when record is
+	// set and replicaID names a follower, records the follower's
+	// position: the offset it fetches from is what it holds durably.
+	Admit(fp api.FetchPartition, replicaID int32, record bool) error
+	// Bounds are the high watermark and log start to report.
+	Bounds() (hw, logStart int64)
+	// Read reads whole batches from offset within maxBytes (ReadLog).
+	Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error)
+	// Divergence is DivergenceOf the partition's log.
+	Divergence(fp api.FetchPartition) *api.EpochEnd
+}
+
+// ReadFetch is the fetch read plan, one for the broker and the simulator:
+// every partition of the request in order, within the request's and each
+// partition's byte budgets. lookup resolves a request partition (an error
+// is answered as is). record is set on a request's first read only: a
+// follower's position is what it asked for, recorded once per request.
+//
+// A follower's position is recorded before the byte budget is looked at,
+// for every partition it names: the offset it fetches from is what it
+// holds, whatever this answer has room for (Kafka updates the follower
+// fetch state of every partition in the request). Recording it only for
+// partitions the budget reached held the high watermark of the others back
+// until a later fetch.
+//
+// The first partition with data returns at least one whole batch even when
+// it exceeds the limits, so a consumer never stalls on one large batch.
+// enough is true when the answer should go now: min_bytes reached, or an
+// error or a divergence to report.
+func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), record bool) (results []api.FetchResult, enough bool) {
+	results = make([]api.FetchResult, len(params.Partitions))
+	budget := int(params.MaxBytes)
+	total := 0
+	gotData := false
+	fromReplica := params.ReplicaID >= 0
+	for i, fp := range params.Partitions {
+		src, err := lookup(i)
+		if err == nil {
+			err = src.Admit(fp, params.ReplicaID, record)
+		}
+		if err != nil {
+			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
+			enough = true
+			continue
+		}
+		hw, logStart := src.Bounds()
+		limit := min(int(fp.MaxBytes), budget)
+		if limit <= 0 && gotData {
+			results[i] = api.FetchResult{HighWatermark: hw, LogStartOffset: logStart}
+			continue
+		}
+		if fromReplica {
+			if d := src.Divergence(fp); d != nil {
+				// Answer with where the fetcher's epoch really ends; it
+				// truncates there before fetching again.
+				results[i] = api.FetchResult{HighWatermark: hw, LogStartOffset: logStart, Diverging: d}
+				enough = true
+				continue
+			}
+		}
+		res, err := src.Read(fp.Offset, max(limit, 0), !gotData, fromReplica)
+		res.Err = err
+		if err != nil {
+			enough = true
+		}
+		if n := len(res.Records); n > 0 {
+			gotData = true
+			total += n
+			budget -= n
+		}
+		results[i] = res
+	}
+	if total >= int(max(params.MinBytes, 1)) {
+		enough = true
+	}
+	return results, enough
+}
+
+// ReadLog serves a fetch from log: whole batches from offset, below the
+// high watermark hw for consumers, below the log end for followers.
+func ReadLog(log *storage.Log, hw, offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+	res := api.FetchResult{HighWatermark: hw, LogStartOffset: log.LogStartOffset()}
+	leo := log.LogEndOffset()
+	if offset < res.LogStartOffset || offset > leo {
+		return res, kerr.OffsetOutOfRange
+	}
+	upTo := hw
+	if fromReplica {
+		upTo = leo
+	}
+	if offset >= upTo {
+		return res, nil
+	}
+	data, err := log.Read(offset, maxBytes, upTo, minOneBatch)
+	if err != nil {
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			return res, kerr.OffsetOutOfRange
+		}
+		return res, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	res.Records = data
+	return res, nil
+}
+
+// DivergenceOf checks a follower's fetch against the leader's epoch
+// history: if the epoch of the last batch the follower holds ends, in the
+// leader's log, before the follower's fetch offset, the follower has a tail
+// the leader does not (KIP-595's DivergingEpoch, the in-fetch form of
+// KIP-101's truncation).
+func DivergenceOf(log *storage.Log, fp api.FetchPartition) *api.EpochEnd {
+	if fp.LastFetchedEpoch < 0 {
+		return nil
+	}
+	epoch, end := log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, log.LogEndOffset())
+	if epoch == fp.LastFetchedEpoch && end >= fp.Offset {
+		return nil
+	}
+	if epoch < 0 {
+		// The leader knows no such epoch: the answer still has to say
+		// "diverging", so it names the log start; the follower then asks
+		// with OffsetForLeaderEpoch, whose rule handles this case.
+		return &api.EpochEnd{Epoch: -1, EndOffset: log.LogStartOffset()}
+	}
+	return &api.EpochEnd{Epoch: epoch, EndOffset: end}
+}
+
+// Read serves a fetch from this replica (ReadLog below its high
+// watermark); an offline replica refuses.
+func (r *Replica) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+	if r.offline {
+		return api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset()},
+			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, r.name)
+	}
+	return ReadLog(r.log, r.hw, offset, maxBytes, minOneBatch, fromReplica)
+}
+
+// Admit is Source.Admit for a wrapper without a lock of its own.
+func (r *Replica) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64, eligible func(int32) bool) (Ready, error) {
+	if r.leader == nil {
+		return Ready{}, kerr.NotLeaderForPartition
+	}
+	if err := r.CheckLeaderEpoch(fp.CurrentLeaderEpoch); err != nil {
+		return Ready{}, err
+	}
+	if replicaID >= 0 && record {
+		return r.OnFollowerFetch(replicaID, fp.Offset, nowMs, eligible)
+	}
+	return Ready{}, nil
+}

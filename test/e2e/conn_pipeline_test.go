@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestPipelinedLongPollFetchAndProduce is kafka-go's "writing and reading
+// messages concurrently should preserve the order" on one raw connection:
+// a Fetch with MinBytes=1 parks on an empty partition, and an acks=-1
+// Produce follows it on the same connection. The produce must still be
+// processed (answers are in order, so the parked fetch holds the produce's
+// answer back, but not its processing); its data then completes the fetch
+// long before max_wait_ms, and both answers arrive, fetch first.
+func TestPipelinedLongPollFetchAndProduce(t *testing.T) {
+	tb := startBroker(t)
+	tb.createTopic("pipelined", 1, nil)
+	c := dialRaw(t, tb.addr)
+
+	const maxWait = 8 * time.Second // under rawIOTimeout, so a hang fails on read
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(11)
+	fetch.ReplicaID = -1
+	fetch.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	fetch.MinBytes = 1
+	fetch.MaxBytes = 1 << 20
+	fetch.IsolationLevel = 0
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "pipelined"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition = 0
+	fp.FetchOffset = 0
+	fp.PartitionMaxBytes = 1 << 20
+	fp.CurrentLeaderEpoch = -1
+	fp.LogStartOffset = -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+
+	produce := produceRequest(7, -1, "pipelined", 0, recordsBatch(3, 10))
+
+	start := time.Now()
+	c.send(fetch, 1)
+	c.send(produce, 2)
+
+	fr := c.receive(fetch, 1).(*kmsg.FetchResponse)
+	took := time.Since(start)
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch response shape: %+v", fr.Topics)
+	}
+	p := fr.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+		t.Fatalf("parked fetch answered error %d with %d bytes after %v: the produce behind it did not reach it", p.ErrorCode, len(p.RecordBatches), took)
+	}
+	if took >= maxWait {
+		t.Fatalf("parked fetch answered only at max_wait_ms (%v): the produce behind it was not processed meanwhile", took)
+	}
+	pr := c.receive(produce, 2).(*kmsg.ProduceResponse)
+	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce behind a parked fetch: error %d", code)
+	}
+
+	// A fetch that nothing satisfies is answered at max_wait_ms, not later,
+	// and an ApiVersions pipelined behind it then answers too.
+	const shortWait = 300 * time.Millisecond
+	fetch.MaxWaitMillis = int32(shortWait / time.Millisecond)
+	fetch.Topics[0].Partitions[0].FetchOffset = 3
+	start = time.Now()
+	c.send(fetch, 3)
+	av := kmsg.NewPtrApiVersionsRequest()
+	c.send(av, 4)
+	fr = c.receive(fetch, 3).(*kmsg.FetchResponse)
+	if took := time.Since(start); took < shortWait || took > shortWait+2*time.Second {
+		t.Fatalf("empty long poll with max_wait_ms %v answered after %v", shortWait, took)
+	}
+	if n := len(fr.Topics[0].Partitions[0].RecordBatches); n != 0 {
+		t.Fatalf("fetch at the log end returned %d bytes", n)
+	}
+	c.receive(av, 4)
+	consumeCount(t, tb, "pipelined", 3)
+}
