@@ -51,7 +51,7 @@ func (m *fetcherManager) update() {
 		if !ok {
 			continue
 		}
-		want[leader] = append(want[leader], replicafetch.Assignment[follower]{P: follower{p}, Epoch: epoch})
+		want[leader] = append(want[leader], replicafetch.Assignment[follower]{P: follower{p}, Topic: p.topic, Partition: p.index, Epoch: epoch})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -67,15 +67,8 @@ type testFollower struct {
 	fail  bool // its next action fails
 }
 
-func (f *testFollower) Topic() string              { return "t" }
-func (f *testFollower) Partition() int32           { return f.index }
-func (f *testFollower) LogStartOffset() int64      { return f.log.LogStartOffset() }
-func (f *testFollower) LogEndOffset() int64        { return f.log.LogEndOffset() }
-func (f *testFollower) HighWatermark() int64       { return f.hw }
-func (f *testFollower) LatestEpoch() (int32, bool) { return f.log.Epochs().Latest() }
-func (f *testFollower) EndOffsetFor(epoch int32) (int32, int64) {
-	return f.log.Epochs().EndOffsetFor(epoch, f.log.LogEndOffset())
-}
+func (f *testFollower) Log() *storage.Log    { return f.log }
+func (f *testFollower) HighWatermark() int64 { return f.hw }
 
 type scenario struct {
 	t         *testing.T
@@ -226,7 +219,7 @@ func (s *scenario) run(cmd string, fields []string) error {
 			if err != nil {
 				return err
 			}
-			as = append(as, Assignment[*testFollower]{P: f, Epoch: int32(atoi(epoch))})
+			as = append(as, Assignment[*testFollower]{P: f, Topic: "t", Partition: f.index, Epoch: int32(atoi(epoch))})
 		}
 		s.sess.Assign(as)
 		s.out = ""

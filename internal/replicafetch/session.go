@@ -24,22 +24,38 @@ import (
 
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/replication"
+	"github.com/skein-log/skein/internal/storage"
 )
 
-// Follower is what a session reads of a partition it follows: the
-// partition replica's follower side. Its methods are reads; every change
-// goes out as an Action.
+// Follower is what a session reads of a partition it follows: its log
+// (offsets and the epoch cache) and its high watermark. Every change goes
+// out as an Action.
 type Follower interface {
-	Topic() string
-	Partition() int32
-	LogStartOffset() int64
-	LogEndOffset() int64
+	Log() *storage.Log
 	HighWatermark() int64
-	// LatestEpoch is the newest epoch of the log's epoch cache.
-	LatestEpoch() (int32, bool)
-	// EndOffsetFor is the epoch cache's answer for epoch (the epoch at or
-	// below it that the log has, and where it ends).
-	EndOffsetFor(epoch int32) (int32, int64)
+}
+
+// view is one followed partition's reads, named.
+type view struct {
+	topic     string
+	partition int32
+	log       *storage.Log
+	hw        int64
+}
+
+func (v view) Topic() string              { return v.topic }
+func (v view) Partition() int32           { return v.partition }
+func (v view) LogStartOffset() int64      { return v.log.LogStartOffset() }
+func (v view) LogEndOffset() int64        { return v.log.LogEndOffset() }
+func (v view) HighWatermark() int64       { return v.hw }
+func (v view) LatestEpoch() (int32, bool) { return v.log.Epochs().Latest() }
+func (v view) EndOffsetFor(epoch int32) (int32, int64) {
+	return v.log.Epochs().EndOffsetFor(epoch, v.log.LogEndOffset())
+}
+
+func (s *Session[P]) view(p P) view {
+	st := s.parts[p]
+	return view{topic: st.topic, partition: st.partition, log: p.Log(), hw: p.HighWatermark()}
 }
 
 // Replica is a followed partition with the follower-side changes the
@@ -90,12 +106,16 @@ type Config struct {
 
 // Assignment is one partition to follow, in the leader epoch it follows.
 type Assignment[P Follower] struct {
-	P     P
-	Epoch int32
+	P         P
+	Topic     string
+	Partition int32
+	Epoch     int32
 }
 
 type follow struct {
-	epoch int32
+	topic     string
+	partition int32
+	epoch     int32
 	// truncate: reconcile with the leader before fetching.
 	truncate bool
 	rounds   int           // OffsetForLeaderEpoch exchanges of this reconciliation
@@ -151,7 +171,7 @@ func (s *Session[P]) Assign(parts []Assignment[P]) {
 	for _, a := range parts {
 		st, ok := s.parts[a.P]
 		if !ok || st.epoch != a.Epoch {
-			st = &follow{epoch: a.Epoch, truncate: true}
+			st = &follow{topic: a.Topic, partition: a.Partition, epoch: a.Epoch, truncate: true}
 		}
 		if _, dup := next[a.P]; !dup {
 			order = append(order, a.P)
@@ -210,34 +230,34 @@ func (s *Session[P]) Next(now time.Duration, clusterID string) Step {
 	f := &flight[P]{parts: map[string]map[int32]sent[P]{}}
 	var fetchable []P
 	for _, p := range eligible {
-		st := s.parts[p]
+		st, v := s.parts[p], s.view(p)
 		if !st.truncate {
 			fetchable = append(fetchable, p)
 			continue
 		}
-		latest, ok := p.LatestEpoch()
-		if !ok || p.LogEndOffset() == p.LogStartOffset() {
+		latest, ok := v.LatestEpoch()
+		if !ok || v.LogEndOffset() == v.LogStartOffset() {
 			// Nothing of ours can diverge.
 			st.truncate, st.rounds = false, 0
 			fetchable = append(fetchable, p)
 			continue
 		}
 		if st.rounds >= s.cfg.MaxTruncationRounds {
-			step.Violations = append(step.Violations, fmt.Sprintf("%s-%d: log did not converge with the leader's after %d truncation rounds", p.Topic(), p.Partition(), st.rounds))
+			step.Violations = append(step.Violations, fmt.Sprintf("%s-%d: log did not converge with the leader's after %d truncation rounds", v.Topic(), v.Partition(), st.rounds))
 			s.pause(p, st.epoch, now)
 			continue
 		}
-		ti := topicIndex(&epochs.Topics, p.Topic(), func(t string) kmsg.OffsetForLeaderEpochRequestTopic {
+		ti := topicIndex(&epochs.Topics, v.Topic(), func(t string) kmsg.OffsetForLeaderEpochRequestTopic {
 			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 			rt.Topic = t
 			return rt
 		}, func(t kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic })
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition = p.Partition()
+		rp.Partition = v.Partition()
 		rp.CurrentLeaderEpoch = st.epoch
 		rp.LeaderEpoch = latest
 		epochs.Topics[ti].Partitions = append(epochs.Topics[ti].Partitions, rp)
-		f.add(p, p, st.epoch, latest)
+		f.add(v, p, st.epoch, latest)
 	}
 	if len(epochs.Topics) > 0 {
 		s.flight = f
@@ -259,20 +279,20 @@ func (s *Session[P]) Next(now time.Duration, clusterID string) Step {
 	f = &flight[P]{fetch: true, parts: map[string]map[int32]sent[P]{}}
 	want := make([]fetchsession.Partition, 0, len(fetchable))
 	for _, p := range fetchable {
-		st := s.parts[p]
+		st, v := s.parts[p], s.view(p)
 		fp := fetchsession.Partition{
-			Key:                fetchsession.Key{Name: p.Topic(), Partition: p.Partition()},
-			FetchOffset:        p.LogEndOffset(),
-			LogStartOffset:     p.LogStartOffset(),
+			Key:                fetchsession.Key{Name: v.Topic(), Partition: v.Partition()},
+			FetchOffset:        v.LogEndOffset(),
+			LogStartOffset:     v.LogStartOffset(),
 			MaxBytes:           s.cfg.PartitionMaxBytes,
 			CurrentLeaderEpoch: st.epoch,
 			LastFetchedEpoch:   -1,
 		}
-		if latest, ok := p.LatestEpoch(); ok {
+		if latest, ok := v.LatestEpoch(); ok {
 			fp.LastFetchedEpoch = latest
 		}
 		want = append(want, fp)
-		f.add(p, p, st.epoch, 0)
+		f.add(v, p, st.epoch, 0)
 	}
 	// Within a session only the partitions whose fetch state changed are
 	// sent (those held back are forgotten); the leader answers only those
@@ -294,7 +314,7 @@ func topicIndex[T any](topics *[]T, name string, mk func(string) T, nameOf func(
 	return len(*topics) - 1
 }
 
-func (f *flight[P]) add(p Follower, key P, epoch, latest int32) {
+func (f *flight[P]) add(p view, key P, epoch, latest int32) {
 	byPart := f.parts[p.Topic()]
 	if byPart == nil {
 		byPart = map[int32]sent[P]{}
@@ -411,11 +431,11 @@ func (s *Session[P]) current(f *flight[P], topic string, partition int32) (sent[
 // reconciled applies one OffsetForLeaderEpoch answer: truncate where the
 // logs diverge, and ask again unless the answer settles it.
 func (s *Session[P]) reconciled(now time.Duration, sp sent[P], ans kmsg.OffsetForLeaderEpochResponseTopicPartition, rd *Ready[P]) {
-	st, p := s.parts[sp.p], sp.p
+	st, p := s.parts[sp.p], s.view(sp.p)
 	if err := kerr.ErrorForCode(ans.ErrorCode); err != nil {
 		// FENCED or UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER: the
 		// leader's metadata and ours disagree for now.
-		s.pause(p, sp.epoch, now)
+		s.pause(sp.p, sp.epoch, now)
 		return
 	}
 	tr, err := replication.TruncationPoint(replication.FollowerLog{
@@ -425,7 +445,7 @@ func (s *Session[P]) reconciled(now time.Duration, sp sent[P], ans kmsg.OffsetFo
 	}, sp.latest, replication.EpochEndOffset{Epoch: ans.LeaderEpoch, EndOffset: ans.EndOffset})
 	if err != nil {
 		rd.Warnings = append(rd.Warnings, fmt.Sprintf("%s-%d: truncation point: %v", p.Topic(), p.Partition(), err))
-		s.pause(p, sp.epoch, now)
+		s.pause(sp.p, sp.epoch, now)
 		return
 	}
 	// At the log end too: storage.Log.Truncate then drops an epoch
@@ -433,7 +453,7 @@ func (s *Session[P]) reconciled(now time.Duration, sp sent[P], ans kmsg.OffsetFo
 	// which it would otherwise keep naming as its last fetched epoch and
 	// be told to reconcile forever (found by internal/sim).
 	if tr.Offset <= p.LogEndOffset() {
-		rd.Actions = append(rd.Actions, Action[P]{Kind: Truncate, P: p, Epoch: sp.epoch, Offset: tr.Offset})
+		rd.Actions = append(rd.Actions, Action[P]{Kind: Truncate, P: sp.p, Epoch: sp.epoch, Offset: tr.Offset})
 	}
 	if tr.Complete {
 		st.truncate, st.rounds = false, 0
@@ -448,7 +468,7 @@ func (s *Session[P]) fetched(now time.Duration, sp sent[P], rp kmsg.FetchRespons
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		if p.LogEndOffset() < rp.LogStartOffset {
+		if s.view(p).LogEndOffset() < rp.LogStartOffset {
 			// The leader deleted what we would fetch next (retention):
 			// start over at its log start.
 			rd.Actions = append(rd.Actions, Action[P]{Kind: RestartAt, P: p, Epoch: sp.epoch, Offset: rp.LogStartOffset})

@@ -36,7 +36,7 @@ func newFetcher(p *process, leader int32) *fetcher {
 func (f *fetcher) assign(rs []*replica) {
 	parts := make([]replicafetch.Assignment[follower], len(rs))
 	for i, r := range rs {
-		parts[i] = replicafetch.Assignment[follower]{P: follower{r}, Epoch: r.core.State().LeaderEpoch}
+		parts[i] = replicafetch.Assignment[follower]{P: follower{r}, Topic: r.topic, Partition: r.index, Epoch: r.core.State().LeaderEpoch}
 	}
 	f.sess.Assign(parts)
 	if !f.busy {
