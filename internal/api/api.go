@@ -132,7 +132,10 @@ func (s *Server) Serve(r *Request, respond Respond) {
 		// is a programming error, not bad input.
 		panic("api: no handler for key " + kmsg.NameForKey(r.Body.Key()))
 	}
-	takeForwardedPrincipal(r)
+	if spec.Forwardable && r.Principal == BrokerPrincipal {
+		// Only admin requests are forwarded, and only by brokers.
+		takeForwardedPrincipal(r)
+	}
 	if spec.Forwardable && !s.Backend.IsActiveController() {
 		// Only the active controller decides metadata changes; it
 		// authorizes the client, whose principal travels with the
