@@ -70,8 +70,8 @@ type conn struct {
 	// quorum's raft frames and the controller-only APIs.
 	controller bool
 	host       string
-	// principal is who the client authenticated as (a TLS client
-	// certificate's subject, or ANONYMOUS).
+	// principal is who the connection authenticated as (connPrincipal,
+	// then SASL).
 	principal api.Principal
 	// plaintext is set on listeners without TLS, whose first bytes are
 	// checked for a TLS hello; checked says that was done.
@@ -112,7 +112,7 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		listener:   listener,
 		controller: b.isControllerListener(listener),
 		host:       hostOf(nc.RemoteAddr()),
-		principal:  principalOf(nc),
+		principal:  connPrincipal(b.cfg, listener, nc),
 		plaintext:  b.tlsServers[listener] == nil,
 		queue:      make(chan *slot, maxInFlightPerConn),
 

@@ -51,7 +51,7 @@ func (a *connSASL) Authenticate(token []byte, respond func(int16, string, []byte
 		}
 	}
 	if user, ok := a.s.Authenticated(); ok && o.Code == 0 {
-		a.c.principal = api.Principal{Type: api.PrincipalTypeUser, Name: user}
+		a.c.principal = api.Principal{Type: userPrincipalType, Name: user}
 		a.c.b.metrics.SASLAuthentication(a.c.listener, a.mechanism, "success")
 		a.c.b.log.Debug("authenticated", "listener", a.c.listener, "remote", a.c.nc.RemoteAddr().String(),
 			"mechanism", a.mechanism, "principal", a.c.principal.String())

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/tlsconf"
 )
 
@@ -106,15 +108,25 @@ func checkNotTLS(br *bufio.Reader) error {
 	return nil
 }
 
-// principalOf is who a connection authenticated as before any SASL:
-// the subject of a verified client certificate, in RFC 2253 form as
-// Kafka's DEFAULT ssl.principal.mapping.rules gives it, else ANONYMOUS.
-func principalOf(nc net.Conn) api.Principal {
+// userPrincipalType is Kafka's principal type of authenticated users
+// (KafkaPrincipal.USER_TYPE), the type ANONYMOUS has too.
+var userPrincipalType = authz.Anonymous.Type
+
+// connPrincipal is who a connection authenticated as before any SASL:
+// the broker principal on the cluster's own listeners (listenerPrincipal;
+// config keeps those PLAINTEXT), else the subject of a verified client
+// certificate, in RFC 2253 form as Kafka's DEFAULT
+// ssl.principal.mapping.rules gives it, else User:ANONYMOUS.
+func connPrincipal(cfg *config.Broker, listener string, nc net.Conn) api.Principal {
+	p := listenerPrincipal(cfg, listener)
+	if p == api.BrokerPrincipal {
+		return p
+	}
 	if tc, ok := nc.(*tls.Conn); ok {
 		st := tc.ConnectionState()
 		if len(st.VerifiedChains) > 0 && len(st.PeerCertificates) > 0 {
-			return api.Principal{Type: api.PrincipalTypeUser, Name: st.PeerCertificates[0].Subject.String()}
+			return api.Principal{Type: userPrincipalType, Name: st.PeerCertificates[0].Subject.String()}
 		}
 	}
-	return api.Anonymous
+	return p
 }
