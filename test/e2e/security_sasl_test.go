@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,11 +29,11 @@ const (
 // startSASLBroker starts a broker with a SASL_SSL listener authenticating
 // PLAIN users from Kafka's listener-scoped JAAS property, written as
 // Kafka's documentation writes it.
-func startSASLBroker(t *testing.T, log *lockedBuffer) (*testBroker, *testcert.CA, string) {
+func startSASLBroker(t *testing.T, log *lockedBuffer, extra ...brokerOption) (*testBroker, *testcert.CA, string) {
 	t.Helper()
 	ca := testcert.NewCA(t, t.TempDir(), "ca")
 	server := ca.Issue("server", pkix.Name{CommonName: "broker-1"})
-	tb := startBroker(t,
+	tb := startBroker(t, append([]brokerOption{
 		func(tb *testBroker) { tb.logOut = log },
 		withProp("listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", freePort(t))),
 		withProp("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT"),
@@ -44,7 +45,7 @@ func startSASLBroker(t *testing.T, log *lockedBuffer) (*testBroker, *testcert.CA
 		withProp("ssl.keystore.location", server.File),
 		withProp("connection.failed.authentication.delay.ms", "300"),
 		withProp("admin.listeners", "http://127.0.0.1:0"),
-	)
+	}, extra...)...)
 	return tb, ca, tb.b.Addr("SASL_SSL")
 }
 
@@ -178,5 +179,44 @@ func TestSASLRefusals(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestSASLPrincipalIsAuthorized: the principal a SASL connection
+// authenticated as is what the authorizer checks: the super user may
+// create a topic, alice may not write to it until an ACL allows her.
+func TestSASLPrincipalIsAuthorized(t *testing.T) {
+	tb, ca, addr := startSASLBroker(t, &lockedBuffer{},
+		withProp("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		withProp("super.users", "User:admin"),
+		withProp("allow.everyone.if.no.acl.found", "false"))
+	ctx := testContext(t, 30*time.Second)
+	tlsCfg := (&tlsBroker{ca: ca}).clientTLS(nil)
+	as := func(user, pass string, opts ...kgo.Opt) *kgo.Client {
+		return tb.client(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(tlsCfg),
+			kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())}, opts...)...)
+	}
+	adm := kadm.NewClient(as("admin", "admin-pw"))
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "guarded"); err != nil || r.Err != nil {
+		t.Fatalf("the super user's CreateTopics: %v %v", err, r.Err)
+	}
+	alice := as("alice", alicePassword, kgo.DefaultProduceTopic("guarded"), kgo.RecordRetries(0))
+	err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("denied")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("guarded").Operations(kadm.OpWrite))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("create ACL: %v %+v", err, res)
+	}
+	for tb.b.Image().ACLs().Len() != 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the ACL never reached the broker's image")
+		case <-time.After(externalPollInterval):
+		}
+	}
+	if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("allowed")}).FirstErr(); err != nil {
+		t.Fatalf("alice with a WRITE ACL: %v", err)
 	}
 }
