@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/skein-log/skein/internal/principalmap"
 )
 
 // securityProperties configure TLS on SSL (and later SASL_SSL) listeners.
@@ -55,6 +57,13 @@ var securityProperties = []Property{
 			"TLS 1.3 suites are always the three of RFC 8446 and may be listed but not removed.",
 	},
 	{
+		Name: "ssl.principal.mapping.rules", Kind: KindString, Default: "DEFAULT",
+		format: "DEFAULT or RULE:pattern/replacement/[LU], comma-separated", check: checkMappingRules,
+		Doc: "How a verified client certificate's distinguished name (RFC 2253, e.g. CN=alice,O=Skein) becomes the principal User:NAME: " +
+			"the first rule whose pattern matches the whole name gives NAME (with $1... groups; /L lower-cases, /U upper-cases it); DEFAULT keeps the name. " +
+			"A certificate no rule applies to is refused.",
+	},
+	{
 		Name: "ssl.handshake.timeout.ms", Kind: KindDurationMs, Default: "10000", Min: 1, Max: maxDurationMs,
 		Doc: "Skein extension: a TLS handshake not complete this long after the connection was accepted closes the connection.",
 	},
@@ -84,6 +93,11 @@ func CipherSuiteID(name string) (id uint16, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+func checkMappingRules(v string) error {
+	_, err := principalmap.ParseMappingRules(v)
+	return err
 }
 
 func checkCipherSuites(v string) error {

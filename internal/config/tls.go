@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/skein-log/skein/internal/principalmap"
 )
 
 // Security protocols Skein serves.
@@ -31,6 +33,8 @@ type ListenerTLS struct {
 	ClientAuth               string   // ssl.client.auth: none, requested, required
 	EnabledProtocols         []string // ssl.enabled.protocols
 	CipherSuites             []string // ssl.cipher.suites (empty: Go's defaults)
+	// PrincipalMapping is ssl.principal.mapping.rules, parsed.
+	PrincipalMapping []principalmap.MappingRule
 }
 
 // UsesTLS reports whether a listener's protocol runs over TLS.
@@ -95,6 +99,7 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 			ClientAuth:               get("ssl.client.auth"),
 		}
 		t.EnabledProtocols, _ = splitList(get("ssl.enabled.protocols"))
+		t.PrincipalMapping, _ = principalmap.ParseMappingRules(get("ssl.principal.mapping.rules")) // checked by the registry
 		t.CipherSuites, _ = splitList(get("ssl.cipher.suites"))
 		inline := t.KeystoreCertificateChain != "" || t.KeystoreKey != ""
 		switch {

@@ -32,6 +32,7 @@ func TestTLSPropertiesReachListener(t *testing.T) {
 		"ssl.enabled.protocols":          {"ssl.enabled.protocols": "TLSv1.3"},
 		"ssl.cipher.suites":              {"ssl.cipher.suites": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
 		"ssl.handshake.timeout.ms":       {"ssl.handshake.timeout.ms": "5"},
+		"ssl.principal.mapping.rules":    {"ssl.principal.mapping.rules": "RULE:^CN=([^,]*).*$/$1/L,DEFAULT"},
 	}
 	// Single-valued: present so that a JKS or PKCS12 store is refused by
 	// name rather than read as garbage.
@@ -97,6 +98,8 @@ func TestTLSRules(t *testing.T) {
 			`config: ssl.client.auth="requested": must be none unless a trust store (ssl.truststore.location or ssl.truststore.certificates) says which client certificates SSL trusts`},
 		{"JKS", map[string]string{"ssl.keystore.type": "JKS"},
 			`config: ssl.keystore.type="JKS": must be one of PEM`},
+		{"bad mapping rule", map[string]string{"ssl.principal.mapping.rules": "RULE:x"},
+			`config: ssl.principal.mapping.rules="RULE:x": must be DEFAULT or RULE:pattern/replacement/[LU], comma-separated: ssl.principal.mapping.rules: "RULE:x" is not DEFAULT or RULE:pattern/replacement/[LU]`},
 		{"TLS 1.1", map[string]string{"ssl.enabled.protocols": "TLSv1.1"},
 			`config: ssl.enabled.protocols="TLSv1.1": must be a non-empty comma-separated list of TLSv1.2, TLSv1.3: "TLSv1.1" is not allowed`},
 		{"override on plaintext listener", map[string]string{"listener.name.plaintext.ssl.client.auth": "none"},

@@ -146,7 +146,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		tlsFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "tls_handshake_failures_total",
 			Help: "Connections closed because TLS did not start, by listener and reason (plaintext_on_tls: the client spoke no TLS; tls_on_plaintext: a TLS hello on a plaintext listener; " +
-				"timeout: ssl.handshake.timeout.ms passed; no_client_certificate, untrusted_certificate: ssl.client.auth refused the client; handshake: any other handshake failure).",
+				"timeout: ssl.handshake.timeout.ms passed; no_client_certificate, untrusted_certificate: ssl.client.auth refused the client; principal_mapping: no ssl.principal.mapping.rules rule applies to its certificate; handshake: any other handshake failure).",
 		}, []string{"listener", "reason"}),
 		saslAuths: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "sasl_authentications_total",

@@ -13,6 +13,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/principalmap"
 	"github.com/skein-log/skein/internal/tlsconf"
 )
 
@@ -55,6 +56,12 @@ func (b *Broker) startTLS(nc net.Conn, listener string) (*tls.Conn, bool) {
 	}
 	err := tc.Handshake()
 	if err == nil {
+		if _, err := b.certPrincipal(tc, listener); err != nil {
+			b.metrics.TLSFailed(listener, "principal_mapping")
+			b.log.Info("closing connection: client certificate refused", "listener", listener,
+				"remote", nc.RemoteAddr().String(), "err", err)
+			return nil, false
+		}
 		nc.SetDeadline(time.Time{})
 		return tc, true
 	}
@@ -115,18 +122,33 @@ var userPrincipalType = authz.Anonymous.Type
 // connPrincipal is who a connection authenticated as before any SASL:
 // the broker principal on the cluster's own listeners (listenerPrincipal;
 // config keeps those PLAINTEXT), else the subject of a verified client
-// certificate, in RFC 2253 form as Kafka's DEFAULT
-// ssl.principal.mapping.rules gives it, else User:ANONYMOUS.
+// certificate (RFC 2253) mapped by ssl.principal.mapping.rules, else
+// User:ANONYMOUS.
 func connPrincipal(cfg *config.Broker, listener string, nc net.Conn) api.Principal {
 	p := listenerPrincipal(cfg, listener)
 	if p == api.BrokerPrincipal {
 		return p
 	}
 	if tc, ok := nc.(*tls.Conn); ok {
-		st := tc.ConnectionState()
-		if len(st.VerifiedChains) > 0 && len(st.PeerCertificates) > 0 {
-			return api.Principal{Type: userPrincipalType, Name: st.PeerCertificates[0].Subject.String()}
+		// startTLS refused a certificate the rules do not map.
+		if name, _ := certPrincipalName(cfg, tc, listener); name != "" {
+			return api.Principal{Type: userPrincipalType, Name: name}
 		}
 	}
 	return p
+}
+
+// certPrincipal maps a verified client certificate's subject with the
+// listener's ssl.principal.mapping.rules; "" without a verified one.
+func (b *Broker) certPrincipal(tc *tls.Conn, listener string) (string, error) {
+	return certPrincipalName(b.cfg, tc, listener)
+}
+
+func certPrincipalName(cfg *config.Broker, tc *tls.Conn, listener string) (string, error) {
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
+		return "", nil
+	}
+	set, _ := cfg.TLSOf(listener)
+	return principalmap.MapPrincipal(set.PrincipalMapping, st.PeerCertificates[0].Subject.String())
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -258,4 +259,29 @@ func franzAgainst(ctx context.Context, addr string, cfg *tls.Config) error {
 		return fmt.Errorf("hung instead of being refused: %w", err)
 	}
 	return err
+}
+
+// TestCertificatePrincipal: ssl.principal.mapping.rules turns alice's
+// certificate (CN=alice,O=Skein) into User:alice, a super user the
+// authorizer lets create a topic; a trusted certificate no rule applies to
+// is refused at the handshake, as Kafka refuses it.
+func TestCertificatePrincipal(t *testing.T) {
+	tb := startTLSBroker(t,
+		withProp("ssl.principal.mapping.rules", "RULE:^CN=([^,]*),O=Skein$/$1/L"),
+		withProp("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		withProp("super.users", "User:alice"),
+		withProp("allow.everyone.if.no.acl.found", "false"))
+	ctx := testContext(t, 30*time.Second)
+	alice := tb.client(kgo.SeedBrokers(tb.sslAddr), kgo.DialTLSConfig(tb.clientTLS(&tb.alice)))
+	adm := kadm.NewClient(alice)
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "by-certificate"); err != nil || r.Err != nil {
+		t.Fatalf("User:alice's CreateTopics: %v %v", err, r.Err)
+	}
+	bob := tb.ca.Issue("bob", pkix.Name{CommonName: "bob", Organization: []string{"Other"}})
+	if err := franzAgainst(ctx, tb.sslAddr, tb.clientTLS(&bob)); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a certificate no rule maps: %v", err)
+	}
+	if m := tb.metrics(t); !strings.Contains(m, `skein_tls_handshake_failures_total{listener="SSL",reason="principal_mapping"} 1`) {
+		t.Error("the refused certificate was not counted")
+	}
 }
