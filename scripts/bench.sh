@@ -19,7 +19,9 @@
 # is kept in $OUT (default: a temporary file, named at the end).
 #
 # Environment: RUNS (3), N1K records of 1 KiB per run (300000), N100
-# records of 100 B per run (2000000), SKEIN_PORT (19092), KFAKE_PORT (29092).
+# records of 100 B per run (2000000), SKEIN_PORT (19092), KFAKE_PORT (29092),
+# BROKER_BIN: a skein binary to run the brokers with (to compare builds;
+# default: the one built from this tree, which always runs the load).
 set -euo pipefail
 
 FRANZ_GO_DIR=${1:-${FRANZ_GO_DIR:-}}
@@ -46,6 +48,7 @@ trap cleanup EXIT
 
 echo "building skein and a kfake runner (from $FRANZ_GO_DIR) in $work" >&2
 (cd "$root" && go build -o "$work/skein" ./cmd/skein)
+broker_bin=${BROKER_BIN:-$work/skein}
 mkdir -p "$work/kfake"
 cat >"$work/kfake/main.go" <<'EOF'
 // A kfake cluster on fixed ports until SIGINT or SIGTERM.
@@ -115,7 +118,7 @@ wait_for() {
 
 "$work/kfake/kfake" --port "$KFAKE_PORT" >"$work/kfake.out" 2>&1 &
 pids+=($!)
-"$work/skein" dev --port "$SKEIN_PORT" --data "$work/skein-data" >"$work/skein.out" 2>&1 &
+"$broker_bin" dev --port "$SKEIN_PORT" --data "$work/skein-data" >"$work/skein.out" 2>&1 &
 pids+=($!)
 wait_for "$work/kfake.out" "kfake ready"
 wait_for "$work/skein.out" "press Ctrl-C"
