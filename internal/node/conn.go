@@ -503,7 +503,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		return
 	}
 	s.resp.SetVersion(s.version)
-	buf = wire.AppendResponse(buf[:0], s.hdr, s.resp)
+	buf = wire.AppendResponse(wire.ResponseBuffer(buf, s.resp), s.hdr, s.resp)
 	s.resp = nil // the encoded copy is all that is needed now
 	c.fetchEncoded(s, len(buf))
 	if _, err := bw.Write(buf); err != nil {
@@ -520,9 +520,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 			c.nc.Close()
 		}
 	}
-	if cap(buf) > 1<<20 {
-		buf = nil // do not pin a large fetch response's buffer
-	}
+	buf = wire.ReleaseResponseBuffer(buf) // a large fetch response's buffer is shared, not pinned here
 }
 
 // closeAfterAnswers closes the connection once every answer queued so
