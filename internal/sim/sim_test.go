@@ -222,7 +222,8 @@ func TestRegressionEmptyEpoch(t *testing.T) {
 // made the leader acknowledge acks=all for records one ISR member had
 // only in its page cache (with a power loss after it: a consumed record
 // lost). The simulated follower syncs what it appended before reporting
-// the error, as internal/node/follower.go now does too.
+// the error, as node's partition now does too
+// (both through replica.Replica.FollowerSynced).
 func TestRegressionFollowerAppendFailure(t *testing.T) {
 	// Re-pinned on 2026-12-01 (seeds 1-120 of this mix with the sync
 	// reverted: 19, 24, 37, 82, 93 and 104 fail).
