@@ -274,5 +274,6 @@ func (s imageSnapshotter) Restore(index uint64, data []byte) error {
 	return nil
 }
 
-// imageWaiters is the condition variable for image and reconcile progress.
+// newImageCond is the condition variable for image and reconcile progress
+// (Broker.imageCond).
 func newImageCond() *sync.Cond { return sync.NewCond(&sync.Mutex{}) }

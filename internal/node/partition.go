@@ -221,7 +221,8 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 // awaitCommitted calls done(nil) once the high watermark reaches target,
 // or done(err) when leadership is lost, the log fails or timeout passes
 // (replica.AwaitCommitted). A group coordinator loaded from the log waits
-// for it before answering (groupCoordinator.awaitLoaded).
+// for it before answering (grouphost.Host.Activate asks for the wait,
+// groupCoordinator.startLocked carries it out).
 func (p *partition) awaitCommitted(target int64, timeout time.Duration, done func(error)) {
 	p.mu.Lock()
 	id, rd := p.core.AwaitCommitted(target, timeout.Milliseconds(), done)
