@@ -73,6 +73,7 @@ func ImageRecords(im *Image) []Record {
 	if next := im.NextProducerID(); next > 0 {
 		recs = append(recs, AllocateProducerIDs{NextID: next})
 	}
+	recs = append(recs, aclImageRecords(im)...)
 	return recs
 }
 
