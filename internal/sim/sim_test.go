@@ -108,8 +108,9 @@ func TestBitFlips(t *testing.T) {
 // OnISRChangeRejected does for any error but the stale-view ones), so the
 // HW passed the follower's position, and after failover the follower led
 // without an acknowledged offset commit. Fixed in the simulated runtime:
-// an unknown outcome is resent, never reported as a refusal (sendISRChange),
-// and in internal/node the same way (isr.go). (Found first as swarm seed
+// an unknown outcome is resent, never reported as a refusal; node and sim
+// now share that rule (replication.Leader.OnISRAnswer, through the replica
+// core). (Found first as swarm seed
 // 905, whose run no longer reproduces it.)
 //
 // Seed 1244: not a broker bug. A partition isolated the leader of sim-0;
@@ -143,7 +144,7 @@ func TestBitFlips(t *testing.T) {
 // at generation 17, made a generation 18 of its own that gave partition 0
 // to another member. Fixed in both runtimes: a loaded coordinator's
 // answers wait until the high watermark covers the log end it replayed
-// (awaitLoaded), as its own writes' answers do. Since both runtimes run
+// (grouphost.Host.Activate), as its own writes' answers do. Since both runtimes run
 // one grouphost.Host (whose outcomes reach the simulator one event later),
 // seed 172 no longer fails with that rule reverted; TestGroups seed 994
 // does (checked on 2026-12-01: the only one of the first 5,000 group
@@ -222,7 +223,8 @@ func TestRegressionEmptyEpoch(t *testing.T) {
 // made the leader acknowledge acks=all for records one ISR member had
 // only in its page cache (with a power loss after it: a consumed record
 // lost). The simulated follower syncs what it appended before reporting
-// the error, as internal/node/follower.go now does too.
+// the error, as node's partition now does too
+// (both through replica.Replica.FollowerSynced).
 func TestRegressionFollowerAppendFailure(t *testing.T) {
 	// Re-pinned on 2026-12-01 (seeds 1-120 of this mix with the sync
 	// reverted: 19, 24, 37, 82, 93 and 104 fail).
