@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 )
 
@@ -32,6 +33,11 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
 		var entries []config.ConfigEntry
+		if err := s.configResourceDenied(r, authz.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case resourceTopic:
 			t, ok := s.Backend.Image().Topic(rr.ResourceName)

@@ -5,6 +5,8 @@ import (
 	"net"
 	"slices"
 	"time"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // Process roles.
@@ -68,6 +70,12 @@ type Broker struct {
 	MinInsyncReplicas        int32 // min.insync.replicas (also TopicDefaults.MinInsyncReplicas)
 	AutoCreateTopicsEnable   bool  // auto.create.topics.enable
 	DeleteTopicEnable        bool  // delete.topic.enable
+
+	// Authorizer is SkeinAuthorizer when authorizer.class.name names it or
+	// one of Kafka's aliases, "" when requests are not authorized.
+	Authorizer   string
+	SuperUsers   map[authz.Principal]bool // super.users
+	AllowIfNoACL bool                     // allow.everyone.if.no.acl.found
 
 	ReplicaLagTimeMax            time.Duration // replica.lag.time.max.ms
 	ReplicaFetchMaxBytes         int32         // replica.fetch.max.bytes
@@ -174,6 +182,9 @@ func (s *settings) build() (*Broker, error) {
 		AutoCreateTopicsEnable:   r.bool("auto.create.topics.enable"),
 		DeleteTopicEnable:        r.bool("delete.topic.enable"),
 
+		Authorizer:   authorizerClass(r.text("authorizer.class.name")),
+		AllowIfNoACL: r.bool("allow.everyone.if.no.acl.found"),
+
 		ReplicaLagTimeMax:            r.durationMs("replica.lag.time.max.ms"),
 		ReplicaFetchMaxBytes:         r.int32("replica.fetch.max.bytes"),
 		ReplicaFetchResponseMaxBytes: r.int32("replica.fetch.response.max.bytes"),
@@ -212,6 +223,7 @@ func (s *settings) build() (*Broker, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	b.SuperUsers, _ = authz.ParseSuperUsers(r.text("super.users")) // checked by the property
 	if err := b.resolveNetwork(r); err != nil {
 		return nil, err
 	}

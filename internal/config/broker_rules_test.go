@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -262,6 +263,9 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"controller.quorum.voters":                  {"controller.quorum.voters": "1@h:1,2@h:2"},
 		"default.replication.factor":                {"default.replication.factor": "3"},
 		"delete.topic.enable":                       {"delete.topic.enable": "false"},
+		"authorizer.class.name":                     {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
+		"super.users":                               {"super.users": "User:admin;User:ops"},
+		"allow.everyone.if.no.acl.found":            {"allow.everyone.if.no.acl.found": "true"},
 		"group.initial.rebalance.delay.ms":          {"group.initial.rebalance.delay.ms": "0"},
 		"group.max.session.timeout.ms":              {"group.max.session.timeout.ms": "60000"},
 		"group.max.size":                            {"group.max.size": "10"},
@@ -361,5 +365,24 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		if reflect.DeepEqual(typed(b), typed(base)) {
 			t.Errorf("%s=%s changes nothing in Broker", p.Name, props[p.Name])
 		}
+	}
+}
+
+func TestAuthorizerClassName(t *testing.T) {
+	for _, v := range []string{"", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer", SkeinAuthorizer} {
+		b, err := NewBroker(map[string]string{"authorizer.class.name": v, "super.users": "User:admin"})
+		if err != nil {
+			t.Fatalf("%q refused: %v", v, err)
+		}
+		if want := map[bool]string{true: "", false: SkeinAuthorizer}[v == ""]; b.Authorizer != want {
+			t.Fatalf("%q resolved to %q, want %q", v, b.Authorizer, want)
+		}
+	}
+	_, err := NewBroker(map[string]string{"authorizer.class.name": "com.example.MyAuthorizer"})
+	if err == nil || !strings.Contains(err.Error(), "com.example.MyAuthorizer") {
+		t.Fatalf("another class accepted or unclear: %v", err)
+	}
+	if _, err := NewBroker(map[string]string{"super.users": "admin"}); err == nil {
+		t.Fatal("super.users without a principal type accepted")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // maxDurationMs is the largest millisecond count a time.Duration can hold.
@@ -197,6 +199,22 @@ var brokerProperties = []Property{
 	{
 		Name: "delete.topic.enable", Kind: KindBool, Default: "true",
 		Doc: "Allow DeleteTopics; false answers it with TOPIC_DELETION_DISABLED.",
+	},
+
+	// Authorization.
+	{
+		Name: "authorizer.class.name", Kind: KindString, format: "empty or an authorizer class name", check: checkAuthorizerClass,
+		Doc: "Authorizer of every request. Empty: none, every principal may do everything (as Kafka). " +
+			SkeinAuthorizer + " is Skein's ACL authorizer, with Kafka's StandardAuthorizer semantics; Kafka's class names " +
+			"org.apache.kafka.metadata.authorizer.StandardAuthorizer and kafka.security.authorizer.AclAuthorizer are accepted as its aliases. Any other class is refused.",
+	},
+	{
+		Name: "super.users", Kind: KindString, format: "principals separated by ';' (User:admin;User:ops)", check: checkBy(authz.ParseSuperUsers),
+		Doc: "Principals every authorization check allows, whatever the ACLs say.",
+	},
+	{
+		Name: "allow.everyone.if.no.acl.found", Kind: KindBool, Default: "false",
+		Doc: "With an authorizer, allow an operation on a resource that no ACL names at all. False (Kafka's default): such resources are denied to all but super users.",
 	},
 
 	// Replication.

@@ -55,6 +55,8 @@ type Metrics struct {
 	connections *prometheus.GaugeVec // listener
 	// connectionsRefused: listener, reason (connlimit.Reason).
 	connectionsRefused *prometheus.CounterVec
+	// authorizationDenials: resource_type (TOPIC, GROUP, CLUSTER, ...).
+	authorizationDenials *prometheus.CounterVec
 	// connectionsClosed: listener, reason (idle, request_read_timeout).
 	connectionsTimedOut *prometheus.CounterVec
 
@@ -139,6 +141,10 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "connections_timed_out_total",
 			Help: "Connections the broker closed for silence, by listener and reason (idle: connections.max.idle.ms; request_read_timeout: a started frame did not complete within socket.request.read.timeout.ms).",
 		}, []string{"listener", "reason"}),
+		authorizationDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "authorization_denials_total",
+			Help: "Authorization checks the authorizer denied, by resource type (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN).",
+		}, []string{"resource_type"}),
 		fetchPurgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "fetch_purgatory_size",
 			Help: "Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).",
@@ -161,6 +167,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
 		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.fetchPurgatory,
+		m.authorizationDenials,
 		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
@@ -279,6 +286,16 @@ func (m *Metrics) ConnectionRefused(listener, reason string) {
 		return
 	}
 	if c, err := m.connectionsRefused.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
+	}
+}
+
+// AuthorizationDenied counts one denied authorization check.
+func (m *Metrics) AuthorizationDenied(resourceType string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.authorizationDenials.GetMetricWithLabelValues(resourceType); err == nil {
 		c.Inc()
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/connlimit"
 	"github.com/skein-log/skein/internal/metadata"
@@ -219,6 +220,7 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	b.metrics = m
+	b.api.OnDenied = func(rt authz.ResourceType) { m.AuthorizationDenied(rt.String()) }
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -304,6 +306,7 @@ func (b *Broker) Start() error {
 	b.cleaner.start()
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
+	warnSharedInterBrokerListener(b.cfg, b.log)
 	// A quorum of one elects itself at once: wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.

@@ -65,7 +65,9 @@ type conn struct {
 	// quorum's raft frames and the controller-only APIs.
 	controller bool
 	host       string
-	queue      chan *slot
+	// principal is who the connection authenticated as (listenerPrincipal).
+	principal api.Principal
+	queue     chan *slot
 	// readerGone is closed when the reader stops: the client went away
 	// or sent something unreadable, so answers still pending (a long
 	// poll, say) need not be waited for.
@@ -99,6 +101,7 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		listener:   listener,
 		controller: b.isControllerListener(listener),
 		host:       hostOf(nc.RemoteAddr()),
+		principal:  listenerPrincipal(b.cfg, listener),
 		queue:      make(chan *slot, maxInFlightPerConn),
 
 		readerGone: make(chan struct{}),
@@ -338,7 +341,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
-		ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
+		ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers, Principal: c.principal}
 	if spec.Blocking {
 		go func() {
 			defer release()
