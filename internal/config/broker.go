@@ -35,6 +35,7 @@ type Broker struct {
 	// alone at its controller listener when that is empty.
 	ControllerQuorumVoters []Voter
 	AdminListeners         []AdminListener // admin.listeners (empty = off)
+	AdminPprof             bool            // admin.pprof.enable
 	// OutboundBindAddress is the local IP of connections to other nodes
 	// (outbound.bind.address); nil lets the OS choose.
 	OutboundBindAddress net.IP
@@ -188,6 +189,7 @@ func (s *settings) build() (*Broker, error) {
 		DefaultReplicationFactor: r.int16("default.replication.factor"),
 		MinInsyncReplicas:        r.int32("min.insync.replicas"),
 		AutoCreateTopicsEnable:   r.bool("auto.create.topics.enable"),
+		AdminPprof:               r.bool("admin.pprof.enable"),
 		DeleteTopicEnable:        r.bool("delete.topic.enable"),
 
 		Authorizer:   authorizerClass(r.text("authorizer.class.name")),

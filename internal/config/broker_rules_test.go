@@ -257,6 +257,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"admin.listeners":                           {"admin.listeners": "http://127.0.0.1:9644"},
 		"advertised.listeners":                      {"advertised.listeners": "PLAINTEXT://example:9092"},
 		"auto.create.topics.enable":                 {"auto.create.topics.enable": "false"},
+		"admin.pprof.enable":                        {"admin.pprof.enable": "true"},
 		"auto.leader.rebalance.enable":              {"auto.leader.rebalance.enable": "false"},
 		"broker.heartbeat.interval.ms":              {"broker.heartbeat.interval.ms": "1000"},
 		"broker.rack":                               {"broker.rack": "r1"},

@@ -87,6 +87,11 @@ var brokerProperties = []Property{
 		Doc: "Skein extension: HTTP addresses serving /metrics and health checks. Empty: off.",
 	},
 	{
+		Name: "admin.pprof.enable", Kind: KindBool, Default: "false",
+		Doc: "Skein extension: also serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on admin.listeners. " +
+			"Off by default: profiles show internals and cost CPU while taken. A CPU profile or trace must ask for under 30 seconds (?seconds=20), the listener's write timeout.",
+	},
+	{
 		Name: "outbound.bind.address", Kind: KindString,
 		format: "an IP address of this host", check: checkOptionalIP,
 		Doc: "Skein extension: local address this node's connections to other nodes (replication, controller, quorum) start from. Empty: the OS chooses. The chaos suite gives each node its own loopback address so its fault proxies can tell the nodes apart.",

@@ -51,7 +51,8 @@ type partKey struct {
 	index int32
 }
 
-// Broker is one running Skein broker.
+// Broker is one running Skein broker. Its state is grouped by concern in
+// the embedded structs below (their fields are used as the Broker's own).
 type Broker struct {
 	cfg  *config.Broker
 	opts Options
@@ -59,32 +60,96 @@ type Broker struct {
 	log  *slog.Logger
 	api  *api.Server
 
-	flusher *flusher
-	image   atomic.Pointer[metadata.Image]
-	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
-	metadataSnapshotsLoaded atomic.Int64
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	admins  []*admin.Server
 
-	// The metadata quorum and what this node knows of it.
+	// serving is set once logs are recovered and listeners accept.
+	serving atomic.Bool
+	// fatal carries why the node stopped by itself (diskfail.go).
+	fatal    chan error
+	stop     chan struct{}
+	bgWG     sync.WaitGroup
+	stopOnce sync.Once
+
+	brokerConns
+	brokerPartitions
+	brokerMetadata
+	brokerController
+	// groups hosts the group coordinators of the __consumer_offsets
+	// partitions this broker leads.
+	groups *groupRuntime
+	brokerMaintenance
+}
+
+// brokerConns is the client side: listeners, connections and the budgets
+// requests are admitted against.
+type brokerConns struct {
+	lnMu      sync.Mutex
+	listeners map[string]net.Listener
+	// tlsServers holds the TLS configuration of each TLS listener.
+	tlsServers map[string]*tlsconf.Server
+	conns      map[net.Conn]struct{}
+	connWG     sync.WaitGroup
+	// limits decides on each accepted connection (guarded by lnMu);
+	// refusals logs those refused at a bounded rate.
+	limits   *connlimit.Limiter
+	refusals refusalLog
+	// draining is set before drainConns moves the read deadlines into the
+	// past, so a reader that re-arms its idle deadline afterwards sees it.
+	draining atomic.Bool
+	// requestBytes and requestCount are queued.max.request.bytes and
+	// queued.max.requests; fetchBytes is fetch.response.max.inflight.bytes.
+	requestBytes *budget
+	requestCount *budget
+	fetchBytes   *budget
+}
+
+// brokerPartitions is the replicas this broker holds and what keeps them
+// in step: the group-commit flusher, the replica fetchers and the Fetch
+// handler's sessions.
+type brokerPartitions struct {
+	partsMu sync.RWMutex
+	parts   map[partKey]*partition
+
+	flusher  *flusher
+	fetchers *fetcherManager
+	// suspects are brokers whose replication connection just broke
+	// (id -> time.Time until which they are reported unavailable).
+	suspects sync.Map
+	// fetchSessions is the KIP-227 session cache of the Fetch handler.
+	fetchSessions *fetchSessions
+}
+
+// brokerMetadata is the metadata quorum, what this node knows of it, and
+// the image applied and reconciled.
+type brokerMetadata struct {
 	quorum       *quorum.Node
 	voters       []config.Voter
 	emptyImage   *metadata.Image
 	controllerID atomic.Int32 // the active controller, -1 if unknown
 	// foreign records peers of another cluster (cluster_id.go).
 	foreign foreignCluster
-	// fetchSessions is the KIP-227 session cache of the Fetch handler.
-	fetchSessions *fetchSessions
-	// controllerChanged wakes the session loop when the controller
-	// changes (or a heartbeat is wanted now).
-	controllerChanged chan struct{}
-	controllerSvc     *controllerService
-	ctrl              *controllerClient
 
+	image atomic.Pointer[metadata.Image]
+	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
+	metadataSnapshotsLoaded atomic.Int64
 	// imageCond signals image versions applied and reconciled.
 	imageCond   *sync.Cond
 	reconciled  int64 // guarded by imageCond.L
 	reconcileCh chan struct{}
+}
 
-	// This broker's session with the controller.
+// brokerController is the active controller's runtime (when this node is
+// it) and this broker's session with the controller: registration,
+// heartbeats, controlled shutdown, producer id blocks.
+type brokerController struct {
+	controllerSvc *controllerService
+	ctrl          *controllerClient
+	// controllerChanged wakes the session loop when the controller
+	// changes (or a heartbeat is wanted now).
+	controllerChanged chan struct{}
+
 	incarnation [16]byte
 	brokerEpoch atomic.Int64 // -1 until registered
 	// logDirIDs are the directory ids of cfg.LogDirs, in order.
@@ -106,59 +171,22 @@ type Broker struct {
 	shutdownUnreachableOnce sync.Once
 	shutdownFailingSince    time.Time
 
-	fetchers *fetcherManager
-	groups   *groupRuntime
-	// suspects are brokers whose replication connection just broke
-	// (id -> time.Time until which they are reported unavailable).
-	suspects sync.Map
-
 	pidMu   sync.Mutex
 	pidNext int64 // next id of this broker's block
 	pidEnd  int64
+}
 
-	partsMu sync.RWMutex
-	parts   map[partKey]*partition
-
-	lnMu      sync.Mutex
-	listeners map[string]net.Listener
-	// tlsServers holds the TLS configuration of each TLS listener.
-	tlsServers map[string]*tlsconf.Server
-	conns      map[net.Conn]struct{}
-	connWG     sync.WaitGroup
-	// limits decides on each accepted connection (guarded by lnMu);
-	// refusals logs those refused at a bounded rate.
-	limits   *connlimit.Limiter
-	refusals refusalLog
-	// draining is set before drainConns moves the read deadlines into the
-	// past, so a reader that re-arms its idle deadline afterwards sees it.
-	draining atomic.Bool
-	// requestBytes and requestCount are queued.max.request.bytes and
-	// queued.max.requests; fetchBytes is fetch.response.max.inflight.bytes.
-	requestBytes *budget
-	requestCount *budget
-	fetchBytes   *budget
-
-	// serving is set once logs are recovered and listeners accept.
-	serving atomic.Bool
-
-	reg     *prometheus.Registry
-	metrics *metrics.Metrics
-	admins  []*admin.Server
-
-	stop     chan struct{}
-	bgWG     sync.WaitGroup
-	stopOnce sync.Once
-
+// brokerMaintenance is the logs' upkeep besides serving: compaction and
+// the health of the log directories.
+type brokerMaintenance struct {
 	cleaner *logCleaner // compaction of cleanup.policy=compact partitions
 
 	// offlineDir is the log directory that failed (nil while all are
-	// healthy); fatal carries why the node stopped by itself
-	// (diskfail.go).
+	// healthy; diskfail.go).
 	offlineDir atomic.Pointer[string]
 	// lowDirs holds the log directories last seen below their free-space
 	// floor (diskspace.go), so crossing it is logged once each way.
 	lowDirs         sync.Map
-	fatal           chan error
 	handoverMu      sync.Mutex
 	handoverClosed  bool // guarded by handoverMu
 	handoverAnswers sync.WaitGroup
@@ -174,24 +202,28 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		opts.Logger = slog.Default()
 	}
 	b := &Broker{
-		cfg:       cfg,
-		opts:      opts,
-		fs:        opts.FS,
-		log:       opts.Logger.With("node", cfg.NodeID),
-		parts:     map[partKey]*partition{},
-		listeners: map[string]net.Listener{},
-		conns:     map[net.Conn]struct{}{},
-		limits:    connlimit.New(connLimits(cfg)),
-		stop:      make(chan struct{}),
-		fatal:     make(chan error, 1),
-
-		controllerChanged: make(chan struct{}, 1),
-		imageCond:         newImageCond(),
-		reconcileCh:       make(chan struct{}, 1),
-		registered:        make(chan struct{}),
-		shutdownOK:        make(chan struct{}),
-
-		shutdownUnreachable: make(chan struct{}),
+		cfg:   cfg,
+		opts:  opts,
+		fs:    opts.FS,
+		log:   opts.Logger.With("node", cfg.NodeID),
+		stop:  make(chan struct{}),
+		fatal: make(chan error, 1),
+		brokerConns: brokerConns{
+			listeners: map[string]net.Listener{},
+			conns:     map[net.Conn]struct{}{},
+			limits:    connlimit.New(connLimits(cfg)),
+		},
+		brokerPartitions: brokerPartitions{parts: map[partKey]*partition{}},
+		brokerMetadata: brokerMetadata{
+			imageCond:   newImageCond(),
+			reconcileCh: make(chan struct{}, 1),
+		},
+		brokerController: brokerController{
+			controllerChanged:   make(chan struct{}, 1),
+			registered:          make(chan struct{}),
+			shutdownOK:          make(chan struct{}),
+			shutdownUnreachable: make(chan struct{}),
+		},
 	}
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)

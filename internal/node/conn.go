@@ -544,7 +544,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		return
 	default:
 		s.resp.SetVersion(s.version)
-		buf = wire.AppendResponse(buf[:0], s.hdr, s.resp)
+		buf = wire.AppendResponse(wire.ResponseBuffer(buf, s.resp), s.hdr, s.resp)
 	}
 	s.resp = nil // the encoded copy is all that is needed now
 	c.fetchEncoded(s, len(buf))
@@ -562,9 +562,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 			c.nc.Close()
 		}
 	}
-	if cap(buf) > 1<<20 {
-		buf = nil // do not pin a large fetch response's buffer
-	}
+	buf = wire.ReleaseResponseBuffer(buf) // a large fetch response's buffer is shared, not pinned here
 }
 
 // closeAfterAnswers closes the connection once every answer queued so

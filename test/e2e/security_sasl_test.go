@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/skein-log/skein/internal/testcert"
+	"github.com/skein-log/skein/internal/testcluster"
 )
 
 const (
@@ -29,7 +30,7 @@ const (
 // startSASLBroker starts a broker with a SASL_SSL listener authenticating
 // PLAIN users from Kafka's listener-scoped JAAS property, written as
 // Kafka's documentation writes it.
-func startSASLBroker(t *testing.T, log *lockedBuffer, extra ...brokerOption) (*testBroker, *testcert.CA, string) {
+func startSASLBroker(t *testing.T, log *testcluster.Buffer, extra ...brokerOption) (*testBroker, *testcert.CA, string) {
 	t.Helper()
 	ca := testcert.NewCA(t, t.TempDir(), "ca")
 	server := ca.Issue("server", pkix.Name{CommonName: "broker-1"})
@@ -52,7 +53,7 @@ func startSASLBroker(t *testing.T, log *lockedBuffer, extra ...brokerOption) (*t
 // TestSASLPlainClients: franz-go, sarama and kcat produce and consume over
 // SASL_SSL with PLAIN.
 func TestSASLPlainClients(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &testcluster.Buffer{}
 	tb, ca, addr := startSASLBroker(t, log)
 	ctx := testContext(t, 60*time.Second)
 	const topic = "sasl-plain"
@@ -121,7 +122,7 @@ func TestSASLPlainClients(t *testing.T) {
 // wrong password is answered only after the failed-authentication delay,
 // and no secret reaches the log.
 func TestSASLRefusals(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &testcluster.Buffer{}
 	tb, ca, addr := startSASLBroker(t, log)
 	ctx := testContext(t, 30*time.Second)
 	tlsCfg := (&tlsBroker{ca: ca}).clientTLS(nil)
@@ -186,7 +187,7 @@ func TestSASLRefusals(t *testing.T) {
 // authenticated as is what the authorizer checks: the super user may
 // create a topic, alice may not write to it until an ACL allows her.
 func TestSASLPrincipalIsAuthorized(t *testing.T) {
-	tb, ca, addr := startSASLBroker(t, &lockedBuffer{},
+	tb, ca, addr := startSASLBroker(t, &testcluster.Buffer{},
 		withProp("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
 		withProp("super.users", "User:admin"),
 		withProp("allow.everyone.if.no.acl.found", "false"))
