@@ -58,6 +58,9 @@ func TestCommandConfig(t *testing.T) {
 		t.Errorf("consumed over mTLS %q", out)
 	}
 	mustRun(t, runCluster, "", "describe", "-b", saslAddr, "--command-config", saslSSL)
+	if out := mustRun(t, runPerfProduce, "", "--topic", "secured", "--num-records", "20", "-b", sslAddr, "--command-config", mtls); !strings.Contains(out, "20 records sent") {
+		t.Errorf("perf produce over mTLS: %s", out)
+	}
 
 	wrong := write("wrong.properties", "security.protocol=SASL_SSL", "ssl.truststore.location="+ca.CertFile,
 		"sasl.username=alice", "sasl.password=nope")
