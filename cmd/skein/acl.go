@@ -31,7 +31,7 @@ func runACL(ctx context.Context, args []string, s streams) error {
 
 // aclFlags are kafka-acls' options.
 type aclFlags struct {
-	bootstrap      *string
+	bootstrap      *clusterFlags
 	timeout        *time.Duration
 	allow, deny    stringsFlag // --allow-principal, --deny-principal
 	allowHosts     stringsFlag
@@ -48,7 +48,7 @@ type aclFlags struct {
 
 func addACLFlags(fs *flag.FlagSet, defaultPattern string) *aclFlags {
 	f := &aclFlags{
-		bootstrap: bootstrapFlag(fs),
+		bootstrap: clusterFlag(fs),
 		timeout:   fs.Duration("timeout", adminTimeout, "give up on the cluster after this long"),
 		cluster:   fs.Bool("cluster", false, "the cluster resource"),
 		patternType: fs.String("resource-pattern-type", defaultPattern,
@@ -149,7 +149,7 @@ func (f *aclFlags) entries() []aclEntry {
 }
 
 func (f *aclFlags) client(ctx context.Context) (*kgo.Client, context.Context, context.CancelFunc, error) {
-	cl, err := newClient(*f.bootstrap)
+	cl, err := newClient(f.bootstrap)
 	if err != nil {
 		return nil, nil, nil, err
 	}

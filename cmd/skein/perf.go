@@ -24,7 +24,7 @@ func runPerf(ctx context.Context, args []string, s streams) error {
 func runPerfConsume(ctx context.Context, args []string, s streams) error {
 	out := s.out
 	fs := newFlagSet("skein perf consume", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	topic := fs.String("topic", "perf", "topic to consume from (from the beginning)")
 	messages := fs.Int64("messages", 100_000, "records to consume")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
@@ -32,8 +32,12 @@ func runPerfConsume(ctx context.Context, args []string, s streams) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*bootstrap)...), kgo.ConsumeTopics(*topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+	opts, err := bootstrap.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(*topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))...)
 	if err != nil {
 		return err
 	}

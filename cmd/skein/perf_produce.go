@@ -28,14 +28,16 @@ const perfReportInterval = 5 * time.Second
 // small machine shares with the brokers).
 type perfProduceFlags struct {
 	bootstrap, topic, acks, compression, label string
-	numRecords                                 int64
-	recordSize, producers, batchBytes          int
-	buffered, partitions, replicationFactor    int
-	throughput                                 int
-	rateMB                                     float64
-	duration, linger                           time.Duration
-	latency, asJSON                            bool
-	configs                                    keyValuesFlag
+	// cluster reaches the brokers (--bootstrap-server, --command-config).
+	cluster                                 *clusterFlags
+	numRecords                              int64
+	recordSize, producers, batchBytes       int
+	buffered, partitions, replicationFactor int
+	throughput                              int
+	rateMB                                  float64
+	duration, linger                        time.Duration
+	latency, asJSON                         bool
+	configs                                 keyValuesFlag
 }
 
 // perfResult is the summary of one run; --json prints it as one line.
@@ -67,7 +69,7 @@ type perfResult struct {
 func runPerfProduce(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein perf produce", s)
 	var f perfProduceFlags
-	bootstrap := bootstrapFlag(fs)
+	cluster := clusterFlag(fs)
 	fs.StringVar(&f.topic, "topic", "perf", "topic to produce to")
 	fs.Int64Var(&f.numRecords, "num-records", 100_000, "records to send (over all producers)")
 	fs.IntVar(&f.recordSize, "record-size", 1024, "bytes per record value")
@@ -89,7 +91,7 @@ func runPerfProduce(ctx context.Context, args []string, s streams) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	f.bootstrap = *bootstrap
+	f.bootstrap, f.cluster = cluster.bootstrap, cluster
 	perSec, err := f.check()
 	if err != nil {
 		return err
@@ -167,7 +169,7 @@ func createPerfTopic(ctx context.Context, f *perfProduceFlags, progress io.Write
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(f.bootstrap)...))
+	cl, err := newClient(f.cluster)
 	if err != nil {
 		return err
 	}
@@ -212,11 +214,15 @@ func (r *perfRun) done(pool *sync.Pool) func(*kgo.Record, error) {
 }
 
 func runProducers(ctx context.Context, f *perfProduceFlags, perSec float64, progress io.Writer) (perfResult, error, error) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(splitList(f.bootstrap)...), kgo.DefaultProduceTopic(f.topic), kgo.AllowAutoTopicCreation(),
+	opts, err := f.cluster.opts()
+	if err != nil {
+		return perfResult{}, nil, err
+	}
+	opts = append(opts,
+		kgo.DefaultProduceTopic(f.topic), kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(f.linger), kgo.ProducerBatchMaxBytes(int32(min(f.batchBytes, math.MaxInt32))),
 		kgo.MaxBufferedRecords(f.buffered),
-	}
+	)
 	ackOpt, err := parseAcks(f.acks)
 	if err != nil {
 		return perfResult{}, nil, err

@@ -79,8 +79,12 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 func describeEntry(e config.ConfigEntry, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name = e.Name
-	v := e.Value
-	c.Value = &v
+	if e.Sensitive {
+		c.IsSensitive = true // Value stays null, as Kafka answers secrets
+	} else {
+		v := e.Value
+		c.Value = &v
+	}
 	c.ReadOnly = e.ReadOnly
 	c.IsDefault = e.Source == config.SourceDefault
 	c.Source = kmsg.ConfigSource(e.Source)
@@ -93,8 +97,10 @@ func describeEntry(e config.ConfigEntry, synonyms, docs bool) kmsg.DescribeConfi
 		for _, syn := range e.Synonyms {
 			sc := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 			sc.Name = syn.Name
-			sv := syn.Value
-			sc.Value = &sv
+			if !e.Sensitive {
+				sv := syn.Value
+				sc.Value = &sv
+			}
 			sc.Source = kmsg.ConfigSource(syn.Source)
 			c.ConfigSynonyms = append(c.ConfigSynonyms, sc)
 		}

@@ -30,6 +30,9 @@ type Request struct {
 	ClientID string
 	Host     string // the client's address, for logs and group membership
 	Listener string // the listener the request arrived on; Metadata answers with its endpoints
+	// SASL is the connection's authentication on a SASL listener, for
+	// SaslHandshake and SaslAuthenticate; nil elsewhere.
+	SASL SASLSession
 	// ControllerListener is set for requests on a controller listener.
 	ControllerListener bool
 	// Conn identifies the connection, for the controller's liveness
@@ -40,8 +43,9 @@ type Request struct {
 	// Kafka closes the connection: the client notices and refreshes its
 	// metadata instead of writing into the void.
 	CloseConn func()
-	// Principal is who the connection authenticated as: User:ANONYMOUS
-	// on a client listener without authentication, BrokerPrincipal on
+	// Principal is who the connection authenticated as: User:<name>
+	// after SASL, User:<subject> from a verified TLS client certificate,
+	// User:ANONYMOUS on a client listener without authentication, BrokerPrincipal on
 	// the controller and dedicated inter-broker listeners, and zero for
 	// requests a node makes of its own handlers (allowed everything).
 	Principal Principal

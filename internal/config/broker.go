@@ -57,6 +57,14 @@ type Broker struct {
 	SocketReceiveBufferBytes       int           // socket.receive.buffer.bytes (-1 = OS default)
 	ConnectionsMaxIdle             time.Duration // connections.max.idle.ms
 	SocketRequestReadTimeout       time.Duration // socket.request.read.timeout.ms
+	// ListenerTLS holds each SSL listener's TLS settings, by upper-case
+	// name (see TLSOf).
+	ListenerTLS      map[string]ListenerTLS
+	HandshakeTimeout time.Duration // ssl.handshake.timeout.ms
+	// ListenerSASL holds each SASL listener's mechanisms and users, by
+	// upper-case name (see SASLOf).
+	ListenerSASL              map[string]ListenerSASL
+	FailedAuthenticationDelay time.Duration // connection.failed.authentication.delay.ms
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
@@ -233,6 +241,12 @@ func (s *settings) build() (*Broker, error) {
 		return nil, err
 	}
 	if err := b.resolveConnectionLimits(r, s.listenerValues); err != nil {
+		return nil, err
+	}
+	if err := b.resolveTLS(r, s.listenerValues); err != nil {
+		return nil, err
+	}
+	if err := b.resolveSASL(r, s.listenerValues); err != nil {
 		return nil, err
 	}
 	defaults, err := ResolveTopic(b, nil)

@@ -64,7 +64,7 @@ var brokerProperties = []Property{
 		Name: "listener.security.protocol.map", Kind: KindList,
 		Default: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 		format:  "LISTENER:PROTOCOL", check: checkBy(ParseProtocolMap),
-		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT only.",
+		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL are refused.",
 	},
 	{
 		Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER",

@@ -31,6 +31,7 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/quorum"
+	"github.com/skein-log/skein/internal/tlsconf"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -86,8 +87,10 @@ type Broker struct {
 type brokerConns struct {
 	lnMu      sync.Mutex
 	listeners map[string]net.Listener
-	conns     map[net.Conn]struct{}
-	connWG    sync.WaitGroup
+	// tlsServers holds the TLS configuration of each TLS listener.
+	tlsServers map[string]*tlsconf.Server
+	conns      map[net.Conn]struct{}
+	connWG     sync.WaitGroup
 	// limits decides on each accepted connection (guarded by lnMu);
 	// refusals logs those refused at a bounded rate.
 	limits   *connlimit.Limiter
@@ -287,6 +290,10 @@ func (b *Broker) Start() error {
 		return errors.New("cluster.id must be set on a broker-only node: it must agree with the controllers'")
 	}
 	b.flusher = newFlusher()
+	if err := b.loadTLS(); err != nil {
+		b.shutdownStorage()
+		return err
+	}
 	if err := b.listen(); err != nil {
 		b.shutdownStorage()
 		return err
