@@ -84,6 +84,27 @@ func TestListenerScopedTLS(t *testing.T) {
 	}
 }
 
+// TestClusterListenersOverTLS: the inter-broker and controller listeners
+// may be SSL with client certificates required and the brokers' principal
+// among the super users.
+func TestClusterListenersOverTLS(t *testing.T) {
+	b, err := NewBroker(sslProps(map[string]string{
+		"listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"inter.broker.listener.name":     "SSL",
+		"ssl.client.auth":                "required",
+		"ssl.truststore.location":        "/ca.pem",
+		"super.users":                    "User:CN=broker",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"SSL", "CONTROLLER"} {
+		if set, ok := b.TLSOf(l); !ok || set.ClientAuth != "required" {
+			t.Errorf("%s: %+v %v", l, set, ok)
+		}
+	}
+}
+
 func TestTLSRules(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -106,8 +127,18 @@ func TestTLSRules(t *testing.T) {
 			`config: listener.name.plaintext.ssl.client.auth="none": must be set for a TLS listener only (PLAINTEXT uses PLAINTEXT)`},
 		{"override on unknown listener", map[string]string{"listener.name.nope.ssl.client.auth": "none"},
 			`config: listener.name.nope.ssl.client.auth="none": must be a listener in listeners (listeners has PLAINTEXT, SSL, CONTROLLER)`},
-		{"inter-broker over TLS", map[string]string{"inter.broker.listener.name": "SSL"},
-			`config: inter.broker.listener.name="SSL": must be a PLAINTEXT listener: brokers do not dial each other over TLS or SASL yet (SSL uses SSL)`},
+		{"inter-broker over TLS without client certificates", map[string]string{"inter.broker.listener.name": "SSL"},
+			`config: ssl.client.auth="none": must be required on SSL, a listener the nodes dial: a node proves it is a broker by its certificate (mutual TLS)`},
+		{"inter-broker over TLS without super users", map[string]string{"inter.broker.listener.name": "SSL",
+			"listener.name.ssl.ssl.client.auth": "required", "listener.name.ssl.ssl.truststore.location": "/ca.pem"},
+			`config: super.users="": must be the principal of the brokers' certificates (User:CN=...) when SSL, a listener the nodes dial, uses SSL: only super users act as brokers there`},
+		{"both ways of naming the inter-broker listener", map[string]string{"security.inter.broker.protocol": "SSL", "inter.broker.listener.name": "SSL"},
+			`config: security.inter.broker.protocol="SSL": must be unset when inter.broker.listener.name is set (set one of them)`},
+		{"broker-only node dialing TLS controllers", map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://h:9092,SSL://h:9094",
+			"listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL", "controller.quorum.voters": "1@h:9093", "node.id": "2"},
+			`config: listener.security.protocol.map="CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL": must be PLAINTEXT for controller listener CONTROLLER on a broker-only node: only combined and controller nodes dial the controllers over TLS yet`},
+		{"controller over SASL", map[string]string{"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL"},
+			`config: controller.listener.names="CONTROLLER": must be a PLAINTEXT or SSL listener: nodes do not log in to each other with SASL yet (CONTROLLER uses SASL_SSL)`},
 		{"secret not quoted", map[string]string{"listener.name.ssl.ssl.keystore.key": strings.Repeat("k", maxValueLen+1)},
 			"config: listener.name.ssl.ssl.keystore.key=(hidden): must be text of at most 16384 bytes (at most 16384 bytes)"},
 	}

@@ -66,7 +66,11 @@ func (cc *controllerClient) connect(ctx context.Context) (*rpc.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("controller %d is not among controller.quorum.voters", id)
 	}
-	conn, err := rpc.DialFrom(ctx, cc.b.cfg.OutboundBindAddress, addr, fmt.Sprintf("skein-broker-%d", cc.b.cfg.NodeID))
+	tlsCfg, err := clusterDialTLS(cc.b.cfg, controllerListener(cc.b.cfg), addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := rpc.DialTLS(ctx, cc.b.cfg.OutboundBindAddress, addr, fmt.Sprintf("skein-broker-%d", cc.b.cfg.NodeID), tlsCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,11 @@ func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, observerDialTimeout)
 	defer cancel()
-	conn, err := rpc.Dial(dctx, addr, fmt.Sprintf("skein-observer-%d", s.b.cfg.NodeID))
+	tlsCfg, err := clusterDialTLS(s.b.cfg, controllerListener(s.b.cfg), addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := rpc.DialTLS(dctx, nil, addr, fmt.Sprintf("skein-observer-%d", s.b.cfg.NodeID), tlsCfg)
 	if err != nil {
 		return nil, err
 	}

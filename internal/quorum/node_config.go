@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,9 @@ type NodeConfig struct {
 	// LocalAddr is the local IP of connections to the other voters (nil:
 	// the OS chooses); outbound.bind.address.
 	LocalAddr net.IP
+	// DialTLS, when set, secures connections to the other voters (see
+	// TCPTransportConfig.TLS).
+	DialTLS func(addr string) (*tls.Config, error)
 
 	Dir string
 	FS  vfs.FS

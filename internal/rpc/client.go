@@ -12,6 +12,7 @@ package rpc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -63,6 +64,13 @@ func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
 // DialFrom connects to addr from the local IP address local (nil: the OS
 // chooses). clientID names the caller in the peer's logs.
 func DialFrom(ctx context.Context, local net.IP, addr, clientID string) (*Conn, error) {
+	return DialTLS(ctx, local, addr, clientID, nil)
+}
+
+// DialTLS is DialFrom over TLS when tlsCfg is not nil: the handshake
+// completes (within ctx) before the connection is returned, so a peer
+// refusing this node's certificate is a dial error, not a broken call.
+func DialTLS(ctx context.Context, local net.IP, addr, clientID string, tlsCfg *tls.Config) (*Conn, error) {
 	var d net.Dialer
 	if local != nil {
 		d.LocalAddr = &net.TCPAddr{IP: local}
@@ -73,6 +81,14 @@ func DialFrom(ctx context.Context, local net.IP, addr, clientID string) (*Conn, 
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	if tlsCfg != nil {
+		tc := tls.Client(nc, tlsCfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("rpc: TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
 	}
 	c := &Conn{
 		nc:        nc,
