@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/skein-log/skein/internal/node"
+	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/rpc"
 	"github.com/skein-log/skein/internal/testcert"
 	"github.com/skein-log/skein/internal/testcluster"
@@ -196,6 +200,26 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 		t.Fatalf("alice on the controller listener: %v", err)
 	}
 	defer cconn.Close()
+	// Nor may it speak Raft there: the frame closes the connection
+	// (Raft frames are never answered, so an accepted one would leave it
+	// open until the read deadline).
+	raw, err := tls.Dial("tcp", ctrlAddr, aliceTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	frame, err := quorum.AppendRaftFrame(nil, testcluster.ClusterID, &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(),
+		From: new(quorum.RaftID(next%3 + 1)), To: new(quorum.RaftID(next)), Term: new(uint64(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := raw.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("alice's raft frame: read %v, want the connection closed", err)
+	}
 	hr, err := cconn.Request(dctx, hb)
 	if err != nil {
 		t.Fatalf("alice's BrokerHeartbeat: %v", err)
