@@ -120,6 +120,11 @@ func checkCipherSuites(v string) error {
 // saslProperties configure SASL_PLAINTEXT and SASL_SSL listeners.
 var saslProperties = []Property{
 	{
+		Name: "sasl.mechanism.inter.broker.protocol", Kind: KindEnum, Default: "PLAIN", Values: []string{"PLAIN"},
+		Doc: "SASL mechanism nodes log in to each other's SASL_SSL and SASL_PLAINTEXT controller and inter-broker listeners with, " +
+			"using the username and password options of that listener's JAAS entry (Kafka's default, GSSAPI, is not served).",
+	},
+	{
 		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN"}, NonEmpty: true,
 		Doc: "SASL mechanisms SASL listeners offer. Skein serves PLAIN (Kafka's default, GSSAPI, is not served); " +
 			"SCRAM-SHA-256/512 are not built yet.",

@@ -118,39 +118,6 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 		}
 		b.ListenerTLS[l.Name] = t
 	}
-	// Nodes dial each other's cluster listeners (the controller listener,
-	// the inter-broker listener) with that listener's own key and trust
-	// stores: over TLS they prove who they are by their certificate, and
-	// the listener grants the broker principal only to a certificate
-	// whose principal is in super.users (Kafka's model: brokers are super
-	// users). SASL logins between nodes are not built yet.
-	for _, l := range b.Listeners {
-		cluster := b.isControllerListener(l.Name) || l.Name == b.InterBrokerListenerName
-		if !cluster || l.SecurityProtocol == ProtocolPlaintext {
-			continue
-		}
-		if UsesSASL(l.SecurityProtocol) {
-			key := "inter.broker.listener.name"
-			if b.isControllerListener(l.Name) {
-				key = "controller.listener.names"
-			}
-			return &Error{Key: key, Value: r.text(key), Origin: b.origins[key],
-				Reason: fmt.Sprintf("a PLAINTEXT or SSL listener: nodes do not log in to each other with SASL yet (%s uses %s)", l.Name, l.SecurityProtocol)}
-		}
-		t := b.ListenerTLS[l.Name]
-		if t.ClientAuth != "required" {
-			k := "listener.name." + strings.ToLower(l.Name) + ".ssl.client.auth"
-			if _, own := b.origins[k]; !own {
-				k = "ssl.client.auth"
-			}
-			return &Error{Key: k, Value: t.ClientAuth, Origin: b.origins[k],
-				Reason: fmt.Sprintf("required on %s, a listener the nodes dial: a node proves it is a broker by its certificate (mutual TLS)", l.Name)}
-		}
-		if len(b.SuperUsers) == 0 {
-			return b.ruleError(r, "super.users",
-				fmt.Sprintf("the principal of the brokers' certificates (User:CN=...) when %s, a listener the nodes dial, uses SSL: only super users act as brokers there", l.Name))
-		}
-	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -8,28 +9,58 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/rpc"
 	"github.com/skein-log/skein/internal/tlsconf"
 )
 
-// clusterDialTLS is the TLS configuration this node dials another node's
-// listener at addr with: that listener's own key store as the client
-// certificate (mutual TLS) and its trust store, as Kafka's brokers use the
-// inter-broker listener's ssl.* settings for their own connections. nil
-// for a plaintext listener.
-func clusterDialTLS(cfg *config.Broker, listener, addr string) (*tls.Config, error) {
-	set, ok := cfg.TLSOf(listener)
-	if !ok {
+// clusterDial is how this node secures a connection it dialed to another
+// node's listener at addr, with that listener's own settings, as Kafka's
+// brokers use the inter-broker listener's: over TLS its key store is the
+// client certificate (mutual TLS) and its trust store verifies the peer;
+// over SASL it logs in with the JAAS entry's username and password. nil
+// for a PLAINTEXT listener.
+func clusterDial(cfg *config.Broker, listener, addr string) (rpc.Upgrade, error) {
+	set, isTLS := cfg.TLSOf(listener)
+	login, isSASL := cfg.SASLOf(listener)
+	if !isTLS && !isSASL {
 		return nil, nil
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("listener %s address %q: %w", listener, addr, err)
+	var tlsCfg *tls.Config
+	if isTLS {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s address %q: %w", listener, addr, err)
+		}
+		if tlsCfg, err = tlsconf.ClientConfig(set, host); err != nil {
+			return nil, fmt.Errorf("listener %s: %w", listener, err)
+		}
 	}
-	c, err := tlsconf.ClientConfig(set, host)
+	clientID := fmt.Sprintf("skein-node-%d", cfg.NodeID)
+	return func(ctx context.Context, nc net.Conn) (net.Conn, error) {
+		if tlsCfg != nil {
+			var err error
+			if nc, err = rpc.TLSUpgrade(tlsCfg)(ctx, nc); err != nil {
+				return nil, err
+			}
+		}
+		if isSASL {
+			// sasl.mechanism.inter.broker.protocol: PLAIN, the one
+			// mechanism config accepts for it.
+			if err := rpc.PlainLogin(ctx, nc, clientID, login.LoginUser, login.LoginPassword); err != nil {
+				return nil, err
+			}
+		}
+		return nc, nil
+	}, nil
+}
+
+// dialCluster dials another node's listener, secured as clusterDial says.
+func dialCluster(ctx context.Context, cfg *config.Broker, local net.IP, listener, addr, clientID string) (*rpc.Conn, error) {
+	upgrade, err := clusterDial(cfg, listener, addr)
 	if err != nil {
-		return nil, fmt.Errorf("listener %s: %w", listener, err)
+		return nil, err
 	}
-	return c, nil
+	return rpc.DialSecure(ctx, local, addr, clientID, upgrade)
 }
 
 // controllerListener is the listener name the controllers are dialed on.
@@ -57,12 +88,18 @@ func warnPlaintextClusterListeners(cfg *config.Broker, log *slog.Logger) {
 	}
 }
 
-// quorumDialTLS secures the Raft connections to the other voters when the
-// controller listener is a TLS one; nil keeps them plaintext.
-func (b *Broker) quorumDialTLS() func(addr string) (*tls.Config, error) {
+// quorumSecure secures the Raft connections to the other voters when the
+// controller listener is not PLAINTEXT; nil keeps them plaintext.
+func (b *Broker) quorumSecure() func(ctx context.Context, conn net.Conn, addr string) (net.Conn, error) {
 	listener := controllerListener(b.cfg)
-	if _, ok := b.cfg.TLSOf(listener); !ok {
+	if l, ok := b.cfg.ListenerByName(listener); !ok || l.SecurityProtocol == config.ProtocolPlaintext {
 		return nil
 	}
-	return func(addr string) (*tls.Config, error) { return clusterDialTLS(b.cfg, listener, addr) }
+	return func(ctx context.Context, conn net.Conn, addr string) (net.Conn, error) {
+		upgrade, err := clusterDial(b.cfg, listener, addr)
+		if err != nil || upgrade == nil {
+			return conn, err
+		}
+		return upgrade(ctx, conn)
+	}
 }

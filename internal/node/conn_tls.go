@@ -125,11 +125,17 @@ var userPrincipalType = authz.Anonymous.Type
 // risk), on a TLS one only for a client certificate whose mapped
 // principal is in super.users (Kafka's model: brokers are super users);
 // any other certificate there is that user, authorized as a client.
+// On a SASL one it is User:ANONYMOUS until a login as a super user.
 // Elsewhere it is the subject of a verified client certificate (RFC 2253)
 // mapped by ssl.principal.mapping.rules, else User:ANONYMOUS.
 func connPrincipal(cfg *config.Broker, listener string, nc net.Conn) api.Principal {
 	p := listenerPrincipal(cfg, listener)
 	tc, isTLS := nc.(*tls.Conn)
+	if _, isSASL := cfg.SASLOf(listener); p == api.BrokerPrincipal && isSASL {
+		// A broker's SASL login (connSASL.Authenticate) makes it the
+		// broker; until then it is nobody.
+		return authz.Anonymous
+	}
 	if p == api.BrokerPrincipal && !isTLS {
 		return p
 	}

@@ -102,11 +102,7 @@ func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, observerDialTimeout)
 	defer cancel()
-	tlsCfg, err := clusterDialTLS(s.b.cfg, controllerListener(s.b.cfg), addr)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := rpc.DialTLS(dctx, nil, addr, fmt.Sprintf("skein-observer-%d", s.b.cfg.NodeID), tlsCfg)
+	conn, err := dialCluster(dctx, s.b.cfg, nil, controllerListener(s.b.cfg), addr, fmt.Sprintf("skein-observer-%d", s.b.cfg.NodeID))
 	if err != nil {
 		return nil, err
 	}

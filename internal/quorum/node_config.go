@@ -1,7 +1,7 @@
 package quorum
 
 import (
-	"crypto/tls"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,9 +39,9 @@ type NodeConfig struct {
 	// LocalAddr is the local IP of connections to the other voters (nil:
 	// the OS chooses); outbound.bind.address.
 	LocalAddr net.IP
-	// DialTLS, when set, secures connections to the other voters (see
-	// TCPTransportConfig.TLS).
-	DialTLS func(addr string) (*tls.Config, error)
+	// Secure, when set, secures connections to the other voters (see
+	// TCPTransportConfig.Secure).
+	Secure func(ctx context.Context, conn net.Conn, addr string) (net.Conn, error)
 
 	Dir string
 	FS  vfs.FS

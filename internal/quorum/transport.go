@@ -3,7 +3,6 @@ package quorum
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,9 +39,10 @@ type TCPTransportConfig struct {
 	Self      uint64         // this node's Raft id (skipped among Peers)
 	Peers     []config.Voter // controller.quorum.voters
 	LocalAddr net.IP         // local IP of connections to peers (nil: the OS chooses)
-	// TLS, when set, returns the configuration to dial a peer's address
-	// with (the controller listener is SSL); nil dials in plaintext.
-	TLS func(addr string) (*tls.Config, error)
+	// Secure, when set, secures each new connection to a peer before
+	// any frame (TLS, a SASL login: the controller listener is not
+	// PLAINTEXT); nil dials in plaintext.
+	Secure func(ctx context.Context, conn net.Conn, addr string) (net.Conn, error)
 
 	QueueLen      int           // messages queued per peer before dropping (1024)
 	MaxFrameBytes int           // larger messages are dropped (DefaultMaxFrameBytes)
@@ -300,22 +300,17 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", p.addr, err)
 	}
-	if p.t.cfg.TLS == nil {
+	if p.t.cfg.Secure == nil {
 		return conn, nil
 	}
-	cfg, err := p.t.cfg.TLS(p.addr)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("TLS to %s: %w", p.addr, err)
-	}
-	tc := tls.Client(conn, cfg)
 	ctx, cancel := context.WithTimeout(p.t.ctx, p.t.cfg.DialTimeout)
 	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
+	secured, err := p.t.cfg.Secure(ctx, conn, p.addr)
+	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", p.addr, err)
+		return nil, fmt.Errorf("securing the connection to %s: %w", p.addr, err)
 	}
-	return tc, nil
+	return secured, nil
 }
 
 func (p *peer) write(conn net.Conn, w *bufio.Writer, frames []byte) error {

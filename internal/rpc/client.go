@@ -12,7 +12,6 @@ package rpc
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,13 +63,17 @@ func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
 // DialFrom connects to addr from the local IP address local (nil: the OS
 // chooses). clientID names the caller in the peer's logs.
 func DialFrom(ctx context.Context, local net.IP, addr, clientID string) (*Conn, error) {
-	return DialTLS(ctx, local, addr, clientID, nil)
+	return DialSecure(ctx, local, addr, clientID, nil)
 }
 
-// DialTLS is DialFrom over TLS when tlsCfg is not nil: the handshake
-// completes (within ctx) before the connection is returned, so a peer
-// refusing this node's certificate is a dial error, not a broken call.
-func DialTLS(ctx context.Context, local net.IP, addr, clientID string, tlsCfg *tls.Config) (*Conn, error) {
+// Upgrade secures a freshly dialed connection before any request: a TLS
+// handshake, a SASL login, or both; it returns the connection to use.
+type Upgrade func(ctx context.Context, nc net.Conn) (net.Conn, error)
+
+// DialSecure is DialFrom with the connection upgraded (nil: plaintext)
+// before it is returned, so a peer refusing this node's certificate or
+// login is a dial error, not a broken call.
+func DialSecure(ctx context.Context, local net.IP, addr, clientID string, upgrade Upgrade) (*Conn, error) {
 	var d net.Dialer
 	if local != nil {
 		d.LocalAddr = &net.TCPAddr{IP: local}
@@ -82,13 +85,13 @@ func DialTLS(ctx context.Context, local net.IP, addr, clientID string, tlsCfg *t
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	if tlsCfg != nil {
-		tc := tls.Client(nc, tlsCfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
+	if upgrade != nil {
+		secured, err := upgrade(ctx, nc)
+		if err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("rpc: TLS handshake with %s: %w", addr, err)
+			return nil, fmt.Errorf("rpc: securing the connection to %s: %w", addr, err)
 		}
-		nc = tc
+		nc = secured
 	}
 	c := &Conn{
 		nc:        nc,

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,22 @@ import (
 	"github.com/skein-log/skein/internal/testport"
 )
 
+// The properties every node of a secured test cluster shares: clients on
+// PLAINTEXT, the authorizer on (with no ACL, everything is allowed until
+// the cluster resource gets one), three replicas.
+func securedClusterProps(t *testing.T, extra map[string]string) []map[string]string {
+	props := map[string]string{
+		"inter.broker.listener.name":       "INTERNAL",
+		"authorizer.class.name":            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found":   "true",
+		"default.replication.factor":       "3",
+		"min.insync.replicas":              "2",
+		"offsets.topic.replication.factor": "3",
+	}
+	maps.Copy(props, extra)
+	return testcluster.Props(t, testcluster.Combine(3), props)
+}
+
 // TestInterBrokerMutualTLS: three combined nodes whose inter-broker
 // listener (INTERNAL) and controller listener are SSL with client
 // certificates required elect a controller, replicate acks=all writes,
@@ -32,29 +50,88 @@ import (
 // TLS; clients use the PLAINTEXT listener. On the replication port a
 // client without a certificate is refused, and one whose certificate is
 // trusted but not a broker's (not in super.users) cannot fetch as a
-// follower nor call the controller APIs.
+// follower, call the controller APIs nor send Raft frames.
 func TestInterBrokerMutualTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcert.NewCA(t, dir, "ca")
 	alice := ca.Issue("alice", pkix.Name{CommonName: "alice"})
-	props := testcluster.Props(t, testcluster.Combine(3), map[string]string{
-		"listener.security.protocol.map":   "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
-		"inter.broker.listener.name":       "INTERNAL",
-		"ssl.truststore.location":          ca.CertFile,
-		"ssl.client.auth":                  "required",
-		"super.users":                      "User:CN=broker-1;User:CN=broker-2;User:CN=broker-3",
-		"authorizer.class.name":            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-		"allow.everyone.if.no.acl.found":   "true",
-		"default.replication.factor":       "3",
-		"min.insync.replicas":              "2",
-		"offsets.topic.replication.factor": "3",
+	props := securedClusterProps(t, map[string]string{
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
+		"ssl.truststore.location":        ca.CertFile,
+		"ssl.client.auth":                "required",
+		"super.users":                    "User:CN=broker-1;User:CN=broker-2;User:CN=broker-3",
 	})
+	for i, p := range props {
+		p["ssl.keystore.location"] = ca.Issue(fmt.Sprintf("broker-%d", i+1), pkix.Name{CommonName: fmt.Sprintf("broker-%d", i+1)}).File
+	}
+	c, internal, next, cl := startSecuredCluster(t, props)
+
+	ctx := testContext(t, 30*time.Second)
+	noCert := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+	if conn, err := rpc.DialSecure(ctx, nil, internal[next-1], "intruder", rpc.TLSUpgrade(noCert)); err == nil {
+		// TLS 1.3: the server's refusal arrives after the client's
+		// handshake finished, as the answer to the first request.
+		_, err = conn.Request(ctx, kmsg.NewPtrApiVersionsRequest())
+		conn.Close()
+		if err == nil {
+			t.Fatal("a client without a certificate was served on the replication port")
+		}
+	}
+	aliceTLS := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{alice.TLS}}
+	assertNotBroker(t, c, cl, next, internal[next-1], rpc.TLSUpgrade(aliceTLS))
+}
+
+// TestInterBrokerSASLSSL: the same cluster with SASL_SSL inter-broker and
+// controller listeners: the nodes log in with SASL PLAIN
+// (sasl.mechanism.inter.broker.protocol) as the JAAS entry's username, a
+// super user; a wrong password is refused, and alice, a valid user who is
+// not a super user, is not a broker.
+func TestInterBrokerSASLSSL(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, dir, "ca")
+	server := ca.Issue("server", pkix.Name{CommonName: "broker"})
+	props := securedClusterProps(t, map[string]string{
+		"listener.security.protocol.map":       "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SASL_SSL",
+		"ssl.keystore.location":                server.File,
+		"ssl.truststore.location":              ca.CertFile,
+		"sasl.mechanism.inter.broker.protocol": "PLAIN",
+		"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";`,
+		"super.users": "User:broker",
+	})
+	c, internal, next, cl := startSecuredCluster(t, props)
+
+	ctx := testContext(t, 30*time.Second)
+	trust := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+	login := func(user, password string) rpc.Upgrade {
+		return func(ctx context.Context, nc net.Conn) (net.Conn, error) {
+			nc, err := rpc.TLSUpgrade(trust)(ctx, nc)
+			if err != nil {
+				return nil, err
+			}
+			return nc, rpc.PlainLogin(ctx, nc, user, user, password)
+		}
+	}
+	if conn, err := rpc.DialSecure(ctx, nil, internal[next-1], "intruder", login("broker", "guess")); err == nil {
+		conn.Close()
+		t.Fatal("a wrong broker password was accepted on the replication port")
+	} else if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	assertNotBroker(t, c, cl, next, internal[next-1], login("alice", "alice-secret"))
+}
+
+// startSecuredCluster starts three combined nodes from props, each given
+// an INTERNAL listener (the inter-broker one), and checks that they elect
+// a controller, forward an admin request, replicate acks=all writes and
+// fail a partition over, all through the secured cluster listeners. It
+// returns the INTERNAL addresses, the partition's new leader and a client.
+func startSecuredCluster(t *testing.T, props []map[string]string) (*testCluster, []string, int32, *kgo.Client) {
+	t.Helper()
 	internal := make([]string, len(props))
 	for i, p := range props {
-		leaf := ca.Issue(fmt.Sprintf("broker-%d", i+1), pkix.Name{CommonName: fmt.Sprintf("broker-%d", i+1)})
 		internal[i] = fmt.Sprintf("127.0.0.1:%d", testport.One(t))
 		p["listeners"] += ",INTERNAL://" + internal[i]
-		p["ssl.keystore.location"] = leaf.File
 	}
 	c := &testCluster{t: t, brokers: make([]*node.Broker, len(props)), props: props}
 	t.Cleanup(func() {
@@ -65,7 +142,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	for i := range props {
 		c.start(i)
 	}
-	c.waitRegistered() // a controller elected and brokers registered, over TLS
+	c.waitRegistered() // a controller elected and brokers registered, secured
 	t.Cleanup(c.dumpGoroutinesIfFailed)
 	ctx := testContext(t, 60*time.Second)
 
@@ -91,7 +168,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 		t.Fatalf("CreateTopics forwarded by broker %d: %v", via, kerr.ErrorForCode(ec))
 	}
 
-	// acks=all: every write is on the followers, fetched over TLS.
+	// acks=all: every write is on the followers, fetched secured.
 	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	for i := range 20 {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
@@ -125,25 +202,21 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 		}
 	}
 
-	// The replication port of a live node.
-	port := internal[next-1]
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	noCert := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
-	if conn, err := rpc.DialTLS(dctx, nil, port, "intruder", noCert); err == nil {
-		// TLS 1.3: the server's refusal arrives after the client's
-		// handshake finished, as the answer to the first request.
-		_, err = conn.Request(dctx, kmsg.NewPtrApiVersionsRequest())
-		conn.Close()
-		if err == nil {
-			t.Fatal("a client without a certificate was served on the replication port")
-		}
-	}
+	return c, internal, next, cl
+}
 
-	aliceTLS := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{alice.TLS}}
-	conn, err := rpc.DialTLS(dctx, nil, port, "alice", aliceTLS)
+// assertNotBroker: a trusted client that is not a broker (upgrade secures
+// its connections: a certificate, or a SASL login) on the cluster
+// listeners of node next cannot fetch as a follower, call a controller
+// API, nor speak Raft.
+func assertNotBroker(t *testing.T, c *testCluster, cl *kgo.Client, next int32, port string, upgrade rpc.Upgrade) {
+	t.Helper()
+	ctx := testContext(t, 30*time.Second)
+	dctx := ctx
+	const topic = "secured-replication"
+	conn, err := rpc.DialSecure(dctx, nil, port, "alice", upgrade)
 	if err != nil {
-		t.Fatalf("alice's trusted certificate refused at the handshake: %v", err)
+		t.Fatalf("alice refused on the replication port: %v", err)
 	}
 	defer conn.Close()
 	// Make the cluster resource carry an ACL, so that
@@ -195,7 +268,7 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 		t.Fatal("no live node")
 	}
 	ctrlAddr := strings.TrimPrefix(strings.Split(c.props[next-1]["listeners"], ",")[1], "CONTROLLER://")
-	cconn, err := rpc.DialTLS(dctx, nil, ctrlAddr, "alice", aliceTLS)
+	cconn, err := rpc.DialSecure(dctx, nil, ctrlAddr, "alice", upgrade)
 	if err != nil {
 		t.Fatalf("alice on the controller listener: %v", err)
 	}
@@ -203,11 +276,15 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	// Nor may it speak Raft there: the frame closes the connection
 	// (Raft frames are never answered, so an accepted one would leave it
 	// open until the read deadline).
-	raw, err := tls.Dial("tcp", ctrlAddr, aliceTLS)
+	plain, err := net.Dial("tcp", ctrlAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
+	defer plain.Close()
+	raw, err := upgrade(dctx, plain)
+	if err != nil {
+		t.Fatalf("alice on the controller listener: %v", err)
+	}
 	frame, err := quorum.AppendRaftFrame(nil, testcluster.ClusterID, &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(),
 		From: new(quorum.RaftID(next%3 + 1)), To: new(quorum.RaftID(next)), Term: new(uint64(1))})
 	if err != nil {
