@@ -153,9 +153,11 @@ func (s *scramServer) first(msg string) (string, error) {
 	s.cred, s.known = s.lookup(s.mech, user)
 	if !s.known {
 		// An unknown user is refused at the proof, with the same
-		// message as a wrong password: Kafka reveals nothing more. A
-		// fake salt that depends on the name keeps the answer stable.
-		s.cred = ScramCredential{Salt: hashOf(s.h, []byte("skein-unknown-user:"+user))[:16], Iterations: MinScramIterations}
+		// message as a wrong password (Kafka refuses it one message
+		// earlier, with the same error). The fake salt is keyed by a
+		// secret of this process, so a client cannot compute it from
+		// the name, and stays the same for repeated attempts.
+		s.cred = ScramCredential{Salt: hmacOf(s.h, unknownUserKey, []byte(user))[:16], Iterations: MinScramIterations}
 	}
 	s.clientFirstBare = rest
 	s.combinedNonce = attrs[1].v + s.nonce()
@@ -179,7 +181,10 @@ func (s *scramServer) final(msg string) (string, error) {
 	if attrs[0].v != "biws" && attrs[0].v != "eSws" {
 		return "", fmt.Errorf("channel binding not supported")
 	}
-	if attrs[1].v != s.combinedNonce {
+	// Kafka accepts a final nonce that ends with the one it sent, not
+	// only one equal to it: librdkafka (2.0 at least) sends the client's
+	// nonce again in front of the combined one, and its clients must work.
+	if !strings.HasSuffix(attrs[1].v, s.combinedNonce) {
 		return "", fmt.Errorf("nonce mismatch")
 	}
 	proof, err := base64.StdEncoding.DecodeString(attrs[len(attrs)-1].v)
@@ -261,6 +266,14 @@ func unescapeUser(s string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// unknownUserKey keys the fake salts of unknown users; drawn once per
+// process.
+var unknownUserKey = func() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}()
 
 // randomNonce is the server's part of the nonce: 24 random bytes, printable.
 func randomNonce() string {

@@ -59,6 +59,12 @@ func TestScramSHA256RFC7677(t *testing.T) {
 
 // scramClient is a minimal RFC 5802 client for the round trips.
 func scramClient(t *testing.T, s *Session, mech, user, password string) (Outcome, string) {
+	return scramClientPrefixed(t, s, mech, user, password, "")
+}
+
+// scramClientPrefixed puts prefix in front of the combined nonce of its
+// final message, as librdkafka does with its own nonce.
+func scramClientPrefixed(t *testing.T, s *Session, mech, user, password, prefix string) (Outcome, string) {
 	t.Helper()
 	h, _ := scramHash(mech)
 	cnonce := "fyko+d2lbbFgONRv9qkxdawL"
@@ -79,7 +85,7 @@ func scramClient(t *testing.T, s *Session, mech, user, password string) (Outcome
 	}
 	salted, _ := SaltedPassword(mech, []byte(password), salt, iters)
 	clientKey := hmacOf(h, salted, []byte("Client Key"))
-	withoutProof := "c=biws,r=" + attrs[0].v
+	withoutProof := "c=biws,r=" + prefix + attrs[0].v
 	auth := bare + "," + serverFirst + "," + withoutProof
 	sig := hmacOf(h, hashOf(h, clientKey), []byte(auth))
 	proof := make([]byte, len(sig))
@@ -113,6 +119,10 @@ func TestScramSHA512RoundTrip(t *testing.T) {
 	}
 
 	s = newSession()
+	if o, _ := scramClientPrefixed(t, s, MechanismScramSHA512, "carol", "pw", "fyko+d2lbbFgONRv9qkxdawL"); o.Code != 0 {
+		t.Fatalf("librdkafka's final nonce (its own nonce again in front): %+v", o)
+	}
+	s = newSession()
 	wrong, _ := scramClient(t, s, MechanismScramSHA512, "carol", "nope")
 	s = newSession()
 	unknown, unknownFirst := scramClient(t, s, MechanismScramSHA512, "mallory", "pw")
@@ -126,6 +136,12 @@ func TestScramSHA512RoundTrip(t *testing.T) {
 	}
 	if !strings.HasSuffix(unknownFirst, ",i=4096") {
 		t.Fatalf("unknown user's server-first %q", unknownFirst)
+	}
+	s = newSession()
+	_, again := scramClient(t, s, MechanismScramSHA512, "mallory", "pw")
+	salt := func(first string) string { return strings.Split(first, ",")[1] }
+	if salt(again) != salt(unknownFirst) {
+		t.Fatalf("an unknown user's salt changes between attempts: %q, %q", unknownFirst, again)
 	}
 	// A SHA-256 login cannot use the SHA-512 credential.
 	s = NewSession([]string{MechanismScramSHA256}, nil, lookup)

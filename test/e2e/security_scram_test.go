@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,6 +171,20 @@ func TestSCRAMUsersAcrossTheCluster(t *testing.T) {
 	consumer.Close()
 	if !seen["franz-0"] || !seen["sarama-3"] {
 		t.Fatalf("sarama consumed %v", seen)
+	}
+
+	// kcat (librdkafka's own SCRAM client) reads back what both wrote.
+	kcat := requireCommand(t, "kcat")
+	out, err := exec.CommandContext(ctx, kcat, "-b", strings.Join(saslAddrs, ","), "-X", "security.protocol=sasl_plaintext",
+		"-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=bob", "-X", "sasl.password="+bobPassword,
+		"-C", "-t", topic, "-o", "beginning", "-c", "12", "-e", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kcat consume as bob: %v\n%s", err, out)
+	}
+	for _, want := range []string{"franz-5", "sarama-5"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("kcat consumed no %s:\n%s", want, out)
+		}
 	}
 
 	refused := func(pass string) error {
