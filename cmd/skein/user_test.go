@@ -59,3 +59,28 @@ func TestUserCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestUserCreatedLogsIn: a user skein user create made logs in with SCRAM
+// through --command-config; after skein user delete it is refused.
+func TestUserCreatedLogsIn(t *testing.T) {
+	b := startTestNode(t,
+		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name=PLAINTEXT",
+		"sasl.enabled.mechanisms=SCRAM-SHA-256",
+		"connection.failed.authentication.delay.ms=0")
+	addr, saslAddr := b.Addr("PLAINTEXT"), b.Addr("SASL_PLAINTEXT")
+	cfg := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(cfg, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="dana" password="dana-pw";`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, runUser, "", "create", "--bootstrap-server", addr, "--name", "dana", "--mechanism", "SCRAM-SHA-256", "--password", "dana-pw")
+	mustRun(t, runTopic, "", "create", "scram-cli", "-b", saslAddr, "--command-config", cfg)
+	mustRun(t, runProduce, "one\n", "--topic", "scram-cli", "-b", saslAddr, "--command-config", cfg)
+
+	mustRun(t, runUser, "", "delete", "--bootstrap-server", addr, "--name", "dana", "--mechanism", "SCRAM-SHA-256")
+	if r := runCLI(t, runTopic, "", "list", "-b", saslAddr, "--command-config", cfg); !errors.Is(r.err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a deleted user: %v, want SASL_AUTHENTICATION_FAILED", r.err)
+	}
+}
