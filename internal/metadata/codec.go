@@ -47,6 +47,7 @@ var recordTypes = map[string]func() Record{
 	"partition_change":          func() Record { return &PartitionChange{} },
 	"set_topic_config":          func() Record { return &SetTopicConfig{} },
 	"allocate_producer_ids":     func() Record { return &AllocateProducerIDs{} },
+	"client_quota":              func() Record { return &ClientQuota{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -73,6 +74,8 @@ func recordTypeName(r Record) (string, error) {
 		return "set_topic_config", nil
 	case AllocateProducerIDs:
 		return "allocate_producer_ids", nil
+	case ClientQuota:
+		return "client_quota", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -156,6 +159,8 @@ func deref(r Record) Record {
 	case *SetTopicConfig:
 		return *r
 	case *AllocateProducerIDs:
+		return *r
+	case *ClientQuota:
 		return *r
 	default:
 		return r

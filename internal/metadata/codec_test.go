@@ -29,6 +29,8 @@ func sampleRecords() []Record {
 		SetTopicConfig{TopicID: idOf(5), Key: "k", Value: nil},
 		SetTopicConfig{TopicID: idOf(5), Key: "k", Value: ptr("")},
 		AllocateProducerIDs{NextID: 1 << 40},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
 	}
 }
 

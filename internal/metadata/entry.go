@@ -73,5 +73,6 @@ func ImageRecords(im *Image) []Record {
 	if next := im.NextProducerID(); next > 0 {
 		recs = append(recs, AllocateProducerIDs{NextID: next})
 	}
+	recs = append(recs, clientQuotaRecords(im)...)
 	return recs
 }
