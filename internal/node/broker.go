@@ -59,6 +59,7 @@ type Broker struct {
 
 	flusher *flusher
 	image   atomic.Pointer[metadata.Image]
+	quotas  brokerQuotas // client quota accounting (conn_quota.go)
 	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
 	metadataSnapshotsLoaded atomic.Int64
 

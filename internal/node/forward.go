@@ -121,6 +121,12 @@ func answersNotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range rs.Entries {
+			if e.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.ElectLeadersResponse:
 		if rs.ErrorCode == nc {
 			return true
@@ -222,6 +228,18 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 			st := kmsg.NewIncrementalAlterConfigsResponseResource()
 			st.ResourceType, st.ResourceName, st.ErrorCode = r.ResourceType, r.ResourceName, code
 			rs.Resources = append(rs.Resources, st)
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		rs := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, e := range rq.Entries {
+			st := kmsg.NewAlterClientQuotasResponseEntry()
+			st.ErrorCode = code
+			for _, p := range e.Entity {
+				se := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				se.Type, se.Name = p.Type, p.Name
+				st.Entity = append(st.Entity, se)
+			}
+			rs.Entries = append(rs.Entries, st)
 		}
 	case *kmsg.ElectLeadersRequest:
 		rs := resp.(*kmsg.ElectLeadersResponse)
