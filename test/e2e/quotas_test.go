@@ -42,13 +42,14 @@ func clientIDEntity(name string) kadm.ClientQuotaEntity {
 	return kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr(name)}}
 }
 
-// TestClientQuotaThrottlesProducer: a client id limited to 1 MiB/s by
+// TestClientQuotaThrottling: a client id limited to 1 MiB/s by
 // AlterClientQuotas (sent to a broker that is not the controller, so it
 // is forwarded) takes about 4 s for 5 MiB, and is told of the throttle in
 // throttle_time_ms; another client id on the same broker is not slowed.
+// A default client-id consumer_byte_rate throttles a consumer likewise.
 // Two one-second quota windows, so the first burst the window absorbs is
 // 1 MiB rather than the 10 MiB of Kafka's default 11 windows.
-func TestClientQuotaThrottlesProducer(t *testing.T) {
+func TestClientQuotaThrottling(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := startCluster(t, 3, map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"})
@@ -134,6 +135,37 @@ func TestClientQuotaThrottlesProducer(t *testing.T) {
 	t.Logf("free: 5 MiB in %v, %d throttles", took, n)
 	if n != 0 {
 		t.Errorf("a client id without a quota was throttled %d times", n)
+	}
+
+	// consumer_byte_rate on a default client id: each consumer is held
+	// to it on its own. The topic now holds 10 MiB and a bit.
+	entry.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id"}}
+	entry.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: "consumer_byte_rate", Value: 4 * rate}}
+	alter.Entries = []kmsg.AlterClientQuotasRequestEntry{entry}
+	if resp, err := alter.RequestWith(ctx, newSeededClient(t, []string{c.addrs()[leader-1]})); err != nil || resp.Entries[0].ErrorCode != 0 {
+		t.Fatalf("AlterClientQuotas: %v %+v", err, resp)
+	}
+	consume := func(clientID string) (time.Duration, *throttleCounter) {
+		h := &throttleCounter{}
+		cl := c.client(kgo.ClientID(clientID), kgo.WithHooks(h), kgo.ConsumeTopics("quota-t"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		start := time.Now()
+		got := 0
+		for got < 162 { // 2 warm-up records and 160 of 64 KiB
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("%s: consume: %v", clientID, err)
+			}
+			got += fs.NumRecords()
+		}
+		return time.Since(start), h
+	}
+	took, h = consume("reader")
+	n, maxThrottle, total = h.get()
+	t.Logf("reader: 10 MiB in %v, %d throttles (max %v, total %v)", took, n, maxThrottle, total)
+	// 10 MiB at 4 MiB/s, of which the first window absorbs 4 MiB.
+	if n == 0 || total < time.Second || took < time.Second {
+		t.Errorf("a consumer over its consumer_byte_rate: %d throttles, %v in total, took %v", n, total, took)
 	}
 }
 
