@@ -27,7 +27,9 @@ const maxJoinProtocols = 64
 func handleJoinGroup(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	if len(req.Protocols) > maxJoinProtocols || len(req.Protocols) == 0 || req.ProtocolType == "" {
+	// A join without protocols is the coordinator's to refuse, after it
+	// checked the group id and session timeout, as Kafka orders them.
+	if len(req.Protocols) > maxJoinProtocols {
 		resp.ErrorCode, resp.Generation, resp.MemberID = errInconsistentProtocol, -1, req.MemberID
 		respond(resp)
 		return
@@ -71,7 +73,8 @@ func handleJoinGroup(s *Server, r *Request, respond Respond) {
 	})
 }
 
-// errInconsistentProtocol is Kafka's answer to a join without protocols.
+// errInconsistentProtocol is Kafka's answer to a join offering more
+// protocols than any client does.
 var errInconsistentProtocol = kerr.InconsistentGroupProtocol.Code
 
 func deref(s *string) string {
