@@ -31,7 +31,6 @@ func runQuota(ctx context.Context, args []string, s streams) error {
 // --entity-default after it names it.
 type quotaEntityFlags struct {
 	parts []quotaPart
-	err   error
 }
 
 type quotaPart struct {
