@@ -67,8 +67,9 @@ func (v clusterView) GroupLags() []metrics.GroupLag {
 		return nil
 	}
 	var out []metrics.GroupLag
-	for _, gc := range v.b.groups.all() {
-		_ = gc.read(func(c *group.Coordinator) {
+	handles, _ := v.b.groups.All()
+	for _, h := range handles {
+		_ = h.(*groupCoordinator).read(func(c *group.Coordinator) {
 			for _, g := range c.ListGroups(nil) {
 				for _, o := range c.FetchOffsets(g.GroupID, nil) {
 					if o.Offset < 0 {

@@ -134,7 +134,7 @@ func (b *Broker) stopFatally(err error, clean bool) {
 
 // handoverWait bounds how long a storage error answer waits for the
 // handover (the controller's move of this broker's leaderships): as long
-// as a Metadata answer waits for a suspect leader's fencing (fetcher.go).
+// as a Metadata answer waits for a suspect leader's fencing (suspects.go).
 const handoverWait = 2 * time.Second
 
 // answerAfterHandover answers a produce to p that failed with storageErr

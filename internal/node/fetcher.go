@@ -10,12 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
-	"github.com/skein-log/skein/internal/replication"
+	"github.com/skein-log/skein/internal/replicafetch"
 	"github.com/skein-log/skein/internal/rpc"
 )
 
@@ -25,6 +23,10 @@ const fetchBackoff = 100 * time.Millisecond
 // maxTruncationRounds bounds the OffsetForLeaderEpoch exchanges of one
 // reconciliation (KIP-279 may need several).
 const maxTruncationRounds = 16
+
+// pauseAfterRefusal is how long a refused partition waits before the
+// fetcher tries it again.
+const pauseAfterRefusal = 200 * time.Millisecond
 
 // fetcherManager runs one replica fetcher per leader this broker follows,
 // as Kafka's replica fetcher threads do (num.replica.fetchers = 1).
@@ -40,28 +42,16 @@ func newFetcherManager(b *Broker) *fetcherManager {
 	return &fetcherManager{b: b, fetchers: map[int32]*replicaFetcher{}}
 }
 
-// followState is what a fetcher knows of one partition it follows.
-type followState struct {
-	epoch    int32 // the leader epoch it follows
-	truncate bool  // must reconcile with the leader before fetching
-	// retryAt delays a partition the leader refused (it may not have
-	// applied the metadata this follower acts on yet).
-	retryAt time.Time
-}
-
 // update assigns every partition this broker follows to the fetcher of
 // its leader. Called after each reconcile.
 func (m *fetcherManager) update() {
-	want := map[int32]map[*partition]int32{}
+	want := map[int32][]replicafetch.Assignment[follower]{}
 	for _, p := range m.b.partitionList() {
 		leader, epoch, ok := p.following()
 		if !ok {
 			continue
 		}
-		if want[leader] == nil {
-			want[leader] = map[*partition]int32{}
-		}
-		want[leader][p] = epoch
+		want[leader] = append(want[leader], replicafetch.Assignment[follower]{P: follower{p}, Topic: p.topic, Partition: p.index, Epoch: epoch})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -97,47 +87,49 @@ func (m *fetcherManager) stopAll() {
 	}
 }
 
-// replicaFetcher copies the leader's log for the partitions it follows:
-// it truncates a divergent tail by asking where its epoch ends (KIP-101,
-// never by its own high watermark), then fetches, appends, fsyncs and only
-// then fetches again, so the offset in each fetch is what it holds durably.
+// replicaFetcher runs the replicafetch.Session of one leader on a
+// goroutine with an RPC connection: it sends what the session asks for,
+// carries out the actions its answers lead to (truncate, restart, append
+// and fsync) and only then asks again.
 type replicaFetcher struct {
 	b      *Broker
 	leader int32
 
-	mu    sync.Mutex
-	parts map[*partition]*followState
-	wake  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
-	conn  *rpc.Conn
-	// session is the fetch session (KIP-227) with the leader, so an idle
-	// fetch carries no partitions; only the run goroutine uses it.
-	session *fetchsession.Builder
-	// roundMu is held for each round, so a pause can wait for the round
-	// in flight to end.
+	mu   sync.Mutex // guards sess
+	sess *replicafetch.Session[follower]
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+	conn *rpc.Conn
+	// roundMu is held for each exchange and its actions, so a pause can
+	// wait for the one in flight to end.
 	roundMu sync.Mutex
 }
 
 func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
-	return &replicaFetcher{b: b, leader: leader, parts: map[*partition]*followState{}, session: fetchsession.NewBuilder(),
+	cfg := replicafetch.Config{
+		ReplicaID:           b.cfg.NodeID,
+		MaxWait:             max(b.cfg.ReplicaFetchWaitMax, 10*time.Millisecond),
+		MinBytes:            b.cfg.ReplicaFetchMinBytes,
+		MaxBytes:            b.cfg.ReplicaFetchResponseMaxBytes,
+		PartitionMaxBytes:   b.cfg.ReplicaFetchMaxBytes,
+		RefusalPause:        pauseAfterRefusal,
+		MaxTruncationRounds: maxTruncationRounds,
+	}
+	return &replicaFetcher{b: b, leader: leader, sess: replicafetch.New[follower](cfg),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (f *replicaFetcher) assign(parts map[*partition]int32) {
+// sessionStart anchors the sessions' clock: only differences matter, and
+// time.Since reads the monotonic clock, which wall-clock steps do not move.
+var sessionStart = time.Now()
+
+func sessionNow() time.Duration { return time.Since(sessionStart) }
+
+func (f *replicaFetcher) assign(parts []replicafetch.Assignment[follower]) {
 	f.mu.Lock()
-	for p := range f.parts {
-		if _, ok := parts[p]; !ok {
-			delete(f.parts, p)
-		}
-	}
-	for p, epoch := range parts {
-		st, ok := f.parts[p]
-		if !ok || st.epoch != epoch {
-			f.parts[p] = &followState{epoch: epoch, truncate: true}
-		}
-	}
+	f.sess.Assign(parts)
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -146,6 +138,19 @@ func (f *replicaFetcher) assign(parts map[*partition]int32) {
 }
 
 func (f *replicaFetcher) shutdown() { f.once.Do(func() { close(f.stop) }) }
+
+// sleep waits d, or until woken or stopped; false when stopped.
+func (f *replicaFetcher) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.stop:
+		return false
+	case <-f.wake:
+	case <-t.C:
+	}
+	return true
+}
 
 func (f *replicaFetcher) run() {
 	defer close(f.done)
@@ -160,16 +165,6 @@ func (f *replicaFetcher) run() {
 			return
 		default:
 		}
-		work := f.snapshot()
-		if len(work) == 0 {
-			select {
-			case <-f.stop:
-				return
-			case <-f.wake:
-			case <-time.After(pauseAfterRefusal):
-			}
-			continue
-		}
 		f.roundMu.Lock()
 		if f.b.fetchers.paused.Load() {
 			f.roundMu.Unlock()
@@ -180,74 +175,92 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
-		err := f.round(work)
-		f.roundMu.Unlock()
-		if errors.Is(err, errLeaderUnreachable) {
-			f.b.suspect(f.leader)
-		} else if err == nil {
-			f.b.clearSuspect(f.leader)
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), f.sess.Config().MaxWait+controllerRPCTimeout)
+		// Connected before the session builds a request: a new
+		// connection restarts the fetch session, and the request must
+		// be built for it.
+		conn, err := f.connect(ctx)
 		if err != nil {
-			if f.conn != nil && !errors.Is(err, errPaused) {
-				f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
-			}
-			select {
-			case <-f.stop:
+			cancel()
+			f.roundMu.Unlock()
+			f.b.suspect(f.leader)
+			f.b.log.Debug("replica fetcher cannot reach the leader", "leader", f.leader, "err", err)
+			if !f.sleep(fetchBackoff) {
 				return
-			case <-f.wake:
-			case <-time.After(fetchBackoff):
 			}
-		}
-	}
-}
-
-var (
-	errPaused            = errors.New("all partitions paused")
-	errLeaderUnreachable = errors.New("leader unreachable")
-)
-
-type fetchWork struct {
-	p  *partition
-	st followState
-}
-
-func (f *replicaFetcher) snapshot() []fetchWork {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]fetchWork, 0, len(f.parts))
-	now := time.Now()
-	for p, st := range f.parts {
-		if now.Before(st.retryAt) {
 			continue
 		}
-		out = append(out, fetchWork{p, *st})
+		f.mu.Lock()
+		step := f.sess.Next(sessionNow(), f.b.Image().ClusterID())
+		f.mu.Unlock()
+		for _, v := range step.Violations {
+			f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
+		}
+		if step.Request == nil {
+			cancel()
+			f.roundMu.Unlock()
+			if !f.sleep(step.Wait) {
+				return
+			}
+			continue
+		}
+		resp, err := f.exchange(ctx, conn, step.Request)
+		cancel()
+		f.mu.Lock()
+		rd := f.sess.Answer(sessionNow(), resp, err)
+		f.mu.Unlock()
+		f.carryOut(rd)
+		f.roundMu.Unlock()
+		if rd.Backoff {
+			f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
+			if !f.sleep(fetchBackoff) {
+				return
+			}
+		}
 	}
-	return out
 }
 
-func (f *replicaFetcher) setTruncated(p *partition, epoch int32) {
-	f.mu.Lock()
-	if st, ok := f.parts[p]; ok && st.epoch == epoch {
-		st.truncate = false
+// exchange sends one request to the leader. A leader that cannot be
+// reached, or whose connection breaks under a pending request (its
+// process most likely died), becomes a suspect; one that answers is
+// cleared.
+func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := conn.Request(ctx, req)
+	if err != nil {
+		select {
+		case <-conn.Done():
+			f.b.suspect(f.leader)
+		default:
+		}
+		return nil, err
 	}
-	f.mu.Unlock()
+	f.b.clearSuspect(f.leader)
+	return resp, nil
 }
 
-// pause holds a partition back for a while after the leader refused it:
-// the leader or this broker has not applied the latest metadata yet, and
-// a new assignment (with a new epoch) replaces the state anyway.
-func (f *replicaFetcher) pause(p *partition, epoch int32) {
-	f.mu.Lock()
-	if st, ok := f.parts[p]; ok && st.epoch == epoch {
-		st.retryAt = time.Now().Add(pauseAfterRefusal)
-		st.truncate = true
+// carryOut does what an answer led to, on the partitions' follower side.
+func (f *replicaFetcher) carryOut(rd replicafetch.Ready[follower]) {
+	for _, v := range rd.Violations {
+		f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
 	}
-	f.mu.Unlock()
+	for _, w := range rd.Warnings {
+		f.b.log.Debug("log reconciliation with leader", "leader", f.leader, "detail", w)
+	}
+	for _, a := range rd.Actions {
+		err := replicafetch.Do(a)
+		if err == nil && a.Kind == replicafetch.Append {
+			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
+		}
+		if err != nil {
+			if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
+				f.b.log.Error("replica fetcher action failed", "partition", a.P.p.name(), "action", a.Kind, "err", err)
+			}
+			f.mu.Lock()
+			f.sess.Failed(sessionNow(), a)
+			f.mu.Unlock()
+		}
+	}
 }
-
-// pauseAfterRefusal is how long a refused partition waits before the
-// fetcher tries it again.
-const pauseAfterRefusal = 200 * time.Millisecond
 
 func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 	if f.conn != nil {
@@ -271,200 +284,10 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 		return nil, err
 	}
 	f.conn = conn
-	f.session.Reset() // a new connection may be to a restarted leader
+	f.mu.Lock()
+	f.sess.NewConnection()
+	f.mu.Unlock()
 	return conn, nil
-}
-
-// round reconciles what needs it, then fetches once.
-func (f *replicaFetcher) round(work []fetchWork) error {
-	waitMax := max(f.b.cfg.ReplicaFetchWaitMax, 10*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), waitMax+controllerRPCTimeout)
-	defer cancel()
-	conn, err := f.connect(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errLeaderUnreachable, err)
-	}
-	var fetchable []fetchWork
-	for _, w := range work {
-		if w.st.truncate {
-			if err := f.reconcile(ctx, conn, w); err != nil {
-				f.b.log.Debug("log reconciliation with leader", "partition", w.p.name(), "err", err)
-				continue
-			}
-			f.setTruncated(w.p, w.st.epoch)
-		}
-		fetchable = append(fetchable, w)
-	}
-	if len(fetchable) == 0 {
-		return errPaused
-	}
-	return f.fetch(ctx, conn, fetchable, waitMax)
-}
-
-// reconcile truncates the local log where it diverges from the leader's
-// (KIP-101/279): ask where our latest epoch ends on the leader, truncate,
-// repeat until the answer agrees with our log.
-func (f *replicaFetcher) reconcile(ctx context.Context, conn *rpc.Conn, w fetchWork) error {
-	for round := 0; round < maxTruncationRounds; round++ {
-		latest, ok := w.p.log.Epochs().Latest()
-		if !ok || w.p.log.LogEndOffset() == w.p.log.LogStartOffset() {
-			return nil // nothing of ours can diverge
-		}
-		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-		req.Version = 3
-		req.ReplicaID = f.b.cfg.NodeID
-		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		rt.Topic = w.p.topic
-		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition = w.p.index
-		rp.CurrentLeaderEpoch = w.st.epoch
-		rp.LeaderEpoch = latest
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := conn.Request(ctx, req)
-		if err != nil {
-			return err
-		}
-		r := resp.(*kmsg.OffsetForLeaderEpochResponse)
-		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-			return errors.New("malformed OffsetForLeaderEpoch answer")
-		}
-		ans := r.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(ans.ErrorCode); err != nil {
-			return err
-		}
-		cache := w.p.log.Epochs()
-		tr, err := replication.TruncationPoint(replication.FollowerLog{
-			LogEndOffset:  w.p.log.LogEndOffset(),
-			HighWatermark: w.p.highWatermark.Load(),
-			EndOffsetFor: func(epoch int32) (int32, int64) {
-				return cache.EndOffsetFor(epoch, w.p.log.LogEndOffset())
-			},
-		}, latest, replication.EpochEndOffset{Epoch: ans.LeaderEpoch, EndOffset: ans.EndOffset})
-		if err != nil {
-			return err
-		}
-		// At the log end too: storage.Log.Truncate then drops an epoch
-		// without batches (one this replica led briefly without
-		// appending), which it would otherwise keep naming as its last
-		// fetched epoch and be told to reconcile forever (found by
-		// internal/sim).
-		if tr.Offset <= w.p.log.LogEndOffset() {
-			if err := w.p.truncateTo(tr.Offset); err != nil {
-				return err
-			}
-		}
-		if tr.Complete {
-			return nil
-		}
-	}
-	return fmt.Errorf("log of %s did not converge after %d rounds", w.p.name(), maxTruncationRounds)
-}
-
-func (f *replicaFetcher) fetch(ctx context.Context, conn *rpc.Conn, work []fetchWork, waitMax time.Duration) error {
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
-	req.ReplicaID = f.b.cfg.NodeID
-	req.MaxWaitMillis = int32(waitMax.Milliseconds())
-	req.MinBytes = max(f.b.cfg.ReplicaFetchMinBytes, 1)
-	req.MaxBytes = f.b.cfg.ReplicaFetchResponseMaxBytes
-	req.ClusterID = kmsg.StringPtr(f.b.Image().ClusterID())
-	index := map[string]map[int32]fetchWork{}
-	want := make([]fetchsession.Partition, 0, len(work))
-	for _, w := range work {
-		if index[w.p.topic] == nil {
-			index[w.p.topic] = map[int32]fetchWork{}
-		}
-		index[w.p.topic][w.p.index] = w
-		fp := fetchsession.Partition{
-			Key:                fetchsession.Key{Name: w.p.topic, Partition: w.p.index},
-			FetchOffset:        w.p.log.LogEndOffset(),
-			LogStartOffset:     w.p.log.LogStartOffset(),
-			MaxBytes:           f.b.cfg.ReplicaFetchMaxBytes,
-			CurrentLeaderEpoch: w.st.epoch,
-			LastFetchedEpoch:   -1,
-		}
-		if latest, ok := w.p.log.Epochs().Latest(); ok {
-			fp.LastFetchedEpoch = latest
-		}
-		want = append(want, fp)
-	}
-	// Within a session only the partitions whose fetch state changed are
-	// sent; the leader answers only those with news.
-	fetchsession.FillRequest(req, f.session.Build(want))
-	resp, err := conn.Request(ctx, req)
-	if err != nil {
-		f.session.Reset() // the leader may have taken the epoch
-		select {
-		case <-conn.Done():
-			// The connection broke under a pending fetch: the leader's
-			// process most likely died.
-			return fmt.Errorf("%w: %v", errLeaderUnreachable, err)
-		default:
-			return err
-		}
-	}
-	r := resp.(*kmsg.FetchResponse)
-	f.session.Answered(r.ErrorCode, r.SessionID)
-	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return err
-	}
-	for _, t := range r.Topics {
-		for _, rp := range t.Partitions {
-			w, ok := index[t.Topic][rp.Partition]
-			if !ok {
-				continue
-			}
-			f.handlePartition(w, rp)
-		}
-	}
-	return nil
-}
-
-func (f *replicaFetcher) handlePartition(w fetchWork, rp kmsg.FetchResponseTopicPartition) {
-	switch err := kerr.ErrorForCode(rp.ErrorCode); {
-	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange):
-		if w.p.log.LogEndOffset() < rp.LogStartOffset {
-			// The leader deleted what we would fetch next (retention):
-			// start over at its log start.
-			if err := w.p.restartAt(rp.LogStartOffset); err != nil {
-				f.b.log.Error("cannot restart follower log", "partition", w.p.name(), "err", err)
-			}
-		} else {
-			f.mu.Lock()
-			if st, ok := f.parts[w.p]; ok {
-				st.truncate = true
-			}
-			f.mu.Unlock()
-		}
-		return
-	case errors.Is(err, kerr.UnknownLeaderEpoch):
-		return // the leader has not applied the new epoch yet: retry
-	default:
-		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, unknown partition:
-		// wait for the metadata that explains it.
-		f.pause(w.p, w.st.epoch)
-		return
-	}
-	if rp.DivergingEpoch.EndOffset >= 0 { // absent: -1
-		// Our tail diverges from the leader's: reconcile (truncate) before
-		// fetching again.
-		f.mu.Lock()
-		if st, ok := f.parts[w.p]; ok {
-			st.truncate = true
-		}
-		f.mu.Unlock()
-		return
-	}
-	if err := w.p.appendFromLeader(rp.RecordBatches, rp.HighWatermark, w.st.epoch); err != nil {
-		if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
-			f.b.log.Error("follower append failed", "partition", w.p.name(), "err", err)
-		}
-		f.pause(w.p, w.st.epoch)
-		return
-	}
-	f.b.metrics.AddReplicationBytesIn(int64(len(rp.RecordBatches)))
 }
 
 // endpointOf is a broker's host:port on a listener.
@@ -475,61 +298,4 @@ func endpointOf(br *metadata.Broker, listener string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// suspectFor bounds how long a broker is reported unavailable on the word
-// of a broken replication connection alone: long enough for the controller
-// to fence a dead broker, short enough that a live one behind a blip is not
-// shunned for long.
-const suspectFor = 3 * time.Second
-
-func (b *Broker) suspect(id int32) {
-	if _, known := b.suspects.Load(id); !known {
-		b.log.Info("lost the replication connection to a leader; reporting its partitions unavailable until the controller decides", "broker", id)
-	}
-	b.suspects.Store(id, time.Now().Add(suspectFor))
-}
-
-func (b *Broker) clearSuspect(id int32) { b.suspects.Delete(id) }
-
-func (b *Broker) isSuspect(id int32) bool {
-	v, ok := b.suspects.Load(id)
-	if !ok {
-		return false
-	}
-	if time.Now().After(v.(time.Time)) {
-		b.suspects.Delete(id)
-		return false
-	}
-	if br, ok := b.Image().Broker(id); ok && br.Fenced {
-		return false // the controller decided; the image speaks for itself
-	}
-	return true
-}
-
-// settleWait bounds how long a Metadata answer waits for the controller to
-// rule on a suspect broker: enough for a raft election plus a fencing
-// commit when the controller itself died.
-const settleWait = 2 * time.Second
-
-// settleSuspects waits until no broker is suspect (each was fenced, came
-// back, or its suspicion expired), or settleWait passes.
-func (b *Broker) settleSuspects() {
-	anySuspect := func(*metadata.Image) bool {
-		found := false
-		b.suspects.Range(func(k, _ any) bool {
-			if b.isSuspect(k.(int32)) {
-				found = true
-				return false
-			}
-			return true
-		})
-		return found
-	}
-	if !anySuspect(nil) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
-	defer cancel()
-	b.waitImage(ctx, func(im *metadata.Image) bool { return !anySuspect(im) })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/group"
+	"github.com/skein-log/skein/internal/grouphost"
 )
 
 // groupRuntime runs one group.Coordinator for every __consumer_offsets
@@ -123,11 +124,10 @@ func (rt *groupRuntime) stopAll() {
 	}
 }
 
-// coordinatorFor finds the coordinator of a group on this broker, or the
-// error a client gets: NOT_COORDINATOR when another broker (or none) leads
-// the group's partition, COORDINATOR_LOAD_IN_PROGRESS while this broker is
-// taking over.
-func (rt *groupRuntime) coordinatorFor(groupID string) (*groupCoordinator, error) {
+var _ grouphost.Hosts = (*groupRuntime)(nil)
+
+// For is grouphost.Hosts': the coordinator of a group on this broker.
+func (rt *groupRuntime) For(groupID string) (grouphost.Handle, error) {
 	t, ok := rt.b.Image().Topic(api.OffsetsTopic)
 	if !ok || len(t.Partitions) == 0 {
 		return nil, kerr.NotCoordinator
@@ -147,15 +147,16 @@ func (rt *groupRuntime) coordinatorFor(groupID string) (*groupCoordinator, error
 	return nil, kerr.NotCoordinator
 }
 
-// all lists the coordinators on this broker.
-func (rt *groupRuntime) all() []*groupCoordinator {
+// All is grouphost.Hosts': the coordinators on this broker (those still
+// loading answer COORDINATOR_LOAD_IN_PROGRESS themselves).
+func (rt *groupRuntime) All() ([]grouphost.Handle, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	out := make([]*groupCoordinator, 0, len(rt.coords))
+	out := make([]grouphost.Handle, 0, len(rt.coords))
 	for _, gc := range rt.coords {
 		out = append(out, gc)
 	}
-	return out
+	return out, nil
 }
 
 // replaceFailed drops a coordinator whose write failed and reloads the
@@ -200,27 +201,3 @@ func (rt *groupRuntime) offsetsTopicRequest() (partitions int32, replicationFact
 // groupWriteTimeout bounds the wait for a coordinator's records to be
 // committed (Kafka's offsets.commit.timeout.ms default).
 const groupWriteTimeout = 5 * time.Second
-
-// countdown calls fn once done was called n times (at once when n is 0).
-type countdown struct {
-	mu sync.Mutex
-	n  int
-	fn func()
-}
-
-func newCountdown(n int, fn func()) *countdown {
-	if n == 0 {
-		fn()
-	}
-	return &countdown{n: n, fn: fn}
-}
-
-func (c *countdown) done() {
-	c.mu.Lock()
-	c.n--
-	last := c.n == 0
-	c.mu.Unlock()
-	if last {
-		c.fn()
-	}
-}

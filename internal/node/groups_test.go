@@ -1,17 +1,14 @@
 package node
 
 import (
-	"errors"
-	"slices"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/group"
+	"github.com/skein-log/skein/internal/grouphost"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -48,55 +45,6 @@ func TestGroupConfigKeepsTheSizeCapAtKafkasDefault(t *testing.T) {
 	if got := groupConfig(cfg).MaxSize; got != 10000 {
 		t.Fatalf("group.max.size at Kafka's unbounded default gives %d members, want the coordinator's cap 10000", got)
 	}
-}
-
-func TestCountdownFiresOnceAfterAll(t *testing.T) {
-	fired := 0
-	c := newCountdown(2, func() { fired++ })
-	c.done()
-	if fired != 0 {
-		t.Fatal("fired before every part was done")
-	}
-	c.done()
-	if fired != 1 {
-		t.Fatalf("fired %d times, want 1", fired)
-	}
-	newCountdown(0, func() { fired++ })
-	if fired != 2 {
-		t.Fatal("a countdown of zero must fire at once")
-	}
-}
-
-func TestGroupWriteAnswersInOrderOnceFinished(t *testing.T) {
-	var w groupWrite
-	var got []string
-	w.then(func(err error) { got = append(got, "first:"+errString(err)) })
-	w.then(func(err error) { got = append(got, "second:"+errString(err)) })
-	if len(got) != 0 {
-		t.Fatalf("answered before the write finished: %v", got)
-	}
-	w.finish(nil)
-	w.finish(errors.New("late")) // only the first outcome counts
-	w.then(func(err error) { got = append(got, "after:"+errString(err)) })
-	want := []string{"first:ok", "second:ok", "after:ok"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-
-	var failed groupWrite
-	var code error
-	failed.then(func(err error) { code = err })
-	failed.finish(kerr.NotCoordinator)
-	if !errors.Is(code, kerr.NotCoordinator) {
-		t.Fatalf("a failed write answered %v", code)
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	return err.Error()
 }
 
 // TestLoadedCoordinatorWaitsForItsLogToCommit: a coordinator loads every
@@ -142,10 +90,12 @@ func TestLoadedCoordinatorWaitsForItsLogToCommit(t *testing.T) {
 
 	var fetched []group.FetchedOffset
 	answered := make(chan error, 1)
-	err = gc.call(func(c *group.Coordinator, _ int64) group.Output {
-		fetched = c.FetchOffsets("g", nil)
-		return group.Output{}
-	}, func(err error) { answered <- err })
+	err = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) {
+		return h.Call(now, func(c *group.Coordinator, _ int64) group.Output {
+			fetched = c.FetchOffsets("g", nil)
+			return group.Output{}
+		}, func(err error) { answered <- err })
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

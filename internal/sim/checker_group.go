@@ -112,7 +112,7 @@ func (k *checker) coordinatorLoaded(gc *coordinator) {
 	if !ok || group.PartitionFor(memberGroup, int32(len(t.Partitions))) != gc.r.index {
 		return
 	}
-	d := gc.c.DescribeGroup(memberGroup)
+	d := gc.host.Coordinator().DescribeGroup(memberGroup)
 	if d.State == group.Dead {
 		// Removed: by a tombstone whose write was answered with an error
 		// but committed, or at load (an empty group without offsets is
@@ -177,6 +177,16 @@ func (k *checker) memberSynced(key string, generation generationID, parts []int3
 
 // groupRecordsCommitted follows the generation of the members' group in
 // its committed metadata records (called in log order, as writes commit).
+// groupLoadCommitted: the log a coordinator replayed is committed up to
+// where it read, so the members' group stands as replayed (generation 0:
+// absent, its tombstone committed). Acknowledged writes alone miss a
+// record whose write timed out and that committed later all the same (a
+// tombstone of the group, then a generation 1 of a new incarnation, would
+// look like generation 1 loaded after generation 2 was committed).
+func (k *checker) groupLoadCommitted(generation int32) {
+	k.groups.committedGeneration = generation
+}
+
 func (k *checker) groupRecordsCommitted(recs []group.Record) {
 	for _, rec := range recs {
 		if len(rec.Key) < 2 || binary.BigEndian.Uint16(rec.Key) != 2 {
@@ -226,7 +236,7 @@ func (k *checker) finalGroupCheck(ctl *process) bool {
 			k.c.violation("no loaded group coordinator on n%d after convergence", st.Leader)
 			return false
 		}
-		got := r.coord.c.FetchOffsets(groupID, nil)
+		got := r.coord.host.Coordinator().FetchOffsets(groupID, nil)
 		have := map[int32]int64{}
 		for _, f := range got {
 			if f.Topic == topicName {

@@ -574,11 +574,11 @@ func (c *Cluster) groupConvergence(ctl *process) string {
 		return offsetsTopic + " not created"
 	}
 	st := t.Partitions[group.PartitionFor(memberGroup, int32(len(t.Partitions)))]
-	gc, err := c.nodes[st.Leader].proc.coordinatorFor(memberGroup)
+	h, err := groupHosts{c.nodes[st.Leader].proc}.For(memberGroup)
 	if err != nil {
 		return fmt.Sprintf("group %s: no coordinator on n%d (%v)", memberGroup, st.Leader, err)
 	}
-	d := gc.c.DescribeGroup(memberGroup)
+	d := h.(*coordinator).host.Coordinator().DescribeGroup(memberGroup)
 	if d.State != group.Stable || len(d.Members) != len(c.members) {
 		return fmt.Sprintf("group %s: %s generation %d with %d of %d members", memberGroup, d.State, d.Generation, len(d.Members), len(c.members))
 	}

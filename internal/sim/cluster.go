@@ -185,6 +185,13 @@ func (c *Cluster) heal() {
 		n.fs.SetCapacity(-1)
 		n.fs.SetFault(nil)
 		n.pausedUntil = 0
+		if len(n.held) > 0 {
+			// At once (a resume scheduled for the old pause end may
+			// still fire later; it finds nothing held), still before
+			// anything newer.
+			n.resumeWait = false
+			n.scheduleResume()
+		}
 		if n.up && n.proc.hasFailedLog() {
 			// A log failed by an I/O error (a full disk during an
 			// append, a truncation or a checkpoint) refuses everything

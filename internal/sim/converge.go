@@ -88,8 +88,8 @@ func (c *Cluster) replicaReport(id metadata.TopicID, st metadata.Partition) stri
 			desc += fmt.Sprintf(" failed (%v)", err)
 		}
 		if f, ok := p.fetchers[st.Leader]; ok {
-			if fs := f.parts[r]; fs != nil {
-				desc += fmt.Sprintf(" fetcher: epoch %d truncate %v", fs.epoch, fs.truncate)
+			if epoch, truncate, ok := f.sess.Followed(follower{r}); ok {
+				desc += fmt.Sprintf(" fetcher: epoch %d truncate %v", epoch, truncate)
 			}
 		}
 		if snap, ok := r.core.LeaderSnapshot(); ok {

@@ -7,21 +7,23 @@
 // metadata log, internal/controller for every metadata decision,
 // internal/metadata for the image, replication.Leader for high watermarks,
 // acks and ISR changes, replication.TruncationPoint for follower
-// reconciliation, producer.Table for idempotence, storage.Log on a
-// crashable vfs.Mem for the partition logs, and the internal/api handlers
-// (Produce, Fetch, OffsetForLeaderEpoch, Metadata, InitProducerId, and the
-// consumer-group ones behind an api.GroupBackend around internal/group's
-// Coordinator) that real clients reach. Simulated group members run the
-// classic protocol (join, sync, heartbeat, offset fetch, fetch, commit)
-// through those handlers while members and coordinators crash. The
-// partition runtime (produce, acks, group commit, write.caching, follower
-// append and truncation, ISR proposals and resends) and the fetch read plan
-// are internal/replica's core, the one internal/node wraps, driven here
-// from the event queue (node_partition.go). What else internal/node does
-// with goroutines, sockets, timers and files — the follower fetch loop,
-// the group runtime, the controller's broker sessions and the broker's
-// session with it — is re-done here single-threaded (see node_*.go); the
-// comments there name the internal/node code each piece mirrors.
+// reconciliation, replicafetch.Session for each follower's fetcher,
+// producer.Table for idempotence, storage.Log on a crashable vfs.Mem for
+// the partition logs, and the internal/api handlers (Produce, Fetch,
+// OffsetForLeaderEpoch, Metadata, InitProducerId, and the consumer-group
+// ones behind grouphost.Backend over one grouphost.Host per coordinator,
+// as internal/node) that real clients reach. Simulated group members run
+// the classic protocol (join, sync, heartbeat, offset fetch, fetch,
+// commit) through those handlers while members and coordinators crash.
+// The partition runtime (produce, acks, group commit, write.caching,
+// follower append and truncation, ISR proposals and resends) and the fetch
+// read plan are internal/replica's core, the one internal/node wraps,
+// driven here from the event queue (node_partition.go), as are the
+// fetcher session (node_fetcher.go) and the group host (node_group.go).
+// What else internal/node does with goroutines, sockets, timers and files
+// — the controller's broker sessions and the broker's session with it —
+// is re-done here single-threaded (see node_*.go); the comments there name
+// the internal/node code each piece mirrors.
 //
 // Rot is simulated in the bytes a batch's CRC covers (and its magic byte),
 // followed by a crash so that recovery meets it, in the segments recovery

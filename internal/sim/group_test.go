@@ -3,7 +3,6 @@ package sim
 import (
 	"testing"
 	"testing/cryptotest"
-	"time"
 )
 
 // TestGroups runs seeds where group members consume through a consumer
@@ -23,9 +22,8 @@ func TestGroups(t *testing.T) {
 	for seed := first; seed < first+seeds; seed++ {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, seed)
-			o := Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: *flagDuration, Groups: true,
-				Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
-				Producers: []ProducerSpec{{Acks: -1, Idempotent: true}}, Consumers: 1}
+			o := groupSeed(seed)
+			o.Duration = *flagDuration
 			o.Verbose = *flagSeed == seed
 			o.Out = func(s string) { t.Log(s) }
 			r := Run(o)

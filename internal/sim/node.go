@@ -63,6 +63,11 @@ type node struct {
 	up          bool
 	incarnation uint64        // bumped by every crash, so a dead process's timers never fire
 	pausedUntil time.Duration // a SIGSTOPped process runs nothing until then
+	// held is what came due while paused, in order; it runs on resume
+	// before anything newer, as a resumed process first reads what
+	// waits on its sockets and timers.
+	held       []func()
+	resumeWait bool // a resume event is scheduled
 
 	proc *process // nil while down
 }
@@ -125,11 +130,38 @@ func (n *node) runIf(inc uint64, fn func()) {
 	if !n.up || n.incarnation != inc {
 		return
 	}
-	if now := n.c.s.now; n.pausedUntil > now {
-		n.c.s.after(n.pausedUntil-now, func() { n.runIf(inc, fn) })
+	if n.pausedUntil > n.c.s.now || len(n.held) > 0 {
+		n.held = append(n.held, func() { n.runIf(inc, fn) })
+		n.scheduleResume()
 		return
 	}
 	fn()
+}
+
+// scheduleResume runs the held events once the pause is over (at once if
+// it already is: healing ends pauses early).
+func (n *node) scheduleResume() {
+	if n.resumeWait {
+		return
+	}
+	n.resumeWait = true
+	n.c.s.after(n.pausedUntil-n.c.s.now, func() {
+		n.resumeWait = false
+		if n.pausedUntil > n.c.s.now { // paused again meanwhile
+			n.scheduleResume()
+			return
+		}
+		held := n.held
+		n.held = nil
+		for i, f := range held {
+			f()
+			if len(n.held) > 0 { // paused again by one of them
+				n.held = append(held[i+1:len(held):len(held)], n.held...)
+				n.scheduleResume()
+				return
+			}
+		}
+	})
 }
 
 // deliver runs an arriving message on the current incarnation, if any.
@@ -144,7 +176,7 @@ func (n *node) deliver(fn func()) {
 func (n *node) start() error {
 	n.up = true
 	n.incarnation++
-	n.pausedUntil = 0
+	n.pausedUntil, n.held = 0, nil
 	p := &process{n: n, controller: -1, brokerEpoch: -1,
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
 	// Broker.takeShutdownState: the previous process vouches for its
@@ -207,7 +239,7 @@ func (n *node) crash(torn bool) {
 		return
 	}
 	n.up = false
-	n.pausedUntil = 0
+	n.pausedUntil, n.held = 0, nil
 	n.proc = nil
 	n.fs.Crash(vfs.CrashOptions{TornWrites: torn, Seed: n.c.s.rng.Uint64()})
 	n.boot++

@@ -1,49 +1,44 @@
 package sim
 
 import (
-	"errors"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/fetchsession"
-	"github.com/skein-log/skein/internal/replication"
+	"github.com/skein-log/skein/internal/replicafetch"
 )
 
-// fetcher is internal/node's replicaFetcher for one leader: reconcile a
-// divergent tail with OffsetForLeaderEpoch (KIP-101/279), then fetch,
-// append, fsync, and only then fetch again, so the offset each fetch
-// carries is what this replica holds durably. One request in flight.
+// fetcher runs the replicafetch.Session internal/node runs for one
+// leader, on the event queue: it sends what the session asks for over the
+// simulated network, carries out the actions the answers lead to
+// (truncate, restart, append and fsync, node_partition.go) and only then
+// asks again. One request in flight.
 type fetcher struct {
 	p       *process
 	leader  int32
-	parts   map[*replica]*followState
-	order   []*replica
+	sess    *replicafetch.Session[follower]
 	busy    bool
 	stopped bool
-	// session is replicaFetcher.session: the follower's side of a fetch
-	// session (KIP-227) with the leader.
-	session *fetchsession.Builder
-}
-
-type followState struct {
-	epoch    int32
-	truncate bool
-	retryAt  int64 // simulated ns; a refused partition waits
 }
 
 const maxTruncationRounds = 16
 
+func newFetcher(p *process, leader int32) *fetcher {
+	return &fetcher{p: p, leader: leader, sess: replicafetch.New[follower](replicafetch.Config{
+		ReplicaID:           p.n.id,
+		MaxWait:             fetchMaxWait,
+		MinBytes:            1,
+		MaxBytes:            1 << 20,
+		PartitionMaxBytes:   256 << 10,
+		RefusalPause:        pauseAfterRefusal,
+		MaxTruncationRounds: maxTruncationRounds,
+	})}
+}
+
 func (f *fetcher) assign(rs []*replica) {
-	next := map[*replica]*followState{}
-	for _, r := range rs {
-		st, ok := f.parts[r]
-		if !ok || st.epoch != r.core.State().LeaderEpoch {
-			st = &followState{epoch: r.core.State().LeaderEpoch, truncate: true}
-		}
-		next[r] = st
+	parts := make([]replicafetch.Assignment[follower], len(rs))
+	for i, r := range rs {
+		parts[i] = replicafetch.Assignment[follower]{P: follower{r}, Topic: r.topic, Partition: r.index, Epoch: r.core.State().LeaderEpoch}
 	}
-	f.parts, f.order = next, rs
+	f.sess.Assign(parts)
 	if !f.busy {
 		f.busy = true
 		f.p.n.after(0, f.round)
@@ -55,224 +50,45 @@ func (f *fetcher) round() {
 	if f.stopped || f.p.n.proc != f.p {
 		return
 	}
-	now := int64(f.p.n.c.s.now)
-	var work []*replica
-	for _, r := range f.order {
-		if st := f.parts[r]; st != nil && now >= st.retryAt {
-			work = append(work, r)
-		}
+	c := f.p.n.c
+	step := f.sess.Next(c.s.now, f.p.image.ClusterID())
+	for _, v := range step.Violations {
+		c.violation("n%d fetcher of n%d: %s", f.p.n.id, f.leader, v)
 	}
-	if len(work) == 0 {
-		f.p.n.after(pauseAfterRefusal, f.round)
+	if step.Request == nil {
+		f.p.n.after(step.Wait, f.round)
 		return
 	}
-	for _, r := range work {
-		st := f.parts[r]
-		if !st.truncate {
-			continue
-		}
-		f.reconcile(r, *st, 0)
-		return
+	timeout := rpcTimeout
+	if step.Request.Key() == 1 { // Fetch: a long poll
+		timeout = fetchMaxWait + rpcTimeout
 	}
-	f.fetch(work)
-}
-
-func (f *fetcher) again(err error) {
-	if err != nil {
-		f.p.n.after(fetchBackoff, f.round)
-		return
-	}
-	f.p.n.after(0, f.round)
-}
-
-// reconcile asks where this replica's latest epoch ends on the leader and
-// truncates there (replicaFetcher.reconcile), one round per answer.
-func (f *fetcher) reconcile(r *replica, st followState, round int) {
-	latest, ok := r.log.Epochs().Latest()
-	if !ok || r.log.LogEndOffset() == r.log.LogStartOffset() {
-		f.setTruncated(r, st.epoch)
-		f.again(nil)
-		return
-	}
-	if round >= maxTruncationRounds {
-		f.p.n.c.violation("%s on %s: log did not converge after %d truncation rounds", r.name(), f.p.n, round)
-		f.again(errors.New("no convergence"))
-		return
-	}
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.Version = 3
-	req.ReplicaID = f.p.n.id
-	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = r.topic
-	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.Partition = r.index
-	rp.CurrentLeaderEpoch = st.epoch
-	rp.LeaderEpoch = latest
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	f.p.call(f.leader, req, func(resp kmsg.Response, err error) {
-		if f.stopped || f.parts[r] == nil || f.parts[r].epoch != st.epoch {
-			f.again(nil)
-			return
-		}
-		if err != nil {
-			f.again(err)
-			return
-		}
-		o := resp.(*kmsg.OffsetForLeaderEpochResponse)
-		if len(o.Topics) != 1 || len(o.Topics[0].Partitions) != 1 {
-			f.again(errors.New("malformed OffsetForLeaderEpoch answer"))
-			return
-		}
-		ans := o.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(ans.ErrorCode); err != nil {
-			f.pause(r, st.epoch)
-			f.again(err)
-			return
-		}
-		cache := r.log.Epochs()
-		tr, err := replication.TruncationPoint(replication.FollowerLog{
-			LogEndOffset:  r.log.LogEndOffset(),
-			HighWatermark: r.core.HighWatermark(),
-			EndOffsetFor: func(epoch int32) (int32, int64) {
-				return cache.EndOffsetFor(epoch, r.log.LogEndOffset())
-			},
-		}, latest, replication.EpochEndOffset{Epoch: ans.LeaderEpoch, EndOffset: ans.EndOffset})
-		if err != nil {
-			f.p.n.tracef("%s truncation point: %v", r.name(), err)
-			f.again(err)
-			return
-		}
-		// At the log end too: storage.Log.Truncate then drops an epoch
-		// with no batches, which the follower would otherwise keep naming
-		// as its last fetched epoch. internal/node's fetcher still calls
-		// truncateTo only below the log end and needs the same change.
-		if tr.Offset <= r.log.LogEndOffset() {
-			if err := r.truncateTo(tr.Offset); err != nil {
-				f.p.n.tracef("%s: %v", r.name(), err)
-				f.again(err)
-				return
-			}
-		}
-		if tr.Complete {
-			f.setTruncated(r, st.epoch)
-			f.again(nil)
-			return
-		}
-		f.reconcile(r, st, round+1)
-	})
-}
-
-func (f *fetcher) setTruncated(r *replica, epoch int32) {
-	if st, ok := f.parts[r]; ok && st.epoch == epoch {
-		st.truncate = false
-	}
-}
-
-func (f *fetcher) pause(r *replica, epoch int32) {
-	if st, ok := f.parts[r]; ok && st.epoch == epoch {
-		st.retryAt = int64(f.p.n.c.s.now + pauseAfterRefusal)
-		st.truncate = true
-	}
-}
-
-func (f *fetcher) markTruncate(r *replica) {
-	if st, ok := f.parts[r]; ok {
-		st.truncate = true
-	}
-}
-
-func (f *fetcher) fetch(work []*replica) {
-	p := f.p
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
-	req.ReplicaID = p.n.id
-	req.MaxWaitMillis = int32(fetchMaxWait.Milliseconds())
-	req.MinBytes = 1
-	req.MaxBytes = 1 << 20
-	req.ClusterID = kmsg.StringPtr(p.image.ClusterID())
-	type sent struct {
-		r     *replica
-		epoch int32
-	}
-	index := map[string]map[int32]sent{}
-	want := make([]fetchsession.Partition, 0, len(work))
-	for _, r := range work {
-		if index[r.topic] == nil {
-			index[r.topic] = map[int32]sent{}
-		}
-		st := f.parts[r]
-		fp := fetchsession.Partition{
-			Key:                fetchsession.Key{Name: r.topic, Partition: r.index},
-			FetchOffset:        r.log.LogEndOffset(),
-			LogStartOffset:     r.log.LogStartOffset(),
-			MaxBytes:           256 << 10,
-			CurrentLeaderEpoch: st.epoch,
-			LastFetchedEpoch:   -1,
-		}
-		if latest, ok := r.log.Epochs().Latest(); ok {
-			fp.LastFetchedEpoch = latest
-		}
-		want = append(want, fp)
-		index[r.topic][r.index] = sent{r, st.epoch}
-	}
-	if f.session == nil {
-		f.session = fetchsession.NewBuilder()
-	}
-	fetchsession.FillRequest(req, f.session.Build(want))
-	p.callTimeout(f.leader, req, fetchMaxWait+rpcTimeout, func(resp kmsg.Response, err error) {
+	f.p.callTimeout(f.leader, step.Request, timeout, func(resp kmsg.Response, err error) {
 		if f.stopped {
 			return
 		}
-		if err != nil {
-			f.session.Reset()
-			f.again(err)
+		rd := f.sess.Answer(c.s.now, resp, err)
+		f.carryOut(rd)
+		if rd.Backoff {
+			f.p.n.after(fetchBackoff, f.round)
 			return
 		}
-		fr := resp.(*kmsg.FetchResponse)
-		f.session.Answered(fr.ErrorCode, fr.SessionID)
-		if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
-			f.again(err)
-			return
-		}
-		for _, t := range fr.Topics {
-			for _, rp := range t.Partitions {
-				s, ok := index[t.Topic][rp.Partition]
-				if !ok || f.parts[s.r] == nil || f.parts[s.r].epoch != s.epoch {
-					continue
-				}
-				f.handlePartition(s.r, s.epoch, rp)
-			}
-		}
-		f.again(nil)
+		f.p.n.after(0, f.round)
 	})
 }
 
-// handlePartition is replicaFetcher.handlePartition.
-func (f *fetcher) handlePartition(r *replica, epoch int32, rp kmsg.FetchResponseTopicPartition) {
-	switch err := kerr.ErrorForCode(rp.ErrorCode); {
-	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange):
-		if r.log.LogEndOffset() < rp.LogStartOffset {
-			if err := r.restartAt(rp.LogStartOffset); err != nil {
-				f.p.n.tracef("%s: cannot restart follower log: %v", r.name(), err)
-			}
-		} else {
-			f.markTruncate(r)
+func (f *fetcher) carryOut(rd replicafetch.Ready[follower]) {
+	c := f.p.n.c
+	for _, v := range rd.Violations {
+		c.violation("n%d fetcher of n%d: %s", f.p.n.id, f.leader, v)
+	}
+	for _, w := range rd.Warnings {
+		f.p.n.tracef("%s", w)
+	}
+	for _, a := range rd.Actions {
+		if err := replicafetch.Do(a); err != nil {
+			f.p.n.tracef("%s: %s failed: %v", a.P.r.name(), a.Kind, err)
+			f.sess.Failed(c.s.now, a)
 		}
-		return
-	case errors.Is(err, kerr.UnknownLeaderEpoch):
-		return
-	default:
-		f.pause(r, epoch)
-		return
-	}
-	if rp.DivergingEpoch.EndOffset >= 0 {
-		f.markTruncate(r)
-		return
-	}
-	if err := r.appendFromLeader(rp.RecordBatches, rp.HighWatermark, epoch); err != nil {
-		f.p.n.tracef("%s follower append failed: %v", r.name(), err)
-		f.pause(r, epoch)
 	}
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -9,21 +8,19 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/group"
-	"github.com/skein-log/skein/internal/records"
+	"github.com/skein-log/skein/internal/grouphost"
 )
 
-// The group coordinator's runtime: internal/node's group_partition.go,
-// single threaded. Each __consumer_offsets partition this node leads has a
-// coordinator for that leader epoch, loaded by replaying the partition's
-// log when leadership arrives; its records are appended with acks=all and
-// the answers that depend on them go out only once they are committed; a
-// failed append answers NOT_COORDINATOR and the partition is loaded again.
-// An assignment's record is the exception: its outcome goes back to the
-// coordinator, which answers the generation's syncs or rebalances.
-// Timers run on the event queue at the coordinator's NextDeadline, and
-// ExpireOffsets on a schedule. The harness creates __consumer_offsets with
-// the data topic (cluster.go), so EnsureOffsetsTopic only reports whether
-// this node's image has it yet.
+// The group coordinator's runtime: the grouphost.Host internal/node runs,
+// on the event queue. Each __consumer_offsets partition this node leads
+// has a coordinator for that leader epoch, loaded by replaying the
+// partition's log when leadership arrives; the Host's writes go through
+// the replica's produce (acks=all) and its awaitCommitted, their outcomes
+// come back as events, and a Ready asking for a reload stops the Host and
+// loads the partition again. Timers run on the event queue at the Host's
+// TickAt, and ExpireOffsets on a schedule. The harness creates
+// __consumer_offsets with the data topic (cluster.go), so
+// EnsureOffsetsTopic only reports whether this node's image has it yet.
 
 const (
 	offsetsTopic = api.OffsetsTopic
@@ -45,59 +42,28 @@ func simGroupConfig() group.Config {
 	return cfg
 }
 
-// coordinator is one group.Coordinator of one offsets partition in one
-// leader epoch (internal/node's groupCoordinator).
+// coordinator wraps the Host of one offsets partition in one leader epoch
+// (internal/node's groupCoordinator).
 type coordinator struct {
-	r       *replica
-	epoch   int32
-	c       *group.Coordinator
-	stopped bool
-	parked  group.Parked
-	// lastWrite is the latest batch of records appended; answers of later
-	// calls that wrote nothing wait for it too.
-	lastWrite *groupWrite
+	r     *replica
+	epoch int32
+	host  *grouphost.Host
 	// timerGen invalidates tick timers armed before the latest rearm.
 	timerGen uint64
+	// loaded is the members' group's generation as replayed (0: absent),
+	// reported to the checker when the replayed log is committed, unless
+	// a write of this coordinator was reported committed first.
+	loaded       int32
+	wroteCommits bool
 }
 
-// groupWrite is one batch of records on its way to commit (single
-// threaded: no lock, unlike internal/node's).
-type groupWrite struct {
-	finished bool
-	err      error
-	waiters  []func(error)
-}
-
-func (w *groupWrite) then(f func(error)) {
-	if w.finished {
-		f(w.err)
-		return
-	}
-	w.waiters = append(w.waiters, f)
-}
-
-func (w *groupWrite) finish(err error) {
-	if w.finished {
-		return
-	}
-	w.finished, w.err = true, err
-	waiters := w.waiters
-	w.waiters = nil
-	for _, f := range waiters {
-		f(err)
-	}
-}
+var _ grouphost.Handle = (*coordinator)(nil)
 
 // startCoordinator replaces the replica's coordinator with one for its
 // current leader epoch, loaded from the log.
 func (r *replica) startCoordinator() {
 	r.stopCoordinator("new leader epoch")
-	gc := &coordinator{r: r, epoch: r.core.LeaderEpoch()}
-	c, err := group.New(simGroupConfig(), r.p.n.c.s.rng.Uint64())
-	var end int64
-	if err == nil {
-		end, err = gc.replay(c)
-	}
+	l, err := grouphost.Replay(simGroupConfig(), r.p.n.c.s.rng.Uint64(), r.log, r.name(), r.nowMs())
 	if err != nil {
 		r.p.n.tracef("%s: loading consumer groups failed: %v; retrying", r.name(), err)
 		epoch := r.core.LeaderEpoch()
@@ -108,12 +74,14 @@ func (r *replica) startCoordinator() {
 		})
 		return
 	}
-	gc.c = c
+	gc := &coordinator{r: r, epoch: r.core.LeaderEpoch(), host: grouphost.New(r.name())}
+	if d := l.Coordinator.DescribeGroup(memberGroup); d.State != group.Dead {
+		gc.loaded = d.Generation
+	}
 	r.coord = gc
-	r.p.n.tracef("%s: coordinating %d groups in epoch %d", r.name(), len(c.ListGroups(nil)), gc.epoch)
+	r.p.n.tracef("%s: coordinating %d groups in epoch %d", r.name(), len(l.Coordinator.ListGroups(nil)), gc.epoch)
+	_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.Activate(now, l), nil })
 	r.p.n.c.check.coordinatorLoaded(gc)
-	gc.awaitLoaded(end)
-	gc.rearm()
 	gc.scheduleExpire()
 }
 
@@ -125,120 +93,66 @@ func (r *replica) stopCoordinator(why string) {
 		return
 	}
 	r.coord = nil
-	gc.stopped = true
 	gc.timerGen++
-	send := gc.answers(gc.c.Unload())
-	// Unload answers every parked request; any left over are answered
-	// here, in request order so that runs stay deterministic.
-	for _, answer := range gc.parked.Abandon(kerr.NotCoordinator) {
-		send = append(send, func(error) { answer() })
-	}
-	for _, a := range send {
-		a(nil)
-	}
+	gc.carryOut(gc.host.Stop())
 	r.p.n.tracef("%s: stopped coordinating groups of epoch %d (%s)", r.name(), gc.epoch, why)
 }
 
-// replay applies every record of the partition, as groupCoordinator.replay,
-// and returns the log end it read to.
-func (gc *coordinator) replay(c *group.Coordinator) (int64, error) {
-	log := gc.r.log
-	now := gc.r.nowMs()
-	end := log.LogEndOffset()
-	for off := log.LogStartOffset(); off < end; {
-		data, err := log.Read(off, 1<<20, end, true)
-		if err != nil {
-			return 0, fmt.Errorf("read at %d: %w", off, err)
-		}
-		if len(data) == 0 {
-			return 0, fmt.Errorf("read at %d: no batch below the log end %d", off, end)
-		}
-		err = batch.Split(data, func(b []byte) error {
-			h, recs, err := records.Decode(b, 1<<20)
-			if err != nil {
-				return fmt.Errorf("batch at %d: %w", off, err)
-			}
-			off = h.LastOffset() + 1
-			for _, rec := range recs {
-				if err := c.Apply(now, group.Record{Key: rec.Key, Value: rec.Value}); err != nil {
-					gc.r.p.n.c.violation("%s: unreadable group record at %d: %v", gc.r.name(), rec.Offset(h), err)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, err
-		}
+// Do is grouphost.Handle's.
+func (gc *coordinator) Do(op func(h *grouphost.Host, now int64) (grouphost.Ready, error)) error {
+	rd, err := op(gc.host, gc.r.nowMs())
+	if err != nil {
+		return err
 	}
-	return end, nil
+	gc.carryOut(rd)
+	return nil
 }
 
-// awaitLoaded holds every answer until the records replayed up to end are
-// committed, as groupCoordinator.awaitLoaded.
-func (gc *coordinator) awaitLoaded(end int64) {
-	w := &groupWrite{}
-	gc.lastWrite = w
-	r := gc.r
-	r.awaitCommitted(end, groupWriteTimeout, func(err error) {
-		if err == nil {
-			w.finish(nil)
-			return
-		}
-		w.finish(fmt.Errorf("%w: the group state loaded from %s is not committed: %v", kerr.NotCoordinator, r.name(), err))
-		r.p.n.after(0, func() { gc.fail(fmt.Errorf("the log tail it loaded is not committed: %w", err)) })
-	})
+// Writable is grouphost.Handle's.
+func (gc *coordinator) Writable() error {
+	if !gc.r.core.IsLeader() {
+		return kerr.NotLeaderForPartition
+	}
+	return gc.r.core.AcksAllWritable()
 }
 
-// call runs fn on the coordinator and carries out its Output (see
-// groupCoordinator.call and carryOutLocked); finish, if not nil, gets the
-// write's outcome.
-func (gc *coordinator) call(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) {
-	out := fn(gc.c, gc.r.nowMs())
-	answers := gc.answers(out)
-	if finish != nil {
-		answers = append(answers, finish)
-	}
-	deliver := func(err error) {
-		for _, a := range answers {
-			a(err)
-		}
-	}
-	defer gc.rearm()
+// carryOut starts the Ready's writes (their outcomes come back as events
+// after this one, the append may complete inside it), sends its answers
+// and rearms the tick.
+func (gc *coordinator) carryOut(rd grouphost.Ready) {
 	r := gc.r
-	switch w := gc.lastWrite; {
-	case len(out.Records) > 0:
-		w := &groupWrite{}
-		w.then(deliver)
-		gc.lastWrite = w
-		gc.append(out.Records, func(err error) {
-			if err == nil {
-				w.finish(nil)
-				return
-			}
-			w.finish(fmt.Errorf("%w: writing group state to %s failed: %v", kerr.NotCoordinator, r.name(), err))
-			// The coordinator's memory ran ahead of the log: reload it,
-			// after this event (the append may have failed inside call).
-			r.p.n.after(0, func() { gc.fail(err) })
-		})
-	case w != nil:
-		w.then(deliver)
-	default:
-		deliver(nil)
-	}
-	for _, aw := range out.AssignmentWrites {
-		// Not a lastWrite, as in internal/node: the coordinator acts on it
-		// only once it hears the outcome, after this event.
-		gc.append([]group.Record{aw.Record}, func(err error) {
-			if err != nil {
-				r.p.n.tracef("%s: assignment of group %s not written (%v); the group rebalances", r.name(), aw.GroupID, err)
-			}
-			r.p.n.after(0, func() {
-				if !gc.stopped {
-					gc.call(func(c *group.Coordinator, now int64) group.Output { return c.AssignmentWritten(now, aw, err) }, nil)
+	for _, w := range rd.Writes {
+		done := func(err error) { r.p.n.after(0, func() { gc.written(w.ID, err) }) }
+		if w.Records == nil {
+			r.awaitCommitted(w.AwaitCommitted, groupWriteTimeout, func(err error) {
+				if err == nil && !gc.wroteCommits {
+					if t, ok := r.p.image.Topic(offsetsTopic); ok && group.PartitionFor(memberGroup, int32(len(t.Partitions))) == r.index {
+						r.p.n.c.check.groupLoadCommitted(gc.loaded)
+					}
 				}
+				done(err)
 			})
-		})
+			continue
+		}
+		gc.append(w.Records, done)
 	}
+	for _, p := range rd.Problems {
+		r.p.n.c.violation("%s", p)
+	}
+	for _, w := range rd.Warnings {
+		r.p.n.tracef("%s", w)
+	}
+	for _, send := range rd.Send {
+		send()
+	}
+	if rd.Reload != nil {
+		r.p.n.after(0, gc.fail)
+	}
+	gc.rearm(rd)
+}
+
+func (gc *coordinator) written(id uint64, err error) {
+	_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.Written(now, id, err), nil })
 }
 
 // append appends records as one acks=all batch; the checker follows the
@@ -253,73 +167,47 @@ func (gc *coordinator) append(recs []group.Record, done func(error)) {
 		Acks: -1, Timeout: groupWriteTimeout},
 		func(res api.ProduceResult) {
 			if res.Err == nil {
+				gc.wroteCommits = true
 				r.p.n.c.check.groupRecordsCommitted(recs)
 			}
 			done(res.Err)
 		})
 }
 
-// write is call for requests whose purpose is to write: refused up front
-// with COORDINATOR_NOT_AVAILABLE when the partition cannot take an
-// acks=all write now.
-func (gc *coordinator) write(fn func(c *group.Coordinator, now int64) group.Output, finish func(error)) error {
-	if !gc.r.core.IsLeader() {
-		return kerr.NotCoordinator
-	}
-	if err := gc.r.core.AcksAllWritable(); err != nil {
-		return fmt.Errorf("%w: %s cannot take writes now: %v", kerr.CoordinatorNotAvailable, gc.r.name(), err)
-	}
-	gc.call(fn, finish)
-	return nil
-}
-
-func (gc *coordinator) fail(cause error) {
+// fail reloads the partition after a Ready asked for it.
+func (gc *coordinator) fail() {
 	r := gc.r
-	if gc.stopped || r.coord != gc {
+	if gc.host.Stopped() || r.coord != gc {
 		return
 	}
-	r.p.n.tracef("%s: group state write failed (%v); reloading", r.name(), cause)
 	r.stopCoordinator("write failed")
 	if r.core.IsLeader() && r.p.parts[partKey{r.id, r.index}] == r {
 		r.startCoordinator()
 	}
 }
 
-// answers turns an Output's answers into callbacks taking the write's
-// outcome: nil sends the coordinator's answer, an error replaces it.
-func (gc *coordinator) answers(out group.Output) []func(error) {
-	answers, unknown := gc.parked.Answers(out)
-	for _, id := range unknown {
-		gc.r.p.n.c.violation("%s: coordinator answered unknown request %d", gc.r.name(), id)
-	}
-	return answers
-}
-
-// rearm schedules a Tick at the coordinator's next deadline.
-func (gc *coordinator) rearm() {
-	if gc.stopped {
+// rearm schedules a Tick at the Host's next deadline.
+func (gc *coordinator) rearm(rd grouphost.Ready) {
+	if !gc.host.Active() {
 		return
 	}
 	gc.timerGen++
-	deadline, ok := gc.c.NextDeadline()
-	if !ok {
+	if !rd.HasTick {
 		return
 	}
 	gen := gc.timerGen
-	gc.r.p.n.after(msDuration(deadline-gc.r.nowMs()), func() {
-		if gc.stopped || gc.timerGen != gen {
+	gc.r.p.n.after(msDuration(rd.TickAt-gc.r.nowMs()), func() {
+		if gc.timerGen != gen {
 			return
 		}
-		gc.call(func(c *group.Coordinator, now int64) group.Output { return c.Tick(now) }, nil)
+		_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.Tick(now) })
 	})
 }
 
 func (gc *coordinator) scheduleExpire() {
 	gc.r.p.n.after(groupExpireInterval, func() {
-		if gc.stopped {
-			return
+		if err := gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.ExpireOffsets(now) }); err == nil {
+			gc.scheduleExpire()
 		}
-		gc.call(func(c *group.Coordinator, now int64) group.Output { return c.ExpireOffsets(now) }, nil)
-		gc.scheduleExpire()
 	})
 }

@@ -59,7 +59,7 @@ func (p *process) updateFetchers() {
 	for _, id := range sortedKeys(want) {
 		f, ok := p.fetchers[id]
 		if !ok {
-			f = &fetcher{p: p, leader: id, parts: map[*replica]*followState{}}
+			f = newFetcher(p, id)
 			p.fetchers[id] = f
 		}
 		f.assign(want[id])

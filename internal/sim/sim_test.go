@@ -143,7 +143,12 @@ func TestBitFlips(t *testing.T) {
 // at generation 17, made a generation 18 of its own that gave partition 0
 // to another member. Fixed in both runtimes: a loaded coordinator's
 // answers wait until the high watermark covers the log end it replayed
-// (awaitLoaded), as its own writes' answers do.
+// (awaitLoaded), as its own writes' answers do. Since both runtimes run
+// one grouphost.Host (whose outcomes reach the simulator one event later),
+// seed 172 no longer fails with that rule reverted; TestGroups seed 994
+// does (checked on 2026-12-01: the only one of the first 5,000 group
+// seeds; a member syncs into generation 2 after it was in generation 3),
+// so it is pinned below with TestGroups' options.
 func TestRegressions(t *testing.T) {
 	idem := ProducerSpec{Acks: -1, Idempotent: true}
 	for _, o := range []Options{
@@ -174,6 +179,7 @@ func TestRegressions(t *testing.T) {
 			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 5 * time.Millisecond},
 			Faults:    FaultMix{Every: 2960 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
 			Producers: []ProducerSpec{idem, {Acks: 1}}},
+		groupSeed(994),
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
@@ -182,18 +188,26 @@ func TestRegressions(t *testing.T) {
 	}
 }
 
+// groupSeed is seed as TestGroups runs it at the default length.
+func groupSeed(seed uint64) Options {
+	return Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: 10 * time.Second, Groups: true,
+		Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
+		Producers: []ProducerSpec{{Acks: -1, Idempotent: true}}, Consumers: 1}
+}
+
 // TestRegressionEmptyEpoch replays swarm seeds that fail when the fix is
-// reverted (checked on 2026-11-30: 44 of the first 300 swarm seeds failed,
-// these among them): a replica that led an epoch without appending kept
-// that epoch in its cache after losing leadership; as a follower it named
+// reverted (checked on 2026-12-01 with the fix in replicafetch.Session:
+// 16 of the first 300 swarm seeds failed, these among them): a replica
+// that led an epoch without appending kept that epoch in its cache after
+// losing leadership; as a follower it named
 // it as its last fetched epoch, the leader (which never had it) answered
 // "diverging" and reconciliation found nothing to cut, forever: the replica
 // never rejoined the ISR. Fixed in storage.Log.Truncate (truncating at the
-// log end drops epochs that start there) and in both fetchers (they
-// truncate at their log end too). A swarm change can move these seeds:
+// log end drops epochs that start there) and in the fetcher session (it
+// truncates at the log end too). A swarm change can move these seeds:
 // re-pin by reverting the fix and picking seeds that fail again.
 func TestRegressionEmptyEpoch(t *testing.T) {
-	for _, seed := range []uint64{16, 21, 26, 30, 33} {
+	for _, seed := range []uint64{55, 61, 76, 82, 113} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, seed)
 			report(t, Run(Swarm(seed, 10*time.Second)))
@@ -208,9 +222,11 @@ func TestRegressionEmptyEpoch(t *testing.T) {
 // made the leader acknowledge acks=all for records one ISR member had
 // only in its page cache (with a power loss after it: a consumed record
 // lost). The simulated follower syncs what it appended before reporting
-// the error, as internal/node/fetcher.go now does too.
+// the error, as internal/node/follower.go now does too.
 func TestRegressionFollowerAppendFailure(t *testing.T) {
-	for _, seed := range []uint64{1, 8, 24, 37} {
+	// Re-pinned on 2026-12-01 (seeds 1-120 of this mix with the sync
+	// reverted: 19, 24, 37, 82, 93 and 104 fail).
+	for _, seed := range []uint64{19, 24, 37, 82} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, seed)
 			report(t, Run(Options{Seed: seed, Nodes: 3, Partitions: 2, Duration: 10 * time.Second,
