@@ -51,10 +51,15 @@ fi
 export SKEINTEST_VERIFY=1
 
 echo "== test"
-go test -count=1 -timeout 15m ./...
+# The TestCluster* tests (the e2e cluster tests, ~90 s, and the few
+# in-process cluster tests of cmd/skein and internal/metrics) run once,
+# below, with the invariants tag, instead of twice.
+go test -count=1 -timeout 15m -skip '^TestCluster' ./...
 
 # Once more with broken invariants panicking where they are found
-# (internal/invariant): the replica core and the simulator's seeds.
+# (internal/invariant): the replica core, the simulator's seeds and the
+# in-process cluster tests.
 echo "== test (-tags invariants)"
 go test -count=1 -tags invariants ./internal/invariant/ ./internal/replica/ ./internal/replication/
 go test -count=1 -tags invariants -run 'TestSeeds|TestRegressions' ./internal/sim/
+go test -count=1 -timeout 10m -tags invariants -run '^TestCluster' ./test/e2e/ ./cmd/skein/ ./internal/metrics/

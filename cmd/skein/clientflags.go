@@ -16,16 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// bootstrapFlag registers --bootstrap-server and its short form -b, as
-// Kafka's tools name it.
-func bootstrapFlag(fs *flag.FlagSet) *string {
-	v := new(string)
-	*v = "127.0.0.1:9092"
-	fs.StringVar(v, "bootstrap-server", *v, "comma-separated host:port list of brokers")
-	fs.StringVar(v, "b", *v, "short for --bootstrap-server")
-	return v
-}
-
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -192,7 +182,7 @@ func (f *stringsFlag) Set(v string) error {
 // resource (topic, group) shares: the cluster, the resource's name flag
 // and how long to wait.
 type adminFlags struct {
-	bootstrap *string
+	bootstrap *clusterFlags
 	name      *string
 	timeout   *time.Duration
 }
@@ -201,7 +191,7 @@ type adminFlags struct {
 // names a resource (e.g. --topic).
 func addAdminFlags(fs *flag.FlagSet, nameFlag, nameUsage string) adminFlags {
 	return adminFlags{
-		bootstrap: bootstrapFlag(fs),
+		bootstrap: clusterFlag(fs),
 		name:      fs.String(nameFlag, "", nameUsage),
 		timeout:   fs.Duration("timeout", adminTimeout, "give up on the cluster after this long"),
 	}
@@ -227,7 +217,7 @@ func (f adminFlags) names(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // connect returns an admin client and a context bounded by --timeout.
 func (f adminFlags) connect(ctx context.Context) (*kadm.Client, context.Context, context.CancelFunc, error) {
-	adm, err := newAdmin(*f.bootstrap)
+	adm, err := newAdmin(f.bootstrap)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -237,7 +227,7 @@ func (f adminFlags) connect(ctx context.Context) (*kadm.Client, context.Context,
 
 // newAdmin returns an admin client for a comma-separated bootstrap list.
 // Closing the admin client closes its connections.
-func newAdmin(bootstrap string) (*kadm.Client, error) {
+func newAdmin(bootstrap *clusterFlags) (*kadm.Client, error) {
 	cl, err := newClient(bootstrap)
 	if err != nil {
 		return nil, err
@@ -246,12 +236,12 @@ func newAdmin(bootstrap string) (*kadm.Client, error) {
 }
 
 // newClient is newAdmin's client, for requests kadm has no call for.
-func newClient(bootstrap string) (*kgo.Client, error) {
-	brokers := splitList(bootstrap)
-	if len(brokers) == 0 {
-		return nil, errors.New("--bootstrap-server is empty")
+func newClient(bootstrap *clusterFlags) (*kgo.Client, error) {
+	opts, err := bootstrap.opts()
+	if err != nil {
+		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", bootstrap, err)
 	}

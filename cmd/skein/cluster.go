@@ -29,7 +29,7 @@ func runCluster(ctx context.Context, args []string, s streams) error {
 
 func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein cluster describe", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	timeout := fs.Duration("timeout", adminTimeout, "give up on the cluster after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -37,7 +37,7 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cl, err := newClient(*bootstrap)
+	cl, err := newClient(bootstrap)
 	if err != nil {
 		return err
 	}
@@ -48,11 +48,11 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 
 	md, err := adm.Metadata(ctx)
 	if err != nil {
-		return fmt.Errorf("metadata from %s: %w", *bootstrap, explainError(err))
+		return fmt.Errorf("metadata from %s: %w", bootstrap, explainError(err))
 	}
 	cluster, err := describeCluster(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("describe cluster from %s: %w", *bootstrap, explainError(err))
+		return fmt.Errorf("describe cluster from %s: %w", bootstrap, explainError(err))
 	}
 	configs, err := topicConfigs(ctx, adm, md.Topics.Names())
 	if err != nil {

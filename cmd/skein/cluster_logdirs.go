@@ -15,7 +15,7 @@ import (
 // volume's size and free space, and each partition replica's size.
 func runClusterLogDirs(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein cluster log-dirs", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	timeout := fs.Duration("timeout", adminTimeout, "give up on the cluster after this long")
 	topic := fs.String("topic", "", "list only this topic's partitions")
 	if err := fs.Parse(args); err != nil {
@@ -24,7 +24,7 @@ func runClusterLogDirs(ctx context.Context, args []string, s streams) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	adm, err := newAdmin(*bootstrap)
+	adm, err := newAdmin(bootstrap)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func runClusterLogDirs(ctx context.Context, args []string, s streams) error {
 	if *topic != "" {
 		md, err := adm.Metadata(ctx, *topic)
 		if err != nil {
-			return fmt.Errorf("metadata from %s: %w", *bootstrap, explainError(err))
+			return fmt.Errorf("metadata from %s: %w", bootstrap, explainError(err))
 		}
 		t, ok := md.Topics[*topic]
 		if !ok || t.Err != nil {
@@ -48,7 +48,7 @@ func runClusterLogDirs(ctx context.Context, args []string, s streams) error {
 	}
 	dirs, err := adm.DescribeAllLogDirs(ctx, set)
 	if err != nil {
-		return fmt.Errorf("log dirs from %s: %w", *bootstrap, explainError(err))
+		return fmt.Errorf("log dirs from %s: %w", bootstrap, explainError(err))
 	}
 	printLogDirs(s.out, dirs)
 	return nil

@@ -17,9 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/node"
-	"github.com/skein-log/skein/internal/testport"
+	"github.com/skein-log/skein/internal/testcluster"
 )
 
 func TestAssessPartition(t *testing.T) {
@@ -156,46 +155,16 @@ func TestClusterDescribeThreeBrokers(t *testing.T) {
 }
 
 // startTestCluster starts n in-process brokers, each also a voter of the
-// metadata quorum, on reserved ports, and waits until all registered.
+// metadata quorum, and waits until all registered.
 func startTestCluster(t *testing.T, n int) []*node.Broker {
 	t.Helper()
-	dir := t.TempDir()
-	ctrlPorts := make([]int, n)
-	var voters []string
-	for i := range n {
-		ctrlPorts[i] = testport.One(t)
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
-	}
+	props := testcluster.Props(t, testcluster.Combine(n), map[string]string{"offsets.topic.num.partitions": "3"})
 	out := make([]*node.Broker, n)
-	for i := range n {
-		cfg, err := config.NewBroker(map[string]string{
-			"node.id":                      strconv.Itoa(i + 1),
-			"process.roles":                "broker,controller",
-			"cluster.id":                   "skein-cli-test",
-			"listeners":                    fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", testport.One(t), ctrlPorts[i]),
-			"controller.quorum.voters":     strings.Join(voters, ","),
-			"log.dirs":                     filepath.Join(dir, fmt.Sprintf("broker-%d", i+1)),
-			"broker.heartbeat.interval.ms": "200",
-			"broker.session.timeout.ms":    "3000",
-			"offsets.topic.num.partitions": "3",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := node.New(cfg, node.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err := b.Start(); err != nil {
-			t.Fatalf("start broker %d: %v", i+1, err)
-		}
-		t.Cleanup(b.Halt)
-		out[i] = b
+	for i := range out {
+		out[i] = testcluster.Start(t, props[i], node.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		t.Cleanup(out[i].Halt)
 	}
-	for i, b := range out {
-		select {
-		case <-b.Registered():
-		case <-time.After(30 * time.Second):
-			t.Fatalf("broker %d did not register", i+1)
-		}
-	}
+	testcluster.WaitRegistered(t, out)
 	return out
 }
 

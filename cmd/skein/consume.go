@@ -28,7 +28,7 @@ func init() {
 
 func runConsume(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein consume", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	topic := fs.String("topic", "", "topic to consume (required)")
 	fromBeginning := fs.Bool("from-beginning", false, "start at the earliest offset instead of the end")
 	group := fs.String("group", "", "consume as a member of this consumer group")
@@ -67,12 +67,12 @@ func runConsume(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
-	brokers := splitList(*bootstrap)
-	if len(brokers) == 0 {
-		return errors.New("--bootstrap-server is empty")
+	opts, err := bootstrap.opts()
+	if err != nil {
+		return err
 	}
 
-	adm, err := newAdmin(*bootstrap)
+	adm, err := newAdmin(bootstrap)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runConsume(ctx context.Context, args []string, s streams) error {
 
 	// Kafka's fetch.max.wait.ms default (kgo waits 5 s): an idle --timeout
 	// and Ctrl-C are noticed sooner, and the broker parks fewer fetches.
-	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.FetchMaxWait(consumeFetchMaxWait)}
+	opts = append(opts, kgo.FetchMaxWait(consumeFetchMaxWait))
 	switch {
 	case *group != "":
 		opts = append(opts, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic), kgo.ConsumeResetOffset(start))
@@ -94,7 +94,7 @@ func runConsume(ctx context.Context, args []string, s streams) error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("client for %s: %w", *bootstrap, err)
+		return fmt.Errorf("client for %s: %w", bootstrap, err)
 	}
 	defer cl.Close()
 

@@ -130,7 +130,7 @@ func TestConsume(t *testing.T) {
 func TestConsumeGroupUnsupported(t *testing.T) {
 	addr := startTestBroker(t)
 	mustRun(t, runTopic, "", "create", "g", "-b", addr)
-	adm, err := newAdmin(addr)
+	adm, err := newAdmin(&clusterFlags{bootstrap: addr})
 	if err != nil {
 		t.Fatal(err)
 	}

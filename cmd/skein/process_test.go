@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skein-log/skein/internal/testcluster"
 	"github.com/skein-log/skein/internal/testport"
 )
 
@@ -123,25 +124,8 @@ func TestVersion(t *testing.T) {
 type devProcess struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *syncBuffer
+	stderr *testcluster.Buffer
 	done   chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startDev(t *testing.T, args ...string) *devProcess {
@@ -154,7 +138,7 @@ func startDev(t *testing.T, args ...string) *devProcess {
 func startSkein(t *testing.T, readStderr bool, args ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(skeinBin(t), args...)
-	d := &devProcess{cmd: cmd, lines: make(chan string, 100), stderr: &syncBuffer{}, done: make(chan struct{})}
+	d := &devProcess{cmd: cmd, lines: make(chan string, 100), stderr: &testcluster.Buffer{}, done: make(chan struct{})}
 	var out io.Reader
 	var err error
 	if readStderr {

@@ -29,7 +29,7 @@ const (
 
 func runProduce(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein produce", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	topic := fs.String("topic", "", "topic to produce to (required)")
 	keySeparator := fs.String("key-separator", "", "split each line at the first occurrence into key and value (default: no key, the line is the value)")
 	var headers keyValuesFlag
@@ -57,17 +57,17 @@ func runProduce(ctx context.Context, args []string, s streams) error {
 	if *timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration", *timeout)
 	}
-	brokers := splitList(*bootstrap)
-	if len(brokers) == 0 {
-		return errors.New("--bootstrap-server is empty")
+	opts, err := bootstrap.opts()
+	if err != nil {
+		return err
 	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
+	brokers := bootstrap.seeds()
+	opts = append(opts,
 		kgo.DefaultProduceTopic(*topic),
 		// As Kafka's console producer: the broker's auto.create.topics.enable decides.
 		kgo.AllowAutoTopicCreation(),
 		kgo.RecordDeliveryTimeout(*timeout),
-	}
+	)
 	ackOpts, err := parseAcks(*acks)
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func runProduce(ctx context.Context, args []string, s streams) error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("client for %s: %w", *bootstrap, err)
+		return fmt.Errorf("client for %s: %w", bootstrap, err)
 	}
 	defer cl.Close()
 	if err := reachable(ctx, cl, brokers); err != nil {

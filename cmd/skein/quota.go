@@ -101,7 +101,7 @@ func (q *quotaEntityFlags) entity() (kadm.ClientQuotaEntity, error) {
 
 func runQuotaDescribe(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein quota describe", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	timeout := fs.Duration("timeout", adminTimeout, "give up on the cluster after this long")
 	var ef quotaEntityFlags
 	ef.register(fs)
@@ -161,7 +161,7 @@ func printQuotas(out io.Writer, described kadm.DescribedClientQuotas) {
 
 func runQuotaAlter(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("skein quota alter", s)
-	bootstrap := bootstrapFlag(fs)
+	bootstrap := clusterFlag(fs)
 	timeout := fs.Duration("timeout", adminTimeout, "give up on the cluster after this long")
 	var ef quotaEntityFlags
 	ef.register(fs)

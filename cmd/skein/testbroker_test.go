@@ -19,6 +19,13 @@ import (
 // client address. props are extra broker properties as "key=value".
 func startTestBroker(t *testing.T, props ...string) string {
 	t.Helper()
+	return startTestNode(t, props...).Addr("PLAINTEXT")
+}
+
+// startTestNode is startTestBroker returning the broker, for tests that
+// need the address of another listener.
+func startTestNode(t *testing.T, props ...string) *node.Broker {
+	t.Helper()
 	all := map[string]string{
 		"node.id":   "1",
 		"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
@@ -44,7 +51,7 @@ func startTestBroker(t *testing.T, props ...string) string {
 			t.Errorf("close broker: %v", err)
 		}
 	})
-	return b.Addr("PLAINTEXT")
+	return b
 }
 
 // cliResult is what one command run printed and returned.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -43,6 +44,7 @@ type Server struct {
 	addr string
 	log  *slog.Logger
 	http *http.Server
+	mux  *http.ServeMux
 
 	mu       sync.Mutex
 	listener net.Listener  // set by Start
@@ -57,11 +59,13 @@ func New(addr string, gatherer prometheus.Gatherer, health, ready CheckFunc, log
 		log = slog.Default()
 	}
 	log = log.With("component", "admin")
+	mux := newMux(gatherer, health, ready, log)
 	return &Server{
 		addr: addr,
 		log:  log,
+		mux:  mux,
 		http: &http.Server{
-			Handler:           newMux(gatherer, health, ready, log),
+			Handler:           mux,
 			ReadHeaderTimeout: readHeaderTimeout,
 			ReadTimeout:       readTimeout,
 			WriteTimeout:      writeTimeout,
@@ -70,6 +74,19 @@ func New(addr string, gatherer prometheus.Gatherer, health, ready CheckFunc, log
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
+}
+
+// EnablePprof serves Go's runtime profiles under /debug/pprof/
+// (admin.pprof.enable). Call it before Start. A CPU profile or trace must
+// ask for fewer seconds than the listener's 30 s write timeout
+// (?seconds=20), or net/http/pprof refuses it.
+func (s *Server) EnablePprof() {
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // Start listens on the server's address and serves in the background.

@@ -150,3 +150,25 @@ func TestLifecycle(t *testing.T) {
 		t.Error("request after Close: want connection error")
 	}
 }
+
+// TestPprofOptIn: the profiles are served only after EnablePprof
+// (admin.pprof.enable), and then answer with real profiles.
+func TestPprofOptIn(t *testing.T) {
+	off := startServer(t, prometheus.NewRegistry(), nil, nil)
+	if code, _ := do(t, http.MethodGet, "http://"+off.Addr()+"/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Fatalf("pprof off: status %d, want 404", code)
+	}
+	on := New("127.0.0.1:0", prometheus.NewRegistry(), nil, nil, slog.New(slog.DiscardHandler))
+	on.EnablePprof()
+	if err := on.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer on.Close()
+	code, body := do(t, http.MethodGet, "http://"+on.Addr()+"/debug/pprof/goroutine?debug=1")
+	if code != http.StatusOK || !strings.Contains(body, "goroutine profile: total") {
+		t.Fatalf("goroutine profile: status %d, body %.200q", code, body)
+	}
+	if code, body := do(t, http.MethodGet, "http://"+on.Addr()+"/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "heap") {
+		t.Fatalf("pprof index: status %d, body %.200q", code, body)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -81,7 +82,7 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		st.Topic = rt.Topic
 		st.TopicID = rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t, terr := lookupTopic(im, req.Version >= 13, rt.Topic, rt.TopicID)
+		t, terr := s.lookupAuthorized(r, authz.OpWrite, im, req.Version >= 13, rt.Topic, rt.TopicID)
 		tc := s.Backend.Config().TopicDefaults
 		if terr == nil {
 			if c, err := s.Backend.TopicConfig(t); err == nil {

@@ -15,8 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/fetchsession"
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
@@ -76,6 +78,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	// whole session for an incremental fetch); partitions that fail
 	// lookup are answered here and not sent on.
 	im := s.Backend.Image()
+	followerAllowed := replicaID < 0 || s.allowedCluster(r, authz.OpClusterAction)
 	answers := make([]kmsg.FetchResponseTopicPartition, len(sctx.Read))
 	var slots []int // backend partition -> index in sctx.Read
 	for i, rp := range sctx.Read {
@@ -87,7 +90,18 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 		sp.LogStartOffset = -1
 		sp.PreferredReadReplica = -1
 		sp.RecordBatches = []byte{}
-		t, terr := lookupTopic(im, byID, rp.Name, rp.ID)
+		var t *metadata.Topic
+		var terr error
+		switch {
+		case replicaID < 0:
+			t, terr = s.lookupAuthorized(r, authz.OpRead, im, byID, rp.Name, rp.ID)
+		case followerAllowed:
+			t, terr = lookupTopic(im, byID, rp.Name, rp.ID)
+		default:
+			// Only brokers may fetch as replicas (CLUSTER_ACTION); Kafka
+			// answers every partition TOPIC_AUTHORIZATION_FAILED.
+			terr = kerr.TopicAuthorizationFailed
+		}
 		if terr != nil {
 			sp.ErrorCode = ErrorCode(terr)
 			continue

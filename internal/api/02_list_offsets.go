@@ -6,6 +6,8 @@ package api
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 func init() {
@@ -19,7 +21,7 @@ func handleListOffsets(s *Server, r *Request, respond Respond) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, false, rt.Topic, [16]byte{})
+		t, terr := s.lookupAuthorized(r, authz.OpDescribe, im, false, rt.Topic, [16]byte{})
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -35,12 +36,23 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 	cid := im.ClusterID()
 	resp.ClusterID = &cid
 	resp.ControllerID = s.Backend.NodeID()
-	resp.AuthorizedOperations = authorizedOperationsOmitted
+	resp.AuthorizedOperations = s.clusterAuthorizedOperations(r, req.IncludeClusterAuthorizedOperations)
+	// withOps adds the topic's authorized operations when asked (v8+).
+	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+		if req.IncludeTopicAuthorizedOperations && mt.Topic != nil {
+			mt.AuthorizedOperations = s.authorizedOperations(r, authz.ResourceTopic, *mt.Topic)
+		}
+		return mt
+	}
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
+		// Topics the principal may not DESCRIBE are left out, so a
+		// listing tells nothing of their existence.
 		for _, t := range im.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect))
+			if s.allowedQuiet(r, authz.OpDescribe, authz.ResourceTopic, t.Name) {
+				resp.Topics = append(resp.Topics, withOps(topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect)))
+			}
 		}
 		respond(resp)
 		return
@@ -53,10 +65,19 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 		)
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
+			// Refused before its existence is told, as Kafka does.
+			if !s.allowed(r, authz.OpDescribe, authz.ResourceTopic, *rt.Topic) {
+				resp.Topics = append(resp.Topics, topicError(rt, kerr.TopicAuthorizationFailed.Code))
+				continue
+			}
 			t, found = im.Topic(*rt.Topic)
 			// Internal topics are never auto-created with client defaults:
 			// the group coordinator creates __consumer_offsets with its own.
 			if !found && allowCreate && s.Backend.Config().AutoCreateTopicsEnable && !isInternalTopic(*rt.Topic) {
+				if !s.allowedCreateTopic(r, *rt.Topic) {
+					resp.Topics = append(resp.Topics, topicError(rt, kerr.TopicAuthorizationFailed.Code))
+					continue
+				}
 				err := s.autoCreateTopic(*rt.Topic)
 				if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 					resp.Topics = append(resp.Topics, topicError(rt, autoCreateErrorCode(err)))
@@ -76,12 +97,16 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 			}
 		default:
 			t, found = im.TopicByID(metadata.TopicID(rt.TopicID))
+			if found && !s.allowed(r, authz.OpDescribe, authz.ResourceTopic, t.Name) {
+				resp.Topics = append(resp.Topics, topicError(rt, kerr.TopicAuthorizationFailed.Code))
+				continue
+			}
 		}
 		if !found {
 			resp.Topics = append(resp.Topics, topicError(rt, kerr.UnknownTopicOrPartition.Code))
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect))
+		resp.Topics = append(resp.Topics, withOps(topicMetadata(im, t, r.Listener, s.Backend.LeaderSuspect)))
 	}
 	respond(resp)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -31,6 +32,7 @@ func handleOffsetCommit(s *Server, r *Request, respond Respond) {
 	var codes [][]int16
 	var commit []group.CommitOffset
 	im := s.Backend.Image()
+	groupOK := s.allowed(r, authz.OpRead, authz.ResourceGroup, req.Group)
 	total := 0
 	for _, t := range req.Topics {
 		total += len(t.Partitions)
@@ -38,10 +40,15 @@ func handleOffsetCommit(s *Server, r *Request, respond Respond) {
 	for _, t := range req.Topics {
 		tc := make([]int16, len(t.Partitions))
 		topic, known := im.Topic(t.Topic)
+		topicOK := groupOK && s.allowed(r, authz.OpRead, authz.ResourceTopic, t.Topic)
 		for i, p := range t.Partitions {
 			switch {
 			case req.Group == "":
 				tc[i] = kerr.InvalidGroupID.Code
+			case !groupOK:
+				tc[i] = kerr.GroupAuthorizationFailed.Code
+			case !topicOK:
+				tc[i] = kerr.TopicAuthorizationFailed.Code
 			case total > maxCommitPartitions:
 				tc[i] = kerr.InvalidRequest.Code
 			case !known || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):

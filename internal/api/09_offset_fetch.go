@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -33,7 +34,7 @@ func handleOffsetFetch(s *Server, r *Request, respond Respond) {
 				return req.Topics[i].Topic, req.Topics[i].Partitions
 			})
 		}
-		s.fetchOffsets(req.Group, parts, func(fetched []fetchedOffset, err error) {
+		s.fetchOffsets(r, req.Group, parts, func(fetched []fetchedOffset, err error) {
 			if err != nil {
 				resp.ErrorCode = ErrorCode(err)
 				if r.Version < 2 {
@@ -88,7 +89,7 @@ func handleOffsetFetch(s *Server, r *Request, respond Respond) {
 				return g.Topics[i].Topic, g.Topics[i].Partitions
 			})
 		}
-		s.fetchOffsets(g.Group, parts, func(fetched []fetchedOffset, err error) {
+		s.fetchOffsets(r, g.Group, parts, func(fetched []fetchedOffset, err error) {
 			rg.ErrorCode = ErrorCode(err)
 			for _, f := range groupByTopic(fetched) {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -126,9 +127,17 @@ type fetchedOffset struct {
 	err error
 }
 
-func (s *Server) fetchOffsets(groupID string, parts []group.TopicPartition, done func([]fetchedOffset, error)) {
+// fetchOffsets reads a group's offsets for a principal with DESCRIBE on
+// the group: of the topics it may not DESCRIBE, requested ones answer
+// TOPIC_AUTHORIZATION_FAILED and, when all offsets are asked for, the
+// others are left out, as Kafka does.
+func (s *Server) fetchOffsets(r *Request, groupID string, parts []group.TopicPartition, done func([]fetchedOffset, error)) {
 	if groupID == "" {
 		done(nil, kerr.InvalidGroupID)
+		return
+	}
+	if !s.allowed(r, authz.OpDescribe, authz.ResourceGroup, groupID) {
+		done(nil, kerr.GroupAuthorizationFailed)
 		return
 	}
 	s.Backend.Groups().FetchOffsets(groupID, parts, func(fetched []group.FetchedOffset, err error) {
@@ -136,9 +145,21 @@ func (s *Server) fetchOffsets(groupID string, parts []group.TopicPartition, done
 			done(nil, err)
 			return
 		}
-		out := make([]fetchedOffset, len(fetched))
-		for i, f := range fetched {
-			out[i].FetchedOffset = f
+		out := make([]fetchedOffset, 0, len(fetched))
+		topicOK := map[string]bool{}
+		for _, f := range fetched {
+			ok, seen := topicOK[f.Topic]
+			if !seen {
+				ok = s.allowedQuiet(r, authz.OpDescribe, authz.ResourceTopic, f.Topic)
+				topicOK[f.Topic] = ok
+			}
+			switch {
+			case ok:
+				out = append(out, fetchedOffset{FetchedOffset: f})
+			case parts != nil:
+				f.Offset, f.LeaderEpoch, f.Metadata = -1, -1, ""
+				out = append(out, fetchedOffset{FetchedOffset: f, err: kerr.TopicAuthorizationFailed})
+			}
 		}
 		done(out, nil)
 	})

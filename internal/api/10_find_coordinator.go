@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -40,6 +41,11 @@ func handleFindCoordinator(s *Server, r *Request, respond Respond) {
 		im := s.Backend.Image()
 		for i, key := range keys {
 			c := findCoordinator(im, r.Listener, req.CoordinatorType, key, len(keys) > maxCoordinatorKeys, err)
+			if !s.coordinatorKeyAllowed(r, req.CoordinatorType, key) {
+				c = kmsg.NewFindCoordinatorResponseCoordinator()
+				c.Key, c.NodeID, c.Port = key, -1, -1
+				c.ErrorCode = coordinatorDeniedCode(req.CoordinatorType)
+			}
 			if r.Version < 4 {
 				resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 				resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
@@ -95,4 +101,23 @@ func findCoordinator(im *metadata.Image, listener string, keyType int8, key stri
 	}
 	c.NodeID, c.Host, c.Port = p.Leader, ep.Host, ep.Port
 	return c
+}
+
+// coordinatorKeyAllowed: finding a coordinator needs DESCRIBE on the group
+// (or transactional id) it is for.
+func (s *Server) coordinatorKeyAllowed(r *Request, keyType int8, key string) bool {
+	switch keyType {
+	case coordinatorTypeGroup:
+		return s.allowed(r, authz.OpDescribe, authz.ResourceGroup, key)
+	case coordinatorTypeTransaction:
+		return s.allowed(r, authz.OpDescribe, authz.ResourceTransactionalID, key)
+	}
+	return true
+}
+
+func coordinatorDeniedCode(keyType int8) int16 {
+	if keyType == coordinatorTypeTransaction {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return kerr.GroupAuthorizationFailed.Code
 }

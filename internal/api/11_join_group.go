@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -27,6 +28,11 @@ const maxJoinProtocols = 64
 func handleJoinGroup(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if !s.allowed(r, authz.OpRead, authz.ResourceGroup, req.Group) {
+		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.GroupAuthorizationFailed.Code, -1, req.MemberID
+		respond(resp)
+		return
+	}
 	// A join without protocols is the coordinator's to refuse, after it
 	// checked the group id and session timeout, as Kafka orders them.
 	if len(req.Protocols) > maxJoinProtocols {

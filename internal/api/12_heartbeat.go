@@ -5,8 +5,10 @@ package api
 // removed (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -17,6 +19,11 @@ func init() {
 func handleHeartbeat(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !s.allowed(r, authz.OpRead, authz.ResourceGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
 	resp.ErrorCode = ErrorCode(s.Backend.Groups().Heartbeat(group.HeartbeatRequest{
 		GroupID:    req.Group,
 		MemberID:   req.MemberID,

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -21,6 +22,11 @@ const maxLeavingMembers = 10_000
 func handleLeaveGroup(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !s.allowed(r, authz.OpRead, authz.ResourceGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
 	lr := group.LeaveRequest{GroupID: req.Group}
 	if r.Version < 3 {
 		lr.Members = []group.LeavingMember{{MemberID: req.MemberID}}

@@ -6,8 +6,10 @@ package api
 // leader usually wait (parked) until the leader's assignment arrives.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -18,6 +20,11 @@ func init() {
 func handleSyncGroup(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if !s.allowed(r, authz.OpRead, authz.ResourceGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
 	sr := group.SyncRequest{
 		GroupID:      req.Group,
 		MemberID:     req.MemberID,

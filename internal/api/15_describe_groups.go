@@ -3,12 +3,14 @@ package api
 // DescribeGroups: versions 0-5. Each group is described by its
 // coordinator, which must be this broker (others get NOT_COORDINATOR). An
 // unknown group is Dead with no members, as in Kafka. v3+ may ask for the
-// authorized operations: with no ACLs, everything is allowed; v4+ shows
+// authorized operations (authorizedOperations); v4+ shows
 // group.instance.id.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 func init() {
@@ -17,11 +19,6 @@ func init() {
 
 // maxDescribeGroups bounds one request.
 const maxDescribeGroups = 10_000
-
-// groupOperationsAll is the bit set of every ACL operation that applies to
-// a group (READ, DESCRIBE, DELETE), reported when authorized operations
-// are asked for: this broker has no ACLs.
-const groupOperationsAll = 1<<3 | 1<<8 | 1<<6
 
 // operationsNotRequested is Kafka's INT32_MIN for "not asked for".
 const operationsNotRequested = -1 << 31
@@ -33,8 +30,13 @@ func handleDescribeGroups(s *Server, r *Request, respond Respond) {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = operationsNotRequested
+		if !s.allowed(r, authz.OpDescribe, authz.ResourceGroup, id) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = groupOperationsAll
+			rg.AuthorizedOperations = s.authorizedOperations(r, authz.ResourceGroup, id)
 		}
 		if i >= maxDescribeGroups {
 			rg.ErrorCode = kerr.InvalidRequest.Code

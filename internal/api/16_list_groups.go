@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -31,7 +32,13 @@ func handleListGroups(s *Server, r *Request, respond Respond) {
 	}
 	groups, err := s.Backend.Groups().ListGroups(states)
 	resp.ErrorCode = ErrorCode(err)
+	// DESCRIBE on the cluster lists every group; otherwise only the
+	// groups the principal may DESCRIBE, as Kafka filters them.
+	all := s.allowedQuiet(r, authz.OpDescribe, authz.ResourceCluster, authz.ClusterName)
 	for _, g := range groups {
+		if !all && !s.allowedQuiet(r, authz.OpDescribe, authz.ResourceGroup, g.GroupID) {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState = g.GroupID, g.ProtocolType, g.State.String()
 		resp.Groups = append(resp.Groups, rg)

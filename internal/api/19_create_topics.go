@@ -39,6 +39,12 @@ func handleCreateTopics(s *Server, r *Request, respond Respond) {
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
+		if !s.allowedCreateTopic(r, rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.ErrorMessage = kmsg.StringPtr("CreateTopics needs CREATE on the cluster or the topic")
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		ct := controller.CreateTopicRequest{
 			Name:              rt.Topic,
 			NumPartitions:     rt.NumPartitions,

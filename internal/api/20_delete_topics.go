@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -44,6 +45,18 @@ func handleDeleteTopics(s *Server, r *Request, respond Respond) {
 			t, ok = im.Topic(*tg.name)
 		} else {
 			t, ok = im.TopicByID(metadata.TopicID(tg.id))
+		}
+		checked := ""
+		if ok {
+			checked = t.Name
+		} else if tg.name != nil {
+			checked = *tg.name
+		}
+		if checked != "" && !s.allowed(r, authz.OpDelete, authz.ResourceTopic, checked) {
+			// Refused before its existence is told.
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
 		}
 		if !ok {
 			if tg.name == nil || *tg.name == "" {

@@ -8,6 +8,8 @@ package api
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 func init() {
@@ -21,6 +23,15 @@ func handleInitProducerID(s *Server, r *Request, respond Respond) {
 	resp.ProducerEpoch = -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
+	// An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or
+	// WRITE on some topic (Kafka's authorizeByResourceType, KIP-679).
+	if !s.allowedQuiet(r, authz.OpIdempotentWrite, authz.ResourceCluster, authz.ClusterName) &&
+		!s.allowedAnyOf(r, authz.OpWrite, authz.ResourceTopic) {
+		s.denied(authz.ResourceCluster)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		respond(resp)
 		return
 	}

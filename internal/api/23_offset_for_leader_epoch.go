@@ -8,7 +8,10 @@ package api
 // leader epoch, fenced as in Fetch.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 func init() {
@@ -19,10 +22,15 @@ func handleOffsetForLeaderEpoch(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	im := s.Backend.Image()
+	// A replica's request (v3+) needs CLUSTER_ACTION, as a follower fetch.
+	replicaAllowed := req.Version < 3 || req.ReplicaID < 0 || s.allowedCluster(r, authz.OpClusterAction)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, false, rt.Topic, [16]byte{})
+		t, terr := s.lookupAuthorized(r, authz.OpDescribe, im, false, rt.Topic, [16]byte{})
+		if req.Version >= 3 && req.ReplicaID >= 0 && !replicaAllowed {
+			t, terr = nil, kerr.ClusterAuthorizationFailed
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition

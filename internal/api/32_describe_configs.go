@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 )
 
@@ -32,6 +33,11 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
 		var entries []config.ConfigEntry
+		if err := s.configResourceDenied(r, authz.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case resourceTopic:
 			t, ok := s.Backend.Image().Topic(rr.ResourceName)
@@ -73,8 +79,12 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 func describeEntry(e config.ConfigEntry, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name = e.Name
-	v := e.Value
-	c.Value = &v
+	if e.Sensitive {
+		c.IsSensitive = true // Value stays null, as Kafka answers secrets
+	} else {
+		v := e.Value
+		c.Value = &v
+	}
 	c.ReadOnly = e.ReadOnly
 	c.IsDefault = e.Source == config.SourceDefault
 	c.Source = kmsg.ConfigSource(e.Source)
@@ -87,8 +97,10 @@ func describeEntry(e config.ConfigEntry, synonyms, docs bool) kmsg.DescribeConfi
 		for _, syn := range e.Synonyms {
 			sc := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 			sc.Name = syn.Name
-			sv := syn.Value
-			sc.Value = &sv
+			if !e.Sensitive {
+				sv := syn.Value
+				sc.Value = &sv
+			}
 			sc.Source = kmsg.ConfigSource(syn.Source)
 			c.ConfigSynonyms = append(c.ConfigSynonyms, sc)
 		}

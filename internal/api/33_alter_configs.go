@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/metadata"
@@ -27,7 +28,11 @@ func handleAlterConfigs(s *Server, r *Request, respond Respond) {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
-		t, err := s.alterableTopic(rr.ResourceType, rr.ResourceName)
+		err := s.configResourceDenied(r, authz.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		var t *metadata.Topic
+		if err == nil {
+			t, err = s.alterableTopic(rr.ResourceType, rr.ResourceName)
+		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			resp.Resources = append(resp.Resources, res)

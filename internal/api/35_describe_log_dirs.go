@@ -10,7 +10,10 @@ package api
 // directories (v5, KIP-1066), so v5 is not served.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 func init() {
@@ -37,6 +40,12 @@ type LogDirPartition struct {
 func handleDescribeLogDirs(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !s.allowedCluster(r, authz.OpDescribe) {
+		// v3+ says so at the top; earlier versions with no directories.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
 	var wanted map[string]map[int32]bool // nil: every partition
 	if req.Topics != nil {
 		wanted = make(map[string]map[int32]bool, len(req.Topics))

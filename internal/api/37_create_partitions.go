@@ -4,8 +4,10 @@ package api
 // checks and commits nothing.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/controller"
 )
 
@@ -22,6 +24,11 @@ func handleCreatePartitions(s *Server, r *Request, respond Respond) {
 		var assignments [][]int32
 		for _, a := range rt.Assignment {
 			assignments = append(assignments, a.Replicas)
+		}
+		if !s.allowed(r, authz.OpAlter, authz.ResourceTopic, rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
 		}
 		recs, err := controller.CreatePartitions(s.Backend.Image(), rt.Topic, rt.Count, assignments)
 		if err == nil && !req.ValidateOnly {

@@ -8,6 +8,8 @@ package api
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 func init() {
@@ -37,5 +39,29 @@ func handleDeleteGroups(s *Server, r *Request, respond Respond) {
 		answer(nil)
 		return
 	}
-	s.Backend.Groups().DeleteGroups(req.Groups, answer)
+	// Groups the principal may not DELETE are answered here; the others
+	// go to the coordinator, and their answers are put back in order.
+	var allowed []string
+	denied := make([]bool, len(req.Groups))
+	for i, id := range req.Groups {
+		if denied[i] = !s.allowed(r, authz.OpDelete, authz.ResourceGroup, id); !denied[i] {
+			allowed = append(allowed, id)
+		}
+	}
+	s.Backend.Groups().DeleteGroups(allowed, func(errs []error) {
+		all := make([]error, len(req.Groups))
+		next := 0
+		for i := range req.Groups {
+			switch {
+			case denied[i]:
+				all[i] = kerr.GroupAuthorizationFailed
+			case next < len(errs):
+				all[i] = errs[next]
+				next++
+			default:
+				all[i] = kerr.InvalidRequest
+			}
+		}
+		answer(all)
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -35,6 +36,22 @@ func handleElectLeaders(s *Server, r *Request, respond Respond) {
 	}
 	if electionType != electionPreferred && electionType != electionUnclean {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		respond(resp)
+		return
+	}
+
+	if !s.allowedCluster(r, authz.OpAlter) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, rt := range req.Topics {
+			et := kmsg.NewElectLeadersResponseTopic()
+			et.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				ep := kmsg.NewElectLeadersResponseTopicPartition()
+				ep.Partition, ep.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				et.Partitions = append(et.Partitions, ep)
+			}
+			resp.Topics = append(resp.Topics, et)
+		}
 		respond(resp)
 		return
 	}

@@ -9,6 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
@@ -30,7 +33,11 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
-		t, err := s.alterableTopic(rr.ResourceType, rr.ResourceName)
+		err := s.configResourceDenied(r, authz.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		var t *metadata.Topic
+		if err == nil {
+			t, err = s.alterableTopic(rr.ResourceType, rr.ResourceName)
+		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			resp.Resources = append(resp.Resources, res)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -24,8 +25,17 @@ func handleOffsetDelete(s *Server, r *Request, respond Respond) {
 		respond(resp)
 		return
 	}
+	if !s.allowed(r, authz.OpDelete, authz.ResourceGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
 	var parts []group.TopicPartition
-	for _, t := range req.Topics {
+	topicOK := make([]bool, len(req.Topics))
+	for i, t := range req.Topics {
+		if topicOK[i] = s.allowed(r, authz.OpRead, authz.ResourceTopic, t.Topic); !topicOK[i] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
@@ -39,12 +49,17 @@ func handleOffsetDelete(s *Server, r *Request, respond Respond) {
 		resp.ErrorCode = ErrorCode(res.Err)
 		if res.Err == nil {
 			next := 0
-			for _, t := range req.Topics {
+			for ti, t := range req.Topics {
 				rt := kmsg.NewOffsetDeleteResponseTopic()
 				rt.Topic = t.Topic
 				for _, p := range t.Partitions {
 					rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 					rp.Partition = p.Partition
+					if !topicOK[ti] {
+						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
 					if next < len(res.Partitions) {
 						rp.ErrorCode = ErrorCode(res.Partitions[next].Err)
 					}

@@ -23,7 +23,7 @@ func handleDescribeCluster(s *Server, r *Request, respond Respond) {
 	im := s.Backend.Image()
 	resp.ClusterID = im.ClusterID()
 	resp.ControllerID = s.Backend.ActiveControllerID()
-	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+	resp.ClusterAuthorizedOperations = s.clusterAuthorizedOperations(r, req.IncludeClusterAuthorizedOperations)
 	if req.Version >= 1 {
 		resp.EndpointType = 1
 	}

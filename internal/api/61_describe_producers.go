@@ -10,6 +10,7 @@ package api
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/producer"
 )
@@ -45,7 +46,7 @@ func handleDescribeProducers(s *Server, r *Request, respond Respond) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := lookupTopic(im, false, rt.Topic, [16]byte{})
+		t, terr := s.lookupAuthorized(r, authz.OpRead, im, false, rt.Topic, [16]byte{})
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p

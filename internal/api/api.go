@@ -9,10 +9,13 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"log/slog"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // Respond delivers the response to a request. It is called exactly once,
@@ -27,6 +30,9 @@ type Request struct {
 	ClientID string
 	Host     string // the client's address, for logs and group membership
 	Listener string // the listener the request arrived on; Metadata answers with its endpoints
+	// SASL is the connection's authentication on a SASL listener, for
+	// SaslHandshake and SaslAuthenticate; nil elsewhere.
+	SASL SASLSession
 	// ControllerListener is set for requests on a controller listener.
 	ControllerListener bool
 	// Conn identifies the connection, for the controller's liveness
@@ -37,6 +43,12 @@ type Request struct {
 	// Kafka closes the connection: the client notices and refreshes its
 	// metadata instead of writing into the void.
 	CloseConn func()
+	// Principal is who the connection authenticated as: User:<name>
+	// after SASL, User:<subject> from a verified TLS client certificate,
+	// User:ANONYMOUS on a client listener without authentication, BrokerPrincipal on
+	// the controller and dedicated inter-broker listeners, and zero for
+	// requests a node makes of its own handlers (allowed everything).
+	Principal Principal
 	Body      kmsg.Request
 }
 
@@ -111,6 +123,8 @@ func Specs() []Spec {
 type Server struct {
 	Backend Backend
 	Log     *slog.Logger
+	// OnDenied, if set, counts an authorization denial.
+	OnDenied func(authz.ResourceType)
 }
 
 // Serve runs the handler for a request whose version was already checked
@@ -122,9 +136,23 @@ func (s *Server) Serve(r *Request, respond Respond) {
 		// is a programming error, not bad input.
 		panic("api: no handler for key " + kmsg.NameForKey(r.Body.Key()))
 	}
+	if spec.Forwardable && r.Principal == BrokerPrincipal {
+		// Only admin requests are forwarded, and only by brokers.
+		takeForwardedPrincipal(r)
+	}
 	if spec.Forwardable && !s.Backend.IsActiveController() {
-		// Only the active controller decides metadata changes.
+		// Only the active controller decides metadata changes; it
+		// authorizes the client, whose principal travels with the
+		// request.
+		tagForwardedPrincipal(r)
 		s.Backend.Forward(r, respond)
+		return
+	}
+	if spec.ControllerOnly && !s.allowedCluster(r, authz.OpClusterAction) {
+		// Only brokers and controllers speak the controller APIs.
+		resp := r.Body.ResponseKind()
+		setTopLevelError(resp, kerr.ClusterAuthorizationFailed.Code)
+		respond(resp)
 		return
 	}
 	spec.Handle(s, r, respond)

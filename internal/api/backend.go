@@ -95,7 +95,7 @@ type FetchSessions interface {
 type ProduceParams struct {
 	Topic     metadata.TopicID
 	Partition int32
-	Batches   [][]byte // each validated by batch.Validate
+	Batches   [][]byte // each validated by records.Validate (or built with a fresh CRC): the log does not compute the CRC again
 	Acks      int16
 	Timeout   time.Duration
 }

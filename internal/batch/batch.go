@@ -173,6 +173,32 @@ func ParseHeader(b []byte) (Header, error) {
 // Validate checks one complete batch: b must be exactly one batch. It verifies
 // the magic, the length, the CRC-32C, the codec and the record count fields.
 func Validate(b []byte) (Header, error) {
+	h, err := parseWhole(b)
+	if err != nil {
+		return h, err
+	}
+	if got := crc32.Checksum(b[crcCoveredFromOff:], castagnoli); got != h.CRC {
+		return h, fmt.Errorf("%w: stored %08x computed %08x", ErrBadCRC, h.CRC, got)
+	}
+	return h, checkFields(&h)
+}
+
+// ValidateFraming is Validate without the CRC, for a batch whose CRC its
+// caller has checked moments before (the leader's produce path: the
+// handler's records.Validate checks it, and the CRC over every byte is the
+// one cost of validation that grows with the batch). It still refuses
+// whatever would corrupt the log's framing: a wrong length, magic, codec
+// or record count.
+func ValidateFraming(b []byte) (Header, error) {
+	h, err := parseWhole(b)
+	if err != nil {
+		return h, err
+	}
+	return h, checkFields(&h)
+}
+
+// parseWhole parses the header of b, which must be exactly one batch.
+func parseWhole(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -180,19 +206,21 @@ func Validate(b []byte) (Header, error) {
 	if h.Size() != len(b) {
 		return h, fmt.Errorf("%w: header says %d bytes, have %d", ErrBadLength, h.Size(), len(b))
 	}
-	if got := crc32.Checksum(b[crcCoveredFromOff:], castagnoli); got != h.CRC {
-		return h, fmt.Errorf("%w: stored %08x computed %08x", ErrBadCRC, h.CRC, got)
-	}
+	return h, nil
+}
+
+// checkFields checks a client batch's codec and count fields.
+func checkFields(h *Header) error {
 	if h.Compression() > maxCompressionID {
-		return h, fmt.Errorf("%w: %d", ErrBadCompression, h.Compression())
+		return fmt.Errorf("%w: %d", ErrBadCompression, h.Compression())
 	}
 	if h.LastOffsetDelta < 0 || h.RecordCount < 0 || (!h.IsControl() && h.RecordCount != h.LastOffsetDelta+1) {
-		return h, fmt.Errorf("%w: count %d, last offset delta %d", ErrBadCount, h.RecordCount, h.LastOffsetDelta)
+		return fmt.Errorf("%w: count %d, last offset delta %d", ErrBadCount, h.RecordCount, h.LastOffsetDelta)
 	}
 	if h.RecordCount == 0 {
-		return h, fmt.Errorf("%w: empty batch", ErrBadCount)
+		return fmt.Errorf("%w: empty batch", ErrBadCount)
 	}
-	return h, nil
+	return nil
 }
 
 // Split walks a buffer holding consecutive batches (as in a produce request

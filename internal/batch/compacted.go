@@ -20,12 +20,9 @@ func (h *Header) HasDeleteHorizon() bool { return h.Attributes&DeleteHorizonBit 
 // none when it is kept only for its producer's sequence numbers (Kafka's
 // KAFKA-5443 shape). Client batches go through the stricter Validate.
 func ValidateStored(b []byte) (Header, error) {
-	h, err := ParseHeader(b)
+	h, err := parseWhole(b)
 	if err != nil {
 		return h, err
-	}
-	if h.Size() != len(b) {
-		return h, fmt.Errorf("%w: header says %d bytes, have %d", ErrBadLength, h.Size(), len(b))
 	}
 	if got := CRC(b); got != h.CRC {
 		return h, fmt.Errorf("%w: stored %08x computed %08x", ErrBadCRC, h.CRC, got)

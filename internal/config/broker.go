@@ -5,6 +5,8 @@ import (
 	"net"
 	"slices"
 	"time"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // Process roles.
@@ -33,6 +35,7 @@ type Broker struct {
 	// alone at its controller listener when that is empty.
 	ControllerQuorumVoters []Voter
 	AdminListeners         []AdminListener // admin.listeners (empty = off)
+	AdminPprof             bool            // admin.pprof.enable
 	// OutboundBindAddress is the local IP of connections to other nodes
 	// (outbound.bind.address); nil lets the OS choose.
 	OutboundBindAddress net.IP
@@ -56,6 +59,14 @@ type Broker struct {
 	SocketReceiveBufferBytes       int           // socket.receive.buffer.bytes (-1 = OS default)
 	ConnectionsMaxIdle             time.Duration // connections.max.idle.ms
 	SocketRequestReadTimeout       time.Duration // socket.request.read.timeout.ms
+	// ListenerTLS holds each SSL listener's TLS settings, by upper-case
+	// name (see TLSOf).
+	ListenerTLS      map[string]ListenerTLS
+	HandshakeTimeout time.Duration // ssl.handshake.timeout.ms
+	// ListenerSASL holds each SASL listener's mechanisms and users, by
+	// upper-case name (see SASLOf).
+	ListenerSASL              map[string]ListenerSASL
+	FailedAuthenticationDelay time.Duration // connection.failed.authentication.delay.ms
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
@@ -70,6 +81,12 @@ type Broker struct {
 	MinInsyncReplicas        int32 // min.insync.replicas (also TopicDefaults.MinInsyncReplicas)
 	AutoCreateTopicsEnable   bool  // auto.create.topics.enable
 	DeleteTopicEnable        bool  // delete.topic.enable
+
+	// Authorizer is SkeinAuthorizer when authorizer.class.name names it or
+	// one of Kafka's aliases, "" when requests are not authorized.
+	Authorizer   string
+	SuperUsers   map[authz.Principal]bool // super.users
+	AllowIfNoACL bool                     // allow.everyone.if.no.acl.found
 
 	ReplicaLagTimeMax            time.Duration // replica.lag.time.max.ms
 	ReplicaFetchMaxBytes         int32         // replica.fetch.max.bytes
@@ -176,7 +193,11 @@ func (s *settings) build() (*Broker, error) {
 		DefaultReplicationFactor: r.int16("default.replication.factor"),
 		MinInsyncReplicas:        r.int32("min.insync.replicas"),
 		AutoCreateTopicsEnable:   r.bool("auto.create.topics.enable"),
+		AdminPprof:               r.bool("admin.pprof.enable"),
 		DeleteTopicEnable:        r.bool("delete.topic.enable"),
+
+		Authorizer:   authorizerClass(r.text("authorizer.class.name")),
+		AllowIfNoACL: r.bool("allow.everyone.if.no.acl.found"),
 
 		ReplicaLagTimeMax:            r.durationMs("replica.lag.time.max.ms"),
 		ReplicaFetchMaxBytes:         r.int32("replica.fetch.max.bytes"),
@@ -216,6 +237,7 @@ func (s *settings) build() (*Broker, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	b.SuperUsers, _ = authz.ParseSuperUsers(r.text("super.users")) // checked by the property
 	if err := b.resolveNetwork(r); err != nil {
 		return nil, err
 	}
@@ -223,6 +245,12 @@ func (s *settings) build() (*Broker, error) {
 		return nil, err
 	}
 	if err := b.resolveConnectionLimits(r, s.listenerValues); err != nil {
+		return nil, err
+	}
+	if err := b.resolveTLS(r, s.listenerValues); err != nil {
+		return nil, err
+	}
+	if err := b.resolveSASL(r, s.listenerValues); err != nil {
 		return nil, err
 	}
 	defaults, err := ResolveTopic(b, nil)

@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// supportedProtocol is the only security protocol Skein serves today.
-const supportedProtocol = "PLAINTEXT"
-
 // ruleError reports a cross-property rule broken by key's effective value.
 func (b *Broker) ruleError(r *reader, key, reason string) *Error {
 	return &Error{Key: key, Value: r.text(key), Reason: reason, Origin: b.origins[key]}
@@ -37,9 +34,9 @@ func (b *Broker) resolveNetwork(r *reader) error {
 			return b.ruleError(r, "listener.security.protocol.map",
 				fmt.Sprintf("a map covering every listener: %s has no security protocol", l.Name))
 		}
-		if proto != supportedProtocol {
+		if !slices.Contains(servedProtocols, proto) {
 			return b.ruleError(r, "listeners",
-				fmt.Sprintf("%s listeners only: %s uses %s, which Skein does not serve", supportedProtocol, l.Name, proto))
+				fmt.Sprintf("%s listeners only: %s uses %s", strings.Join(servedProtocols, ", "), l.Name, proto))
 		}
 		listeners[i].SecurityProtocol = proto
 	}

@@ -21,7 +21,7 @@ func listenerScoped(key string) (listener, property string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	for _, p := range listenerScopedProperties {
+	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped(), []string{plainJAASScoped}) {
 		if name, found := strings.CutSuffix(rest, "."+p); found && name != "" && !strings.Contains(name, ".") {
 			return strings.ToUpper(name), p, true
 		}
@@ -74,6 +74,9 @@ func (b *Broker) resolveConnectionLimits(r *reader, scoped map[string]string) er
 	for _, key := range slices.Sorted(maps.Keys(scoped)) {
 		value := scoped[key]
 		name, prop, _ := listenerScoped(key)
+		if !slices.Contains(listenerScopedProperties, prop) {
+			continue // a listener's TLS settings: resolveTLS
+		}
 		base := theRegistry().byName[prop]
 		if reason, ok := base.Validate(value); !ok {
 			return &Error{Key: key, Value: value, Reason: reason, Origin: b.origins[key]}

@@ -36,6 +36,8 @@ type ConfigEntry struct {
 	ReadOnly bool
 	Type     int8 // ConfigType* code
 	Doc      string
+	// Sensitive entries carry no Value (nor synonyms' values).
+	Sensitive bool
 	// Synonyms are every place the value could have come from, most
 	// specific first, as Kafka lists them (include_synonyms=true).
 	Synonyms []ConfigSynonym
@@ -93,15 +95,23 @@ func DescribeBroker(b *Broker) []ConfigEntry {
 		if explicit {
 			source = SourceStaticBroker
 		}
-		out = append(out, ConfigEntry{
-			Name:     p.Name,
-			Value:    value,
-			Source:   source,
-			ReadOnly: true,
-			Type:     p.Kind.ConfigType(),
-			Doc:      p.Doc,
-			Synonyms: brokerSynonyms(b.Raw, p),
-		})
+		e := ConfigEntry{
+			Name:      p.Name,
+			Value:     value,
+			Source:    source,
+			ReadOnly:  true,
+			Type:      p.Kind.ConfigType(),
+			Doc:       p.Doc,
+			Synonyms:  brokerSynonyms(b.Raw, p),
+			Sensitive: p.Sensitive,
+		}
+		if p.Sensitive {
+			e.Value = ""
+			for i := range e.Synonyms {
+				e.Synonyms[i].Value = ""
+			}
+		}
+		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out

@@ -29,7 +29,11 @@ func (e *Error) Error() string {
 			msg += ": " + e.Reason
 		}
 	} else {
-		msg = fmt.Sprintf("config: %s=%s: must be %s", e.Key, strconv.Quote(e.Value), e.Reason)
+		value := strconv.Quote(e.Value)
+		if sensitiveKey(e.Key) {
+			value = "(hidden)"
+		}
+		msg = fmt.Sprintf("config: %s=%s: must be %s", e.Key, value, e.Reason)
 	}
 	if e.Origin != "" {
 		msg += " (set in " + e.Origin + ")"
@@ -39,4 +43,17 @@ func (e *Error) Error() string {
 
 func invalid(key, value, reason string) *Error {
 	return &Error{Key: key, Value: value, Reason: reason}
+}
+
+// sensitiveKey reports a key whose value must not be quoted, also when
+// scoped to a listener.
+func sensitiveKey(key string) bool {
+	if _, prop, ok := listenerScoped(key); ok {
+		key = prop
+		if prop == plainJAASScoped {
+			return true
+		}
+	}
+	p := theRegistry().byName[key]
+	return p != nil && p.Sensitive
 }

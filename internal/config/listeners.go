@@ -134,8 +134,8 @@ func ParseAdminListeners(s string) ([]AdminListener, error) {
 	return out, nil
 }
 
-// securityProtocols are Kafka's protocol names. Skein serves only
-// PLAINTEXT; the others parse so the error can say exactly that.
+// securityProtocols are Kafka's protocol names. Skein serves those in
+// servedProtocols; the others parse so the error can say exactly that.
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 // ParseProtocolMap parses listener.security.protocol.map:

@@ -133,3 +133,21 @@ func unescape(s string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// ReadClientProperties reads a Kafka client properties file (the tools'
+// --command-config): Java .properties syntax, a later key winning.
+func ReadClientProperties(path string) (map[string]string, error) {
+	text, err := readFileLimited(path)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := parseProperties(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := make(map[string]string, len(lines))
+	for _, l := range lines {
+		out[l.Key] = l.Value
+	}
+	return out, nil
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // maxDurationMs is the largest millisecond count a time.Duration can hold.
@@ -62,7 +64,7 @@ var brokerProperties = []Property{
 		Name: "listener.security.protocol.map", Kind: KindList,
 		Default: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 		format:  "LISTENER:PROTOCOL", check: checkBy(ParseProtocolMap),
-		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT only.",
+		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL are refused.",
 	},
 	{
 		Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER",
@@ -83,6 +85,11 @@ var brokerProperties = []Property{
 		Name: "admin.listeners", Kind: KindList,
 		format: "http://host:port", check: checkBy(ParseAdminListeners),
 		Doc: "Skein extension: HTTP addresses serving /metrics and health checks. Empty: off.",
+	},
+	{
+		Name: "admin.pprof.enable", Kind: KindBool, Default: "false",
+		Doc: "Skein extension: also serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on admin.listeners. " +
+			"Off by default: profiles show internals and cost CPU while taken. A CPU profile or trace must ask for under 30 seconds (?seconds=20), the listener's write timeout.",
 	},
 	{
 		Name: "outbound.bind.address", Kind: KindString,
@@ -205,6 +212,22 @@ var brokerProperties = []Property{
 	{
 		Name: "delete.topic.enable", Kind: KindBool, Default: "true",
 		Doc: "Allow DeleteTopics; false answers it with TOPIC_DELETION_DISABLED.",
+	},
+
+	// Authorization.
+	{
+		Name: "authorizer.class.name", Kind: KindString, format: "empty or an authorizer class name", check: checkAuthorizerClass,
+		Doc: "Authorizer of every request. Empty: none, every principal may do everything (as Kafka). " +
+			SkeinAuthorizer + " is Skein's ACL authorizer, with Kafka's StandardAuthorizer semantics; Kafka's class names " +
+			"org.apache.kafka.metadata.authorizer.StandardAuthorizer and kafka.security.authorizer.AclAuthorizer are accepted as its aliases. Any other class is refused.",
+	},
+	{
+		Name: "super.users", Kind: KindString, format: "principals separated by ';' (User:admin;User:ops)", check: checkBy(authz.ParseSuperUsers),
+		Doc: "Principals every authorization check allows, whatever the ACLs say.",
+	},
+	{
+		Name: "allow.everyone.if.no.acl.found", Kind: KindBool, Default: "false",
+		Doc: "With an authorizer, allow an operation on a resource that no ACL names at all. False (Kafka's default): such resources are denied to all but super users.",
 	},
 
 	// Replication.

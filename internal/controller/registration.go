@@ -58,13 +58,26 @@ func restartLoss(old *metadata.Broker, reg Registration) elrLoss {
 	if len(old.LogDirs) > 0 && len(reg.LogDirs) > 0 && !sameMembers(old.LogDirs, reg.LogDirs) {
 		return leaveAllELRs
 	}
-	// The clean shutdown must be of the registration the controller knows:
+	// The vouched epoch must be of the registration the controller knows:
 	// an older epoch means a later process of the broker ran and stopped
-	// without a clean shutdown.
-	if reg.PreviousBrokerEpoch < 0 || reg.PreviousBrokerEpoch != old.Epoch {
+	// without vouching for what it wrote. One older epoch is as good: the
+	// one the last registering process itself vouched for. A process
+	// learns its epoch only from the registration's answer, so one that
+	// dies between the controller committing its registration and that
+	// answer arriving leaves its state file vouching for the epoch it
+	// started from, and its successor sends that again. The successor can
+	// vouch for it at all only if no reboot came since the state file was
+	// written, before the dead process started, so what that process
+	// wrote is still there too.
+	switch {
+	case reg.PreviousBrokerEpoch < 0:
 		return leaveWriteCachingELRs
+	case reg.PreviousBrokerEpoch == old.Epoch:
+		return keepELRs
+	case old.VouchedEpoch > 0 && reg.PreviousBrokerEpoch == old.VouchedEpoch:
+		return keepELRs
 	}
-	return keepELRs
+	return leaveWriteCachingELRs
 }
 
 // RegisterBroker decides a broker's (re)registration: if its previous
@@ -78,7 +91,8 @@ func restartLoss(old *metadata.Broker, reg Registration) elrLoss {
 // broker epoch.
 func RegisterBroker(im *metadata.Image, reg Registration, writeCaching, unclean func(*metadata.Topic) bool) ([]metadata.Record, int64, error) {
 	br := metadata.Broker{ID: reg.ID, Rack: reg.Rack, Epoch: im.Version() + 1,
-		Endpoints: slices.Clone(reg.Endpoints), LogDirs: slices.Clone(reg.LogDirs)}
+		Endpoints: slices.Clone(reg.Endpoints), LogDirs: slices.Clone(reg.LogDirs),
+		VouchedEpoch: reg.PreviousBrokerEpoch}
 	var recs []metadata.Record
 	next := im
 	old, known := im.Broker(reg.ID) // old is nil when !known

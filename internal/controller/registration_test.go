@@ -39,6 +39,14 @@ func TestRestartLoss(t *testing.T) {
 		{"dirs not sent", old, Registration{PreviousBrokerEpoch: 40}, keepELRs},
 		{"no dirs known before", &metadata.Broker{ID: 2, Epoch: 40}, Registration{LogDirs: dirs(7), PreviousBrokerEpoch: 40}, keepELRs},
 		{"first registration", nil, Registration{LogDirs: dirs(1), PreviousBrokerEpoch: -1}, leaveWriteCachingELRs},
+		{"predecessor died before learning its epoch", &metadata.Broker{ID: 2, Epoch: 40, VouchedEpoch: 31, LogDirs: dirs(1, 2)},
+			Registration{LogDirs: dirs(1, 2), PreviousBrokerEpoch: 31}, keepELRs},
+		{"older than what the predecessor vouched for", &metadata.Broker{ID: 2, Epoch: 40, VouchedEpoch: 31, LogDirs: dirs(1, 2)},
+			Registration{LogDirs: dirs(1, 2), PreviousBrokerEpoch: 30}, leaveWriteCachingELRs},
+		{"predecessor vouched for nothing", &metadata.Broker{ID: 2, Epoch: 40, VouchedEpoch: -1, LogDirs: dirs(1, 2)},
+			Registration{LogDirs: dirs(1, 2), PreviousBrokerEpoch: -1}, leaveWriteCachingELRs},
+		{"stale vouch and a replaced dir", &metadata.Broker{ID: 2, Epoch: 40, VouchedEpoch: 31, LogDirs: dirs(1, 2)},
+			Registration{LogDirs: dirs(1, 3), PreviousBrokerEpoch: 31}, leaveAllELRs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,4 +164,66 @@ func TestRegisterBrokerStillInISRWithReplacedDir(t *testing.T) {
 	if b, _ := im.Broker(2); b.Fenced || b.Epoch <= 200 {
 		t.Fatalf("broker 2 after re-registration: %+v", b)
 	}
+}
+
+// TestRegisterBrokerDiedBeforeLearningItsEpoch (seed 5048): broker 2 is the
+// only ELR member of a write.caching partition. Its next process registers,
+// vouching for its last epoch, and leads again; it dies (same kernel boot,
+// so nothing it wrote is lost) after the controller committed that
+// registration but before the answer told it the new epoch, so its state
+// file still vouches for the old one. Fenced, it is the ELR again, and its
+// successor, sending the same old epoch, must be able to lead: leaving the
+// ELR would strand the partition with neither ISR nor ELR.
+func TestRegisterBrokerDiedBeforeLearningItsEpoch(t *testing.T) {
+	const prevEpoch = 200
+	im := cluster(t, ids(1, 2))
+	im = apply(t, im, metadata.RegisterBroker{Broker: metadata.Broker{ID: 2, Epoch: prevEpoch, LogDirs: dirs(1)}})
+	im = withTopic(t, im, "cached", topicID(2), part(-1, ids(1, 2), nil, ids(2)))
+	v := "true"
+	im = apply(t, im, metadata.SetTopicConfig{TopicID: topicID(2), Key: "write.caching", Value: &v})
+	im = fence(t, fence(t, im, 1), 2)
+
+	reg := Registration{ID: 2, LogDirs: dirs(1), PreviousBrokerEpoch: prevEpoch}
+	recs, unlearned, err := RegisterBroker(im, reg, writeCachingConfig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im = apply(t, im, recs...)
+	if p := mustPartition(t, im, "cached", 0); p.Leader != 2 {
+		t.Fatalf("first re-registration: %+v", p)
+	}
+	im = fenceBroker(t, im, 2) // the session of epoch unlearned expires
+	if p := mustPartition(t, im, "cached", 0); !slices.Equal(p.ELR, ids(2)) || len(p.ISR) != 0 {
+		t.Fatalf("after fencing epoch %d: %+v", unlearned, p)
+	}
+
+	recs, _, err = RegisterBroker(im, reg, writeCachingConfig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im = apply(t, im, recs...)
+	if p := mustPartition(t, im, "cached", 0); p.Leader != 2 || !slices.Equal(p.ISR, ids(2)) {
+		t.Fatalf("successor vouching for epoch %d again (the dead process had %d): %+v", prevEpoch, unlearned, p)
+	}
+
+	// A vouch older still is a state file from before that: leave the ELR.
+	im = fenceBroker(t, im, 2)
+	recs, _, err = RegisterBroker(im, Registration{ID: 2, LogDirs: dirs(1), PreviousBrokerEpoch: prevEpoch - 1}, writeCachingConfig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im = apply(t, im, recs...)
+	if p := mustPartition(t, im, "cached", 0); p.Leader != metadata.NoLeader || len(p.ELR) != 0 {
+		t.Fatalf("stale vouch kept the ELR: %+v", p)
+	}
+}
+
+// fenceBroker applies what FenceBroker decides (fence only records it).
+func fenceBroker(t *testing.T, im *metadata.Image, id int32) *metadata.Image {
+	t.Helper()
+	recs, err := FenceBroker(im, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apply(t, im, recs...)
 }

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // ErrInvalidRecord is wrapped by every error Apply returns, so callers can tell
@@ -44,6 +46,8 @@ type builder struct {
 	brokerMapCopied bool
 	ownedTopics     map[*Topic]bool
 	ownedBrokers    map[*Broker]bool
+	// acls is the builder's copy of the ACLs once a record changes them.
+	acls map[string]authz.ACL
 }
 
 func newBuilder(base *Image) *builder {
@@ -66,6 +70,7 @@ func (b *builder) finish() *Image {
 			return cmp.Compare(x.ID, y.ID)
 		})
 	}
+	b.finishACLs(&img)
 	return &img
 }
 
@@ -114,6 +119,10 @@ func (b *builder) apply(r Record) error {
 		}
 		b.img.nextProducerID = r.NextID
 		return nil
+	case AccessControlEntry:
+		return b.addACL(r)
+	case RemoveAccessControlEntry:
+		return b.removeACL(r)
 	case nil:
 		return errors.New("nil record")
 	default:

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // sampleRecords has at least one fully populated record of every type.
@@ -29,6 +31,9 @@ func sampleRecords() []Record {
 		SetTopicConfig{TopicID: idOf(5), Key: "k", Value: nil},
 		SetTopicConfig{TopicID: idOf(5), Key: "k", Value: ptr("")},
 		AllocateProducerIDs{NextID: 1 << 40},
+		AccessControlEntry{ID: "acl-1", ResourceType: authz.ResourceTopic, ResourceName: "t", PatternType: authz.PatternPrefixed,
+			Principal: "User:alice", Host: "10.0.0.1", Operation: authz.OpWrite, PermissionType: authz.PermissionDeny},
+		RemoveAccessControlEntry{ID: "acl-1"},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
 	}

@@ -2,6 +2,8 @@ package metadata
 
 import (
 	"slices"
+
+	"github.com/skein-log/skein/internal/authz"
 )
 
 // Image is an immutable snapshot of the cluster metadata: what every broker
@@ -27,6 +29,10 @@ type Image struct {
 	// Metadata requests do not sort on every call.
 	sortedTopics  []*Topic
 	sortedBrokers []*Broker
+
+	// acls is the authorizer's view of the ACL records; nil when none
+	// were ever applied.
+	acls *authz.Set
 }
 
 // Empty returns the image of a cluster with no brokers and no topics.

@@ -55,6 +55,12 @@ type Broker struct {
 	// new, empty disk), so the broker may no longer hold what it once did.
 	// Empty for a registration that did not say (older brokers).
 	LogDirs []DirectoryID `json:",omitempty"`
+	// VouchedEpoch is the PreviousBrokerEpoch (KIP-966) the process that
+	// registered with Epoch sent: the epoch up to which its logs held
+	// everything when it started. A process that dies before learning
+	// Epoch leaves its successor vouching for this one again (0: not
+	// known, a registration older than the field).
+	VouchedEpoch int64 `json:",omitempty"`
 }
 
 // DirectoryID is a log directory's 128-bit UUID, in the same form as a

@@ -55,8 +55,12 @@ type Metrics struct {
 	connections *prometheus.GaugeVec // listener
 	// connectionsRefused: listener, reason (connlimit.Reason).
 	connectionsRefused *prometheus.CounterVec
+	// authorizationDenials: resource_type (TOPIC, GROUP, CLUSTER, ...).
+	authorizationDenials *prometheus.CounterVec
 	// connectionsClosed: listener, reason (idle, request_read_timeout).
 	connectionsTimedOut *prometheus.CounterVec
+	tlsFailures         *prometheus.CounterVec
+	saslAuths           *prometheus.CounterVec
 
 	fetchPurgatory *prometheus.GaugeVec // api: FetchConsumer or FetchFollower
 
@@ -139,6 +143,20 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "connections_timed_out_total",
 			Help: "Connections the broker closed for silence, by listener and reason (idle: connections.max.idle.ms; request_read_timeout: a started frame did not complete within socket.request.read.timeout.ms).",
 		}, []string{"listener", "reason"}),
+		tlsFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tls_handshake_failures_total",
+			Help: "Connections closed because TLS did not start, by listener and reason (plaintext_on_tls: the client spoke no TLS; tls_on_plaintext: a TLS hello on a plaintext listener; " +
+				"timeout: ssl.handshake.timeout.ms passed; no_client_certificate, untrusted_certificate: ssl.client.auth refused the client; principal_mapping: no ssl.principal.mapping.rules rule applies to its certificate; handshake: any other handshake failure).",
+		}, []string{"listener", "reason"}),
+		saslAuths: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sasl_authentications_total",
+			Help: "SASL authentications by listener, mechanism and result (success; failure: a wrong password or an unsupported mechanism; " +
+				"unauthenticated_request: a request other than ApiVersions or SASL before authenticating, which closes the connection).",
+		}, []string{"listener", "mechanism", "result"}),
+		authorizationDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "authorization_denials_total",
+			Help: "Authorization checks the authorizer denied, by resource type (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN).",
+		}, []string{"resource_type"}),
 		fetchPurgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "fetch_purgatory_size",
 			Help: "Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).",
@@ -160,7 +178,8 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	collectors := []prometheus.Collector{
 		m.requests, m.requestDuration, m.fsyncDuration,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
-		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.fetchPurgatory,
+		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.tlsFailures, m.saslAuths, m.fetchPurgatory,
+		m.authorizationDenials,
 		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
@@ -283,12 +302,42 @@ func (m *Metrics) ConnectionRefused(listener, reason string) {
 	}
 }
 
+// AuthorizationDenied counts one denied authorization check.
+func (m *Metrics) AuthorizationDenied(resourceType string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.authorizationDenials.GetMetricWithLabelValues(resourceType); err == nil {
+		c.Inc()
+	}
+}
+
 // ConnectionTimedOut counts a connection closed for silence.
 func (m *Metrics) ConnectionTimedOut(listener, reason string) {
 	if m == nil {
 		return
 	}
 	if c, err := m.connectionsTimedOut.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
+	}
+}
+
+// TLSFailed counts a connection closed because TLS did not start.
+func (m *Metrics) TLSFailed(listener, reason string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.tlsFailures.GetMetricWithLabelValues(listener, reason); err == nil {
+		c.Inc()
+	}
+}
+
+// SASLAuthentication counts one SASL outcome.
+func (m *Metrics) SASLAuthentication(listener, mechanism, result string) {
+	if m == nil {
+		return
+	}
+	if c, err := m.saslAuths.GetMetricWithLabelValues(listener, mechanism, result); err == nil {
 		c.Inc()
 	}
 }

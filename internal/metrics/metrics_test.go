@@ -127,6 +127,9 @@ func TestEventCounters(t *testing.T) {
 	m.ConnectionRefused("PLAINTEXT", "max_connections_per_ip")
 	m.ConnectionRefused("PLAINTEXT", "max_connections_per_ip")
 	m.ConnectionTimedOut("PLAINTEXT", "idle")
+	m.AuthorizationDenied("TOPIC")
+	m.AuthorizationDenied("TOPIC")
+	m.AuthorizationDenied("GROUP")
 	m.FetchParked(true)
 	m.FetchParked(true)
 	m.FetchParked(false)
@@ -160,6 +163,10 @@ skein_connections_refused_total{listener="PLAINTEXT",reason="max_connections_per
 # HELP skein_connections_timed_out_total Connections the broker closed for silence, by listener and reason (idle: connections.max.idle.ms; request_read_timeout: a started frame did not complete within socket.request.read.timeout.ms).
 # TYPE skein_connections_timed_out_total counter
 skein_connections_timed_out_total{listener="PLAINTEXT",reason="idle"} 1
+# HELP skein_authorization_denials_total Authorization checks the authorizer denied, by resource type (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN).
+# TYPE skein_authorization_denials_total counter
+skein_authorization_denials_total{resource_type="GROUP"} 1
+skein_authorization_denials_total{resource_type="TOPIC"} 2
 # HELP skein_fetch_purgatory_size Fetch requests parked at this broker until data arrives or their max wait ends (Kafka's PurgatorySize for delayed Fetch), by kind (FetchConsumer, FetchFollower).
 # TYPE skein_fetch_purgatory_size gauge
 skein_fetch_purgatory_size{api="FetchConsumer"} 1
@@ -169,7 +176,7 @@ skein_fetch_purgatory_size{api="FetchFollower"} 1
 		"skein_isr_expands_total", "skein_isr_shrinks_total", "skein_leader_elections_total",
 		"skein_unclean_leader_elections_total", "skein_replication_bytes_in_total",
 		"skein_replication_bytes_out_total", "skein_connections", "skein_connections_refused_total",
-		"skein_connections_timed_out_total", "skein_fetch_purgatory_size",
+		"skein_connections_timed_out_total", "skein_fetch_purgatory_size", "skein_authorization_denials_total",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)

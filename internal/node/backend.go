@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -9,11 +8,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
-	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
-	"github.com/skein-log/skein/internal/records"
+	"github.com/skein-log/skein/internal/replica"
 )
 
 // backend adapts the Broker to api.Backend.
@@ -86,78 +84,14 @@ func (x backend) Fetch(req api.FetchParams, done func([]api.FetchResult)) {
 	x.b.fetch(req, done)
 }
 
-// maxTimestampLookupBytes bounds the decompressed size of a batch opened to
-// find a record by timestamp.
-const maxTimestampLookupBytes = 64 << 20
-
 func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
 	p := x.b.partition(id, index)
 	if p == nil || !p.isLeader() {
 		return api.OffsetResult{}, x.b.partitionError(id, index)
 	}
 	_, epoch := p.leadership()
-	hw := p.highWatermark.Load()
-	switch ts {
-	case -1: // latest: what a consumer can read up to
-		return api.OffsetResult{Offset: hw, Timestamp: -1, LeaderEpoch: epoch}, nil
-	case -2: // earliest
-		return api.OffsetResult{Offset: p.log.LogStartOffset(), Timestamp: -1, LeaderEpoch: epoch}, nil
-	case -3: // the record with the largest timestamp
-		maxTs, off := p.log.MaxTimestamp()
-		if off < 0 || off >= hw {
-			return api.OffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}, nil
-		}
-		return api.OffsetResult{Offset: off, Timestamp: maxTs, LeaderEpoch: epoch}, nil
-	}
-	if ts < 0 {
-		return api.OffsetResult{}, fmt.Errorf("%w: timestamp %d", kerr.InvalidRequest, ts)
-	}
-	return x.offsetForTimestamp(p, ts, hw, epoch)
+	return replica.ListOffset(p.log, ts, p.highWatermark.Load(), epoch)
 }
-
-// offsetForTimestamp finds the first record whose timestamp is at or after
-// ts, opening the candidate batches to look at each record.
-func (x backend) offsetForTimestamp(p *partition, ts, hw int64, epoch int32) (api.OffsetResult, error) {
-	none := api.OffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
-	base, _, found, err := p.log.OffsetForTimestamp(ts)
-	if err != nil {
-		return none, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	for found && base < hw {
-		data, err := p.log.Read(base, 1, hw, true)
-		if err != nil || len(data) == 0 {
-			return none, nil
-		}
-		var result *api.OffsetResult
-		err = batch.Split(data, func(b []byte) error {
-			h, recs, err := records.Decode(b, maxTimestampLookupBytes)
-			if err != nil {
-				return err
-			}
-			base = h.LastOffset() + 1
-			for _, r := range recs {
-				rts := h.BaseTimestamp + r.TimestampDelta
-				if h.Attributes&batch.TimestampTypeBit != 0 {
-					rts = h.MaxTimestamp
-				}
-				if rts >= ts {
-					result = &api.OffsetResult{Offset: h.BaseOffset + int64(r.OffsetDelta), Timestamp: rts, LeaderEpoch: epoch}
-					return errStopScan
-				}
-			}
-			return nil
-		})
-		if result != nil {
-			return *result, nil
-		}
-		if err != nil {
-			return none, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
-		}
-	}
-	return none, nil
-}
-
-var errStopScan = errors.New("stop")
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {
 	p := x.b.partition(id, index)

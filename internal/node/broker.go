@@ -25,11 +25,13 @@ import (
 
 	"github.com/skein-log/skein/internal/admin"
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/connlimit"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/quorum"
+	"github.com/skein-log/skein/internal/tlsconf"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -49,7 +51,8 @@ type partKey struct {
 	index int32
 }
 
-// Broker is one running Skein broker.
+// Broker is one running Skein broker. Its state is grouped by concern in
+// the embedded structs below (their fields are used as the Broker's own).
 type Broker struct {
 	cfg  *config.Broker
 	opts Options
@@ -57,33 +60,97 @@ type Broker struct {
 	log  *slog.Logger
 	api  *api.Server
 
-	flusher *flusher
-	image   atomic.Pointer[metadata.Image]
-	quotas  brokerQuotas // client quota accounting (conn_quota.go)
-	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
-	metadataSnapshotsLoaded atomic.Int64
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	admins  []*admin.Server
 
-	// The metadata quorum and what this node knows of it.
+	// serving is set once logs are recovered and listeners accept.
+	serving atomic.Bool
+	// fatal carries why the node stopped by itself (diskfail.go).
+	fatal    chan error
+	stop     chan struct{}
+	bgWG     sync.WaitGroup
+	stopOnce sync.Once
+
+	brokerConns
+	brokerPartitions
+	brokerMetadata
+	brokerController
+	// groups hosts the group coordinators of the __consumer_offsets
+	// partitions this broker leads.
+	groups *groupRuntime
+	brokerMaintenance
+}
+
+// brokerConns is the client side: listeners, connections and the budgets
+// requests are admitted against.
+type brokerConns struct {
+	lnMu      sync.Mutex
+	listeners map[string]net.Listener
+	// tlsServers holds the TLS configuration of each TLS listener.
+	tlsServers map[string]*tlsconf.Server
+	conns      map[net.Conn]struct{}
+	connWG     sync.WaitGroup
+	// limits decides on each accepted connection (guarded by lnMu);
+	// refusals logs those refused at a bounded rate.
+	limits   *connlimit.Limiter
+	refusals refusalLog
+	// draining is set before drainConns moves the read deadlines into the
+	// past, so a reader that re-arms its idle deadline afterwards sees it.
+	draining atomic.Bool
+	// requestBytes and requestCount are queued.max.request.bytes and
+	// queued.max.requests; fetchBytes is fetch.response.max.inflight.bytes.
+	requestBytes *budget
+	requestCount *budget
+	fetchBytes   *budget
+}
+
+// brokerPartitions is the replicas this broker holds and what keeps them
+// in step: the group-commit flusher, the replica fetchers and the Fetch
+// handler's sessions.
+type brokerPartitions struct {
+	partsMu sync.RWMutex
+	parts   map[partKey]*partition
+
+	flusher  *flusher
+	fetchers *fetcherManager
+	// suspects are brokers whose replication connection just broke
+	// (id -> time.Time until which they are reported unavailable).
+	suspects sync.Map
+	// fetchSessions is the KIP-227 session cache of the Fetch handler.
+	fetchSessions *fetchSessions
+}
+
+// brokerMetadata is the metadata quorum, what this node knows of it, and
+// the image applied and reconciled.
+type brokerMetadata struct {
 	quorum       *quorum.Node
 	voters       []config.Voter
 	emptyImage   *metadata.Image
 	controllerID atomic.Int32 // the active controller, -1 if unknown
 	// foreign records peers of another cluster (cluster_id.go).
 	foreign foreignCluster
-	// fetchSessions is the KIP-227 session cache of the Fetch handler.
-	fetchSessions *fetchSessions
-	// controllerChanged wakes the session loop when the controller
-	// changes (or a heartbeat is wanted now).
-	controllerChanged chan struct{}
-	controllerSvc     *controllerService
-	ctrl              *controllerClient
 
+	image  atomic.Pointer[metadata.Image]
+	quotas brokerQuotas // client quota accounting (conn_quota.go)
+	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
+	metadataSnapshotsLoaded atomic.Int64
 	// imageCond signals image versions applied and reconciled.
 	imageCond   *sync.Cond
 	reconciled  int64 // guarded by imageCond.L
 	reconcileCh chan struct{}
+}
 
-	// This broker's session with the controller.
+// brokerController is the active controller's runtime (when this node is
+// it) and this broker's session with the controller: registration,
+// heartbeats, controlled shutdown, producer id blocks.
+type brokerController struct {
+	controllerSvc *controllerService
+	ctrl          *controllerClient
+	// controllerChanged wakes the session loop when the controller
+	// changes (or a heartbeat is wanted now).
+	controllerChanged chan struct{}
+
 	incarnation [16]byte
 	brokerEpoch atomic.Int64 // -1 until registered
 	// logDirIDs are the directory ids of cfg.LogDirs, in order.
@@ -105,57 +172,22 @@ type Broker struct {
 	shutdownUnreachableOnce sync.Once
 	shutdownFailingSince    time.Time
 
-	fetchers *fetcherManager
-	groups   *groupRuntime
-	// suspects are brokers whose replication connection just broke
-	// (id -> time.Time until which they are reported unavailable).
-	suspects sync.Map
-
 	pidMu   sync.Mutex
 	pidNext int64 // next id of this broker's block
 	pidEnd  int64
+}
 
-	partsMu sync.RWMutex
-	parts   map[partKey]*partition
-
-	lnMu      sync.Mutex
-	listeners map[string]net.Listener
-	conns     map[net.Conn]struct{}
-	connWG    sync.WaitGroup
-	// limits decides on each accepted connection (guarded by lnMu);
-	// refusals logs those refused at a bounded rate.
-	limits   *connlimit.Limiter
-	refusals refusalLog
-	// draining is set before drainConns moves the read deadlines into the
-	// past, so a reader that re-arms its idle deadline afterwards sees it.
-	draining atomic.Bool
-	// requestBytes and requestCount are queued.max.request.bytes and
-	// queued.max.requests; fetchBytes is fetch.response.max.inflight.bytes.
-	requestBytes *budget
-	requestCount *budget
-	fetchBytes   *budget
-
-	// serving is set once logs are recovered and listeners accept.
-	serving atomic.Bool
-
-	reg     *prometheus.Registry
-	metrics *metrics.Metrics
-	admins  []*admin.Server
-
-	stop     chan struct{}
-	bgWG     sync.WaitGroup
-	stopOnce sync.Once
-
+// brokerMaintenance is the logs' upkeep besides serving: compaction and
+// the health of the log directories.
+type brokerMaintenance struct {
 	cleaner *logCleaner // compaction of cleanup.policy=compact partitions
 
 	// offlineDir is the log directory that failed (nil while all are
-	// healthy); fatal carries why the node stopped by itself
-	// (diskfail.go).
+	// healthy; diskfail.go).
 	offlineDir atomic.Pointer[string]
 	// lowDirs holds the log directories last seen below their free-space
 	// floor (diskspace.go), so crossing it is logged once each way.
 	lowDirs         sync.Map
-	fatal           chan error
 	handoverMu      sync.Mutex
 	handoverClosed  bool // guarded by handoverMu
 	handoverAnswers sync.WaitGroup
@@ -171,24 +203,28 @@ func New(cfg *config.Broker, opts Options) *Broker {
 		opts.Logger = slog.Default()
 	}
 	b := &Broker{
-		cfg:       cfg,
-		opts:      opts,
-		fs:        opts.FS,
-		log:       opts.Logger.With("node", cfg.NodeID),
-		parts:     map[partKey]*partition{},
-		listeners: map[string]net.Listener{},
-		conns:     map[net.Conn]struct{}{},
-		limits:    connlimit.New(connLimits(cfg)),
-		stop:      make(chan struct{}),
-		fatal:     make(chan error, 1),
-
-		controllerChanged: make(chan struct{}, 1),
-		imageCond:         newImageCond(),
-		reconcileCh:       make(chan struct{}, 1),
-		registered:        make(chan struct{}),
-		shutdownOK:        make(chan struct{}),
-
-		shutdownUnreachable: make(chan struct{}),
+		cfg:   cfg,
+		opts:  opts,
+		fs:    opts.FS,
+		log:   opts.Logger.With("node", cfg.NodeID),
+		stop:  make(chan struct{}),
+		fatal: make(chan error, 1),
+		brokerConns: brokerConns{
+			listeners: map[string]net.Listener{},
+			conns:     map[net.Conn]struct{}{},
+			limits:    connlimit.New(connLimits(cfg)),
+		},
+		brokerPartitions: brokerPartitions{parts: map[partKey]*partition{}},
+		brokerMetadata: brokerMetadata{
+			imageCond:   newImageCond(),
+			reconcileCh: make(chan struct{}, 1),
+		},
+		brokerController: brokerController{
+			controllerChanged:   make(chan struct{}, 1),
+			registered:          make(chan struct{}),
+			shutdownOK:          make(chan struct{}),
+			shutdownUnreachable: make(chan struct{}),
+		},
 	}
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
@@ -220,6 +256,7 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	b.metrics = m
+	b.api.OnDenied = func(rt authz.ResourceType) { m.AuthorizationDenied(rt.String()) }
 	if err := b.metrics.RegisterClusterView(clusterView{b}); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -254,6 +291,10 @@ func (b *Broker) Start() error {
 		return errors.New("cluster.id must be set on a broker-only node: it must agree with the controllers'")
 	}
 	b.flusher = newFlusher()
+	if err := b.loadTLS(); err != nil {
+		b.shutdownStorage()
+		return err
+	}
 	if err := b.listen(); err != nil {
 		b.shutdownStorage()
 		return err
@@ -305,6 +346,7 @@ func (b *Broker) Start() error {
 	b.cleaner.start()
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
+	warnSharedInterBrokerListener(b.cfg, b.log)
 	// A quorum of one elects itself at once: wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.

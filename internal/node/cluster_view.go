@@ -118,6 +118,9 @@ func (v clusterView) FollowerLags() []metrics.FollowerLag {
 func (b *Broker) startAdmin() error {
 	for _, a := range b.cfg.AdminListeners {
 		s := admin.New(a.Addr(), b.reg, nil, b.Ready, b.log)
+		if b.cfg.AdminPprof {
+			s.EnablePprof()
+		}
 		if err := s.Start(); err != nil {
 			for _, started := range b.admins {
 				started.Close()

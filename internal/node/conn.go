@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,10 @@ type slot struct {
 	// released once it is written or dropped.
 	fetch     bool
 	fetchHeld int64
+	// raw marks the answer to a bare SASL token (v0 SaslHandshake):
+	// rawToken is sent as a bare size-prefixed frame if rawOK.
+	raw, rawOK bool
+	rawToken   []byte
 }
 
 func (s *slot) respond(resp kmsg.Response) {
@@ -65,7 +70,15 @@ type conn struct {
 	// quorum's raft frames and the controller-only APIs.
 	controller bool
 	host       string
-	queue      chan *slot
+	// principal is who the connection authenticated as (connPrincipal,
+	// then SASL).
+	principal api.Principal
+	// plaintext is set on listeners without TLS, whose first bytes are
+	// checked for a TLS hello; checked says that was done.
+	plaintext, checked bool
+	// sasl is the authentication on a SASL listener (nil elsewhere).
+	sasl  *connSASL
+	queue chan *slot
 	// readerGone is closed when the reader stops: the client went away
 	// or sent something unreadable, so answers still pending (a long
 	// poll, say) need not be waited for.
@@ -101,11 +114,14 @@ func (b *Broker) serveConn(nc net.Conn, listener string) {
 		listener:   listener,
 		controller: b.isControllerListener(listener),
 		host:       hostOf(nc.RemoteAddr()),
+		principal:  connPrincipal(b.cfg, listener, nc),
+		plaintext:  b.tlsServers[listener] == nil,
 		queue:      make(chan *slot, maxInFlightPerConn),
 
 		readerGone: make(chan struct{}),
 		fetchSent:  make(chan struct{}, 1),
 	}
+	c.sasl = b.newConnSASL(c)
 	c.lastActive.Store(time.Now().UnixNano())
 	writerDone := make(chan struct{})
 	go func() {
@@ -145,6 +161,10 @@ func (c *conn) readLoop() {
 		frame, release, err := c.readFrame(br, maxFrame)
 		if err != nil {
 			switch {
+			case errors.Is(err, errTLSOnPlaintext):
+				c.b.metrics.TLSFailed(c.listener, "tls_on_plaintext")
+				c.b.log.Info("closing connection: the client started TLS on a plaintext listener (is its security.protocol right?)",
+					"listener", c.listener, "remote", c.nc.RemoteAddr().String())
 			case errors.Is(err, errIdle):
 				c.b.metrics.ConnectionTimedOut(c.listener, "idle")
 				c.b.log.Debug("closing idle connection", "remote", c.nc.RemoteAddr().String(), "idle", c.b.cfg.ConnectionsMaxIdle)
@@ -187,6 +207,12 @@ func (c *conn) readLoop() {
 func (c *conn) readFrame(br *bufio.Reader, maxFrame int32) (frame []byte, release func(), err error) {
 	if err := c.awaitFrame(br); err != nil {
 		return nil, nil, err
+	}
+	if c.plaintext && !c.checked {
+		c.checked = true
+		if err := checkNotTLS(br); err != nil {
+			return nil, nil, err
+		}
 	}
 	deadline := time.Now().Add(c.b.cfg.SocketRequestReadTimeout)
 	if err := c.setReadDeadline(deadline); err != nil {
@@ -282,6 +308,10 @@ func (c *conn) setReadDeadline(t time.Time) error {
 // handedOff says a handler on its own goroutine took release, to call when
 // it is done; otherwise the caller releases the frame's budget.
 func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool) {
+	if c.sasl != nil && c.sasl.s.RawToken() {
+		c.rawAuthenticate(frame)
+		return true, false
+	}
 	hdr, rest, err := wire.ParseHeader(frame)
 	if err != nil {
 		c.b.log.Info("closing connection: bad request header", "remote", c.nc.RemoteAddr().String(), "err", err)
@@ -310,6 +340,14 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	if !known {
 		c.b.log.Info("closing connection: unsupported API key", "remote", c.nc.RemoteAddr().String(),
 			"key", hdr.Key, "client", hdr.ClientID)
+		return false, false
+	}
+	if !c.saslAllows(hdr.Key) {
+		// Kafka closes a connection that sends anything but ApiVersions
+		// and the SASL exchange before it authenticated.
+		c.b.metrics.SASLAuthentication(c.listener, "none", "unauthenticated_request")
+		c.b.log.Info("closing connection: request before SASL authentication", "listener", c.listener,
+			"remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(hdr.Key), "client", hdr.ClientID)
 		return false, false
 	}
 	s := &slot{hdr: hdr, version: hdr.Version, done: make(chan struct{})}
@@ -344,7 +382,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
-		ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
+		Principal: c.principal, SASL: c.saslSession(), ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
 	if spec.Blocking {
 		go func() {
 			defer release()
@@ -505,11 +543,18 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		failed = true
 		return
 	}
-	if failed || s.resp == nil {
+	switch {
+	case failed:
 		return
+	case s.raw && s.rawOK:
+		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(s.rawToken)))
+		buf = append(buf, s.rawToken...)
+	case s.resp == nil:
+		return
+	default:
+		s.resp.SetVersion(s.version)
+		buf = wire.AppendResponse(wire.ResponseBuffer(buf, s.resp), s.hdr, s.resp)
 	}
-	s.resp.SetVersion(s.version)
-	buf = wire.AppendResponse(buf[:0], s.hdr, s.resp)
 	s.resp = nil // the encoded copy is all that is needed now
 	c.fetchEncoded(s, len(buf))
 	if _, err := bw.Write(buf); err != nil {
@@ -526,9 +571,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 			c.nc.Close()
 		}
 	}
-	if cap(buf) > 1<<20 {
-		buf = nil // do not pin a large fetch response's buffer
-	}
+	buf = wire.ReleaseResponseBuffer(buf) // a large fetch response's buffer is shared, not pinned here
 }
 
 // closeAfterAnswers closes the connection once every answer queued so

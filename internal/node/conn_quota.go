@@ -18,6 +18,16 @@ import (
 // apply to such clients.
 const anonymousUser = "ANONYMOUS"
 
+// quotaUser is the user a request's quotas are looked up by: the name of
+// the principal the connection authenticated as (SASL or a TLS
+// certificate), ANONYMOUS without authentication.
+func quotaUser(p api.Principal) string {
+	if p.Name == "" {
+		return anonymousUser
+	}
+	return p.Name
+}
+
 // brokerQuotas is the broker's client quota accounting: the quota core
 // behind a lock, fed the clock. Rates are per broker, as in Kafka: a
 // client spreading its load over three brokers may use three times its
@@ -59,7 +69,7 @@ type requestQuota struct {
 
 func (c *conn) startQuota(req *api.Request, spec api.Spec, start time.Time) *requestQuota {
 	q := &requestQuota{c: c, req: req, start: start, chargeTime: !spec.Blocking}
-	if c.controller {
+	if c.controller || req.Principal == api.BrokerPrincipal {
 		q.exempt = true
 	}
 	if f, ok := req.Body.(*kmsg.FetchRequest); ok {
@@ -90,7 +100,7 @@ func (q *requestQuota) throttle(resp kmsg.Response) kmsg.Response {
 	if !im.HasClientQuotas() {
 		return resp
 	}
-	user, clientID := anonymousUser, q.req.ClientID
+	user, clientID := quotaUser(q.req.Principal), q.req.ClientID
 	var t time.Duration
 	switch body := q.req.Body.(type) {
 	case *kmsg.ProduceRequest:

@@ -45,13 +45,13 @@ func newFetcherManager(b *Broker) *fetcherManager {
 // update assigns every partition this broker follows to the fetcher of
 // its leader. Called after each reconcile.
 func (m *fetcherManager) update() {
-	want := map[int32][]replicafetch.Assignment[follower]{}
+	want := map[int32][]replicafetch.Assignment[*partition]{}
 	for _, p := range m.b.partitionList() {
 		leader, epoch, ok := p.following()
 		if !ok {
 			continue
 		}
-		want[leader] = append(want[leader], replicafetch.Assignment[follower]{P: follower{p}, Topic: p.topic, Partition: p.index, Epoch: epoch})
+		want[leader] = append(want[leader], replicafetch.Assignment[*partition]{P: p, Topic: p.topic, Partition: p.index, Epoch: epoch})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -96,7 +96,7 @@ type replicaFetcher struct {
 	leader int32
 
 	mu   sync.Mutex // guards sess
-	sess *replicafetch.Session[follower]
+	sess *replicafetch.Session[*partition]
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -117,7 +117,7 @@ func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
 		RefusalPause:        pauseAfterRefusal,
 		MaxTruncationRounds: maxTruncationRounds,
 	}
-	return &replicaFetcher{b: b, leader: leader, sess: replicafetch.New[follower](cfg),
+	return &replicaFetcher{b: b, leader: leader, sess: replicafetch.New[*partition](cfg),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -127,7 +127,7 @@ var sessionStart = time.Now()
 
 func sessionNow() time.Duration { return time.Since(sessionStart) }
 
-func (f *replicaFetcher) assign(parts []replicafetch.Assignment[follower]) {
+func (f *replicaFetcher) assign(parts []replicafetch.Assignment[*partition]) {
 	f.mu.Lock()
 	f.sess.Assign(parts)
 	f.mu.Unlock()
@@ -239,7 +239,7 @@ func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.
 }
 
 // carryOut does what an answer led to, on the partitions' follower side.
-func (f *replicaFetcher) carryOut(rd replicafetch.Ready[follower]) {
+func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 	for _, v := range rd.Violations {
 		f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
 	}
@@ -253,7 +253,7 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[follower]) {
 		}
 		if err != nil {
 			if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
-				f.b.log.Error("replica fetcher action failed", "partition", a.P.p.name(), "action", a.Kind, "err", err)
+				f.b.log.Error("replica fetcher action failed", "partition", a.P.name(), "action", a.Kind, "err", err)
 			}
 			f.mu.Lock()
 			f.sess.Failed(sessionNow(), a)

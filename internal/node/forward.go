@@ -121,6 +121,18 @@ func answersNotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.CreateACLsResponse:
+		for _, r := range rs.Results {
+			if r.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, r := range rs.Results {
+			if r.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.AlterClientQuotasResponse:
 		for _, e := range rs.Entries {
 			if e.ErrorCode == nc {
@@ -228,6 +240,20 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 			st := kmsg.NewIncrementalAlterConfigsResponseResource()
 			st.ResourceType, st.ResourceName, st.ErrorCode = r.ResourceType, r.ResourceName, code
 			rs.Resources = append(rs.Resources, st)
+		}
+	case *kmsg.CreateACLsRequest:
+		rs := resp.(*kmsg.CreateACLsResponse)
+		for range rq.Creations {
+			st := kmsg.NewCreateACLsResponseResult()
+			st.ErrorCode = code
+			rs.Results = append(rs.Results, st)
+		}
+	case *kmsg.DeleteACLsRequest:
+		rs := resp.(*kmsg.DeleteACLsResponse)
+		for range rq.Filters {
+			st := kmsg.NewDeleteACLsResponseResult()
+			st.ErrorCode = code
+			rs.Results = append(rs.Results, st)
 		}
 	case *kmsg.AlterClientQuotasRequest:
 		rs := resp.(*kmsg.AlterClientQuotasResponse)

@@ -71,7 +71,7 @@ func TestLoadedCoordinatorWaitsForItsLogToCommit(t *testing.T) {
 		t.Fatalf("the commit made %d records, want 1", len(out.Records))
 	}
 	rec := out.Records[0]
-	if err := p.appendFromLeader(batch.BuildKeyed([]batch.KeyValue{{Key: rec.Key, Value: rec.Value}}, 0), 0, 0); err != nil {
+	if err := p.AppendFromLeader(batch.BuildKeyed([]batch.KeyValue{{Key: rec.Key, Value: rec.Value}}, 0), 0, 0); err != nil {
 		t.Fatal(err)
 	}
 

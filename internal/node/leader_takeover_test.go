@@ -35,7 +35,7 @@ func TestLeaderTakeoverDuringFollowerFsync(t *testing.T) {
 	})
 	fetched := batch.BuildProducer([][]byte{[]byte("a"), []byte("b"), []byte("c")}, time.Now().UnixMilli(), 7, 0, 0)
 	appended := make(chan error, 1)
-	go func() { appended <- p.appendFromLeader(fetched, 0, 0) }()
+	go func() { appended <- p.AppendFromLeader(fetched, 0, 0) }()
 	<-syncing
 
 	// The old leader shut down: this replica leads alone (ISR [1]), so its

@@ -117,7 +117,16 @@ func (b *Broker) accept(name string, ln net.Listener) {
 		go func() {
 			defer b.untrackConn(nc, name, ip)
 			defer b.metrics.ConnectionClosed(name)
-			b.serveConn(nc, name)
+			served := nc
+			if _, ok := b.tlsServers[name]; ok {
+				tc, ok := b.startTLS(nc, name)
+				if !ok {
+					nc.Close()
+					return
+				}
+				served = tc
+			}
+			b.serveConn(served, name)
 		}()
 	}
 }

@@ -250,29 +250,20 @@ func (b *Broker) isActiveController() bool {
 // image written as the records that rebuild it.
 type imageSnapshotter struct{ b *Broker }
 
-func (s imageSnapshotter) Snapshot() ([]byte, error) {
-	return metadata.EncodeEntry(metadata.ImageRecords(s.b.Image()))
-}
+func (s imageSnapshotter) Snapshot() ([]byte, error) { return metadata.EncodeSnapshot(s.b.Image()) }
 
-// The image's version is the snapshot's index, as applyMetadataEntry sets
-// it to each entry's: the broker reports it to the controller as its
-// metadata offset, and a fenced broker is unfenced only once that offset
-// reaches its registration. Left at the count of snapshot records, it
-// stayed fenced until the next entry was committed, forever in a quiet
-// cluster (found by the simulator, seed 160 with -sim.duration=60s).
+// Restore installs a snapshot's image (metadata.RestoreSnapshot: its
+// version is the snapshot's index).
 func (s imageSnapshotter) Restore(index uint64, data []byte) error {
-	recs, err := metadata.DecodeEntry(data)
+	im, err := metadata.RestoreSnapshot(s.b.emptyImage, index, data)
 	if err != nil {
-		return fmt.Errorf("decode metadata snapshot: %w", err)
+		return err
 	}
-	im, err := s.b.emptyImage.Apply(recs...)
-	if err != nil {
-		return fmt.Errorf("apply metadata snapshot: %w", err)
-	}
-	s.b.image.Store(im.WithVersion(int64(index)))
+	s.b.image.Store(im)
 	s.b.notifyImageChange()
 	return nil
 }
 
-// imageWaiters is the condition variable for image and reconcile progress.
+// newImageCond is the condition variable for image and reconcile progress
+// (Broker.imageCond).
 func newImageCond() *sync.Cond { return sync.NewCond(&sync.Mutex{}) }

@@ -13,6 +13,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replica"
+	"github.com/skein-log/skein/internal/replicafetch"
 	"github.com/skein-log/skein/internal/replication"
 	"github.com/skein-log/skein/internal/storage"
 )
@@ -220,7 +221,8 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 // awaitCommitted calls done(nil) once the high watermark reaches target,
 // or done(err) when leadership is lost, the log fails or timeout passes
 // (replica.AwaitCommitted). A group coordinator loaded from the log waits
-// for it before answering (groupCoordinator.awaitLoaded).
+// for it before answering (grouphost.Host.Activate asks for the wait,
+// groupCoordinator.startLocked carries it out).
 func (p *partition) awaitCommitted(target int64, timeout time.Duration, done func(error)) {
 	p.mu.Lock()
 	id, rd := p.core.AwaitCommitted(target, timeout.Milliseconds(), done)
@@ -364,17 +366,25 @@ func (p *partition) close() error {
 // --- the follower side ---
 
 // following reports the leader and epoch this replica follows.
+// A partition is what the replica fetcher session follows
+// (replicafetch.Replica): reads go to the log, which has its own lock, and
+// to the published high watermark; the writes below step the core.
+var _ replicafetch.Replica = (*partition)(nil)
+
+func (p *partition) Log() *storage.Log    { return p.log }
+func (p *partition) HighWatermark() int64 { return p.highWatermark.Load() }
+
 func (p *partition) following() (leader, epoch int32, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.core.Following()
 }
 
-// appendFromLeader appends batches fetched from the leader, keeping their
+// AppendFromLeader appends batches fetched from the leader, keeping their
 // offsets and epochs, makes them durable before the next fetch reports
 // them (the fsync runs without mu), and follows the leader's high
 // watermark (replica.AppendFromLeader).
-func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
+func (p *partition) AppendFromLeader(data []byte, leaderHW int64, epoch int32) error {
 	if len(data) > 0 {
 		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
 			return err
@@ -406,8 +416,8 @@ func (p *partition) appendFromLeader(data []byte, leaderHW int64, epoch int32) e
 	return appendErr
 }
 
-// truncateTo removes the local log from offset on (a divergent tail).
-func (p *partition) truncateTo(offset int64) error {
+// TruncateTo removes the local log from offset on (a divergent tail).
+func (p *partition) TruncateTo(offset int64) error {
 	var err error
 	p.step(func(c *replica.Replica) (rd replica.Ready) {
 		rd, err = c.TruncateTo(offset)
@@ -416,9 +426,9 @@ func (p *partition) truncateTo(offset int64) error {
 	return err
 }
 
-// restartAt empties the local log and starts it at offset, when the
+// RestartAt empties the local log and starts it at offset, when the
 // leader no longer has what this replica would fetch next.
-func (p *partition) restartAt(offset int64) error {
+func (p *partition) RestartAt(offset int64) error {
 	var err error
 	p.step(func(c *replica.Replica) (rd replica.Ready) {
 		rd, err = c.RestartAt(offset)

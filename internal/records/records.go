@@ -66,15 +66,44 @@ func (r *Record) Timestamp(h batch.Header) int64 {
 	return h.BaseTimestamp + r.TimestampDelta
 }
 
-// FirstAtOrAfter returns the first record, in offset order, whose timestamp
-// is at least ts: what ListOffsets by timestamp answers with.
-func FirstAtOrAfter(h batch.Header, recs []Record, ts int64) (Record, bool) {
-	for _, r := range recs {
-		if r.Timestamp(h) >= ts {
-			return r, true
+// FirstAtOrAfter finds, in the stored batch b (as Decode takes it), the
+// first record in offset order whose timestamp is at least ts: what
+// ListOffsets by timestamp answers with. It reads the records once,
+// decompressing through a window and never past maxUncompressed bytes, and
+// keeps none of them, so a lookup holds a small fixed amount of memory
+// whatever the batch's size (a stored batch of many small records could
+// otherwise decode to a slice far larger than itself, once per concurrent
+// request). The batch must be well formed as Decode checks it up to the
+// record found.
+func FirstAtOrAfter(b []byte, ts int64, maxUncompressed int) (h batch.Header, offset, timestamp int64, found bool, err error) {
+	h, err = batch.ValidateStored(b)
+	if err != nil {
+		return h, -1, -1, false, fmt.Errorf("timestamp lookup: %w", err)
+	}
+	if h.Compression() != batch.CompressionNone && maxUncompressed <= 0 {
+		return h, -1, -1, false, fmt.Errorf("timestamp lookup: %w: limit %d", ErrTooLarge, maxUncompressed)
+	}
+	src, release, err := openSource(h, b[batch.HeaderSize:], maxUncompressed)
+	if err != nil {
+		return h, -1, -1, false, fmt.Errorf("timestamp lookup at offset %d: %w", h.BaseOffset, err)
+	}
+	defer release()
+	prevDelta := int32(-1)
+	for i := range h.RecordCount {
+		rec, err := readRecord(&src, false)
+		if err != nil {
+			return h, -1, -1, false, fmt.Errorf("timestamp lookup at offset %d: record %d of %d: %w", h.BaseOffset, i, h.RecordCount, err)
+		}
+		if rec.OffsetDelta <= prevDelta || rec.OffsetDelta > h.LastOffsetDelta {
+			return h, -1, -1, false, fmt.Errorf("timestamp lookup at offset %d: record %d: %w: offset delta %d after %d, last offset delta %d",
+				h.BaseOffset, i, ErrCorrupt, rec.OffsetDelta, prevDelta, h.LastOffsetDelta)
+		}
+		prevDelta = rec.OffsetDelta
+		if rts := rec.Timestamp(h); rts >= ts {
+			return h, rec.Offset(h), rts, true, nil
 		}
 	}
-	return Record{}, false
+	return h, -1, -1, false, nil
 }
 
 // minRecordSize is the smallest encoding of a record: a one-byte varint or

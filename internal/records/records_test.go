@@ -180,19 +180,18 @@ func TestTimestampsAndFirstAtOrAfter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, got, err := Decode(tc.b, testLimit)
+			_, off, rts, found, err := FirstAtOrAfter(tc.b, tc.ts, testLimit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, found := FirstAtOrAfter(h, got, tc.ts)
 			if !found {
 				if tc.wantOffset != -1 {
 					t.Fatalf("no record at or after %d, want offset %d", tc.ts, tc.wantOffset)
 				}
 				return
 			}
-			if r.Offset(h) != tc.wantOffset || r.Timestamp(h) != tc.wantTs {
-				t.Fatalf("got offset %d ts %d, want %d %d", r.Offset(h), r.Timestamp(h), tc.wantOffset, tc.wantTs)
+			if off != tc.wantOffset || rts != tc.wantTs {
+				t.Fatalf("got offset %d ts %d, want %d %d", off, rts, tc.wantOffset, tc.wantTs)
 			}
 		})
 	}
@@ -232,5 +231,39 @@ func TestDecodeStartsNoGoroutines(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("goroutines grew from %d to %d", before, after)
+	}
+}
+
+// A timestamp lookup in a compressed stored batch finds the same record as
+// in the plain one, and holds a fixed amount of memory: a batch of many
+// small records is read through the window, not decoded into a slice of
+// records (which for this batch would be over 10 MiB).
+func TestFirstAtOrAfterCompressedKeepsMemoryFlat(t *testing.T) {
+	const n = 200_000
+	recs := make([]kmsg.Record, n)
+	for i := range recs {
+		recs[i] = kmsg.Record{OffsetDelta: int32(i), TimestampDelta64: int64(i), Value: []byte("v")}
+	}
+	for _, codec := range []int{batch.CompressionNone, batch.CompressionGzip, batch.CompressionLZ4, batch.CompressionZstd} {
+		b := batchSpec{codec: codec, baseOffset: 10, baseTimestamp: 1000, maxTimestamp: 1000 + n - 1, records: recs}.build(t)
+		_, off, rts, found, err := FirstAtOrAfter(b, 1000+n-2, 64<<20)
+		if err != nil || !found || off != 10+n-2 || rts != 1000+n-2 {
+			t.Fatalf("codec %d: got offset %d ts %d found %v err %v, want %d", codec, off, rts, found, err, 10+n-2)
+		}
+		// The least of a few lookups: a collection between two may empty
+		// the decompressor pools, and refilling them is not the lookup's.
+		least := uint64(1 << 62)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			if _, _, _, _, err := FirstAtOrAfter(b, 1000+n, 64<<20); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&after)
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		if grew := least; grew > 1<<20 {
+			t.Fatalf("codec %d: a lookup through %d records allocated %d bytes, want under 1 MiB", codec, n, grew)
+		}
 	}
 }

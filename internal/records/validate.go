@@ -87,34 +87,11 @@ func Validate(b []byte, rules Rules) (Checked, error) {
 	if h.HasProducerID() && h.BaseSequence < 0 {
 		return c, fmt.Errorf("%w: sequence number %d in a batch of producer %d", ErrCorrupt, h.BaseSequence, h.ProducerID)
 	}
-	data := b[batch.HeaderSize:]
-	var src source
-	switch codec := h.Compression(); codec {
-	case batch.CompressionNone:
-		src = sliceSource(data)
-	case batch.CompressionSnappy:
-		// Snappy blocks decode whole; the output is bounded by the
-		// block's declared length, checked before allocating.
-		buf := snappyBufs.Get().(*[]byte)
-		raw, err := decodeSnappy(*buf, data, rules.MaxUncompressed)
-		defer func() {
-			if cap(raw) <= maxPooledSnappy {
-				*buf = raw[:0]
-			}
-			snappyBufs.Put(buf)
-		}()
-		if err != nil {
-			return c, err
-		}
-		src = sliceSource(raw)
-	default:
-		st, err := openStream(codec, data)
-		if err != nil {
-			return c, err
-		}
-		defer st.close()
-		src = source{r: st.r, window: st.window, limit: int64(rules.MaxUncompressed)}
+	src, release, err := openSource(h, b[batch.HeaderSize:], rules.MaxUncompressed)
+	if err != nil {
+		return c, err
 	}
+	defer release()
 	lower, upper := saturatingSub(rules.NowMs, rules.BeforeMaxMs), saturatingAdd(rules.NowMs, rules.AfterMaxMs)
 	logAppend := h.Attributes&batch.TimestampTypeBit != 0
 	for i := range h.RecordCount {
@@ -148,6 +125,37 @@ func Validate(b []byte, rules Rules) (Checked, error) {
 		return c, fmt.Errorf("%w: bytes after the last of %d records", ErrCorrupt, h.RecordCount)
 	}
 	return c, nil
+}
+
+// openSource opens the records section data of a batch with header h for
+// one front-to-back pass, decompressing through a window (snappy: one
+// block decoded whole, bounded by its declared length) and never past
+// limit bytes. release returns pooled buffers and decompressors.
+func openSource(h batch.Header, data []byte, limit int) (src source, release func(), err error) {
+	switch codec := h.Compression(); codec {
+	case batch.CompressionNone:
+		return sliceSource(data), func() {}, nil
+	case batch.CompressionSnappy:
+		buf := snappyBufs.Get().(*[]byte)
+		raw, err := decodeSnappy(*buf, data, limit)
+		release := func() {
+			if cap(raw) <= maxPooledSnappy {
+				*buf = raw[:0]
+			}
+			snappyBufs.Put(buf)
+		}
+		if err != nil {
+			release()
+			return source{}, nil, err
+		}
+		return sliceSource(raw), release, nil
+	default:
+		st, err := openStream(codec, data)
+		if err != nil {
+			return source{}, nil, err
+		}
+		return source{r: st.r, window: st.window, limit: int64(limit)}, st.close, nil
+	}
 }
 
 func saturatingSub(a, b int64) int64 {

@@ -448,7 +448,7 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 			batch.SetLogAppendTime(b, nowMs)
 			res.LogAppendTime = nowMs
 		}
-		ar, err := r.log.Append(b, r.leaderEpoch, nowMs)
+		ar, err := r.log.AppendValidated(b, r.leaderEpoch, nowMs)
 		if err != nil {
 			r.opts.Logger.Error("append failed", "err", err)
 			if IsDiskFailure(err) {

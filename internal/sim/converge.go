@@ -88,7 +88,7 @@ func (c *Cluster) replicaReport(id metadata.TopicID, st metadata.Partition) stri
 			desc += fmt.Sprintf(" failed (%v)", err)
 		}
 		if f, ok := p.fetchers[st.Leader]; ok {
-			if epoch, truncate, ok := f.sess.Followed(follower{r}); ok {
+			if epoch, truncate, ok := f.sess.Followed(r); ok {
 				desc += fmt.Sprintf(" fetcher: epoch %d truncate %v", epoch, truncate)
 			}
 		}

@@ -125,13 +125,7 @@ func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.Off
 	if err != nil {
 		return api.OffsetResult{}, err
 	}
-	switch ts {
-	case -1:
-		return api.OffsetResult{Offset: r.core.HighWatermark(), Timestamp: -1, LeaderEpoch: r.core.LeaderEpoch()}, nil
-	case -2:
-		return api.OffsetResult{Offset: r.log.LogStartOffset(), Timestamp: -1, LeaderEpoch: r.core.LeaderEpoch()}, nil
-	}
-	return api.OffsetResult{}, fmt.Errorf("%w: timestamp lookups are not simulated", kerr.InvalidRequest)
+	return rcore.ListOffset(r.log, ts, r.core.HighWatermark(), r.core.LeaderEpoch())
 }
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {

@@ -14,7 +14,7 @@ import (
 type fetcher struct {
 	p       *process
 	leader  int32
-	sess    *replicafetch.Session[follower]
+	sess    *replicafetch.Session[*replica]
 	busy    bool
 	stopped bool
 }
@@ -22,7 +22,7 @@ type fetcher struct {
 const maxTruncationRounds = 16
 
 func newFetcher(p *process, leader int32) *fetcher {
-	return &fetcher{p: p, leader: leader, sess: replicafetch.New[follower](replicafetch.Config{
+	return &fetcher{p: p, leader: leader, sess: replicafetch.New[*replica](replicafetch.Config{
 		ReplicaID:           p.n.id,
 		MaxWait:             fetchMaxWait,
 		MinBytes:            1,
@@ -34,9 +34,9 @@ func newFetcher(p *process, leader int32) *fetcher {
 }
 
 func (f *fetcher) assign(rs []*replica) {
-	parts := make([]replicafetch.Assignment[follower], len(rs))
+	parts := make([]replicafetch.Assignment[*replica], len(rs))
 	for i, r := range rs {
-		parts[i] = replicafetch.Assignment[follower]{P: follower{r}, Topic: r.topic, Partition: r.index, Epoch: r.core.State().LeaderEpoch}
+		parts[i] = replicafetch.Assignment[*replica]{P: r, Topic: r.topic, Partition: r.index, Epoch: r.core.State().LeaderEpoch}
 	}
 	f.sess.Assign(parts)
 	if !f.busy {
@@ -77,7 +77,7 @@ func (f *fetcher) round() {
 	})
 }
 
-func (f *fetcher) carryOut(rd replicafetch.Ready[follower]) {
+func (f *fetcher) carryOut(rd replicafetch.Ready[*replica]) {
 	c := f.p.n.c
 	for _, v := range rd.Violations {
 		c.violation("n%d fetcher of n%d: %s", f.p.n.id, f.leader, v)
@@ -87,7 +87,7 @@ func (f *fetcher) carryOut(rd replicafetch.Ready[follower]) {
 	}
 	for _, a := range rd.Actions {
 		if err := replicafetch.Do(a); err != nil {
-			f.p.n.tracef("%s: %s failed: %v", a.P.r.name(), a.Kind, err)
+			f.p.n.tracef("%s: %s failed: %v", a.P.name(), a.Kind, err)
 			f.sess.Failed(c.s.now, a)
 		}
 	}

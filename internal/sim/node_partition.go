@@ -9,6 +9,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	rcore "github.com/skein-log/skein/internal/replica"
+	"github.com/skein-log/skein/internal/replicafetch"
 	"github.com/skein-log/skein/internal/storage"
 )
 
@@ -154,11 +155,18 @@ func (p *process) logDirFailed(from *replica, err error) {
 // --- the follower side ---
 
 // following reports the leader and epoch this replica follows.
+// A replica is what the replica fetcher session follows
+// (replicafetch.Replica).
+var _ replicafetch.Replica = (*replica)(nil)
+
+func (r *replica) Log() *storage.Log    { return r.log }
+func (r *replica) HighWatermark() int64 { return r.core.HighWatermark() }
+
 func (r *replica) following() (leader, epoch int32, ok bool) { return r.core.Following() }
 
-// appendFromLeader appends what the leader sent, fsyncs it before the next
+// AppendFromLeader appends what the leader sent, fsyncs it before the next
 // fetch reports it, and follows the leader's high watermark.
-func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) error {
+func (r *replica) AppendFromLeader(data []byte, leaderHW int64, epoch int32) error {
 	accepted, needSync, rd, appendErr := r.core.AppendFromLeader(data, epoch, r.nowMs())
 	r.ready(rd)
 	if !accepted {
@@ -177,13 +185,15 @@ func (r *replica) appendFromLeader(data []byte, leaderHW int64, epoch int32) err
 	return appendErr
 }
 
-func (r *replica) truncateTo(offset int64) error {
+// TruncateTo removes the local log from offset on (a divergent tail).
+func (r *replica) TruncateTo(offset int64) error {
 	rd, err := r.core.TruncateTo(offset)
 	r.ready(rd)
 	return err
 }
 
-func (r *replica) restartAt(offset int64) error {
+// RestartAt empties the local log and starts it at offset.
+func (r *replica) RestartAt(offset int64) error {
 	rd, err := r.core.RestartAt(offset)
 	r.ready(rd)
 	return err

@@ -108,8 +108,9 @@ func TestBitFlips(t *testing.T) {
 // OnISRChangeRejected does for any error but the stale-view ones), so the
 // HW passed the follower's position, and after failover the follower led
 // without an acknowledged offset commit. Fixed in the simulated runtime:
-// an unknown outcome is resent, never reported as a refusal (sendISRChange),
-// and in internal/node the same way (isr.go). (Found first as swarm seed
+// an unknown outcome is resent, never reported as a refusal; node and sim
+// now share that rule (replication.Leader.OnISRAnswer, through the replica
+// core). (Found first as swarm seed
 // 905, whose run no longer reproduces it.)
 //
 // Seed 1244: not a broker bug. A partition isolated the leader of sim-0;
@@ -143,12 +144,24 @@ func TestBitFlips(t *testing.T) {
 // at generation 17, made a generation 18 of its own that gave partition 0
 // to another member. Fixed in both runtimes: a loaded coordinator's
 // answers wait until the high watermark covers the log end it replayed
-// (awaitLoaded), as its own writes' answers do. Since both runtimes run
+// (grouphost.Host.Activate), as its own writes' answers do. Since both runtimes run
 // one grouphost.Host (whose outcomes reach the simulator one event later),
 // seed 172 no longer fails with that rule reverted; TestGroups seed 994
 // does (checked on 2026-12-01: the only one of the first 5,000 group
 // seeds; a member syncs into generation 2 after it was in generation 3),
 // so it is pinned below with TestGroups' options.
+//
+// Seed 5048 (found with -sim.duration=2m; only pauses and full disks): n1,
+// the last ISR member of the write.caching sim-0, was fenced into its ELR.
+// A restarted n1 registered vouching for its last epoch 58, the
+// controller committed epoch 94 and made it leader, and 3ms later the
+// process exited (ENOSPC on the metadata log) before the answer told it
+// 94, so broker.shutdown_state still vouched for 58. Fenced into the ELR
+// again, its successor (same kernel boot: nothing lost) sent 58, which
+// was not the last registered epoch, so the controller took it for an
+// unclean restart and dropped n1 from the ELR: no ISR, no ELR, leaderless
+// for good. Fixed in controller.restartLoss: a vouch for the epoch the
+// last registration was itself made from (Broker.VouchedEpoch) counts.
 func TestRegressions(t *testing.T) {
 	idem := ProducerSpec{Acks: -1, Idempotent: true}
 	for _, o := range []Options{
@@ -180,6 +193,11 @@ func TestRegressions(t *testing.T) {
 			Faults:    FaultMix{Every: 2960 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
 			Producers: []ProducerSpec{idem, {Acks: 1}}},
 		groupSeed(994),
+		{Seed: 5048, Nodes: 3, Partitions: 1, ReplicationFactor: 3, MinISR: 2, WriteCaching: true, SegmentBytes: 2048,
+			Duration: 2 * time.Minute, Consumers: 1,
+			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 5 * time.Millisecond},
+			Faults:    FaultMix{Every: 1166 * time.Millisecond, Pause: true, DiskFull: true},
+			Producers: []ProducerSpec{idem, {Acks: 1}}},
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
@@ -222,7 +240,8 @@ func TestRegressionEmptyEpoch(t *testing.T) {
 // made the leader acknowledge acks=all for records one ISR member had
 // only in its page cache (with a power loss after it: a consumed record
 // lost). The simulated follower syncs what it appended before reporting
-// the error, as internal/node/follower.go now does too.
+// the error, as node's partition now does too
+// (both through replica.Replica.FollowerSynced).
 func TestRegressionFollowerAppendFailure(t *testing.T) {
 	// Re-pinned on 2026-12-01 (seeds 1-120 of this mix with the sync
 	// reverted: 19, 24, 37, 82, 93 and 104 fail).

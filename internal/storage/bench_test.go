@@ -3,8 +3,19 @@ package storage
 import (
 	"testing"
 
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/vfs"
 )
+
+// benchLog opens a log on the real filesystem, closed when b ends.
+func benchLog(b *testing.B, cfg Config) *Log {
+	l, err := Open(vfs.OS{}, b.TempDir(), cfg, quietOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
 
 // benchBatch is 16 records of 1 KiB: about 16 KiB, a typical producer batch.
 func benchBatch() []byte { return makeBatch(16, 1024, 1_700_000_000_000, 42) }
@@ -15,11 +26,7 @@ func BenchmarkAppend(b *testing.B) {
 		syncEachOne bool
 	}{{"nosync", false}, {"sync-per-batch", true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			l, err := Open(vfs.OS{}, b.TempDir(), DefaultConfig(), quietOptions())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
+			l := benchLog(b, DefaultConfig())
 			data := benchBatch()
 			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
@@ -40,11 +47,7 @@ func BenchmarkAppend(b *testing.B) {
 func BenchmarkRead(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 64 << 20
-	l, err := Open(vfs.OS{}, b.TempDir(), cfg, quietOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	l := benchLog(b, cfg)
 	data := benchBatch()
 	const batches = 4096 // 64 MiB over two segments
 	for i := range batches {
@@ -69,4 +72,45 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 	b.SetBytes(total / int64(b.N))
+}
+
+// BenchmarkAppendReplica is the follower's append of batches copied from
+// the leader (offsets and epochs kept; the CRC is checked once, here).
+func BenchmarkAppendReplica(b *testing.B) {
+	l := benchLog(b, DefaultConfig())
+	data := benchBatch()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	next := int64(0)
+	for b.Loop() {
+		batch.SetBaseOffset(data, next)
+		if _, err := l.AppendReplica(data, next); err != nil {
+			b.Fatal(err)
+		}
+		next += 16
+	}
+}
+
+// BenchmarkAppendLeader compares the leader's two appends of a batch:
+// "crc=checked" verifies the CRC (Append), "validated" trusts the produce
+// handler's check (AppendValidated, what the produce path calls).
+//
+//	go test -run '^$' -bench AppendLeader -benchmem -count 6 ./internal/storage/
+func BenchmarkAppendLeader(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*Log, []byte, int32, int64) (AppendResult, error)
+	}{{"crc=checked", (*Log).Append}, {"crc=trusted", (*Log).AppendValidated}} {
+		b.Run(tc.name, func(b *testing.B) {
+			l := benchLog(b, DefaultConfig())
+			data := benchBatch()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.fn(l, data, 0, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

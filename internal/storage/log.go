@@ -173,6 +173,25 @@ func (l *Log) Append(b []byte, leaderEpoch int32, nowMs int64) (AppendResult, er
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: append to %s: %w", ErrInvalidBatch, l.dir, err)
 	}
+	return l.appendLeader(b, h, leaderEpoch, nowMs)
+}
+
+// AppendValidated is Append for a batch whose CRC-32C the caller has
+// already verified since it last changed (the produce handler's
+// records.Validate, and batch.SetLogAppendTime/SetMaxTimestamp, which
+// recompute it): the framing is still checked, but the CRC is not computed
+// a second time. The bytes are stored with that CRC, which consumers and
+// followers verify.
+func (l *Log) AppendValidated(b []byte, leaderEpoch int32, nowMs int64) (AppendResult, error) {
+	h, err := batch.ValidateFraming(b)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: append to %s: %w", ErrInvalidBatch, l.dir, err)
+	}
+	return l.appendLeader(b, h, leaderEpoch, nowMs)
+}
+
+// appendLeader is the common part of Append and AppendValidated.
+func (l *Log) appendLeader(b []byte, h batch.Header, leaderEpoch int32, nowMs int64) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {

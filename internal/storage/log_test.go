@@ -533,3 +533,33 @@ func TestBadIndexFilesAreRebuilt(t *testing.T) {
 		}
 	}
 }
+
+// AppendValidated stores a batch the produce handler has checked exactly
+// as Append does, but refuses bad framing without computing the CRC (a
+// batch damaged after its check would be stored and then caught by every
+// reader: the CRC is still the producer's).
+func TestAppendValidated(t *testing.T) {
+	l := openLog(t, vfs.OS{}, t.TempDir(), smallConfig())
+	defer l.Close()
+	b := makeBatch(3, 40, 1000, 1)
+	res, err := l.AppendValidated(b, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BaseOffset != 0 || res.LastOffset != 2 || l.LogEndOffset() != 3 {
+		t.Fatalf("result %+v, log end %d", res, l.LogEndOffset())
+	}
+	if e, ok := l.Epochs().Latest(); !ok || e != 2 {
+		t.Fatalf("latest epoch %d %v", e, ok)
+	}
+	got := readAll(t, l)
+	if len(got) != 1 || !bytes.Equal(got[0], b) {
+		t.Fatalf("read back %d batches", len(got))
+	}
+	if _, err := l.AppendValidated(b[:len(b)-1], 2, 0); !errors.Is(err, ErrInvalidBatch) {
+		t.Fatalf("truncated batch: %v, want ErrInvalidBatch", err)
+	}
+	if _, err := l.AppendValidated(b, 1, 0); !errors.Is(err, ErrStaleEpoch) {
+		t.Fatalf("older epoch: %v, want ErrStaleEpoch", err)
+	}
+}

@@ -3,13 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/node"
+	"github.com/skein-log/skein/internal/testcluster"
 	"github.com/skein-log/skein/internal/testport"
 )
 
@@ -63,24 +60,18 @@ func freePort(t testing.TB) int {
 
 func startCluster(t testing.TB, n int, extra map[string]string) *testCluster {
 	t.Helper()
-	roles := make([]string, n)
-	for i := range roles {
-		roles[i] = combinedRoles
-	}
-	return startRolesCluster(t, roles, extra, node.Options{})
+	return startRolesCluster(t, testcluster.Combine(n), extra, node.Options{})
 }
 
 // Values of process.roles for startRolesCluster.
 const (
-	combinedRoles  = "broker,controller"
-	controllerOnly = "controller"
-	brokerOnly     = "broker"
+	combinedRoles  = testcluster.Combined
+	controllerOnly = testcluster.ControllerOnly
+	brokerOnly     = testcluster.BrokerOnly
 )
 
-// startRolesCluster starts one node per entry of roles (node ids 1..n):
-// the ones with the controller role are the voters, listening on
-// CONTROLLER only when they are not brokers too; broker-only nodes listen
-// on PLAINTEXT only and follow the metadata log.
+// startRolesCluster starts one node per entry of roles (node ids 1..n,
+// testcluster.Props) and waits until they registered.
 func startRolesCluster(t testing.TB, roles []string, extra map[string]string, opts node.Options) *testCluster {
 	t.Helper()
 	c := newRolesCluster(t, roles, extra, opts)
@@ -95,43 +86,7 @@ func startRolesCluster(t testing.TB, roles []string, extra map[string]string, op
 // for a test that changes a node's properties first.
 func newRolesCluster(t testing.TB, roles []string, extra map[string]string, opts node.Options) *testCluster {
 	t.Helper()
-	n := len(roles)
-	c := &testCluster{t: t, brokers: make([]*node.Broker, n), props: make([]map[string]string, n), opts: opts}
-	dir := t.TempDir()
-	var voters []string
-	ctrlPorts := make([]int, n)
-	clientPorts := make([]int, n)
-	for i := range n {
-		ctrlPorts[i], clientPorts[i] = freePort(t), freePort(t)
-		if strings.Contains(roles[i], "controller") {
-			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
-		}
-	}
-	for i := range n {
-		var listeners []string
-		if strings.Contains(roles[i], "broker") {
-			listeners = append(listeners, fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", clientPorts[i]))
-		}
-		if strings.Contains(roles[i], "controller") {
-			listeners = append(listeners, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ctrlPorts[i]))
-		}
-		props := map[string]string{
-			"node.id":                      strconv.Itoa(i + 1),
-			"process.roles":                roles[i],
-			"cluster.id":                   "skein-test-cluster",
-			"listeners":                    strings.Join(listeners, ","),
-			"controller.quorum.voters":     strings.Join(voters, ","),
-			"log.dirs":                     filepath.Join(dir, fmt.Sprintf("broker-%d", i+1)),
-			"broker.heartbeat.interval.ms": "200",
-			"broker.session.timeout.ms":    "3000",
-			"replica.lag.time.max.ms":      "2000",
-			"replica.fetch.wait.max.ms":    "100",
-		}
-		for k, v := range extra {
-			props[k] = v
-		}
-		c.props[i] = props
-	}
+	c := &testCluster{t: t, brokers: make([]*node.Broker, len(roles)), props: testcluster.Props(t, roles, extra), opts: opts}
 	t.Cleanup(func() {
 		// Crash them: a clean stop of the last brokers, once the quorum
 		// is gone, waits for a controller that cannot answer.
@@ -157,15 +112,7 @@ func (c *testCluster) start(i int) {
 // filesystem seam or log sink for one node).
 func (c *testCluster) startWith(i int, opts node.Options) {
 	c.t.Helper()
-	cfg, err := config.NewBroker(c.props[i])
-	if err != nil {
-		c.t.Fatalf("broker %d config: %v", i+1, err)
-	}
-	b := node.New(cfg, opts)
-	if err := b.Start(); err != nil {
-		c.t.Fatalf("start broker %d: %v", i+1, err)
-	}
-	c.brokers[i] = b
+	c.brokers[i] = testcluster.Start(c.t, c.props[i], opts)
 }
 
 // stop closes a broker cleanly (controlled shutdown).
@@ -186,16 +133,7 @@ func (c *testCluster) kill(i int) {
 
 func (c *testCluster) waitRegistered() {
 	c.t.Helper()
-	for i, b := range c.brokers {
-		if b == nil {
-			continue
-		}
-		select {
-		case <-b.Registered():
-		case <-time.After(30 * time.Second):
-			c.t.Fatalf("broker %d did not register within 30 s", i+1)
-		}
-	}
+	testcluster.WaitRegistered(c.t, c.brokers)
 }
 
 // addrs are the client listeners of the nodes with the broker role.

@@ -127,6 +127,27 @@ func awaitPartition(ctx context.Context, t testing.TB, adm *kadm.Client, topic s
 	}
 }
 
+// awaitLeaderISR waits until broker's own leader state of topic-partition
+// has an ISR of n. Metadata (from any broker) can show a shrunk ISR a
+// moment before the leader applies it: a write in that window is appended
+// (its acks=all wait then fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in
+// Kafka, and the record stays), or, before the leader learns it leads,
+// refused with NOT_LEADER_OR_FOLLOWER.
+func awaitLeaderISR(ctx context.Context, t testing.TB, c *testCluster, broker int32, topic string, partition int32, n int) {
+	t.Helper()
+	for {
+		isr, ok := c.brokers[broker-1].LeaderISR(topic, partition)
+		if ok && len(isr) == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("broker %d's ISR of %s-%d never had %d members (leads: %v): %v", broker, topic, partition, n, ok, isr)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
 // awaitActiveController waits until every running broker names the same
 // live active controller, one for which accept holds, and returns it. (The
 // Metadata response cannot tell: like Kafka in KRaft mode, it names any

@@ -1,37 +1,18 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/skein-log/skein/internal/node"
+	"github.com/skein-log/skein/internal/testcluster"
 )
-
-// lockedBuffer collects a node's log lines from its goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // TestClusterIDMismatchIsReported: a node started with another cluster.id
 // than its peers can never join them. It says so once, at error level,
@@ -56,7 +37,7 @@ func testClusterIDMismatch(t *testing.T, role string) {
 	c.props[2]["admin.listeners"] = "http://" + admin
 	c.start(0)
 	c.start(1)
-	var logs lockedBuffer
+	var logs testcluster.Buffer
 	c.startWith(2, node.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	for i := range 2 {
 		select {
@@ -86,7 +67,7 @@ func testClusterIDMismatch(t *testing.T, role string) {
 		case <-time.After(externalPollInterval):
 		}
 	}
-	for _, want := range []string{foreign, "skein-test-cluster"} {
+	for _, want := range []string{foreign, testcluster.ClusterID} {
 		if !strings.Contains(why, want) {
 			t.Errorf("/readyz %q does not name cluster id %q", why, want)
 		}
@@ -100,7 +81,7 @@ func testClusterIDMismatch(t *testing.T, role string) {
 	if len(errorLines) != 1 {
 		t.Fatalf("want the mismatch logged once at error level, got %d error lines:\n%s", len(errorLines), strings.Join(errorLines, "\n"))
 	}
-	for _, want := range []string{foreign, "skein-test-cluster", "cluster.id"} {
+	for _, want := range []string{foreign, testcluster.ClusterID, "cluster.id"} {
 		if !strings.Contains(errorLines[0], want) {
 			t.Errorf("error line %q does not say %q", errorLines[0], want)
 		}

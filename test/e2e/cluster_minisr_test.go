@@ -63,6 +63,9 @@ func TestClusterNotEnoughReplicas(t *testing.T) {
 			awaitPartition(ctx, t, adm, topic, 0, "only the survivor in the ISR", func(v partitionView) bool {
 				return v.Leader == survivor && slices.Equal(v.ISR, []int32{survivor})
 			})
+			// The refusal below is the survivor's own decision: wait until its
+			// leader state, not only the metadata, has the ISR of one.
+			awaitLeaderISR(ctx, t, c, survivor, topic, 0, 1)
 
 			// On the wire: the leader refuses before appending. (franz-go
 			// retries NOT_ENOUGH_REPLICAS, and when its delivery timeout

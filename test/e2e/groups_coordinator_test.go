@@ -285,7 +285,7 @@ func TestGroupCommitRefusedWithoutEnoughReplicas(t *testing.T) {
 	awaitPartition(ctx, t, adm, "__consumer_offsets", partition, "an ISR without the killed follower", func(v partitionView) bool {
 		return v.Leader == coordinator && len(v.ISR) == 2
 	})
-	awaitLeaderISR(ctx, t, c, coordinator, partition, 2)
+	awaitLeaderISR(ctx, t, c, coordinator, "__consumer_offsets", partition, 2)
 
 	impatient := kadm.NewClient(newSeededClient(t, c.addrs(), kgo.RetryTimeout(2*time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })))
@@ -330,26 +330,6 @@ func startAllInSyncGroupCluster(t *testing.T) (*testCluster, context.Context, *k
 	return c, testContext(t, 50*time.Second), observerClient(t, c.addrs())
 }
 
-// awaitLeaderISR waits until the coordinator's own leader state of its
-// __consumer_offsets partition has an ISR of n. Metadata can show a shrunk
-// ISR a moment before the leader applies it; a write in that window is
-// appended (its acks=all wait then fails, as in Kafka, but the record stays
-// and a reload finds it).
-func awaitLeaderISR(ctx context.Context, t testing.TB, c *testCluster, coordinator, partition int32, n int) {
-	t.Helper()
-	for {
-		isr, ok := c.brokers[coordinator-1].LeaderISR("__consumer_offsets", partition)
-		if ok && len(isr) == n {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the coordinator's ISR of __consumer_offsets-%d never had %d members: %v", partition, n, isr)
-		case <-time.After(externalPollInterval):
-		}
-	}
-}
-
 // TestGroupSyncWithoutEnoughReplicas: with min.insync.replicas=3 and a
 // follower of the group's __consumer_offsets partition down, the leader's
 // SyncGroup cannot write the generation's assignment. As in Kafka, the
@@ -362,10 +342,10 @@ func TestGroupSyncWithoutEnoughReplicas(t *testing.T) {
 	const groupID = "settlers"
 	coordinator := groupCoordinator(ctx, t, adm, groupID)
 	partition := group.PartitionFor(groupID, 10)
-	awaitLeaderISR(ctx, t, c, coordinator, partition, 3)
+	awaitLeaderISR(ctx, t, c, coordinator, "__consumer_offsets", partition, 3)
 	follower := otherBrokers(3, coordinator)[0]
 	c.kill(int(follower) - 1)
-	awaitLeaderISR(ctx, t, c, coordinator, partition, 2)
+	awaitLeaderISR(ctx, t, c, coordinator, "__consumer_offsets", partition, 2)
 
 	// Raw requests straight to the coordinator: a client library would
 	// retry a coordinator error on its own and hide it.
@@ -385,7 +365,7 @@ func TestGroupSyncWithoutEnoughReplicas(t *testing.T) {
 
 	c.start(int(follower) - 1)
 	restarted := time.Now()
-	awaitLeaderISR(ctx, t, c, coordinator, partition, 3)
+	awaitLeaderISR(ctx, t, c, coordinator, "__consumer_offsets", partition, 3)
 	t.Logf("the follower is in sync again %v after it restarted", time.Since(restarted).Round(time.Millisecond))
 	rejoinedID, gen2 := joinAlone(ctx, t, broker, groupID, memberID)
 	if rejoinedID != memberID || gen2 != gen+1 {

@@ -29,6 +29,8 @@ type testBroker struct {
 	b       *node.Broker
 	addr    string
 	dataDir string
+	// logOut, if set, also receives the broker's log (info and above).
+	logOut io.Writer
 }
 
 // brokerOption changes a test broker's properties or seams.
@@ -72,6 +74,13 @@ func (tb *testBroker) start() {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if tb.logOut != nil {
+		out := tb.logOut
+		if testing.Verbose() {
+			out = io.MultiWriter(out, os.Stderr)
+		}
+		logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	tb.b = node.New(cfg, node.Options{FS: tb.fs, Logger: logger})
 	if err := tb.b.Start(); err != nil {

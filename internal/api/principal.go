@@ -1,0 +1,9 @@
+package api
+
+// SASLSession is the authentication of a connection on a SASL listener;
+// nil on other listeners. Its answers may come later (a failed password
+// is answered after connection.failed.authentication.delay.ms).
+type SASLSession interface {
+	Handshake(version int16, mechanism string, respond func(enabled []string, code int16))
+	Authenticate(token []byte, respond func(code int16, message string, token []byte))
+}

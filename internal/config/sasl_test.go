@@ -1,0 +1,74 @@
+package config
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";`
+
+func saslProps(extra map[string]string) map[string]string {
+	p := map[string]string{
+		"listeners":                      "PLAINTEXT://h:9092,SASL_PLAINTEXT://h:9094,INTERNAL://h:9095,CONTROLLER://h:9093",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":     "PLAINTEXT",
+		"sasl.jaas.config":               plainJAAS,
+	}
+	maps.Copy(p, extra)
+	return p
+}
+
+// TestSASLListeners: every SASL listener reads the broker-wide JAAS
+// entry unless it has its own, as Kafka's listener.name.NAME.plain.sasl.jaas.config.
+func TestSASLListeners(t *testing.T) {
+	b, err := NewBroker(saslProps(map[string]string{
+		"listener.name.internal.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="broker-pw";`,
+		"sasl.enabled.mechanisms":                       "PLAIN",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := b.SASLOf("sasl_plaintext")
+	internal, _ := b.SASLOf("INTERNAL")
+	if !maps.Equal(pub.PlainUsers, map[string]string{"admin": "admin-pw", "alice": "alice-pw"}) {
+		t.Errorf("SASL_PLAINTEXT users %v", pub.PlainUsers)
+	}
+	if !maps.Equal(internal.PlainUsers, map[string]string{"broker": "broker-pw"}) || len(internal.Mechanisms) != 1 {
+		t.Errorf("INTERNAL %+v", internal)
+	}
+	if _, ok := b.SASLOf("PLAINTEXT"); ok {
+		t.Error("PLAINTEXT listener has SASL settings")
+	}
+}
+
+func TestSASLRules(t *testing.T) {
+	tests := []struct {
+		name  string
+		props map[string]string
+		want  string
+	}{
+		{"bad JAAS", map[string]string{"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="secret-pw"`},
+			`config: sasl.jaas.config=(hidden): must be sasl.jaas.config: missing ';' at the end`},
+		{"no users", map[string]string{"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="secret-pw";`},
+			`config: sasl.jaas.config=(hidden): must be a PlainLoginModule entry with at least one user_NAME="password" option`},
+		{"scoped on plaintext", map[string]string{"listener.name.plaintext.plain.sasl.jaas.config": plainJAAS},
+			`config: listener.name.plaintext.plain.sasl.jaas.config=(hidden): must be set for a SASL listener only (PLAINTEXT uses PLAINTEXT)`},
+		{"SCRAM not built", map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512"},
+			`config: sasl.enabled.mechanisms="SCRAM-SHA-512": must be a non-empty comma-separated list of PLAIN: "SCRAM-SHA-512" is not allowed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewBroker(saslProps(tt.props))
+			if err == nil {
+				t.Fatal("NewBroker succeeded")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got  %s\n want %s", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "pw") {
+				t.Errorf("the error shows a password: %v", err)
+			}
+		})
+	}
+}
