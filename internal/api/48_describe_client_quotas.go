@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -33,6 +34,12 @@ const (
 func handleDescribeClientQuotas(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	// Kafka asks DESCRIBE_CONFIGS on the cluster.
+	if !s.allowedCluster(r, authz.OpDescribeConfigs) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		respond(resp)
+		return
+	}
 	entries, err := describeClientQuotas(s.Backend.Image(), req.Components, req.Strict)
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), ErrorMessage(err)

@@ -8,8 +8,10 @@ package api
 // records, unless validate_only. Forwarded to the active controller.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -22,6 +24,8 @@ func handleAlterClientQuotas(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	im := s.Backend.Image()
+	// Kafka asks ALTER_CONFIGS on the cluster.
+	denied := !s.allowedCluster(r, authz.OpAlterConfigs)
 	var recs []metadata.Record
 	var committed []int // indexes of entries whose records are in recs
 	for _, en := range req.Entries {
@@ -38,7 +42,9 @@ func handleAlterClientQuotas(s *Server, r *Request, respond Respond) {
 			ops = append(ops, controller.QuotaOp{Key: op.Key, Value: op.Value, Remove: op.Remove})
 		}
 		entryRecs, err := controller.AlterClientQuota(im, parts, ops)
-		if err != nil {
+		if denied {
+			out.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		} else if err != nil {
 			out.ErrorCode, out.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 		} else {
 			recs = append(recs, entryRecs...)
