@@ -78,19 +78,14 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 					resp.Topics = append(resp.Topics, topicError(rt, kerr.TopicAuthorizationFailed.Code))
 					continue
 				}
-				err := s.autoCreateTopic(*rt.Topic)
-				if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				if err := s.autoCreateTopic(*rt.Topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 					resp.Topics = append(resp.Topics, topicError(rt, autoCreateErrorCode(err)))
 					continue
 				}
 				im = s.Backend.Image()
-				if t, found = im.Topic(*rt.Topic); !found || err == nil {
-					// As Kafka answers the request that auto-created a
-					// topic: "retry soon". This broker's image has it,
-					// but the leaders' may not yet, and a client that
-					// sends its first Produce straight to the leader
-					// named here (kafka-go's Conn does, without
-					// retrying) would be told the topic does not exist.
+				if t, found = im.Topic(*rt.Topic); !found {
+					// Created, but not in this broker's image yet: as
+					// Kafka answers an auto-created topic, "retry soon".
 					resp.Topics = append(resp.Topics, topicError(rt, kerr.LeaderNotAvailable.Code))
 					continue
 				}

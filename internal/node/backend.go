@@ -58,7 +58,6 @@ func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 }
 
 func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
-	x.b.awaitOpening(1, func(int) partKey { return partKey{req.Topic, req.Partition} })
 	p := x.b.partition(req.Topic, req.Partition)
 	if p == nil {
 		done(api.ProduceResult{Err: x.b.partitionError(req.Topic, req.Partition), BaseOffset: -1, LogAppendTime: -1})
@@ -78,9 +77,6 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 }
 
 func (x backend) Fetch(req api.FetchParams, done func([]api.FetchResult)) {
-	x.b.awaitOpening(len(req.Partitions), func(i int) partKey {
-		return partKey{req.Partitions[i].Topic, req.Partitions[i].Partition}
-	})
 	x.b.fetch(req, done)
 }
 
