@@ -49,6 +49,7 @@ var recordTypes = map[string]func() Record{
 	"allocate_producer_ids":       func() Record { return &AllocateProducerIDs{} },
 	"access_control_entry":        func() Record { return &AccessControlEntry{} },
 	"remove_access_control_entry": func() Record { return &RemoveAccessControlEntry{} },
+	"client_quota":                func() Record { return &ClientQuota{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -79,6 +80,8 @@ func recordTypeName(r Record) (string, error) {
 		return "access_control_entry", nil
 	case RemoveAccessControlEntry:
 		return "remove_access_control_entry", nil
+	case ClientQuota:
+		return "client_quota", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -166,6 +169,8 @@ func deref(r Record) Record {
 	case *AccessControlEntry:
 		return *r
 	case *RemoveAccessControlEntry:
+		return *r
+	case *ClientQuota:
 		return *r
 	default:
 		return r

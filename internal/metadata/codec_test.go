@@ -34,6 +34,8 @@ func sampleRecords() []Record {
 		AccessControlEntry{ID: "acl-1", ResourceType: authz.ResourceTopic, ResourceName: "t", PatternType: authz.PatternPrefixed,
 			Principal: "User:alice", Host: "10.0.0.1", Operation: authz.OpWrite, PermissionType: authz.PermissionDeny},
 		RemoveAccessControlEntry{ID: "acl-1"},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
 	}
 }
 

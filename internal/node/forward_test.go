@@ -28,6 +28,8 @@ func TestAnswersNotController(t *testing.T) {
 	el.Topics = []kmsg.ElectLeadersResponseTopic{{Topic: "a", Partitions: []kmsg.ElectLeadersResponseTopicPartition{{ErrorCode: nc}}}}
 	elTop := kmsg.NewPtrElectLeadersResponse()
 	elTop.ErrorCode = nc
+	acq := kmsg.NewPtrAlterClientQuotasResponse()
+	acq.Entries = []kmsg.AlterClientQuotasResponseEntry{{}, {ErrorCode: nc}}
 	for _, tc := range []struct {
 		name string
 		resp kmsg.Response
@@ -42,6 +44,7 @@ func TestAnswersNotController(t *testing.T) {
 		{"ElectLeaders partition", el, true},
 		{"ElectLeaders top level", elTop, true},
 		{"ElectLeaders decided", kmsg.NewPtrElectLeadersResponse(), false},
+		{"AlterClientQuotas", acq, true},
 	} {
 		if got := answersNotController(tc.resp); got != tc.want {
 			t.Errorf("%s: answersNotController = %v, want %v", tc.name, got, tc.want)
@@ -58,6 +61,19 @@ func TestFillTopLevelErrorElectLeaders(t *testing.T) {
 	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
 	if resp.ErrorCode != kerr.RequestTimedOut.Code || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 ||
 		resp.Topics[0].Partitions[1].Partition != 2 || resp.Topics[0].Partitions[1].ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("got %+v", resp)
+	}
+}
+
+// TestFillTopLevelErrorAlterClientQuotas: an AlterClientQuotas that could
+// not be forwarded answers every entry, naming its entity.
+func TestFillTopLevelErrorAlterClientQuotas(t *testing.T) {
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("alice")}}}}
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
+	if len(resp.Entries) != 1 || resp.Entries[0].ErrorCode != kerr.RequestTimedOut.Code ||
+		len(resp.Entries[0].Entity) != 1 || *resp.Entries[0].Entity[0].Name != "alice" {
 		t.Fatalf("got %+v", resp)
 	}
 }
