@@ -51,6 +51,7 @@ var recordTypes = map[string]func() Record{
 	"remove_access_control_entry":  func() Record { return &RemoveAccessControlEntry{} },
 	"user_scram_credential":        func() Record { return &UserScramCredential{} },
 	"remove_user_scram_credential": func() Record { return &RemoveUserScramCredential{} },
+	"client_quota":                 func() Record { return &ClientQuota{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -85,6 +86,8 @@ func recordTypeName(r Record) (string, error) {
 		return "user_scram_credential", nil
 	case RemoveUserScramCredential:
 		return "remove_user_scram_credential", nil
+	case ClientQuota:
+		return "client_quota", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -176,6 +179,8 @@ func deref(r Record) Record {
 	case *UserScramCredential:
 		return *r
 	case *RemoveUserScramCredential:
+		return *r
+	case *ClientQuota:
 		return *r
 	default:
 		return r

@@ -37,6 +37,8 @@ func sampleRecords() []Record {
 		UserScramCredential{Name: "alice", Mechanism: "SCRAM-SHA-512", Salt: []byte("salt"), StoredKey: []byte{1, 2},
 			ServerKey: []byte{3, 4}, Iterations: 8192},
 		RemoveUserScramCredential{Name: "alice", Mechanism: "SCRAM-SHA-512"},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
 	}
 }
 

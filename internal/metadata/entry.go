@@ -75,6 +75,7 @@ func ImageRecords(im *Image) []Record {
 	}
 	recs = append(recs, aclImageRecords(im)...)
 	recs = append(recs, scramImageRecords(im)...)
+	recs = append(recs, clientQuotaRecords(im)...)
 	return recs
 }
 

@@ -22,6 +22,8 @@ type Image struct {
 	topicsByName map[string]*Topic
 	topicsByID   map[TopicID]*Topic
 	brokers      map[int32]*Broker
+	// quotas are the client quotas (quotas.go), by entity.
+	quotas map[QuotaEntity]map[string]float64
 
 	// Sorted views, rebuilt only when an Apply changes topics or brokers, so
 	// Metadata requests do not sort on every call.

@@ -139,6 +139,12 @@ func answersNotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range rs.Entries {
+			if e.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.ElectLeadersResponse:
 		if rs.ErrorCode == nc {
 			return true
@@ -271,6 +277,18 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 		}
 		for _, u := range rq.Upsertions {
 			add(u.Name)
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		rs := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, e := range rq.Entries {
+			st := kmsg.NewAlterClientQuotasResponseEntry()
+			st.ErrorCode = code
+			for _, p := range e.Entity {
+				se := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				se.Type, se.Name = p.Type, p.Name
+				st.Entity = append(st.Entity, se)
+			}
+			rs.Entries = append(rs.Entries, st)
 		}
 	case *kmsg.ElectLeadersRequest:
 		rs := resp.(*kmsg.ElectLeadersResponse)
