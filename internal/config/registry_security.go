@@ -120,9 +120,10 @@ func checkCipherSuites(v string) error {
 // saslProperties configure SASL_PLAINTEXT and SASL_SSL listeners.
 var saslProperties = []Property{
 	{
-		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN"}, NonEmpty: true,
-		Doc: "SASL mechanisms SASL listeners offer. Skein serves PLAIN (Kafka's default, GSSAPI, is not served); " +
-			"SCRAM-SHA-256/512 are not built yet.",
+		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, NonEmpty: true,
+		Doc: "SASL mechanisms SASL listeners offer: PLAIN (users from the JAAS config), SCRAM-SHA-256 and " +
+			"SCRAM-SHA-512 (users from the replicated credentials AlterUserScramCredentials manages). Kafka's " +
+			"default, GSSAPI, is not served.",
 	},
 	{
 		Name: "sasl.jaas.config", Kind: KindString, Sensitive: true,

@@ -33,6 +33,8 @@ type Image struct {
 	// acls is the authorizer's view of the ACL records; nil when none
 	// were ever applied.
 	acls *authz.Set
+	// scram holds the SCRAM credentials, by user and mechanism.
+	scram map[scramKey]UserScramCredential
 }
 
 // Empty returns the image of a cluster with no brokers and no topics.

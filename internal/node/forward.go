@@ -133,6 +133,12 @@ func answersNotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, r := range rs.Results {
+			if r.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.AlterClientQuotasResponse:
 		for _, e := range rs.Entries {
 			if e.ErrorCode == nc {
@@ -254,6 +260,23 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 			st := kmsg.NewDeleteACLsResponseResult()
 			st.ErrorCode = code
 			rs.Results = append(rs.Results, st)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		rs := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		users := map[string]bool{}
+		add := func(name string) {
+			if !users[name] {
+				users[name] = true
+				st := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				st.User, st.ErrorCode = name, code
+				rs.Results = append(rs.Results, st)
+			}
+		}
+		for _, d := range rq.Deletions {
+			add(d.Name)
+		}
+		for _, u := range rq.Upsertions {
+			add(u.Name)
 		}
 	case *kmsg.AlterClientQuotasRequest:
 		rs := resp.(*kmsg.AlterClientQuotasResponse)

@@ -28,6 +28,8 @@ func TestAnswersNotController(t *testing.T) {
 	el.Topics = []kmsg.ElectLeadersResponseTopic{{Topic: "a", Partitions: []kmsg.ElectLeadersResponseTopicPartition{{ErrorCode: nc}}}}
 	elTop := kmsg.NewPtrElectLeadersResponse()
 	elTop.ErrorCode = nc
+	us := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
+	us.Results = []kmsg.AlterUserSCRAMCredentialsResponseResult{{User: "a"}, {User: "b", ErrorCode: nc}}
 	acq := kmsg.NewPtrAlterClientQuotasResponse()
 	acq.Entries = []kmsg.AlterClientQuotasResponseEntry{{}, {ErrorCode: nc}}
 	for _, tc := range []struct {
@@ -44,6 +46,7 @@ func TestAnswersNotController(t *testing.T) {
 		{"ElectLeaders partition", el, true},
 		{"ElectLeaders top level", elTop, true},
 		{"ElectLeaders decided", kmsg.NewPtrElectLeadersResponse(), false},
+		{"AlterUserScramCredentials", us, true},
 		{"AlterClientQuotas", acq, true},
 	} {
 		if got := answersNotController(tc.resp); got != tc.want {
@@ -62,6 +65,20 @@ func TestFillTopLevelErrorElectLeaders(t *testing.T) {
 	if resp.ErrorCode != kerr.RequestTimedOut.Code || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 ||
 		resp.Topics[0].Partitions[1].Partition != 2 || resp.Topics[0].Partitions[1].ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("got %+v", resp)
+	}
+}
+
+// TestFillTopLevelErrorScram: an AlterUserScramCredentials that could not
+// be forwarded answers each user once, as the controller would.
+func TestFillTopLevelErrorScram(t *testing.T) {
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "a", Mechanism: 2}}
+	req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "b", Mechanism: 2}, {Name: "a", Mechanism: 1}}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
+	if len(resp.Results) != 2 || resp.Results[0].User != "a" || resp.Results[1].User != "b" ||
+		resp.Results[0].ErrorCode != kerr.RequestTimedOut.Code || resp.Results[1].ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("results %+v", resp.Results)
 	}
 }
 
