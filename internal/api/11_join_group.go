@@ -33,7 +33,9 @@ func handleJoinGroup(s *Server, r *Request, respond Respond) {
 		respond(resp)
 		return
 	}
-	if len(req.Protocols) > maxJoinProtocols || len(req.Protocols) == 0 || req.ProtocolType == "" {
+	// A join without protocols is the coordinator's to refuse, after it
+	// checked the group id and session timeout, as Kafka orders them.
+	if len(req.Protocols) > maxJoinProtocols {
 		resp.ErrorCode, resp.Generation, resp.MemberID = errInconsistentProtocol, -1, req.MemberID
 		respond(resp)
 		return
@@ -77,7 +79,8 @@ func handleJoinGroup(s *Server, r *Request, respond Respond) {
 	})
 }
 
-// errInconsistentProtocol is Kafka's answer to a join without protocols.
+// errInconsistentProtocol is Kafka's answer to a join offering more
+// protocols than any client does.
 var errInconsistentProtocol = kerr.InconsistentGroupProtocol.Code
 
 func deref(s *string) string {

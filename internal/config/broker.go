@@ -41,6 +41,8 @@ type Broker struct {
 	OutboundBindAddress net.IP
 
 	MaxConnections               int            // max.connections
+	QuotaWindowNum               int            // quota.window.num
+	QuotaWindowSizeSeconds       int            // quota.window.size.seconds
 	MaxConnectionsPerIP          int            // max.connections.per.ip
 	MaxConnectionsPerIPOverrides map[string]int // max.connections.per.ip.overrides, by IP in net.IP.String form
 	MaxConnectionCreationRate    int            // max.connection.creation.rate (per second)
@@ -169,6 +171,8 @@ func (s *settings) build() (*Broker, error) {
 		Rack:      r.text("broker.rack"),
 
 		MaxConnections:                r.int("max.connections"),
+		QuotaWindowNum:                r.int("quota.window.num"),
+		QuotaWindowSizeSeconds:        r.int("quota.window.size.seconds"),
 		MaxConnectionsPerIP:           r.int("max.connections.per.ip"),
 		MaxConnectionCreationRate:     r.int("max.connection.creation.rate"),
 		SocketRequestMaxBytes:         r.int32("socket.request.max.bytes"),

@@ -314,6 +314,8 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"message.max.bytes":                         {"message.max.bytes": "1"},
 		"min.insync.replicas":                       {"min.insync.replicas": "2"},
 		"node.id":                                   {"node.id": "2"},
+		"quota.window.num":                          {"quota.window.num": "2"},
+		"quota.window.size.seconds":                 {"quota.window.size.seconds": "2"},
 		"node.id.source":                            {"node.id.source": "hostname-ordinal"},
 		"num.partitions":                            {"num.partitions": "2"},
 		"offset.metadata.max.bytes":                 {"offset.metadata.max.bytes": "1"},

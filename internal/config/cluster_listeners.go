@@ -28,6 +28,10 @@ func (b *Broker) checkClusterListeners(r *reader) error {
 		}
 		if UsesSASL(l.SecurityProtocol) {
 			set := b.ListenerSASL[l.Name]
+			if !slices.Contains(set.Mechanisms, b.InterBrokerSASLMechanism) {
+				return b.ruleError(r, "sasl.mechanism.inter.broker.protocol",
+					fmt.Sprintf("one of sasl.enabled.mechanisms (%s)", strings.Join(set.Mechanisms, ", ")))
+			}
 			if set.LoginUser == "" || set.LoginPassword == "" {
 				k := scoped(plainJAASScoped)
 				if k == plainJAASScoped {
@@ -35,10 +39,6 @@ func (b *Broker) checkClusterListeners(r *reader) error {
 				}
 				return &Error{Key: k, Value: "(hidden)", Origin: b.origins[k],
 					Reason: fmt.Sprintf(`a PlainLoginModule entry with username="..." password="..." on %s, a listener the nodes dial: they log in with them`, l.Name)}
-			}
-			if !slices.Contains(set.Mechanisms, b.InterBrokerSASLMechanism) {
-				return b.ruleError(r, "sasl.mechanism.inter.broker.protocol",
-					fmt.Sprintf("one of sasl.enabled.mechanisms (%s)", strings.Join(set.Mechanisms, ", ")))
 			}
 		} else if t := b.ListenerTLS[l.Name]; t.ClientAuth != "required" {
 			k := scoped("ssl.client.auth")

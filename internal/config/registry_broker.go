@@ -103,6 +103,14 @@ var brokerProperties = []Property{
 		Doc: "Skein extension: local address this node's connections to other nodes (replication, controller, quorum) start from. Empty: the OS chooses. The chaos suite gives each node its own loopback address so its fault proxies can tell the nodes apart.",
 	},
 	{
+		Name: "quota.window.num", Kind: KindInt, Default: "11", Min: 1, Max: 1000,
+		Doc: "Number of samples over which client quota rates (producer_byte_rate, consumer_byte_rate, request_percentage) are measured.",
+	},
+	{
+		Name: "quota.window.size.seconds", Kind: KindInt, Default: "1", Min: 1, Max: 3600,
+		Doc: "Length of one client quota sample; a throttle lasts at most one sample.",
+	},
+	{
 		Name: "max.connections", Kind: KindInt, Default: "1000", Min: 1, Max: 1_000_000,
 		Doc: "Most connections accepted at once over all listeners; more are closed on accept. " +
 			"Per listener: listener.name.NAME.max.connections. As in Kafka, the controller listeners and a dedicated inter-broker listener are not held to the broker-wide limit " +

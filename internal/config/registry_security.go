@@ -122,12 +122,14 @@ var saslProperties = []Property{
 	{
 		Name: "sasl.mechanism.inter.broker.protocol", Kind: KindEnum, Default: "PLAIN", Values: []string{"PLAIN"},
 		Doc: "SASL mechanism nodes log in to each other's SASL_SSL and SASL_PLAINTEXT controller and inter-broker listeners with, " +
-			"using the username and password options of that listener's JAAS entry (Kafka's default, GSSAPI, is not served).",
+			"using the username and password options of that listener's JAAS entry (Kafka's default, GSSAPI, is not served; " +
+			"SCRAM between nodes is not built: PLAIN must then be among sasl.enabled.mechanisms).",
 	},
 	{
-		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN"}, NonEmpty: true,
-		Doc: "SASL mechanisms SASL listeners offer. Skein serves PLAIN (Kafka's default, GSSAPI, is not served); " +
-			"SCRAM-SHA-256/512 are not built yet.",
+		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, NonEmpty: true,
+		Doc: "SASL mechanisms SASL listeners offer: PLAIN (users from the JAAS config), SCRAM-SHA-256 and " +
+			"SCRAM-SHA-512 (users from the replicated credentials AlterUserScramCredentials manages). Kafka's " +
+			"default, GSSAPI, is not served.",
 	},
 	{
 		Name: "sasl.jaas.config", Kind: KindString, Sensitive: true,

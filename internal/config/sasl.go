@@ -54,6 +54,11 @@ func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 		fail := func(reason string) error {
 			return &Error{Key: key, Value: text, Reason: reason, Origin: b.origins[key]}
 		}
+		if text == "" && !slices.Contains(mechanisms, sasl.MechanismPlain) {
+			// SCRAM users live in the metadata, not in the JAAS config.
+			b.ListenerSASL[l.Name] = ListenerSASL{Mechanisms: mechanisms}
+			continue
+		}
 		if text == "" {
 			return fail(fmt.Sprintf("set (or listener.name.%s.%s) for %s listener %s: it lists the PLAIN users",
 				strings.ToLower(l.Name), plainJAASScoped, l.SecurityProtocol, l.Name))
@@ -66,7 +71,7 @@ func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 		if err != nil {
 			return fail(err.Error())
 		}
-		if len(users) == 0 {
+		if len(users) == 0 && slices.Contains(mechanisms, sasl.MechanismPlain) {
 			return fail(`a PlainLoginModule entry with at least one user_NAME="password" option`)
 		}
 		b.ListenerSASL[l.Name] = ListenerSASL{Mechanisms: mechanisms, PlainUsers: users,

@@ -42,6 +42,25 @@ func TestSASLListeners(t *testing.T) {
 	}
 }
 
+// SCRAM users come from the metadata: a SCRAM-only listener needs no JAAS
+// config, and one with PLAIN still does.
+func TestSASLScramWithoutJAAS(t *testing.T) {
+	props := saslProps(map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+	delete(props, "sasl.jaas.config")
+	b, err := NewBroker(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := b.SASLOf("SASL_PLAINTEXT")
+	if !ok || len(s.Mechanisms) != 1 || s.Mechanisms[0] != "SCRAM-SHA-512" || len(s.PlainUsers) != 0 {
+		t.Fatalf("SCRAM-only listener: %+v %v", s, ok)
+	}
+	props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512,PLAIN"
+	if _, err := NewBroker(props); err == nil {
+		t.Fatal("PLAIN without a JAAS config accepted")
+	}
+}
+
 func TestSASLRules(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -54,8 +73,8 @@ func TestSASLRules(t *testing.T) {
 			`config: sasl.jaas.config=(hidden): must be a PlainLoginModule entry with at least one user_NAME="password" option`},
 		{"scoped on plaintext", map[string]string{"listener.name.plaintext.plain.sasl.jaas.config": plainJAAS},
 			`config: listener.name.plaintext.plain.sasl.jaas.config=(hidden): must be set for a SASL listener only (PLAINTEXT uses PLAINTEXT)`},
-		{"SCRAM not built", map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512"},
-			`config: sasl.enabled.mechanisms="SCRAM-SHA-512": must be a non-empty comma-separated list of PLAIN: "SCRAM-SHA-512" is not allowed`},
+		{"GSSAPI not served", map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512,GSSAPI"},
+			`config: sasl.enabled.mechanisms="SCRAM-SHA-512,GSSAPI": must be a non-empty comma-separated list of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512: "GSSAPI" is not allowed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -67,6 +67,13 @@ func (c *Coordinator) Join(now int64, req JoinRequest) Output {
 		out.joinError(req.ID, req.MemberID, kerr.InvalidSessionTimeout)
 		return out
 	}
+	// Checked after the group id and session timeout, as Kafka does (a
+	// client's own tests, kafka-go's, tell them apart), and before a
+	// group is created for a join that cannot succeed.
+	if req.ProtocolType == "" || len(req.Protocols) == 0 {
+		out.joinError(req.ID, req.MemberID, kerr.InconsistentGroupProtocol)
+		return out
+	}
 	g := c.groups[req.GroupID]
 	if g == nil {
 		if req.MemberID != "" {

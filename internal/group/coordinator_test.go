@@ -326,3 +326,26 @@ func TestRequestsWithoutGroup(t *testing.T) {
 		t.Errorf("failed requests left groups behind: %v", c.ListGroups(nil))
 	}
 }
+
+// TestJoinChecksOrder: Kafka checks a join's group id, then its session
+// timeout, and only then its protocols; no group is left behind by a join
+// without protocols.
+func TestJoinChecksOrder(t *testing.T) {
+	c, _ := New(testConfig(), 1)
+	for _, tc := range []struct {
+		req  JoinRequest
+		want error
+	}{
+		{JoinRequest{ID: 1}, kerr.InvalidGroupID},
+		{JoinRequest{ID: 2, GroupID: "g"}, kerr.InvalidSessionTimeout},
+		{JoinRequest{ID: 3, GroupID: "g", SessionTimeoutMs: 10000}, kerr.InconsistentGroupProtocol},
+		{JoinRequest{ID: 4, GroupID: "g", SessionTimeoutMs: 10000, ProtocolType: "consumer"}, kerr.InconsistentGroupProtocol},
+	} {
+		if err := c.Join(0, tc.req).Joins[0].Response.Err; err != tc.want {
+			t.Errorf("join %+v: %v, want %v", tc.req, err, tc.want)
+		}
+	}
+	if len(c.groups) != 0 {
+		t.Errorf("joins that failed left %d groups", len(c.groups))
+	}
+}

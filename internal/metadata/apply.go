@@ -48,6 +48,8 @@ type builder struct {
 	ownedBrokers    map[*Broker]bool
 	// acls is the builder's copy of the ACLs once a record changes them.
 	acls map[string]authz.ACL
+	// scramCopied is set once the builder owns its credentials map.
+	scramCopied bool
 }
 
 func newBuilder(base *Image) *builder {
@@ -111,6 +113,8 @@ func (b *builder) apply(r Record) error {
 		return b.changePartition(r)
 	case SetTopicConfig:
 		return b.setTopicConfig(r)
+	case ClientQuota:
+		return b.applyClientQuota(r)
 	case AllocateProducerIDs:
 		if r.NextID <= b.img.nextProducerID {
 			return fmt.Errorf("producer id mark %d does not advance past %d", r.NextID, b.img.nextProducerID)
@@ -121,6 +125,10 @@ func (b *builder) apply(r Record) error {
 		return b.addACL(r)
 	case RemoveAccessControlEntry:
 		return b.removeACL(r)
+	case UserScramCredential:
+		return b.setScram(r)
+	case RemoveUserScramCredential:
+		return b.removeScram(r)
 	case nil:
 		return errors.New("nil record")
 	default:

@@ -36,19 +36,22 @@ type envelope struct {
 // recordTypes maps each wire name to a constructor for its record type. The
 // wire names are part of the log format: never rename one.
 var recordTypes = map[string]func() Record{
-	"register_broker":             func() Record { return &RegisterBroker{} },
-	"fence_broker":                func() Record { return &FenceBroker{} },
-	"unfence_broker":              func() Record { return &UnfenceBroker{} },
-	"begin_controlled_shutdown":   func() Record { return &BeginControlledShutdown{} },
-	"unregister_broker":           func() Record { return &UnregisterBroker{} },
-	"create_topic":                func() Record { return &CreateTopic{} },
-	"remove_topic":                func() Record { return &RemoveTopic{} },
-	"add_partitions":              func() Record { return &AddPartitions{} },
-	"partition_change":            func() Record { return &PartitionChange{} },
-	"set_topic_config":            func() Record { return &SetTopicConfig{} },
-	"allocate_producer_ids":       func() Record { return &AllocateProducerIDs{} },
-	"access_control_entry":        func() Record { return &AccessControlEntry{} },
-	"remove_access_control_entry": func() Record { return &RemoveAccessControlEntry{} },
+	"register_broker":              func() Record { return &RegisterBroker{} },
+	"fence_broker":                 func() Record { return &FenceBroker{} },
+	"unfence_broker":               func() Record { return &UnfenceBroker{} },
+	"begin_controlled_shutdown":    func() Record { return &BeginControlledShutdown{} },
+	"unregister_broker":            func() Record { return &UnregisterBroker{} },
+	"create_topic":                 func() Record { return &CreateTopic{} },
+	"remove_topic":                 func() Record { return &RemoveTopic{} },
+	"add_partitions":               func() Record { return &AddPartitions{} },
+	"partition_change":             func() Record { return &PartitionChange{} },
+	"set_topic_config":             func() Record { return &SetTopicConfig{} },
+	"allocate_producer_ids":        func() Record { return &AllocateProducerIDs{} },
+	"access_control_entry":         func() Record { return &AccessControlEntry{} },
+	"remove_access_control_entry":  func() Record { return &RemoveAccessControlEntry{} },
+	"user_scram_credential":        func() Record { return &UserScramCredential{} },
+	"remove_user_scram_credential": func() Record { return &RemoveUserScramCredential{} },
+	"client_quota":                 func() Record { return &ClientQuota{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -79,6 +82,12 @@ func recordTypeName(r Record) (string, error) {
 		return "access_control_entry", nil
 	case RemoveAccessControlEntry:
 		return "remove_access_control_entry", nil
+	case UserScramCredential:
+		return "user_scram_credential", nil
+	case RemoveUserScramCredential:
+		return "remove_user_scram_credential", nil
+	case ClientQuota:
+		return "client_quota", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -166,6 +175,12 @@ func deref(r Record) Record {
 	case *AccessControlEntry:
 		return *r
 	case *RemoveAccessControlEntry:
+		return *r
+	case *UserScramCredential:
+		return *r
+	case *RemoveUserScramCredential:
+		return *r
+	case *ClientQuota:
 		return *r
 	default:
 		return r

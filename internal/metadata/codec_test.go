@@ -34,6 +34,11 @@ func sampleRecords() []Record {
 		AccessControlEntry{ID: "acl-1", ResourceType: authz.ResourceTopic, ResourceName: "t", PatternType: authz.PatternPrefixed,
 			Principal: "User:alice", Host: "10.0.0.1", Operation: authz.OpWrite, PermissionType: authz.PermissionDeny},
 		RemoveAccessControlEntry{ID: "acl-1"},
+		UserScramCredential{Name: "alice", Mechanism: "SCRAM-SHA-512", Salt: []byte("salt"), StoredKey: []byte{1, 2},
+			ServerKey: []byte{3, 4}, Iterations: 8192},
+		RemoveUserScramCredential{Name: "alice", Mechanism: "SCRAM-SHA-512"},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
 	}
 }
 

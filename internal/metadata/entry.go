@@ -74,6 +74,8 @@ func ImageRecords(im *Image) []Record {
 		recs = append(recs, AllocateProducerIDs{NextID: next})
 	}
 	recs = append(recs, aclImageRecords(im)...)
+	recs = append(recs, scramImageRecords(im)...)
+	recs = append(recs, clientQuotaRecords(im)...)
 	return recs
 }
 

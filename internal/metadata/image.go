@@ -22,6 +22,8 @@ type Image struct {
 	topicsByName map[string]*Topic
 	topicsByID   map[TopicID]*Topic
 	brokers      map[int32]*Broker
+	// quotas are the client quotas (quotas.go), by entity.
+	quotas map[QuotaEntity]map[string]float64
 
 	// Sorted views, rebuilt only when an Apply changes topics or brokers, so
 	// Metadata requests do not sort on every call.
@@ -31,6 +33,8 @@ type Image struct {
 	// acls is the authorizer's view of the ACL records; nil when none
 	// were ever applied.
 	acls *authz.Set
+	// scram holds the SCRAM credentials, by user and mechanism.
+	scram map[scramKey]UserScramCredential
 }
 
 // Empty returns the image of a cluster with no brokers and no topics.

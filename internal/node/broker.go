@@ -131,7 +131,8 @@ type brokerMetadata struct {
 	// foreign records peers of another cluster (cluster_id.go).
 	foreign foreignCluster
 
-	image atomic.Pointer[metadata.Image]
+	image  atomic.Pointer[metadata.Image]
+	quotas brokerQuotas // client quota accounting (conn_quota.go)
 	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
 	metadataSnapshotsLoaded atomic.Int64
 	// imageCond signals image versions applied and reconciled.

@@ -97,6 +97,8 @@ type conn struct {
 	// not yet written; fetchSent is signalled when it falls.
 	fetchUnsent atomic.Int64
 	fetchSent   chan struct{}
+	// mutedUntil is when a throttled client may be read again (conn_quota.go).
+	mutedUntil atomic.Int64
 }
 
 // fetchUnsentPerConn bounds the fetch answers one connection may hold
@@ -175,6 +177,10 @@ func (c *conn) readLoop() {
 			default:
 				c.b.log.Info("closing connection", "remote", c.nc.RemoteAddr().String(), "reason", err)
 			}
+			return
+		}
+		if !c.awaitUnmuted() {
+			release()
 			return
 		}
 		c.lastActive.Store(time.Now().UnixNano())
@@ -494,7 +500,10 @@ func (c *conn) serve(req *api.Request, s *slot) (keepOpen bool) {
 	}()
 	start := time.Now()
 	spec, _ := api.Lookup(req.Body.Key())
+	quotas := c.startQuota(req, spec, start)
+	defer quotas.served()
 	c.b.api.Serve(req, func(resp kmsg.Response) {
+		resp = quotas.throttle(resp)
 		c.b.metrics.ObserveRequest(req.Body, resp, time.Since(start))
 		if c.controller && spec.Forwardable && resp != nil {
 			// A broker may have forwarded this: tell it which metadata

@@ -24,7 +24,7 @@ func (b *Broker) newConnSASL(c *conn) *connSASL {
 	if !ok {
 		return nil
 	}
-	return &connSASL{c: c, s: sasl.NewSession(set.Mechanisms, set.PlainUsers), mechanism: "none"}
+	return &connSASL{c: c, s: sasl.NewSession(set.Mechanisms, set.PlainUsers, b.scramLookup), mechanism: "none"}
 }
 
 func (a *connSASL) Handshake(version int16, mechanism string, respond func([]string, int16)) {
@@ -107,4 +107,11 @@ func (c *conn) rawAuthenticate(frame []byte) {
 		s.rawOK, s.rawToken = code == 0, reply
 		s.respond(nil)
 	})
+}
+
+// scramLookup finds a SCRAM credential in the current metadata image, so
+// a user created or deleted through the controller counts on this broker
+// as soon as the record is applied here.
+func (b *Broker) scramLookup(mechanism, user string) (sasl.ScramCredential, bool) {
+	return b.Image().ScramCredential(mechanism, user)
 }

@@ -133,6 +133,18 @@ func answersNotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, r := range rs.Results {
+			if r.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range rs.Entries {
+			if e.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.ElectLeadersResponse:
 		if rs.ErrorCode == nc {
 			return true
@@ -248,6 +260,35 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 			st := kmsg.NewDeleteACLsResponseResult()
 			st.ErrorCode = code
 			rs.Results = append(rs.Results, st)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		rs := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		users := map[string]bool{}
+		add := func(name string) {
+			if !users[name] {
+				users[name] = true
+				st := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				st.User, st.ErrorCode = name, code
+				rs.Results = append(rs.Results, st)
+			}
+		}
+		for _, d := range rq.Deletions {
+			add(d.Name)
+		}
+		for _, u := range rq.Upsertions {
+			add(u.Name)
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		rs := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, e := range rq.Entries {
+			st := kmsg.NewAlterClientQuotasResponseEntry()
+			st.ErrorCode = code
+			for _, p := range e.Entity {
+				se := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				se.Type, se.Name = p.Type, p.Name
+				st.Entity = append(st.Entity, se)
+			}
+			rs.Entries = append(rs.Entries, st)
 		}
 	case *kmsg.ElectLeadersRequest:
 		rs := resp.(*kmsg.ElectLeadersResponse)

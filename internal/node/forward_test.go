@@ -28,6 +28,10 @@ func TestAnswersNotController(t *testing.T) {
 	el.Topics = []kmsg.ElectLeadersResponseTopic{{Topic: "a", Partitions: []kmsg.ElectLeadersResponseTopicPartition{{ErrorCode: nc}}}}
 	elTop := kmsg.NewPtrElectLeadersResponse()
 	elTop.ErrorCode = nc
+	us := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
+	us.Results = []kmsg.AlterUserSCRAMCredentialsResponseResult{{User: "a"}, {User: "b", ErrorCode: nc}}
+	acq := kmsg.NewPtrAlterClientQuotasResponse()
+	acq.Entries = []kmsg.AlterClientQuotasResponseEntry{{}, {ErrorCode: nc}}
 	for _, tc := range []struct {
 		name string
 		resp kmsg.Response
@@ -42,6 +46,8 @@ func TestAnswersNotController(t *testing.T) {
 		{"ElectLeaders partition", el, true},
 		{"ElectLeaders top level", elTop, true},
 		{"ElectLeaders decided", kmsg.NewPtrElectLeadersResponse(), false},
+		{"AlterUserScramCredentials", us, true},
+		{"AlterClientQuotas", acq, true},
 	} {
 		if got := answersNotController(tc.resp); got != tc.want {
 			t.Errorf("%s: answersNotController = %v, want %v", tc.name, got, tc.want)
@@ -58,6 +64,33 @@ func TestFillTopLevelErrorElectLeaders(t *testing.T) {
 	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
 	if resp.ErrorCode != kerr.RequestTimedOut.Code || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 ||
 		resp.Topics[0].Partitions[1].Partition != 2 || resp.Topics[0].Partitions[1].ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("got %+v", resp)
+	}
+}
+
+// TestFillTopLevelErrorScram: an AlterUserScramCredentials that could not
+// be forwarded answers each user once, as the controller would.
+func TestFillTopLevelErrorScram(t *testing.T) {
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "a", Mechanism: 2}}
+	req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "b", Mechanism: 2}, {Name: "a", Mechanism: 1}}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
+	if len(resp.Results) != 2 || resp.Results[0].User != "a" || resp.Results[1].User != "b" ||
+		resp.Results[0].ErrorCode != kerr.RequestTimedOut.Code || resp.Results[1].ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("results %+v", resp.Results)
+	}
+}
+
+// TestFillTopLevelErrorAlterClientQuotas: an AlterClientQuotas that could
+// not be forwarded answers every entry, naming its entity.
+func TestFillTopLevelErrorAlterClientQuotas(t *testing.T) {
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("alice")}}}}
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	fillTopLevelError(resp, req, kerr.RequestTimedOut.Code)
+	if len(resp.Entries) != 1 || resp.Entries[0].ErrorCode != kerr.RequestTimedOut.Code ||
+		len(resp.Entries[0].Entity) != 1 || *resp.Entries[0].Entity[0].Name != "alice" {
 		t.Fatalf("got %+v", resp)
 	}
 }

@@ -13,7 +13,7 @@ import (
 const MechanismPlain = "PLAIN"
 
 // Mechanisms Skein can serve.
-var Mechanisms = []string{MechanismPlain}
+var Mechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}
 
 // API keys a connection may send before it has authenticated.
 const (
@@ -37,17 +37,25 @@ const (
 type Session struct {
 	enabled []string
 	users   map[string]string // PLAIN: user name -> password
-	state   state
-	mech    string
-	user    string
+	scram   ScramLookup
+	// nonce makes the server's part of a SCRAM nonce; tests fix it.
+	nonce func() string
+	ss    *scramServer
+	state state
+	mech  string
+	user  string
 	// raw is set by a v0 SaslHandshake: the exchange then travels as bare
 	// size-prefixed tokens, without Kafka request headers.
 	raw bool
 }
 
 // NewSession starts the authentication of a new connection.
-func NewSession(enabled []string, plainUsers map[string]string) *Session {
-	return &Session{enabled: enabled, users: plainUsers}
+// scram finds SCRAM credentials (nil: no SCRAM user exists).
+func NewSession(enabled []string, plainUsers map[string]string, scram ScramLookup) *Session {
+	if scram == nil {
+		scram = func(string, string) (ScramCredential, bool) { return ScramCredential{}, false }
+	}
+	return &Session{enabled: enabled, users: plainUsers, scram: scram, nonce: randomNonce}
 }
 
 // Allowed reports whether a request with this API key may be served now:
@@ -125,6 +133,8 @@ func (s *Session) Authenticate(token []byte) Outcome {
 		s.user = user
 		s.state = authenticated
 		return Outcome{}
+	case MechanismScramSHA256, MechanismScramSHA512:
+		return s.scramStep(token)
 	}
 	s.state = failed
 	return Outcome{Code: kerr.IllegalSaslState.Code, Message: "no mechanism chosen", Close: true}
@@ -151,4 +161,36 @@ func (s *Session) plain(token []byte) (string, bool) {
 		return "", false
 	}
 	return user, true
+}
+
+// scramStep serves one of SCRAM's two client messages. Every failure
+// answers SASL_AUTHENTICATION_FAILED, as Kafka does, whether the user is
+// unknown or the proof wrong.
+func (s *Session) scramStep(token []byte) Outcome {
+	fail := func(reason string) Outcome {
+		s.state = failed
+		return Outcome{Code: kerr.SaslAuthenticationFailed.Code,
+			Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " +
+				s.mech + ": " + reason, Delay: true, Close: true}
+	}
+	if s.ss == nil {
+		h, err := scramHash(s.mech)
+		if err != nil {
+			return fail(err.Error())
+		}
+		s.ss = &scramServer{mech: s.mech, h: h, lookup: s.scram, nonce: s.nonce}
+		reply, err := s.ss.first(string(token))
+		if err != nil {
+			return fail(err.Error())
+		}
+		return Outcome{Token: []byte(reply)}
+	}
+	reply, err := s.ss.final(string(token))
+	if err != nil {
+		return fail(err.Error())
+	}
+	s.user = s.ss.user
+	s.ss = nil
+	s.state = authenticated
+	return Outcome{Token: []byte(reply)}
 }

@@ -12,14 +12,14 @@ func plainToken(authz, user, pass string) []byte {
 
 func TestPlainSession(t *testing.T) {
 	users := map[string]string{"alice": "alice-pw"}
-	s := NewSession([]string{MechanismPlain}, users)
+	s := NewSession([]string{MechanismPlain}, users, nil)
 	if s.Allowed(3) || !s.Allowed(18) || !s.Allowed(17) || !s.Allowed(36) {
 		t.Fatal("before authentication only ApiVersions and SASL may be served")
 	}
 	if o := s.Authenticate(plainToken("", "alice", "alice-pw")); o.Code != kerr.IllegalSaslState.Code || !o.Close {
 		t.Fatalf("authenticate before handshake: %+v", o)
 	}
-	s = NewSession([]string{MechanismPlain}, users)
+	s = NewSession([]string{MechanismPlain}, users, nil)
 	if enabled, o := s.Handshake(1, MechanismPlain); o.Code != 0 || len(enabled) != 1 {
 		t.Fatalf("handshake: %v %+v", enabled, o)
 	}
@@ -48,7 +48,7 @@ func TestPlainFailures(t *testing.T) {
 		"password prefix": plainToken("", "alice", "alice-p"),
 		"extra NUL":       []byte("\x00alice\x00alice-pw\x00"),
 	} {
-		s := NewSession([]string{MechanismPlain}, users)
+		s := NewSession([]string{MechanismPlain}, users, nil)
 		s.Handshake(1, MechanismPlain)
 		o := s.Authenticate(token)
 		if o.Code != kerr.SaslAuthenticationFailed.Code || !o.Delay || !o.Close {
@@ -58,11 +58,11 @@ func TestPlainFailures(t *testing.T) {
 			t.Errorf("%s: the connection may still be used", name)
 		}
 	}
-	s := NewSession([]string{MechanismPlain}, users)
+	s := NewSession([]string{MechanismPlain}, users, nil)
 	if _, o := s.Handshake(1, "SCRAM-SHA-512"); o.Code != kerr.UnsupportedSaslMechanism.Code || !o.Close {
 		t.Errorf("unknown mechanism: %+v", o)
 	}
-	s = NewSession([]string{MechanismPlain}, users)
+	s = NewSession([]string{MechanismPlain}, users, nil)
 	s.Handshake(1, MechanismPlain)
 	if o := s.Authenticate(plainToken("alice", "alice", "alice-pw")); o.Code != 0 {
 		t.Errorf("authzid equal to the user: %+v", o)
@@ -70,7 +70,7 @@ func TestPlainFailures(t *testing.T) {
 }
 
 func TestPlainSessionV0(t *testing.T) {
-	s := NewSession([]string{MechanismPlain}, map[string]string{"alice": "alice-pw"})
+	s := NewSession([]string{MechanismPlain}, map[string]string{"alice": "alice-pw"}, nil)
 	if s.RawToken() {
 		t.Fatal("a raw token expected before the handshake")
 	}

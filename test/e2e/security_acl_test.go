@@ -343,6 +343,14 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 	if err != nil || len(cr) != 1 || !errors.Is(cr[0].Err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("create ACLs without ALTER on the cluster: %v %+v", err, cr)
 	}
+	if _, err := anonAdm.DescribeUserSCRAMs(ctx); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("describe SCRAM users without DESCRIBE on the cluster: %v", err)
+	}
+	us, err := anonAdm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "eve", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw"}})
+	// kgo turns the first user's error into the request's.
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) && !errors.Is(us["eve"].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alter SCRAM users without ALTER on the cluster: %v %+v", err, us)
+	}
 
 	// sarama: a producer is refused the denied topic; its admin lists the
 	// ACLs through the broker listener.
