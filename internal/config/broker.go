@@ -65,7 +65,9 @@ type Broker struct {
 	HandshakeTimeout time.Duration // ssl.handshake.timeout.ms
 	// ListenerSASL holds each SASL listener's mechanisms and users, by
 	// upper-case name (see SASLOf).
-	ListenerSASL              map[string]ListenerSASL
+	ListenerSASL map[string]ListenerSASL
+	// InterBrokerSASLMechanism is sasl.mechanism.inter.broker.protocol.
+	InterBrokerSASLMechanism  string
 	FailedAuthenticationDelay time.Duration // connection.failed.authentication.delay.ms
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
@@ -251,6 +253,10 @@ func (s *settings) build() (*Broker, error) {
 		return nil, err
 	}
 	if err := b.resolveSASL(r, s.listenerValues); err != nil {
+		return nil, err
+	}
+	b.InterBrokerSASLMechanism = r.text("sasl.mechanism.inter.broker.protocol")
+	if err := b.checkClusterListeners(r); err != nil {
 		return nil, err
 	}
 	defaults, err := ResolveTopic(b, nil)

@@ -81,6 +81,14 @@ func (b *Broker) resolveNetwork(r *reader) error {
 			// As in Kafka: it names how the controllers are reached.
 			return b.ruleError(r, "controller.listener.names", "non-empty on a broker-only node")
 		}
+		// A broker-only node has no controller listener of its own whose
+		// key store it could dial the controllers with.
+		for _, name := range b.ControllerListenerNames {
+			if proto, ok := protocols[name]; ok && proto != ProtocolPlaintext {
+				return b.ruleError(r, "listener.security.protocol.map",
+					fmt.Sprintf("PLAINTEXT for controller listener %s on a broker-only node: only combined and controller nodes dial the controllers over TLS yet", name))
+			}
+		}
 		// Kafka forbids it too: a broker-only node answering on the
 		// controller listener would look like a voter it is not.
 		for _, l := range listeners {
@@ -117,6 +125,18 @@ func (b *Broker) isControllerListener(name string) bool {
 // addresses of a node with the broker role.
 func (b *Broker) resolveBrokerListeners(r *reader) error {
 	name := strings.ToUpper(r.text("inter.broker.listener.name"))
+	if proto := r.text("security.inter.broker.protocol"); proto != "" {
+		// Kafka: the listener named after the protocol; an error beside
+		// inter.broker.listener.name.
+		if name != "" {
+			return b.ruleError(r, "security.inter.broker.protocol", "unset when inter.broker.listener.name is set (set one of them)")
+		}
+		if _, ok := b.ListenerByName(proto); !ok {
+			return b.ruleError(r, "security.inter.broker.protocol",
+				fmt.Sprintf("the name of a listener in listeners (%s) to choose it for inter-broker traffic", listenerNames(b.Listeners)))
+		}
+		name = proto
+	}
 	if name == "" {
 		for _, l := range b.Listeners {
 			if !b.isControllerListener(l.Name) {

@@ -276,6 +276,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"group.max.session.timeout.ms":              {"group.max.session.timeout.ms": "60000"},
 		"group.max.size":                            {"group.max.size": "10"},
 		"group.min.session.timeout.ms":              {"group.min.session.timeout.ms": "1000"},
+		"security.inter.broker.protocol":            {"security.inter.broker.protocol": "SSL", "listeners": "PLAINTEXT://h:1,SSL://h:2,CONTROLLER://h:3", "ssl.keystore.location": "/k.pem", "ssl.truststore.location": "/ca.pem", "ssl.client.auth": "required", "super.users": "User:CN=b"},
 		"inter.broker.listener.name":                {"inter.broker.listener.name": "B", "listeners": "A://h:1,B://h:2,CONTROLLER://h:3", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT,CONTROLLER:PLAINTEXT"},
 		"leader.imbalance.check.interval.seconds":   {"leader.imbalance.check.interval.seconds": "1"},
 		"listener.security.protocol.map":            {"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,X:PLAINTEXT", "listeners": "X://h:1,PLAINTEXT://h:2,CONTROLLER://h:3"},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/skein-log/skein/internal/authz"
@@ -64,7 +65,7 @@ var brokerProperties = []Property{
 		Name: "listener.security.protocol.map", Kind: KindList,
 		Default: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 		format:  "LISTENER:PROTOCOL", check: checkBy(ParseProtocolMap),
-		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL are refused.",
+		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL (SASL PLAIN) on client listeners; controller and inter-broker listeners may use any of them (docs/security.md).",
 	},
 	{
 		Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER",
@@ -74,7 +75,12 @@ var brokerProperties = []Property{
 	{
 		Name: "inter.broker.listener.name", Kind: KindString,
 		format: "a listener name", check: checkOptionalListenerName,
-		Doc: "Listener brokers use to replicate from each other. Empty: the first listener that is not a controller listener.",
+		Doc: "Listener brokers use to replicate from each other and to forward requests. Empty: the listener named after security.inter.broker.protocol when that is set, else the first listener that is not a controller listener. An SSL one needs ssl.client.auth=required and the brokers' certificate principals in super.users; a SASL one a JAAS username and password to log in with, that user in super.users.",
+	},
+	{
+		Name: "security.inter.broker.protocol", Kind: KindString,
+		format: "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", check: checkOptionalProtocol,
+		Doc: "Kafka's older way to choose the inter-broker listener: the listener named after this protocol (SSL names the SSL listener). Set it or inter.broker.listener.name, not both.",
 	},
 	{
 		Name: "controller.quorum.voters", Kind: KindList,
@@ -377,6 +383,13 @@ func checkListenerNames(v string) error {
 		if !validListenerName(name) {
 			return fmt.Errorf("%q is not a listener name", name)
 		}
+	}
+	return nil
+}
+
+func checkOptionalProtocol(v string) error {
+	if v != "" && !slices.Contains(securityProtocols, v) {
+		return fmt.Errorf("%q is not a security protocol", v)
 	}
 	return nil
 }

@@ -18,6 +18,10 @@ type ListenerSASL struct {
 	Mechanisms []string // sasl.enabled.mechanisms
 	// PlainUsers are PLAIN's user_NAME="password" entries (secrets).
 	PlainUsers map[string]string
+	// LoginUser and LoginPassword are the JAAS entry's username and
+	// password options (the password a secret): what this node logs in
+	// with when it dials the listener on another node.
+	LoginUser, LoginPassword string
 }
 
 // resolveSASL fills ListenerSASL for every SASL listener from its own
@@ -70,7 +74,8 @@ func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 		if len(users) == 0 && slices.Contains(mechanisms, sasl.MechanismPlain) {
 			return fail(`a PlainLoginModule entry with at least one user_NAME="password" option`)
 		}
-		b.ListenerSASL[l.Name] = ListenerSASL{Mechanisms: mechanisms, PlainUsers: users}
+		b.ListenerSASL[l.Name] = ListenerSASL{Mechanisms: mechanisms, PlainUsers: users,
+			LoginUser: j.Options["username"], LoginPassword: j.Options["password"]}
 	}
 	return nil
 }

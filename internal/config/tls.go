@@ -118,22 +118,6 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 		}
 		b.ListenerTLS[l.Name] = t
 	}
-	// Brokers and controllers still dial each other in plaintext, so the
-	// listeners they dial must be plaintext ones for now.
-	for _, l := range b.Listeners {
-		if l.SecurityProtocol == ProtocolPlaintext {
-			continue
-		}
-		if b.isControllerListener(l.Name) {
-			return b.ruleError(r, "listener.security.protocol.map",
-				fmt.Sprintf("PLAINTEXT for controller listener %s: nodes do not dial each other over TLS or SASL yet", l.Name))
-		}
-		if l.Name == b.InterBrokerListenerName {
-			key := "inter.broker.listener.name"
-			return &Error{Key: key, Value: b.InterBrokerListenerName, Origin: b.origins[key],
-				Reason: fmt.Sprintf("a PLAINTEXT listener: brokers do not dial each other over TLS or SASL yet (%s uses %s)", l.Name, l.SecurityProtocol)}
-		}
-	}
 	return nil
 }
 

@@ -84,6 +84,43 @@ func TestListenerScopedTLS(t *testing.T) {
 	}
 }
 
+// TestClusterListenersOverTLS: the inter-broker and controller listeners
+// may be SSL with client certificates required and the brokers' principal
+// among the super users.
+func TestClusterListenersOverTLS(t *testing.T) {
+	b, err := NewBroker(sslProps(map[string]string{
+		"listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"inter.broker.listener.name":     "SSL",
+		"ssl.client.auth":                "required",
+		"ssl.truststore.location":        "/ca.pem",
+		"super.users":                    "User:CN=broker",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"SSL", "CONTROLLER"} {
+		if set, ok := b.TLSOf(l); !ok || set.ClientAuth != "required" {
+			t.Errorf("%s: %+v %v", l, set, ok)
+		}
+	}
+}
+
+// TestClusterListenersOverSASL: a SASL controller listener gives the
+// node its login from the JAAS entry's username and password.
+func TestClusterListenersOverSASL(t *testing.T) {
+	b, err := NewBroker(sslProps(map[string]string{
+		"listener.security.protocol.map":                  "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"listener.name.controller.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="s" user_broker="s";`,
+		"super.users": "User:broker",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set, _ := b.SASLOf("CONTROLLER"); set.LoginUser != "broker" || set.LoginPassword != "s" || b.InterBrokerSASLMechanism != "PLAIN" {
+		t.Errorf("login %q/%q, mechanism %q", set.LoginUser, set.LoginPassword, b.InterBrokerSASLMechanism)
+	}
+}
+
 func TestTLSRules(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -106,8 +143,22 @@ func TestTLSRules(t *testing.T) {
 			`config: listener.name.plaintext.ssl.client.auth="none": must be set for a TLS listener only (PLAINTEXT uses PLAINTEXT)`},
 		{"override on unknown listener", map[string]string{"listener.name.nope.ssl.client.auth": "none"},
 			`config: listener.name.nope.ssl.client.auth="none": must be a listener in listeners (listeners has PLAINTEXT, SSL, CONTROLLER)`},
-		{"inter-broker over TLS", map[string]string{"inter.broker.listener.name": "SSL"},
-			`config: inter.broker.listener.name="SSL": must be a PLAINTEXT listener: brokers do not dial each other over TLS or SASL yet (SSL uses SSL)`},
+		{"inter-broker over TLS without client certificates", map[string]string{"inter.broker.listener.name": "SSL"},
+			`config: ssl.client.auth="none": must be required on SSL, a listener the nodes dial: a node proves it is a broker by its certificate (mutual TLS)`},
+		{"inter-broker over TLS without super users", map[string]string{"inter.broker.listener.name": "SSL",
+			"listener.name.ssl.ssl.client.auth": "required", "listener.name.ssl.ssl.truststore.location": "/ca.pem"},
+			`config: super.users="": must be the brokers' principals (their certificates' User:CN=... or SASL users) when SSL, a listener the nodes dial, uses SSL: only super users act as brokers there`},
+		{"both ways of naming the inter-broker listener", map[string]string{"security.inter.broker.protocol": "SSL", "inter.broker.listener.name": "SSL"},
+			`config: security.inter.broker.protocol="SSL": must be unset when inter.broker.listener.name is set (set one of them)`},
+		{"broker-only node dialing TLS controllers", map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://h:9092,SSL://h:9094",
+			"listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL", "controller.quorum.voters": "1@h:9093", "node.id": "2"},
+			`config: listener.security.protocol.map="CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL": must be PLAINTEXT for controller listener CONTROLLER on a broker-only node: only combined and controller nodes dial the controllers over TLS yet`},
+		{"controller over SCRAM only", map[string]string{"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+			"sasl.enabled.mechanisms": "SCRAM-SHA-256"},
+			`config: sasl.mechanism.inter.broker.protocol="PLAIN": must be one of sasl.enabled.mechanisms (SCRAM-SHA-256)`},
+		{"controller over SASL without a login", map[string]string{"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+			"listener.name.controller.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="s";`},
+			`config: listener.name.controller.plain.sasl.jaas.config=(hidden): must be a PlainLoginModule entry with username="..." password="..." on CONTROLLER, a listener the nodes dial: they log in with them`},
 		{"secret not quoted", map[string]string{"listener.name.ssl.ssl.keystore.key": strings.Repeat("k", maxValueLen+1)},
 			"config: listener.name.ssl.ssl.keystore.key=(hidden): must be text of at most 16384 bytes (at most 16384 bytes)"},
 	}

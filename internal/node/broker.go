@@ -347,6 +347,7 @@ func (b *Broker) Start() error {
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	warnSharedInterBrokerListener(b.cfg, b.log)
+	warnPlaintextClusterListeners(b.cfg, b.log)
 	// A quorum of one elects itself at once: wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.

@@ -66,7 +66,7 @@ func (cc *controllerClient) connect(ctx context.Context) (*rpc.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("controller %d is not among controller.quorum.voters", id)
 	}
-	conn, err := rpc.DialFrom(ctx, cc.b.cfg.OutboundBindAddress, addr, fmt.Sprintf("skein-broker-%d", cc.b.cfg.NodeID))
+	conn, err := dialCluster(ctx, cc.b.cfg, cc.b.cfg.OutboundBindAddress, controllerListener(cc.b.cfg), addr, fmt.Sprintf("skein-broker-%d", cc.b.cfg.NodeID))
 	if err != nil {
 		return nil, err
 	}

@@ -318,6 +318,13 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		return false, false
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
+		if c.principal != api.BrokerPrincipal {
+			// Only voters speak Raft: on a TLS controller listener a
+			// certificate of a super user.
+			c.b.log.Warn("closing connection: raft frame from a connection that is not a controller", "remote", c.nc.RemoteAddr().String(),
+				"principal", c.principal.String())
+			return false, false
+		}
 		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
 			if errors.Is(err, quorum.ErrStopped) {
 				return false, false

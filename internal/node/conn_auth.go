@@ -52,6 +52,11 @@ func (a *connSASL) Authenticate(token []byte, respond func(int16, string, []byte
 	}
 	if user, ok := a.s.Authenticated(); ok && o.Code == 0 {
 		a.c.principal = api.Principal{Type: userPrincipalType, Name: user}
+		if listenerPrincipal(a.c.b.cfg, a.c.listener) == api.BrokerPrincipal && a.c.b.cfg.SuperUsers[a.c.principal] {
+			// A node's login on the cluster's own listener (Kafka:
+			// brokers are super users).
+			a.c.principal = api.BrokerPrincipal
+		}
 		a.c.b.metrics.SASLAuthentication(a.c.listener, a.mechanism, "success")
 		a.c.b.log.Debug("authenticated", "listener", a.c.listener, "remote", a.c.nc.RemoteAddr().String(),
 			"mechanism", a.mechanism, "principal", a.c.principal.String())

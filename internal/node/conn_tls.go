@@ -119,21 +119,38 @@ func checkNotTLS(br *bufio.Reader) error {
 // (KafkaPrincipal.USER_TYPE), the type ANONYMOUS has too.
 var userPrincipalType = authz.Anonymous.Type
 
-// connPrincipal is who a connection authenticated as before any SASL:
-// the broker principal on the cluster's own listeners (listenerPrincipal;
-// config keeps those PLAINTEXT), else the subject of a verified client
-// certificate (RFC 2253) mapped by ssl.principal.mapping.rules, else
-// User:ANONYMOUS.
+// connPrincipal is who a connection authenticated as before any SASL.
+// On the cluster's own listeners (listenerPrincipal) it is the broker
+// principal: on a plaintext one for anyone who reaches it (the documented
+// risk), on a TLS one only for a client certificate whose mapped
+// principal is in super.users (Kafka's model: brokers are super users);
+// any other certificate there is that user, authorized as a client.
+// On a SASL one it is User:ANONYMOUS until a login as a super user.
+// Elsewhere it is the subject of a verified client certificate (RFC 2253)
+// mapped by ssl.principal.mapping.rules, else User:ANONYMOUS.
 func connPrincipal(cfg *config.Broker, listener string, nc net.Conn) api.Principal {
 	p := listenerPrincipal(cfg, listener)
-	if p == api.BrokerPrincipal {
+	tc, isTLS := nc.(*tls.Conn)
+	if _, isSASL := cfg.SASLOf(listener); p == api.BrokerPrincipal && isSASL {
+		// A broker's SASL login (connSASL.Authenticate) makes it the
+		// broker; until then it is nobody.
+		return authz.Anonymous
+	}
+	if p == api.BrokerPrincipal && !isTLS {
 		return p
 	}
-	if tc, ok := nc.(*tls.Conn); ok {
+	if isTLS {
 		// startTLS refused a certificate the rules do not map.
 		if name, _ := certPrincipalName(cfg, tc, listener); name != "" {
-			return api.Principal{Type: userPrincipalType, Name: name}
+			user := api.Principal{Type: userPrincipalType, Name: name}
+			if p == api.BrokerPrincipal && cfg.SuperUsers[user] {
+				return api.BrokerPrincipal
+			}
+			return user
 		}
+	}
+	if p == api.BrokerPrincipal {
+		return authz.Anonymous // a TLS cluster listener without a certificate
 	}
 	return p
 }

@@ -279,7 +279,7 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("leader %d has no %s endpoint", f.leader, f.b.cfg.InterBrokerListenerName)
 	}
-	conn, err := rpc.DialFrom(ctx, f.b.cfg.OutboundBindAddress, ep, fmt.Sprintf("skein-replica-%d", f.b.cfg.NodeID))
+	conn, err := dialCluster(ctx, f.b.cfg, f.b.cfg.OutboundBindAddress, f.b.cfg.InterBrokerListenerName, ep, fmt.Sprintf("skein-replica-%d", f.b.cfg.NodeID))
 	if err != nil {
 		return nil, err
 	}

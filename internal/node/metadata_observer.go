@@ -102,7 +102,7 @@ func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, observerDialTimeout)
 	defer cancel()
-	conn, err := rpc.Dial(dctx, addr, fmt.Sprintf("skein-observer-%d", s.b.cfg.NodeID))
+	conn, err := dialCluster(dctx, s.b.cfg, nil, controllerListener(s.b.cfg), addr, fmt.Sprintf("skein-observer-%d", s.b.cfg.NodeID))
 	if err != nil {
 		return nil, err
 	}

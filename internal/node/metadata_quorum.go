@@ -56,6 +56,7 @@ func (b *Broker) startQuorum(clusterID string) error {
 		ClusterID:      clusterID,
 		Voters:         voters,
 		LocalAddr:      b.cfg.OutboundBindAddress,
+		Secure:         b.quorumSecure(),
 		Dir:            filepath.Join(b.cfg.LogDirs[0], metadataDirName),
 		FS:             b.fs,
 		TickInterval:   quorumTick,

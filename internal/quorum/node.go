@@ -95,7 +95,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	transport := cfg.Transport
 	if transport == nil {
 		if transport, err = NewTCPTransport(TCPTransportConfig{
-			ClusterID: cfg.ClusterID, Self: coreCfg.ID, Peers: cfg.Voters, LocalAddr: cfg.LocalAddr,
+			ClusterID: cfg.ClusterID, Self: coreCfg.ID, Peers: cfg.Voters, LocalAddr: cfg.LocalAddr, Secure: cfg.Secure,
 			MaxFrameBytes: DefaultMaxFrameBytes, Logger: cfg.Logger,
 		}); err != nil {
 			return nil, err

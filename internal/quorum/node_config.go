@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,9 @@ type NodeConfig struct {
 	// LocalAddr is the local IP of connections to the other voters (nil:
 	// the OS chooses); outbound.bind.address.
 	LocalAddr net.IP
+	// Secure, when set, secures connections to the other voters (see
+	// TCPTransportConfig.Secure).
+	Secure func(ctx context.Context, conn net.Conn, addr string) (net.Conn, error)
 
 	Dir string
 	FS  vfs.FS

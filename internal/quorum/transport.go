@@ -39,6 +39,10 @@ type TCPTransportConfig struct {
 	Self      uint64         // this node's Raft id (skipped among Peers)
 	Peers     []config.Voter // controller.quorum.voters
 	LocalAddr net.IP         // local IP of connections to peers (nil: the OS chooses)
+	// Secure, when set, secures each new connection to a peer before
+	// any frame (TLS, a SASL login: the controller listener is not
+	// PLAINTEXT); nil dials in plaintext.
+	Secure func(ctx context.Context, conn net.Conn, addr string) (net.Conn, error)
 
 	QueueLen      int           // messages queued per peer before dropping (1024)
 	MaxFrameBytes int           // larger messages are dropped (DefaultMaxFrameBytes)
@@ -296,7 +300,17 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", p.addr, err)
 	}
-	return conn, nil
+	if p.t.cfg.Secure == nil {
+		return conn, nil
+	}
+	ctx, cancel := context.WithTimeout(p.t.ctx, p.t.cfg.DialTimeout)
+	defer cancel()
+	secured, err := p.t.cfg.Secure(ctx, conn, p.addr)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("securing the connection to %s: %w", p.addr, err)
+	}
+	return secured, nil
 }
 
 func (p *peer) write(conn net.Conn, w *bufio.Writer, frames []byte) error {

@@ -63,6 +63,17 @@ func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
 // DialFrom connects to addr from the local IP address local (nil: the OS
 // chooses). clientID names the caller in the peer's logs.
 func DialFrom(ctx context.Context, local net.IP, addr, clientID string) (*Conn, error) {
+	return DialSecure(ctx, local, addr, clientID, nil)
+}
+
+// Upgrade secures a freshly dialed connection before any request: a TLS
+// handshake, a SASL login, or both; it returns the connection to use.
+type Upgrade func(ctx context.Context, nc net.Conn) (net.Conn, error)
+
+// DialSecure is DialFrom with the connection upgraded (nil: plaintext)
+// before it is returned, so a peer refusing this node's certificate or
+// login is a dial error, not a broken call.
+func DialSecure(ctx context.Context, local net.IP, addr, clientID string, upgrade Upgrade) (*Conn, error) {
 	var d net.Dialer
 	if local != nil {
 		d.LocalAddr = &net.TCPAddr{IP: local}
@@ -73,6 +84,14 @@ func DialFrom(ctx context.Context, local net.IP, addr, clientID string) (*Conn, 
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	if upgrade != nil {
+		secured, err := upgrade(ctx, nc)
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("rpc: securing the connection to %s: %w", addr, err)
+		}
+		nc = secured
 	}
 	c := &Conn{
 		nc:        nc,

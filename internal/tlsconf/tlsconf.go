@@ -103,14 +103,8 @@ func build(set config.ListenerTLS) (*tls.Config, error) {
 		return nil, err
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
-	cfg.MinVersion, cfg.MaxVersion, err = versions(set.EnabledProtocols)
-	if err != nil {
+	if err := setProtocols(cfg, set); err != nil {
 		return nil, err
-	}
-	for _, name := range set.CipherSuites {
-		if id, ok := config.CipherSuiteID(name); ok {
-			cfg.CipherSuites = append(cfg.CipherSuites, id)
-		}
 	}
 	if len(set.CipherSuites) > 0 && len(cfg.CipherSuites) == 0 && cfg.MinVersion < tls.VersionTLS13 {
 		return nil, errors.New("ssl.cipher.suites names TLS 1.3 suites only while ssl.enabled.protocols allows TLSv1.2: list a TLS 1.2 suite or enable TLSv1.3 only")
@@ -206,4 +200,42 @@ func versions(protocols []string) (lo, hi uint16, err error) {
 		return tls.VersionTLS12, tls.VersionTLS12, nil
 	}
 	return 0, 0, fmt.Errorf("ssl.enabled.protocols %q: no TLS version Skein offers", strings.Join(protocols, ","))
+}
+
+// ClientConfig is the configuration a node dials another node's TLS
+// listener with: the listener's key store is the client certificate
+// (mutual TLS) and its trust store verifies the peer, whose certificate
+// must name serverName (Kafka's default endpoint identification, https).
+// It reads the files on each call, so a renewed certificate is used from
+// the next connection on.
+func ClientConfig(set config.ListenerTLS, serverName string) (*tls.Config, error) {
+	cert, err := loadKeyPair(set)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, ServerName: serverName}
+	if err := setProtocols(cfg, set); err != nil {
+		return nil, err
+	}
+	if set.TruststoreLocation != "" || set.TruststoreCertificates != "" {
+		if cfg.RootCAs, err = loadTrust(set); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// setProtocols applies ssl.enabled.protocols and ssl.cipher.suites, the
+// same on both ends of a connection.
+func setProtocols(cfg *tls.Config, set config.ListenerTLS) error {
+	var err error
+	if cfg.MinVersion, cfg.MaxVersion, err = versions(set.EnabledProtocols); err != nil {
+		return err
+	}
+	for _, name := range set.CipherSuites {
+		if id, ok := config.CipherSuiteID(name); ok {
+			cfg.CipherSuites = append(cfg.CipherSuites, id)
+		}
+	}
+	return nil
 }

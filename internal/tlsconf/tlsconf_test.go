@@ -162,3 +162,37 @@ func TestBadStores(t *testing.T) {
 		}
 	}
 }
+
+// TestClientConfig: a node dials with its listener's key store as the
+// client certificate and verifies the peer with its trust store.
+func TestClientConfig(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, dir, "ca")
+	other := testcert.NewCA(t, dir, "other")
+	b1 := ca.Issue("b1", pkix.Name{CommonName: "broker-1"})
+	b2 := ca.Issue("b2", pkix.Name{CommonName: "broker-2"})
+	protos := []string{"TLSv1.2", "TLSv1.3"}
+	srv, err := NewServer(config.ListenerTLS{KeystoreLocation: b1.File, TruststoreLocation: ca.CertFile,
+		ClientAuth: "required", EnabledProtocols: protos}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := config.ListenerTLS{KeystoreLocation: b2.File, TruststoreLocation: ca.CertFile, EnabledProtocols: protos}
+	cfg, err := ClientConfig(dialer, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn, cerr, serr := handshake(t, srv, cfg); cerr != nil || serr != nil || cn != "broker-1" {
+		t.Fatalf("mutual TLS between nodes: cn %q, client %v, server %v", cn, cerr, serr)
+	}
+	// The wrong name: Kafka's endpoint identification refuses it.
+	cfg, _ = ClientConfig(dialer, "broker.example")
+	if _, cerr, _ := handshake(t, srv, cfg); cerr == nil {
+		t.Error("a certificate not naming the dialed host was accepted")
+	}
+	// A trust store without the peer's CA.
+	cfg, _ = ClientConfig(config.ListenerTLS{KeystoreLocation: b2.File, TruststoreLocation: other.CertFile, EnabledProtocols: protos}, "127.0.0.1")
+	if _, cerr, _ := handshake(t, srv, cfg); cerr == nil {
+		t.Error("a peer from an untrusted CA was accepted")
+	}
+}
