@@ -1,11 +1,8 @@
 package replica
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +17,7 @@ import (
 	"github.com/skein-log/skein/internal/invariant"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
+	"github.com/skein-log/skein/internal/scenariotest"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -54,18 +52,7 @@ import (
 // The Ready of the last command is what sync=, wake=, flush=, proposal=,
 // resend=, diskfailed=, violations= check; answers accumulate by name.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scenario files in testdata/")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runScenario(t, file)
-		})
-	}
+	scenariotest.Files(t, runScenario)
 }
 
 type scenario struct {
@@ -87,22 +74,9 @@ type scenario struct {
 }
 
 func runScenario(t *testing.T, file string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	s := &scenario{fs: vfs.NewMem(), answers: map[string]string{}, ids: map[WaiterID]string{}}
-	sc := bufio.NewScanner(f)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
+	scenariotest.Lines(t, file, func(lineNo int, line, _ string) {
 		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
 		kv := map[string]string{}
 		for _, a := range fields[1:] {
 			k, v, _ := strings.Cut(a, "=")
@@ -116,10 +90,7 @@ func runScenario(t *testing.T, file string) {
 		case !wantErr && err != nil:
 			t.Fatalf("%s:%d: %s: %v", file, lineNo, line, err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 func num(kv map[string]string, key string, def int64) int64 {

@@ -1,11 +1,8 @@
 package replicafetch
 
 import (
-	"bufio"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/scenariotest"
 	"github.com/skein-log/skein/internal/storage"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -46,16 +44,7 @@ import (
 //	fail p0                             p0's next action fails (Session.Failed)
 //	state p0                            `epoch=E truncate=BOOL log=START..END`
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scenario files in testdata/")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runScenario(t, file) })
-	}
+	scenariotest.Files(t, runScenario)
 }
 
 // testFollower is a followed partition on a real log.
@@ -83,38 +72,21 @@ type scenario struct {
 }
 
 func runScenario(t *testing.T, file string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	s := &scenario{t: t, fs: vfs.NewMem(), followers: map[string]*testFollower{}, byIndex: map[int32]*testFollower{},
 		fetched: map[string]int64{},
 		cfg:     Config{ReplicaID: 2, MaxWait: 500 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20, RefusalPause: 200 * time.Millisecond, MaxTruncationRounds: 16}}
-	sc := bufio.NewScanner(f)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
+	scenariotest.Lines(t, file, func(lineNo int, line, _ string) {
 		cmd, rest, _ := strings.Cut(line, " ")
 		if cmd == "expect" {
 			if s.out != rest {
 				t.Fatalf("%s:%d: got %q, want %q", file, lineNo, s.out, rest)
 			}
-			continue
+			return
 		}
 		if err := s.run(cmd, strings.Fields(rest)); err != nil {
 			t.Fatalf("%s:%d: %s: %v", file, lineNo, line, err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 // kv parses "k=v" fields.

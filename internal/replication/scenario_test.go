@@ -1,17 +1,16 @@
 package replication
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/scenariotest"
 )
 
 // TestScenarios runs the golden scenario files in testdata/. Each line is a
@@ -34,18 +33,7 @@ import (
 // error containing the text; any other command must succeed. After every command the invariants of
 // checkInvariants hold.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scenario files in testdata/")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runScenario(t, file)
-		})
-	}
+	scenariotest.Files(t, runScenario)
 }
 
 type scenario struct {
@@ -58,18 +46,8 @@ type scenario struct {
 }
 
 func runScenario(t *testing.T, file string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	s := &scenario{}
-	sc := bufio.NewScanner(f)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
+	scenariotest.Lines(t, file, func(lineNo int, line, raw string) {
 		wantErr, errSub := false, ""
 		if i := strings.Index(line, "!error"); i >= 0 {
 			wantErr, errSub = true, strings.TrimPrefix(strings.TrimSpace(line[i+len("!error"):]), "=")
@@ -77,7 +55,7 @@ func runScenario(t *testing.T, file string) {
 		}
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
-			continue
+			return
 		}
 		args, err := parseArgs(fields[1:])
 		if err == nil {
@@ -86,23 +64,20 @@ func runScenario(t *testing.T, file string) {
 		var fail *expectFailure
 		switch {
 		case errors.As(err, &fail):
-			t.Fatalf("%s:%d: %s\n  %v", file, lineNo, sc.Text(), err)
+			t.Fatalf("%s:%d: %s\n  %v", file, lineNo, raw, err)
 		case wantErr && err == nil:
-			t.Fatalf("%s:%d: %s: want an error, got none", file, lineNo, sc.Text())
+			t.Fatalf("%s:%d: %s: want an error, got none", file, lineNo, raw)
 		case wantErr && !strings.Contains(err.Error(), errSub):
-			t.Fatalf("%s:%d: %s: error %q does not contain %q", file, lineNo, sc.Text(), err, errSub)
+			t.Fatalf("%s:%d: %s: error %q does not contain %q", file, lineNo, raw, err, errSub)
 		case !wantErr && err != nil:
-			t.Fatalf("%s:%d: %s: %v", file, lineNo, sc.Text(), err)
+			t.Fatalf("%s:%d: %s: %v", file, lineNo, raw, err)
 		}
 		if s.l != nil {
 			if err := s.checkInvariants(); err != nil {
-				t.Fatalf("%s:%d: %s: invariant broken: %v", file, lineNo, sc.Text(), err)
+				t.Fatalf("%s:%d: %s: invariant broken: %v", file, lineNo, raw, err)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 type expectFailure struct{ msg string }
