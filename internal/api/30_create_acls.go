@@ -28,12 +28,8 @@ func handleCreateACLs(s *Server, r *Request, respond Respond) {
 		}
 		respond(resp)
 	}
-	if _, on := s.authorizer(); !on {
-		failAll(kerr.SecurityDisabled, "no authorizer is configured (authorizer.class.name)")
-		return
-	}
-	if !s.allowedCluster(r, authz.OpAlter) {
-		failAll(kerr.ClusterAuthorizationFailed, "CreateAcls needs ALTER on the cluster")
+	if code, msg := aclAlterRefusal(s, r, "CreateAcls"); code != nil {
+		failAll(code, msg)
 		return
 	}
 	acls := make([]authz.ACL, len(req.Creations))

@@ -28,12 +28,8 @@ func handleDeleteACLs(s *Server, r *Request, respond Respond) {
 		}
 		respond(resp)
 	}
-	if _, on := s.authorizer(); !on {
-		failAll(kerr.SecurityDisabled, "no authorizer is configured (authorizer.class.name)")
-		return
-	}
-	if !s.allowedCluster(r, authz.OpAlter) {
-		failAll(kerr.ClusterAuthorizationFailed, "DeleteAcls needs ALTER on the cluster")
+	if code, msg := aclAlterRefusal(s, r, "DeleteAcls"); code != nil {
+		failAll(code, msg)
 		return
 	}
 	filters := make([]authz.Filter, len(req.Filters))

@@ -230,3 +230,17 @@ func setTopLevelError(resp kmsg.Response, code int16) {
 		f.SetInt(int64(code))
 	}
 }
+
+// aclAlterRefusal is what CreateAcls and DeleteAcls check before deciding:
+// an authorizer is configured (SECURITY_DISABLED otherwise, as Kafka) and
+// the caller may ALTER the cluster. A refusal is the code and message every
+// entry of the answer carries; nil means go on.
+func aclAlterRefusal(s *Server, r *Request, api string) (*kerr.Error, string) {
+	if _, on := s.authorizer(); !on {
+		return kerr.SecurityDisabled, "no authorizer is configured (authorizer.class.name)"
+	}
+	if !s.allowedCluster(r, authz.OpAlter) {
+		return kerr.ClusterAuthorizationFailed, api + " needs ALTER on the cluster"
+	}
+	return nil, ""
+}
