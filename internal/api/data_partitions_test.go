@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 func TestEachDataPartition(t *testing.T) {
@@ -62,5 +64,54 @@ func TestEachDataPartition(t *testing.T) {
 	EachDataPartition(fetch, func(n PartitionName) bool { first = append(first, n); return false })
 	if len(first) != 1 {
 		t.Errorf("stopping after the first partition visited %d", len(first))
+	}
+}
+
+// TestMetadataWaitFor: a request naming a topic the image lacks catches up
+// first; one naming a partition the image says this broker leads waits
+// for the runtime to lead it, but only while the runtime is behind the
+// image; partitions others lead never wait.
+func TestMetadataWaitFor(t *testing.T) {
+	im := coordinatorImage(t) // __consumer_offsets: partitions 0-3 led by 1, 2, 3, none
+	produce := func(byID bool, topic string, partitions ...int32) kmsg.Request {
+		req := kmsg.NewPtrProduceRequest()
+		if byID {
+			req.SetVersion(13)
+		} else {
+			req.SetVersion(9)
+		}
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		if byID {
+			rt.Topic, rt.TopicID = "", [16]byte{1, 2, 3}
+		}
+		for _, p := range partitions {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	notLeading := func(metadata.TopicID, int32) bool { return false }
+	leading := func(metadata.TopicID, int32) bool { return true }
+	for _, tc := range []struct {
+		name    string
+		body    kmsg.Request
+		behind  bool
+		leading func(metadata.TopicID, int32) bool
+		want    MetadataWait
+	}{
+		{"unknown topic", produce(false, "new-topic", 0), false, leading, MetadataWait{CatchUp: true}},
+		{"led here, runtime behind, not leading yet", produce(false, OffsetsTopic, 0), true, notLeading, MetadataWait{Reconcile: true}},
+		{"by topic id", produce(true, "", 0), true, notLeading, MetadataWait{Reconcile: true}},
+		{"led here, runtime caught up", produce(false, OffsetsTopic, 0), false, notLeading, MetadataWait{}},
+		{"led here and leading", produce(false, OffsetsTopic, 0), true, leading, MetadataWait{}},
+		{"led by another broker", produce(false, OffsetsTopic, 1, 3), true, notLeading, MetadataWait{}},
+		{"not a data request", kmsg.NewPtrMetadataRequest(), true, notLeading, MetadataWait{}},
+	} {
+		if got := MetadataWaitFor(im, 1, tc.behind, tc.leading, tc.body); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -37,46 +37,12 @@ const metadataWaitMax = 2 * time.Second
 // in order: a Produce behind it must not overtake it (Kafka handles one
 // request per connection at a time anyway).
 
-// metadataWait is what a data request waits for before it is served.
-type metadataWait struct {
-	// catchUp: the request names a topic this broker's image lacks.
-	catchUp bool
-	// reconcile: the request names a partition the image says this
-	// broker leads, which the reconcile loop has not made leader yet.
-	reconcile bool
-}
-
-func (w metadataWait) any() bool { return w.catchUp || w.reconcile }
-
-// metadataWaitFor decides what body waits for against image im. The
-// common case costs a map lookup per topic and one atomic load: a
-// partition's open state is looked at only while reconcile is behind im.
-func (b *Broker) metadataWaitFor(im *metadata.Image, body kmsg.Request) metadataWait {
-	var w metadataWait
-	behind := b.reconciledVersion.Load() < im.Version()
-	api.EachDataPartition(body, func(n api.PartitionName) bool {
-		var (
-			t  *metadata.Topic
-			ok bool
-		)
-		if n.ByID {
-			t, ok = im.TopicByID(metadata.TopicID(n.TopicID))
-		} else {
-			t, ok = im.Topic(n.Topic)
-		}
-		switch {
-		case !ok:
-			w.catchUp = true
-		case behind && !w.reconcile:
-			if p, ok := t.Partition(n.Partition); ok && p.Leader == b.cfg.NodeID {
-				if part := b.partition(t.ID, n.Partition); part == nil || !part.isLeader() {
-					w.reconcile = true
-				}
-			}
-		}
-		return !(w.catchUp && (w.reconcile || !behind))
-	})
-	return w
+// metadataWaitFor is api.MetadataWaitFor on this broker's state.
+func (b *Broker) metadataWaitFor(im *metadata.Image, body kmsg.Request) api.MetadataWait {
+	return api.MetadataWaitFor(im, b.cfg.NodeID, b.reconciledVersion.Load() < im.Version(), func(id metadata.TopicID, index int32) bool {
+		p := b.partition(id, index)
+		return p != nil && p.isLeader()
+	}, body)
 }
 
 // awaitMetadataFor holds a client's Produce, Fetch or ListOffsets until
@@ -86,7 +52,7 @@ func (b *Broker) metadataWaitFor(im *metadata.Image, body kmsg.Request) metadata
 // wait.
 func (b *Broker) awaitMetadataFor(body kmsg.Request) {
 	w := b.metadataWaitFor(b.Image(), body)
-	if !w.any() {
+	if !w.Any() {
 		return
 	}
 	bound := metadataWaitMax
@@ -97,15 +63,16 @@ func (b *Broker) awaitMetadataFor(body kmsg.Request) {
 	defer cancel()
 	b.metadataWaits.add(1)
 	defer b.metadataWaits.add(-1)
-	if w.catchUp && b.quorum != nil {
-		// A broker-only node has no quorum member to ask: it applies
-		// what its metadata fetch brings, a round trip after the commit.
+	// A broker-only node has no quorum member to ask (b.quorum is nil):
+	// it applies what its metadata fetch brings, a round trip after the
+	// commit, and only waits for its reconcile loop.
+	if w.CatchUp && b.quorum != nil {
 		if index, err := b.quorum.ReadIndex(ctx); err == nil {
 			_ = b.waitApplied(ctx, index)
 		}
 		w = b.metadataWaitFor(b.Image(), body)
 	}
-	if w.reconcile {
+	if w.Reconcile {
 		// On timeout the request is served with what the broker has.
 		_ = b.waitReconciled(ctx, b.Image().Version())
 	}
