@@ -31,9 +31,9 @@ import (
 //     partition (its filesystem holds the partition's first file): before
 //     the fix it answered NOT_LEADER_OR_FOLLOWER.
 //
-// The leader must hold the request until it has caught up (the test
-// releases the filesystem once the broker reports the request waiting)
-// and then accept it.
+// The leader must hold the request (a Produce, or kafka-go's ListOffsets
+// for the last offset) until it has caught up (the test releases the
+// filesystem once the broker reports the request waiting) and then serve it.
 func TestClusterNewTopicLeaderServesFirstRequest(t *testing.T) {
 	c := newRolesCluster(t, testcluster.Combine(3), nil, node.Options{})
 	gates := make([]*newTopicGate, 3)
@@ -52,13 +52,26 @@ func TestClusterNewTopicLeaderServesFirstRequest(t *testing.T) {
 	asked := c.addrs()[ctrl-1]
 	admin := newSeededClient(t, []string{asked})
 
+	holdHardState := func(g *newTopicGate, _ string) { g.holdHardState() }
+	holdOpen := func(g *newTopicGate, topic string) { g.holdOpen(topic) }
+	produce := func(conn *kafka.Conn) error {
+		_, err := conn.WriteMessages(kafka.Message{Value: []byte("first")})
+		return err
+	}
+	listOffsets := func(conn *kafka.Conn) error {
+		_, err := conn.ReadLastOffset()
+		return err
+	}
 	for _, tc := range []struct {
 		name  string
 		topic string
 		hold  func(g *newTopicGate, topic string)
+		first func(conn *kafka.Conn) error
 	}{
-		{"quorum member behind", "new-topic-unapplied", func(g *newTopicGate, _ string) { g.holdHardState() }},
-		{"partition not open", "new-topic-unopened", func(g *newTopicGate, topic string) { g.holdOpen(topic) }},
+		{"quorum member behind, produce", "new-topic-unapplied", holdHardState, produce},
+		{"partition not open, produce", "new-topic-unopened", holdOpen, produce},
+		{"quorum member behind, list offsets", "new-topic-unapplied-lo", holdHardState, listOffsets},
+		{"partition not open, list offsets", "new-topic-unopened-lo", holdOpen, listOffsets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := gates[leader-1]
@@ -82,14 +95,11 @@ func TestClusterNewTopicLeaderServesFirstRequest(t *testing.T) {
 			if got := conn.Broker().ID; got != int(leader) {
 				t.Fatalf("DialLeader connected to broker %d, want the assigned leader %d", got, leader)
 			}
-			if err := conn.SetWriteDeadline(time.Now().Add(30 * time.Second)); err != nil {
+			if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			written := make(chan error, 1)
-			go func() {
-				_, err := conn.WriteMessages(kafka.Message{Value: []byte("first")})
-				written <- err
-			}()
+			go func() { written <- tc.first(conn) }()
 			waiting := awaitMetadataWait(ctx, c.brokers[leader-1], written)
 			g.release()
 			err = <-written
@@ -97,7 +107,7 @@ func TestClusterNewTopicLeaderServesFirstRequest(t *testing.T) {
 				t.Fatalf("the leader answered before catching up with the topic's creation: %v", err)
 			}
 			if err != nil {
-				t.Fatalf("first produce to the new topic's leader %d: %v", leader, err)
+				t.Fatalf("first request to the new topic's leader %d: %v", leader, err)
 			}
 		})
 	}
