@@ -109,7 +109,7 @@ func firstRecordKeyValue(b []byte) (key, value []byte, err error) {
 	if pos >= len(b) {
 		return nil, nil, ErrTruncated
 	}
-	pos++ // attributes
+	pos++         // attributes
 	for range 2 { // timestamp delta, offset delta
 		if _, err := varint(); err != nil {
 			return nil, nil, err
