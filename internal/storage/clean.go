@@ -32,6 +32,14 @@ import (
 //     (original offsets and timestamps). The last batch of each producer
 //     is kept, empty if need be, so the producer's sequence state survives a
 //     rebuild from the log (Kafka's KAFKA-5443 rule).
+//   - Records of aborted transactions (the aborted-transaction index names
+//     them) are removed and never enter the map, so an aborted write never
+//     hides an older committed value of its key. Transaction markers are
+//     kept (Kafka removes a marker once its transaction's records are gone
+//     and delete.retention.ms has passed; Skein keeps them all, which
+//     costs one small batch per transaction and partition). The caller
+//     bounds the pass by the last stable offset, so no transaction still
+//     open is touched.
 //   - Adjacent segments are merged while the sources fit in segment.bytes.
 //     Each merged group replaces its sources atomically (clean_swap.go).
 //
@@ -50,7 +58,9 @@ const cleanWriteChunk = 1 << 20
 type CleanParams struct {
 	NowMs int64
 	// UpTo: only segments whose offsets are all below it are cleaned. The
-	// caller passes its high watermark.
+	// caller passes its last stable offset (at most the high watermark):
+	// an open transaction's records must not be cleaned before its
+	// outcome is known.
 	UpTo int64
 	// Force cleans whatever min.cleanable.dirty.ratio says.
 	Force bool
@@ -87,6 +97,33 @@ type cleanPlan struct {
 	cfg        Config
 	ratio      float64
 	due        bool
+	// aborted holds the log's aborted transactions by producer: their
+	// records are removed and never supersede older records of a key.
+	aborted abortedRanges
+}
+
+// abortedRanges are aborted transactions by producer id.
+type abortedRanges map[int64][]AbortedTxn
+
+// holds reports whether transactional batch h belongs to an aborted
+// transaction: one of its producer's aborted ranges holds its offsets.
+func (a abortedRanges) holds(h batchInfo) bool {
+	if !h.transactional {
+		return false
+	}
+	for _, t := range a[h.producerID] {
+		if t.FirstOffset <= h.base && h.base <= t.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// batchInfo is what abortedRanges needs of a batch header.
+type batchInfo struct {
+	producerID    int64
+	base          int64
+	transactional bool
 }
 
 // Clean runs one compaction pass; see the comment above. m is the pass's
@@ -108,7 +145,7 @@ func (l *Log) Clean(p CleanParams, m *OffsetMap) (CleanResult, error) {
 	if err != nil {
 		return res, l.changedOr(plan, err)
 	}
-	f := filter{m: m, nowMs: p.NowMs, deleteRetentionMs: plan.cfg.DeleteRetentionMs, lastBatches: lastBatches, res: &res, nextHorizon: math.MaxInt64}
+	f := filter{m: m, aborted: plan.aborted, nowMs: p.NowMs, deleteRetentionMs: plan.cfg.DeleteRetentionMs, lastBatches: lastBatches, res: &res, nextHorizon: math.MaxInt64}
 	for _, g := range groupSegments(plan, mapped) {
 		if err := l.cleanGroup(plan, g, &f); err != nil {
 			return res, l.changedOr(plan, err)
@@ -161,7 +198,12 @@ func (l *Log) planClean(p CleanParams) (cleanPlan, error) {
 	if err := l.usableLocked(); err != nil {
 		return cleanPlan{}, err
 	}
-	plan := cleanPlan{cfg: l.cfg, upTo: p.UpTo}
+	plan := cleanPlan{cfg: l.cfg, upTo: p.UpTo, aborted: abortedRanges{}}
+	for _, s := range l.segments {
+		for _, a := range s.aborted {
+			plan.aborted[a.ProducerID] = append(plan.aborted[a.ProducerID], a)
+		}
+	}
 	unsynced := map[*segment]bool{}
 	for _, s := range l.unsynced {
 		unsynced[s] = true

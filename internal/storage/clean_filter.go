@@ -14,6 +14,7 @@ import (
 // filter decides, batch by batch, what a compaction pass keeps.
 type filter struct {
 	m                 *OffsetMap
+	aborted           abortedRanges
 	nowMs             int64
 	deleteRetentionMs int64
 	lastBatches       map[int64]int64 // producer id -> last offset of its last batch
@@ -53,7 +54,14 @@ func (f *filter) segment(s *segment, size int64, w *cleanWriter) error {
 // a rebuilt batch, or nil when nothing of it survives.
 func (f *filter) batch(h batch.Header, data []byte) ([]byte, error) {
 	if h.IsControl() {
-		return data, nil // transaction markers: not produced here; keep
+		return data, nil // transaction markers: kept (see clean.go)
+	}
+	if f.aborted.holds(infoOf(h)) {
+		f.res.RecordsRemoved += int64(h.RecordCount)
+		if h.HasProducerID() && f.lastBatches[h.ProducerID] == h.LastOffset() {
+			return f.rebuild(h, nil, false), nil // the producer's sequence state
+		}
+		return nil, nil
 	}
 	_, recs, err := records.Decode(data, maxCleanBatchBytes)
 	if err != nil {
@@ -127,4 +135,8 @@ func (f *filter) rebuild(h batch.Header, kept []records.Record, setHorizon bool)
 		body = records.Append(body, r, ts-baseTs)
 	}
 	return batch.Filtered(h, attrs, baseTs, maxTs, int32(len(kept)), body)
+}
+
+func infoOf(h batch.Header) batchInfo {
+	return batchInfo{producerID: h.ProducerID, base: h.BaseOffset, transactional: h.IsTransactional()}
 }

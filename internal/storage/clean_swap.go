@@ -122,7 +122,7 @@ func (l *Log) finishSwap(base, end int64) error {
 	}
 	for _, e := range entries {
 		if b, ok := parseSegmentName(e.Name); ok && b > base && b < end {
-			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 				if err := removeIfExists(l.fs, segmentFileName(l.dir, b, suffix)); err != nil {
 					return err
 				}
@@ -187,6 +187,17 @@ func (l *Log) swapLocked(at int, old []*segment, out *segment) error {
 	segs := append([]*segment{}, l.segments[:at]...)
 	segs = append(segs, out)
 	l.segments = append(segs, l.segments[at+len(old):]...)
+	// The merged segment holds its sources' markers, so their
+	// aborted-transaction entries (the cleaner keeps every marker). A
+	// crash before this write leaves the base's file short; the replica's
+	// check at the next open rewrites it.
+	out.aborted = nil
+	for _, s := range old {
+		out.aborted = append(out.aborted, s.aborted...)
+	}
+	if err := l.writeTxnIndex(out); err != nil {
+		return l.failLocked(fmt.Errorf("compaction swap: %w", err))
+	}
 	if err := removeDurably(l.fs, l.dir, record); err != nil {
 		return l.failLocked(fmt.Errorf("compaction swap: %w", err))
 	}

@@ -376,8 +376,15 @@ func (l *Log) syncLocked() (int64, error) {
 	}
 	active := l.active()
 	files = append(files, active.file)
+	var txnSegs []*segment
+	for _, s := range l.segments {
+		if s.txnUnsynced && s.txnFile != nil {
+			txnSegs = append(txnSegs, s)
+			files = append(files, s.txnFile)
+		}
+	}
 	dirVersion, needDirSync := l.dirVersion, l.dirVersion != l.dirSynced
-	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync
+	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync && len(txnSegs) == 0
 	durable := l.durableEnd
 	l.mu.RUnlock()
 	if alreadyDurable {
@@ -412,6 +419,13 @@ func (l *Log) syncLocked() (int64, error) {
 	defer l.mu.Unlock()
 	for _, s := range l.unsynced[:rolled] {
 		s.closePendingIndexFiles()
+	}
+	for _, s := range txnSegs {
+		// An entry written after the fsync above leaves its marker
+		// unsynced too, and that marker's own Sync comes next; the
+		// flag may clear early only for an entry the open-time check
+		// rebuilds anyway.
+		s.txnUnsynced = false
 	}
 	l.unsynced = l.unsynced[rolled:]
 	if needDirSync {
