@@ -148,7 +148,10 @@ type Replica struct {
 	// with write.caching).
 	durableEnd int64
 	producers  *producer.Table
-	waiters    []*waiter
+	// pending are completed transactions whose marker the high watermark
+	// has not passed yet (txn.go).
+	pending []producer.CompletedTxn
+	waiters []*waiter
 	nextID     WaiterID
 	// failed is set when the log can no longer be trusted (an fsync
 	// failed, its directory went offline, an invariant broke): every
@@ -236,15 +239,41 @@ func StorageConfig(cfg config.TopicConfig) storage.Config {
 // rebuildProducerState replays the log's batch headers into a fresh
 // producer table: at start-up, and after a truncation removed batches the
 // table remembered.
+//
+// The same scan finds every transaction marker, so it rebuilds the open
+// transactions and the aborted-transaction index too: the index on disk
+// is checked against it and rewritten where it differs (a torn write, a
+// crash during a compaction swap or truncation).
 func (r *Replica) rebuildProducerState() error {
-	t := producer.NewTable(r.opts.MaxProducers)
-	if err := r.log.ScanHeaders(r.log.LogStartOffset(), func(h batch.Header) error {
-		t.Apply(h)
+	r.producers = producer.NewTable(r.opts.MaxProducers)
+	r.pending = nil
+	var aborted []storage.AbortedTxn
+	if err := r.log.ScanBatches(r.log.LogStartOffset(), func(h batch.Header, control []byte) error {
+		if !h.IsControl() {
+			r.producers.Apply(h)
+			return nil
+		}
+		m, err := batch.ParseMarker(control)
+		if err != nil {
+			r.producers.Apply(h)
+			return nil
+		}
+		done := r.producers.ApplyMarker(h, m)
+		r.addPending(done)
+		if done.Aborted {
+			aborted = append(aborted, r.abortEntry(done))
+		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("rebuild producer state of %s: %w", r.name, err)
 	}
-	r.producers = t
+	n, err := r.log.ReplaceAbortedTxns(aborted)
+	if err != nil {
+		return fmt.Errorf("rebuild aborted-transaction index of %s: %w", r.name, err)
+	}
+	if n > 0 {
+		r.opts.Logger.Info("aborted-transaction index rebuilt from the log", "segments", n, "aborted", len(aborted))
+	}
 	return nil
 }
 
@@ -459,7 +488,7 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 			return id, rd
 		}
 		h.BaseOffset = ar.BaseOffset
-		r.producers.Update(h)
+		r.producers.Update(h) // a data batch: Produce refuses control batches
 		if i == 0 {
 			res.BaseOffset = ar.BaseOffset
 		}

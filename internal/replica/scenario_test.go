@@ -327,8 +327,14 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		s.r = nil
 		return nil
 	case "read":
-		_, fromReplica := kv["replica"]
-		res, err := s.r.Read(num(kv, "offset", 0), 1<<20, true, fromReplica)
+		mode := ReadHighWatermark
+		if _, ok := kv["replica"]; ok {
+			mode = ReadReplica
+		}
+		if _, ok := kv["committed"]; ok {
+			mode = ReadCommitted
+		}
+		res, err := s.r.Read(num(kv, "offset", 0), 1<<20, true, mode)
 		count := 0
 		batch.Split(res.Records, func(b []byte) error {
 			h, _ := batch.ParseHeader(b)

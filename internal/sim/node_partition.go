@@ -120,6 +120,11 @@ func (r *replica) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	r.ready(rd)
 }
 
+func (r *replica) writeTxnMarker(req api.TxnMarkerParams, done func(api.ProduceResult)) {
+	_, rd := r.core.WriteTxnMarker(req, done, r.nowMs())
+	r.ready(rd)
+}
+
 func (r *replica) awaitCommitted(target int64, timeout time.Duration, done func(error)) {
 	_, rd := r.core.AwaitCommitted(target, timeout.Milliseconds(), done)
 	r.ready(rd)
