@@ -139,10 +139,10 @@ type FetchParams struct {
 	// IsolationLevel is ReadCommitted for consumers that read only up to
 	// the last stable offset and skip aborted transactions.
 	IsolationLevel int8
-	MaxWait    time.Duration
-	MinBytes   int32
-	MaxBytes   int32
-	Partitions []FetchPartition
+	MaxWait        time.Duration
+	MinBytes       int32
+	MaxBytes       int32
+	Partitions     []FetchPartition
 }
 
 // FetchPartition is one partition to read.

@@ -152,7 +152,7 @@ type Replica struct {
 	// has not passed yet (txn.go).
 	pending []producer.CompletedTxn
 	waiters []*waiter
-	nextID     WaiterID
+	nextID  WaiterID
 	// failed is set when the log can no longer be trusted (an fsync
 	// failed, its directory went offline, an invariant broke): every
 	// later write fails with KAFKA_STORAGE_ERROR.
