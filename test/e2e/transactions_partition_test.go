@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/batch"
+)
+
+// txnPartition drives one partition as a transaction coordinator would,
+// with raw requests: transactional batches produced under a transactional
+// id, WriteTxnMarkers to end them.
+type txnPartition struct {
+	t     *testing.T
+	ctx   context.Context
+	cl    *kgo.Client
+	topic string
+	id    [16]byte // Produce v13 names topics by id
+	pid   int64
+	epoch int16
+	seq   int32
+}
+
+func (p *txnPartition) produce(values ...string) {
+	p.t.Helper()
+	vs := make([][]byte, len(values))
+	for i, v := range values {
+		vs[i] = []byte(v)
+	}
+	b := batch.BuildTransactional(vs, time.Now().UnixMilli(), p.pid, p.epoch, p.seq)
+	if code := p.produceBatch(b); code != nil {
+		p.t.Fatalf("produce %v: %v", values, code)
+	}
+	p.seq += int32(len(values))
+}
+
+// produceBatch sends one batch under the transactional id and returns the
+// partition's error.
+func (p *txnPartition) produceBatch(b []byte) error {
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID = kmsg.StringPtr("e2e-txn")
+	req.Acks = -1
+	req.TimeoutMillis = 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = p.topic, p.id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = b
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(p.ctx, p.cl)
+	if err != nil {
+		p.t.Fatalf("produce: %v", err)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// marker writes a COMMIT or ABORT marker as the coordinator of coordEpoch
+// and returns the partition's error.
+func (p *txnPartition) marker(commit bool, coordEpoch int32) error {
+	p.t.Helper()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = p.pid, p.epoch, commit, coordEpoch
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = p.topic, []int32{0}
+	m.Topics = append(m.Topics, mt)
+	req.Markers = append(req.Markers, m)
+	resp, err := req.RequestWith(p.ctx, p.cl)
+	if err != nil {
+		p.t.Fatalf("WriteTxnMarkers: %v", err)
+	}
+	return kerr.ErrorForCode(resp.Markers[0].Topics[0].Partitions[0].ErrorCode)
+}
+
+// consumeValues reads the partition from the start with franz-go at the
+// given isolation level until it has n records.
+func consumeValues(t *testing.T, ctx context.Context, tb *testBroker, topic string, n int, iso kgo.IsolationLevel) []string {
+	t.Helper()
+	cl := tb.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(iso))
+	var got []string
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %v, want %d records: %v", got, n, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+func listOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, isolation int8) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = isolation
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	return sp.Offset
+}
+
+// TestTransactionsPartitionSide plays the coordinator's part with raw
+// requests (the coordinator itself is not part of this test) and reads
+// with franz-go: a read_committed consumer gets committed records and
+// records outside transactions, never an aborted one, and nothing past an
+// open transaction's first offset; read_uncommitted gets everything.
+func TestTransactionsPartitionSide(t *testing.T) {
+	tb := startBroker(t)
+	const topic = "txn-partition"
+	tb.createTopic(topic, 1, nil)
+	ctx := testContext(t, 30*time.Second)
+	cl := tb.client()
+
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionTimeoutMillis = 60_000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ir.ErrorCode))
+	}
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &txnPartition{t: t, ctx: ctx, cl: cl, topic: topic, id: md.Topics[topic].ID, pid: ir.ProducerID, epoch: ir.ProducerEpoch}
+
+	p.produce("aborted-1", "aborted-2")
+	if err := p.marker(false, 5); err != nil {
+		t.Fatalf("abort marker: %v", err)
+	}
+	plain := tb.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p.produce("committed-1")
+	p.produce("committed-2")
+	if err := p.marker(true, 5); err != nil {
+		t.Fatalf("commit marker: %v", err)
+	}
+	// A marker from an older coordinator epoch is fenced.
+	if err := p.marker(true, 4); err != kerr.TransactionCoordinatorFenced {
+		t.Fatalf("marker of coordinator epoch 4 after 5: %v, want TRANSACTION_COORDINATOR_FENCED", err)
+	}
+	// A transaction left open: the LSO stops at its first offset.
+	openAt := listOffset(t, ctx, cl, topic, 0)
+	p.produce("open-1")
+	if hw, lso := listOffset(t, ctx, cl, topic, 0), listOffset(t, ctx, cl, topic, 1); hw != openAt+1 || lso != openAt {
+		t.Fatalf("high watermark %d, last stable offset %d; want %d and %d", hw, lso, openAt+1, openAt)
+	}
+	// Kafka's INVALID_TXN_STATE: a non-transactional batch of a producer
+	// with an open transaction.
+	if err := p.produceBatch(batch.BuildProducer([][]byte{[]byte("x")}, time.Now().UnixMilli(), p.pid, p.epoch, p.seq)); err != kerr.InvalidTxnState {
+		t.Fatalf("idempotent batch inside a transaction: %v, want INVALID_TXN_STATE", err)
+	}
+
+	got := consumeValues(t, ctx, tb, topic, 3, kgo.ReadCommitted())
+	if want := []string{"plain", "committed-1", "committed-2"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed got %q, want %q", got, want)
+	}
+	got = consumeValues(t, ctx, tb, topic, 6, kgo.ReadUncommitted())
+	if want := []string{"aborted-1", "aborted-2", "plain", "committed-1", "committed-2", "open-1"}; !slices.Equal(got, want) {
+		t.Fatalf("read_uncommitted got %q, want %q", got, want)
+	}
+
+	// The coordinator bumps the epoch and aborts (a fenced producer's
+	// transaction): the old epoch's batches are refused from then on.
+	p.epoch++
+	if err := p.marker(false, 5); err != nil {
+		t.Fatalf("abort with a bumped epoch: %v", err)
+	}
+	old := batch.BuildTransactional([][]byte{[]byte("zombie")}, time.Now().UnixMilli(), p.pid, p.epoch-1, p.seq)
+	if err := p.produceBatch(old); err != kerr.InvalidProducerEpoch {
+		t.Fatalf("batch of the fenced epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if hw, lso := listOffset(t, ctx, cl, topic, 0), listOffset(t, ctx, cl, topic, 1); lso != hw {
+		t.Fatalf("after the last abort: high watermark %d, last stable offset %d", hw, lso)
+	}
+	// After a restart (the producer state and the aborted-transaction
+	// index come back from the log) the same records are read.
+	tb.restart()
+	got = consumeValues(t, ctx, tb, topic, 3, kgo.ReadCommitted())
+	if want := []string{"plain", "committed-1", "committed-2"}; !slices.Equal(got, want) {
+		t.Fatalf("after restart read_committed got %q, want %q", got, want)
+	}
+}
