@@ -12,7 +12,6 @@ package api
 // version) is not served.
 
 import (
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,19 +33,7 @@ func handleWriteTxnMarkers(s *Server, r *Request, respond Respond) {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	allowed := s.allowedCluster(r, authz.OpClusterAction)
 	im := s.Backend.Image()
-	var (
-		mu      sync.Mutex
-		pending = 1 // held until every partition is dispatched
-	)
-	finish := func() {
-		mu.Lock()
-		pending--
-		done := pending == 0
-		mu.Unlock()
-		if done {
-			respond(resp)
-		}
-	}
+	answer := newCountdown(func() { respond(resp) })
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
 	for mi := range req.Markers {
 		m := &req.Markers[mi]
@@ -73,22 +60,18 @@ func handleWriteTxnMarkers(s *Server, r *Request, respond Respond) {
 					sp.ErrorCode = ErrorCode(terr)
 					continue
 				}
-				mu.Lock()
-				pending++
-				mu.Unlock()
+				answer.add()
 				s.Backend.WriteTxnMarker(TxnMarkerParams{
 					Topic: t.ID, Partition: p,
 					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 					CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed,
 					Timeout: markerTimeout,
 				}, func(err error) {
-					mu.Lock()
 					sp.ErrorCode = ErrorCode(err)
-					mu.Unlock()
-					finish()
+					answer.finish()
 				})
 			}
 		}
 	}
-	finish()
+	answer.finish()
 }

@@ -479,12 +479,7 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 		}
 		ar, err := r.log.AppendValidated(b, r.leaderEpoch, nowMs)
 		if err != nil {
-			r.opts.Logger.Error("append failed", "err", err)
-			if IsDiskFailure(err) {
-				rd.DiskFailed = err
-			}
-			rd.Answers = append(rd.Answers, failed(id, done, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)))
-			rd.Answers[len(rd.Answers)-1].AfterHandover = rd.DiskFailed != nil
+			r.appendFailed(id, done, err, &rd)
 			return id, rd
 		}
 		h.BaseOffset = ar.BaseOffset
@@ -510,6 +505,17 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 	}
 	r.park(w, req.Timeout.Milliseconds(), &rd)
 	return id, rd
+}
+
+// appendFailed answers a leader append the log refused: KAFKA_STORAGE_ERROR,
+// held for the handover when the disk failed.
+func (r *Replica) appendFailed(id WaiterID, done func(api.ProduceResult), err error, rd *Ready) {
+	r.opts.Logger.Error("append failed", "err", err)
+	if IsDiskFailure(err) {
+		rd.DiskFailed = err
+	}
+	rd.Answers = append(rd.Answers, failed(id, done, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)))
+	rd.Answers[len(rd.Answers)-1].AfterHandover = rd.DiskFailed != nil
 }
 
 func (r *Replica) park(w *waiter, timeoutMs int64, rd *Ready) {

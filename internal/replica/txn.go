@@ -126,12 +126,7 @@ func (r *Replica) WriteTxnMarker(p api.TxnMarkerParams, done func(api.ProduceRes
 	b := batch.BuildMarker(p.ProducerID, p.ProducerEpoch, batch.Marker{Commit: p.Commit, CoordinatorEpoch: p.CoordinatorEpoch}, nowMs)
 	ar, err := r.log.AppendValidated(b, r.leaderEpoch, nowMs)
 	if err != nil {
-		r.opts.Logger.Error("marker append failed", "err", err)
-		if IsDiskFailure(err) {
-			rd.DiskFailed = err
-		}
-		rd.Answers = append(rd.Answers, failed(id, done, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)))
-		rd.Answers[len(rd.Answers)-1].AfterHandover = rd.DiskFailed != nil
+		r.appendFailed(id, done, err, &rd)
 		return id, rd
 	}
 	h, _ := batch.ParseHeader(b)
