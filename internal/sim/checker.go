@@ -24,6 +24,7 @@ type checker struct {
 	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
 	servedLSO   map[nodePart]int64         // highest last stable offset served as leader, per incarnation
 	groups      groupChecks
+	txns        txnChecks
 }
 
 type nodePart struct {

@@ -60,6 +60,10 @@ type Stats struct {
 	Acked, Unacked, Consumed  int64
 	GroupCommits              int64
 	GroupSyncs, MemberCrashes int64
+	// TxnEnded, TxnAborted and TxnRead count the transactional driver's
+	// transactions ended (markers committed everywhere), those aborted,
+	// and the transactional records its read_committed reader delivered.
+	TxnEnded, TxnAborted, TxnRead int64
 	Crashes, PowerLosses      int
 	Partitions, Pauses        int
 	DiskFull, BitFlips        int
