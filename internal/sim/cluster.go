@@ -64,13 +64,13 @@ type Stats struct {
 	// transactions ended (markers committed everywhere), those aborted,
 	// and the transactional records its read_committed reader delivered.
 	TxnEnded, TxnAborted, TxnRead int64
-	Crashes, PowerLosses      int
-	Partitions, Pauses        int
-	DiskFull, BitFlips        int
-	MessagesSent, Dropped     int64
-	Elections                 int
-	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
-	Converged                 time.Duration // simulated time from heal to convergence
+	Crashes, PowerLosses          int
+	Partitions, Pauses            int
+	DiskFull, BitFlips            int
+	MessagesSent, Dropped         int64
+	Elections                     int
+	SnapshotsInstalled            int           // metadata snapshots sent by a quorum leader
+	Converged                     time.Duration // simulated time from heal to convergence
 }
 
 // Run simulates one seed.
