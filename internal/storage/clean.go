@@ -34,12 +34,12 @@ import (
 //     rebuild from the log (Kafka's KAFKA-5443 rule).
 //   - Records of aborted transactions (the aborted-transaction index names
 //     them) are removed and never enter the map, so an aborted write never
-//     hides an older committed value of its key. Transaction markers are
-//     kept (Kafka removes a marker once its transaction's records are gone
-//     and delete.retention.ms has passed; Skein keeps them all, which
-//     costs one small batch per transaction and partition). The caller
-//     bounds the pass by the last stable offset, so no transaction still
-//     open is touched.
+//     hides an older committed value of its key. A transaction marker is
+//     kept while any batch of its transaction is; then, as in Kafka, it
+//     gets a delete horizon (delete.retention.ms) and a later pass removes
+//     it with its aborted-transaction index entry (clean_filter.go,
+//     marker). The caller bounds the pass by the last stable offset, so no
+//     transaction still open is touched.
 //   - Adjacent segments are merged while the sources fit in segment.bytes.
 //     Each merged group replaces its sources atomically (clean_swap.go).
 //
@@ -79,6 +79,7 @@ type CleanResult struct {
 	CleanedTo        int64 // the new cleaner checkpoint
 	MapFull          bool  // the offset map stopped the pass early
 	BatchesUncleaned int64 // batches kept as they were because they could not be opened
+	MarkersRemoved   int64 // transaction markers whose transaction was gone and whose horizon passed
 }
 
 // errLogChanged aborts a pass whose segments were removed or replaced
@@ -145,7 +146,8 @@ func (l *Log) Clean(p CleanParams, m *OffsetMap) (CleanResult, error) {
 	if err != nil {
 		return res, l.changedOr(plan, err)
 	}
-	f := filter{m: m, aborted: plan.aborted, nowMs: p.NowMs, deleteRetentionMs: plan.cfg.DeleteRetentionMs, lastBatches: lastBatches, res: &res, nextHorizon: math.MaxInt64}
+	f := filter{m: m, aborted: plan.aborted,
+		abortedSeen: map[int64]bool{}, committedSeen: map[int64]bool{}, removedMarkers: map[int64]bool{}, nowMs: p.NowMs, deleteRetentionMs: plan.cfg.DeleteRetentionMs, lastBatches: lastBatches, res: &res, nextHorizon: math.MaxInt64}
 	for _, g := range groupSegments(plan, mapped) {
 		if err := l.cleanGroup(plan, g, &f); err != nil {
 			return res, l.changedOr(plan, err)

@@ -59,15 +59,39 @@ func TestCleanRemovesAbortedTransactions(t *testing.T) {
 		}
 	}
 	if markers != 2 {
-		t.Fatalf("%d markers left, want both", markers)
+		t.Fatalf("%d markers left, want both: the aborted transaction's records were there at the first pass", markers)
 	}
 	if got := l.AllAbortedTxns(); !slices.Equal(got, index) {
 		t.Fatalf("index after compaction %v, want %v", got, index)
 	}
+
+	// The aborted transaction's records are gone: its marker got a delete
+	// horizon (delete.retention.ms) in the second pass, and a pass after
+	// it removes the marker (kept empty: it is producer 9's last batch)
+	// and its index entry. The committed transaction keeps its marker
+	// while b1 lives.
+	horizon := int64(1000) + compactConfig().DeleteRetentionMs
+	res := mustClean(t, l, CleanParams{NowMs: horizon - 1, UpTo: l.LogEndOffset(), Force: true})
+	if res.MarkersRemoved != 0 || len(l.AllAbortedTxns()) != 1 {
+		t.Fatalf("before the horizon: %+v, index %v", res, l.AllAbortedTxns())
+	}
+	res = mustClean(t, l, CleanParams{NowMs: horizon, UpTo: l.LogEndOffset(), Force: true})
+	if res.MarkersRemoved != 1 || len(l.AllAbortedTxns()) != 0 {
+		t.Fatalf("after the horizon: %+v, index %v", res, l.AllAbortedTxns())
+	}
+	var kept []batch.Header
+	for _, b := range readAll(t, l) {
+		if h, _ := batch.ParseHeader(b); h.IsControl() {
+			kept = append(kept, h)
+		}
+	}
+	if len(kept) != 2 || kept[0].ProducerID != 9 || kept[0].RecordCount != 0 || kept[1].ProducerID != 10 || kept[1].RecordCount != 1 {
+		t.Fatalf("markers left %+v: want producer 9's emptied, producer 10's whole", kept)
+	}
 	l.Close()
 	l = openLog(t, fs, "/p", compactConfig())
 	defer l.Close()
-	if got := l.AllAbortedTxns(); !slices.Equal(got, index) {
-		t.Fatalf("index after reopen %v, want %v", got, index)
+	if got := l.AllAbortedTxns(); len(got) != 0 {
+		t.Fatalf("index after reopen %v, want empty", got)
 	}
 }
