@@ -165,6 +165,27 @@ func TestTransactionsPartitionSide(t *testing.T) {
 	if hw, lso := listOffset(t, ctx, cl, topic, 0), listOffset(t, ctx, cl, topic, 1); hw != openAt+1 || lso != openAt {
 		t.Fatalf("high watermark %d, last stable offset %d; want %d and %d", hw, lso, openAt+1, openAt)
 	}
+	// DescribeProducers names the open transaction's first offset.
+	dreq := kmsg.NewPtrDescribeProducersRequest()
+	dt := kmsg.NewDescribeProducersRequestTopic()
+	dt.Topic, dt.Partitions = topic, []int32{0}
+	dreq.Topics = append(dreq.Topics, dt)
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, ap := range dresp.Topics[0].Partitions[0].ActiveProducers {
+		if ap.ProducerID == p.pid {
+			found = true
+			if ap.CurrentTxnStartOffset != openAt || ap.CoordinatorEpoch != 5 {
+				t.Fatalf("DescribeProducers: transaction start %d, coordinator epoch %d; want %d and 5", ap.CurrentTxnStartOffset, ap.CoordinatorEpoch, openAt)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("DescribeProducers does not list producer %d: %+v", p.pid, dresp.Topics[0].Partitions[0])
+	}
 	// Kafka's INVALID_TXN_STATE: a non-transactional batch of a producer
 	// with an open transaction.
 	if err := p.produceBatch(batch.BuildProducer([][]byte{[]byte("x")}, time.Now().UnixMilli(), p.pid, p.epoch, p.seq)); err != kerr.InvalidTxnState {
