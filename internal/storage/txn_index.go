@@ -169,7 +169,7 @@ func (l *Log) AddAbortedTxn(a AbortedTxn) error {
 	if s.txnFile == nil {
 		f, err := l.fs.OpenFile(s.txnIndexPath(), txnIndexOpenFlags, txnIndexFilePerm)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", s.txnIndexPath(), err)
+			return l.failLocked(fmt.Errorf("open %s: %w", s.txnIndexPath(), err))
 		}
 		s.txnFile = f
 		l.dirVersion++
