@@ -23,11 +23,11 @@ type filter struct {
 	// the markers this pass dropped, whose index entries go with them.
 	abortedSeen, committedSeen map[int64]bool
 	removedMarkers             map[int64]bool
-	nowMs             int64
-	deleteRetentionMs int64
-	lastBatches       map[int64]int64 // producer id -> last offset of its last batch
-	res               *CleanResult
-	nextHorizon       int64 // earliest delete horizon of a kept tombstone
+	nowMs                      int64
+	deleteRetentionMs          int64
+	lastBatches                map[int64]int64 // producer id -> last offset of its last batch
+	res                        *CleanResult
+	nextHorizon                int64 // earliest delete horizon of a kept tombstone
 }
 
 // segment filters every batch of s into w.
