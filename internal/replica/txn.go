@@ -63,6 +63,14 @@ func (r *Replica) abortEntry(done producer.CompletedTxn) storage.AbortedTxn {
 // increasing first offsets, so its first entry past the high watermark is
 // the minimum (an earlier-marker entry with a later first offset never
 // is).
+//
+// Rebuilding a reopened replica (whose high watermark starts at its log
+// start) finds every transaction of the log pending, so the list is
+// bounded: at maxPending entries, neighbours are merged pairwise into one
+// entry holding the earlier first offset and the later marker. That only
+// keeps the LSO lower for longer (until the high watermark passes the
+// later marker), never above a transaction's first offset nor lower than
+// it already was.
 func (r *Replica) addPending(done producer.CompletedTxn) {
 	if done.LastOffset < r.hw {
 		return
@@ -71,7 +79,23 @@ func (r *Replica) addPending(done producer.CompletedTxn) {
 		r.pending = r.pending[:n-1]
 	}
 	r.pending = append(r.pending, done)
+	if len(r.pending) >= maxPending {
+		merged := r.pending[:0]
+		for i := 0; i < len(r.pending); i += 2 {
+			e := r.pending[i]
+			if i+1 < len(r.pending) {
+				e.LastOffset = r.pending[i+1].LastOffset
+			}
+			merged = append(merged, e)
+		}
+		clear(r.pending[len(merged):])
+		r.pending = merged
+	}
 }
+
+// maxPending bounds the completed transactions kept for the LSO (32 bytes
+// each).
+const maxPending = 4096
 
 // LastStableOffset is the partition's last stable offset (see above).
 func (r *Replica) LastStableOffset() int64 {
