@@ -52,7 +52,7 @@ func (r *Replica) AppendFromLeader(data []byte, epoch int32, nowMs int64) (accep
 		appended = true
 		// The follower keeps the leader's producer state and open
 		// transactions, so a promotion starts from the same LSO.
-		return r.applyBatch(h, b)
+		return r.applyAppended(h, b)
 	})
 	if errors.Is(err, batch.ErrTruncated) {
 		err = nil

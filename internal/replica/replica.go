@@ -249,19 +249,8 @@ func (r *Replica) rebuildProducerState() error {
 	r.pending = nil
 	var aborted []storage.AbortedTxn
 	if err := r.log.ScanBatches(r.log.LogStartOffset(), func(h batch.Header, control []byte) error {
-		if !h.IsControl() {
-			r.producers.Apply(h)
-			return nil
-		}
-		m, err := batch.ParseMarker(control)
-		if err != nil {
-			r.producers.Apply(h)
-			return nil
-		}
-		done := r.producers.ApplyMarker(h, m)
-		r.addPending(done)
-		if done.Aborted {
-			aborted = append(aborted, r.abortEntry(done))
+		if entry := r.applyBatch(h, control); entry != nil {
+			aborted = append(aborted, *entry)
 		}
 		return nil
 	}); err != nil {

@@ -23,17 +23,22 @@ import (
 // transactions.
 
 // applyBatch updates the producer state for a batch just appended (or
-// replayed) at h.BaseOffset; b is the whole batch for control batches.
-func (r *Replica) applyBatch(h batch.Header, b []byte) error {
+// replayed) at h.BaseOffset; b is the whole batch for control batches. It
+// returns the aborted-transaction index entry of a transaction an ABORT
+// marker ended, nil otherwise.
+func (r *Replica) applyBatch(h batch.Header, b []byte) *storage.AbortedTxn {
 	if !h.IsControl() {
 		r.producers.Apply(h)
 		return nil
 	}
 	m, err := batch.ParseMarker(b)
 	if err != nil {
-		// Kafka ignores control records of types it does not know; so
-		// does the producer state here, but an epoch still counts.
-		r.opts.Logger.Warn("control batch is not a transaction marker; ignored", "offset", h.BaseOffset, "err", err)
+		// Kafka ignores control records of types it does not know, and
+		// the cleaner empties markers it keeps only for their producer's
+		// epoch; an epoch still counts.
+		if h.RecordCount > 0 {
+			r.opts.Logger.Warn("control batch is not a transaction marker; ignored", "offset", h.BaseOffset, "err", err)
+		}
 		r.producers.Apply(h)
 		return nil
 	}
@@ -42,7 +47,17 @@ func (r *Replica) applyBatch(h batch.Header, b []byte) error {
 	if !done.Aborted {
 		return nil
 	}
-	return r.log.AddAbortedTxn(r.abortEntry(done))
+	entry := r.abortEntry(done)
+	return &entry
+}
+
+// applyAppended is applyBatch for a batch this replica just appended: an
+// abort goes into the log's index at once.
+func (r *Replica) applyAppended(h batch.Header, b []byte) error {
+	if entry := r.applyBatch(h, b); entry != nil {
+		return r.log.AddAbortedTxn(*entry)
+	}
+	return nil
 }
 
 // abortEntry is the index entry of an aborted transaction: its last
@@ -155,7 +170,7 @@ func (r *Replica) WriteTxnMarker(p api.TxnMarkerParams, done func(api.ProduceRes
 	}
 	h, _ := batch.ParseHeader(b)
 	h.BaseOffset = ar.BaseOffset
-	if err := r.applyBatch(h, b); err != nil {
+	if err := r.applyAppended(h, b); err != nil {
 		// The marker is in the log but its abort is not indexed: a
 		// read_committed reader would be shown aborted records. The
 		// index write failed the log; the reopen rebuilds the index.
