@@ -10,6 +10,11 @@ package api
 // answered INVALID_PRODUCER_EPOCH, one from an older coordinator epoch
 // TRANSACTION_COORDINATOR_FENCED. v2 (Kafka 4.2, KIP-1228's transaction
 // version) is not served.
+//
+// A marker committed on a partition of __consumer_offsets also ends the
+// producer's transactional offset commits there: the group coordinator
+// is told (TxnCompletionListener) after the marker is committed, as
+// Kafka's handler calls its group coordinator's onTransactionCompleted.
 
 import (
 	"time"
@@ -27,6 +32,14 @@ func init() {
 // markerTimeout bounds the wait for a marker's replication: Kafka's
 // request.timeout.ms default, which its coordinator's marker appends use.
 const markerTimeout = 30 * time.Second
+
+// TxnCompletionListener is implemented by a GroupBackend that holds
+// transactional offset commits (TxnOffsetCommit): TxnCompleted is called
+// once a marker for producerID is committed on partition of
+// __consumer_offsets, commit telling the outcome. It must not block.
+type TxnCompletionListener interface {
+	TxnCompleted(partition int32, producerID int64, commit bool)
+}
 
 func handleWriteTxnMarkers(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
@@ -68,6 +81,9 @@ func handleWriteTxnMarkers(s *Server, r *Request, respond Respond) {
 					Timeout: markerTimeout,
 				}, func(err error) {
 					sp.ErrorCode = ErrorCode(err)
+					if l, ok := s.Backend.Groups().(TxnCompletionListener); ok && err == nil && rt.Topic == OffsetsTopic {
+						l.TxnCompleted(p, m.ProducerID, m.Committed)
+					}
 					answer.finish()
 				})
 			}
