@@ -21,6 +21,9 @@ type txnPartition struct {
 	t     *testing.T
 	ctx   context.Context
 	cl    *kgo.Client
+	// to is where produces and markers go: the client (a single
+	// broker), or the partition leader's connection.
+	to    kmsg.Requestor
 	topic string
 	id    [16]byte // Produce v13 names topics by id
 	pid   int64
@@ -54,9 +57,9 @@ func (p *txnPartition) produceBatch(b []byte) error {
 	rp.Records = b
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(p.ctx, p.cl)
+	resp, err := req.RequestWith(p.ctx, p.to)
 	if err != nil {
-		p.t.Fatalf("produce: %v", err)
+		return err
 	}
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }
@@ -72,9 +75,9 @@ func (p *txnPartition) marker(commit bool, coordEpoch int32) error {
 	mt.Topic, mt.Partitions = p.topic, []int32{0}
 	m.Topics = append(m.Topics, mt)
 	req.Markers = append(req.Markers, m)
-	resp, err := req.RequestWith(p.ctx, p.cl)
+	resp, err := req.RequestWith(p.ctx, p.to)
 	if err != nil {
-		p.t.Fatalf("WriteTxnMarkers: %v", err)
+		return err
 	}
 	return kerr.ErrorForCode(resp.Markers[0].Topics[0].Partitions[0].ErrorCode)
 }
@@ -97,7 +100,7 @@ func consumeValues(t *testing.T, ctx context.Context, tb *testBroker, topic stri
 	return got
 }
 
-func listOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, isolation int8) int64 {
+func listOffset(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic string, isolation int8) int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.IsolationLevel = isolation
@@ -140,7 +143,7 @@ func TestTransactionsPartitionSide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &txnPartition{t: t, ctx: ctx, cl: cl, topic: topic, id: md.Topics[topic].ID, pid: ir.ProducerID, epoch: ir.ProducerEpoch}
+	p := &txnPartition{t: t, ctx: ctx, cl: cl, to: cl, topic: topic, id: md.Topics[topic].ID, pid: ir.ProducerID, epoch: ir.ProducerEpoch}
 
 	p.produce("aborted-1", "aborted-2")
 	if err := p.marker(false, 5); err != nil {
@@ -220,5 +223,94 @@ func TestTransactionsPartitionSide(t *testing.T) {
 	got = consumeValues(t, ctx, tb, topic, 3, kgo.ReadCommitted())
 	if want := []string{"plain", "committed-1", "committed-2"}; !slices.Equal(got, want) {
 		t.Fatalf("after restart read_committed got %q, want %q", got, want)
+	}
+}
+
+// TestClusterTransactionSurvivesLeaderFailover: a transaction open on a
+// partition of three replicas when its leader crashes is still open on the
+// new leader (a follower that kept the producer state from the batches it
+// copied): the last stable offset stays at its first offset, the
+// producer's sequence continues there, and the coordinator's marker,
+// retried at the new leader, ends it; read_committed readers see exactly
+// the committed transactions.
+func TestClusterTransactionSurvivesLeaderFailover(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	ctx := testContext(t, 60*time.Second)
+	const topic = "txn-failover"
+	adm := kadm.NewClient(c.client())
+	min2 := "2"
+	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &min2}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	cl := c.client()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ir.ErrorCode))
+	}
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := c.leaderOf(ctx, topic, 0)
+	p := &txnPartition{t: t, ctx: ctx, cl: cl, to: cl.Broker(int(leader)), topic: topic, id: md.Topics[topic].ID, pid: ir.ProducerID, epoch: ir.ProducerEpoch}
+	p.produce("committed-1")
+	if err := p.marker(true, 0); err != nil {
+		t.Fatal(err)
+	}
+	openAt := listOffset(t, ctx, cl, topic, 0)
+	p.produce("committed-2")
+
+	c.kill(int(leader) - 1)
+	newLeader := c.leaderOf(ctx, topic, 0)
+	for newLeader == leader {
+		newLeader = c.leaderOf(ctx, topic, 0)
+	}
+	c.awaitDeposed(ctx, topic, 0, newLeader)
+	p.to = cl.Broker(int(newLeader))
+	// The new leader has the open transaction: once its high watermark
+	// covers the transaction's batch, its LSO still waits at it.
+	for listOffset(t, ctx, p.to, topic, 0) <= openAt {
+		select { // the new leader's HW rises once the ISR reports
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if lso := listOffset(t, ctx, p.to, topic, 1); lso != openAt {
+		t.Fatalf("new leader's last stable offset %d, want the open transaction's first offset %d", lso, openAt)
+	}
+	// The sequence continues on the new leader: the producer state came
+	// with the replicated batches.
+	p.produce("committed-3")
+	for {
+		err := p.marker(true, 0)
+		if err == nil {
+			break
+		}
+		if !kerr.IsRetriable(err) {
+			t.Fatalf("commit marker at the new leader: %v", err)
+		}
+	}
+	p.produce("aborted-1")
+	if err := p.marker(false, 0); err != nil {
+		t.Fatal(err)
+	}
+	plain := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("end")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var got []string
+	for !slices.Contains(got, "end") {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %q: %v", got, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if want := []string{"committed-1", "committed-2", "committed-3", "end"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed after failover got %q, want %q", got, want)
 	}
 }
