@@ -18,9 +18,9 @@ import (
 // with raw requests: transactional batches produced under a transactional
 // id, WriteTxnMarkers to end them.
 type txnPartition struct {
-	t     *testing.T
-	ctx   context.Context
-	cl    *kgo.Client
+	t   *testing.T
+	ctx context.Context
+	cl  *kgo.Client
 	// to is where produces and markers go: the client (a single
 	// broker), or the partition leader's connection.
 	to    kmsg.Requestor
