@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -198,6 +199,34 @@ func TestTransactionsPartitionSide(t *testing.T) {
 	got := consumeValues(t, ctx, tb, topic, 3, kgo.ReadCommitted())
 	if want := []string{"plain", "committed-1", "committed-2"}; !slices.Equal(got, want) {
 		t.Fatalf("read_committed got %q, want %q", got, want)
+	}
+	// A second client's implementation of the same rule: sarama.
+	scfg := saramaConfig()
+	scfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	scfg.Consumer.Return.Errors = true
+	sc, err := sarama.NewConsumer([]string{tb.addr}, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spc, err := sc.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sgot []string
+	for len(sgot) < 3 {
+		select {
+		case m := <-spc.Messages():
+			sgot = append(sgot, string(m.Value))
+		case err := <-spc.Errors():
+			t.Fatalf("sarama: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("sarama read_committed read %q: %v", sgot, ctx.Err())
+		}
+	}
+	spc.Close()
+	sc.Close()
+	if want := []string{"plain", "committed-1", "committed-2"}; !slices.Equal(sgot, want) {
+		t.Fatalf("sarama read_committed got %q, want %q", sgot, want)
 	}
 	got = consumeValues(t, ctx, tb, topic, 6, kgo.ReadUncommitted())
 	if want := []string{"aborted-1", "aborted-2", "plain", "committed-1", "committed-2", "open-1"}; !slices.Equal(got, want) {
