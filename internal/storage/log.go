@@ -376,10 +376,15 @@ func (l *Log) syncLocked() (int64, error) {
 	}
 	active := l.active()
 	files = append(files, active.file)
-	var txnSegs []*segment
+	type txnSync struct {
+		s       *segment
+		file    vfs.File
+		written int
+	}
+	var txnSegs []txnSync
 	for _, s := range l.segments {
-		if s.txnUnsynced && s.txnFile != nil {
-			txnSegs = append(txnSegs, s)
+		if s.txnFile != nil && s.txnWritten > s.txnSynced {
+			txnSegs = append(txnSegs, txnSync{s, s.txnFile, s.txnWritten})
 			files = append(files, s.txnFile)
 		}
 	}
@@ -420,12 +425,13 @@ func (l *Log) syncLocked() (int64, error) {
 	for _, s := range l.unsynced[:rolled] {
 		s.closePendingIndexFiles()
 	}
-	for _, s := range txnSegs {
-		// An entry written after the fsync above leaves its marker
-		// unsynced too, and that marker's own Sync comes next; the
-		// flag may clear early only for an entry the open-time check
-		// rebuilds anyway.
-		s.txnUnsynced = false
+	for _, ts := range txnSegs {
+		// Entries written meanwhile stay counted as unsynced; a file
+		// closed and rewritten meanwhile (writeTxnIndex syncs it) is
+		// not this one.
+		if ts.s.txnFile == ts.file {
+			ts.s.txnSynced = max(ts.s.txnSynced, ts.written)
+		}
 	}
 	l.unsynced = l.unsynced[rolled:]
 	if needDirSync {

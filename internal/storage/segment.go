@@ -40,11 +40,12 @@ type segment struct {
 	pendingIndexFiles []vfs.File
 
 	// aborted is the segment's aborted-transaction index (txn_index.go),
-	// in marker order; txnFile is its .txnindex open for appends, and
-	// txnUnsynced says an entry was written since the last Sync.
-	aborted     []AbortedTxn
-	txnFile     vfs.File
-	txnUnsynced bool
+	// in marker order; txnFile is its .txnindex open for appends;
+	// txnWritten counts the entries written to it, txnSynced those a Sync
+	// covered.
+	aborted               []AbortedTxn
+	txnFile               vfs.File
+	txnWritten, txnSynced int
 }
 
 func newSegmentState(dir string, base int64, file vfs.File) *segment {

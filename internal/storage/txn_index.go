@@ -120,7 +120,7 @@ func (l *Log) loadTxnIndex(s *segment) error {
 }
 
 // writeTxnIndex replaces the segment's .txnindex with its entries (no
-// file when there are none) and syncs it. Callers hold mu.
+// file when there are none) and syncs it. Callers hold syncMu and mu.
 func (l *Log) writeTxnIndex(s *segment) error {
 	s.closeTxnFile()
 	path := s.txnIndexPath()
@@ -147,6 +147,7 @@ func (s *segment) closeTxnFile() {
 		s.txnFile.Close()
 		s.txnFile = nil
 	}
+	s.txnWritten, s.txnSynced = 0, 0
 }
 
 // AddAbortedTxn records a transaction aborted by the marker at
@@ -183,7 +184,7 @@ func (l *Log) AddAbortedTxn(a AbortedTxn) error {
 		return l.failLocked(fmt.Errorf("write %s: %w", s.txnIndexPath(), err))
 	}
 	s.aborted = append(s.aborted, a)
-	s.txnUnsynced = true
+	s.txnWritten++
 	return nil
 }
 
@@ -225,6 +226,10 @@ func (l *Log) AllAbortedTxns() []AbortedTxn {
 // replica found scanning the log), rewriting the .txnindex of each segment
 // whose entries differ. It returns how many segments it rewrote.
 func (l *Log) ReplaceAbortedTxns(entries []AbortedTxn) (rewritten int, err error) {
+	// syncMu too: a rewrite closes a .txnindex handle a Sync may be
+	// about to fsync.
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -263,7 +268,7 @@ func (l *Log) ReplaceAbortedTxns(entries []AbortedTxn) (rewritten int, err error
 }
 
 // truncateTxnIndex drops the segment's entries whose marker is at or after
-// end and rewrites its file. Callers hold mu.
+// end and rewrites its file. Callers hold syncMu and mu.
 func (l *Log) truncateTxnIndex(s *segment, end int64) error {
 	n := len(s.aborted)
 	s.aborted = slices.DeleteFunc(s.aborted, func(a AbortedTxn) bool { return a.LastOffset >= end })
