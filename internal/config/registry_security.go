@@ -138,6 +138,14 @@ var saslProperties = []Property{
 			`user_NAME="password" ...; (one user_ option per user). Never shown by DescribeConfigs.`,
 	},
 	{
+		Name: reauthProperty, Kind: KindDurationMs, Default: "0", Min: 0, Max: maxDurationMs,
+		Doc: "KIP-368: how long a SASL login lasts. SaslAuthenticate v1+ tells the client (session_lifetime_ms), which logs in again " +
+			"on the same connection before it passes; a connection that did not and sends anything but a SaslHandshake is closed. " +
+			"A deleted SCRAM user or a changed password thus loses its open connections within this time. 0: logins do not expire. " +
+			"May be set per listener and mechanism as listener.name.NAME.MECHANISM.connections.max.reauth.ms (mechanism in lower case, " +
+			"e.g. listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms) or per listener as listener.name.NAME.connections.max.reauth.ms.",
+	},
+	{
 		Name: "connection.failed.authentication.delay.ms", Kind: KindDurationMs, Default: "100", Min: 0, Max: maxDurationMs,
 		Doc: "How long a failed authentication's answer is held before the connection is closed, slowing password guessing.",
 	},

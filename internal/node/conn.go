@@ -349,12 +349,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			"key", hdr.Key, "client", hdr.ClientID)
 		return false, false
 	}
-	if !c.saslAllows(hdr.Key) {
-		// Kafka closes a connection that sends anything but ApiVersions
-		// and the SASL exchange before it authenticated.
-		c.b.metrics.SASLAuthentication(c.listener, "none", "unauthenticated_request")
-		c.b.log.Info("closing connection: request before SASL authentication", "listener", c.listener,
-			"remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(hdr.Key), "client", hdr.ClientID)
+	if !c.saslAdmits(hdr.Key, hdr.ClientID) {
 		return false, false
 	}
 	s := &slot{hdr: hdr, version: hdr.Version, done: make(chan struct{})}
