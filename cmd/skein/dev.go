@@ -47,9 +47,6 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	if *base < 1024 || *base+100*(*brokers+*controllers-1)+3 > 65535 {
 		return fmt.Errorf("--port %d: want 1024 to %d", *base, 65535-100*(*brokers+*controllers-1)-3)
 	}
-	if *secure && *controllers > 0 {
-		return errors.New("--secure with --controllers: a broker-only node cannot dial a secured controller listener yet")
-	}
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the skein binary for the brokers: %w", err)

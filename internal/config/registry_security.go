@@ -120,10 +120,11 @@ func checkCipherSuites(v string) error {
 // saslProperties configure SASL_PLAINTEXT and SASL_SSL listeners.
 var saslProperties = []Property{
 	{
-		Name: "sasl.mechanism.inter.broker.protocol", Kind: KindEnum, Default: "PLAIN", Values: []string{"PLAIN"},
-		Doc: "SASL mechanism nodes log in to each other's SASL_SSL and SASL_PLAINTEXT controller and inter-broker listeners with, " +
-			"using the username and password options of that listener's JAAS entry (Kafka's default, GSSAPI, is not served; " +
-			"SCRAM between nodes is not built: PLAIN must then be among sasl.enabled.mechanisms).",
+		Name: "sasl.mechanism.inter.broker.protocol", Kind: KindEnum, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
+		Doc: "SASL mechanism nodes log in to each other's SASL_SSL and SASL_PLAINTEXT controller and inter-broker listeners with " +
+			"(one of sasl.enabled.mechanisms), using the username and password options of that listener's JAAS entry for it: " +
+			"listener.name.NAME.MECHANISM.sasl.jaas.config (mechanism in lower case), else sasl.jaas.config; a PlainLoginModule " +
+			"for PLAIN, a ScramLoginModule for SCRAM, whose user must exist as a SCRAM credential (Kafka's default, GSSAPI, is not served).",
 	},
 	{
 		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, NonEmpty: true,

@@ -113,16 +113,14 @@ func (c *Cluster) secureProps(i int) map[string]string {
 	if c.isController(i) {
 		listeners = append(listeners, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ports.Controller))
 	}
-	return map[string]string{
+	props := map[string]string{
 		"listeners":                      strings.Join(listeners, ","),
 		"listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:SSL,CONTROLLER:SSL",
-		"inter.broker.listener.name":     "INTERNAL",
 		"ssl.keystore.type":              "PEM",
 		"ssl.keystore.location":          c.cfg.Secure.CA.Node,
 		"ssl.truststore.type":            "PEM",
 		"ssl.truststore.location":        c.cfg.Secure.CA.CA,
-		// Clients log in with SCRAM; nodes present the CA's certificate.
-		"listener.name.internal.ssl.client.auth":   "required",
+		// Nodes present the CA's certificate; clients log in with SCRAM.
 		"listener.name.controller.ssl.client.auth": "required",
 		"ssl.principal.mapping.rules":              `RULE:^CN=([^,]*)$/$1/,DEFAULT`,
 		"sasl.enabled.mechanisms":                  "SCRAM-SHA-512,SCRAM-SHA-256",
@@ -130,6 +128,11 @@ func (c *Cluster) secureProps(i int) map[string]string {
 		"super.users":                              "User:" + devca.NodeName + ";User:" + AdminUser,
 		"allow.everyone.if.no.acl.found":           "false",
 	}
+	if c.isBroker(i) {
+		props["inter.broker.listener.name"] = "INTERNAL"
+		props["listener.name.internal.ssl.client.auth"] = "required"
+	}
+	return props
 }
 
 // InternalAddrs are the brokers' INTERNAL (mutual TLS) addresses, which
