@@ -33,6 +33,11 @@ if [ ! -f "$certs/kgo.pem" ]; then
   )
 fi
 voters=1@127.0.0.1:29093,2@127.0.0.1:29193,3@127.0.0.1:29293
+login=""
+if [ "$mech" != PLAIN ]; then
+  # Kafka's listener- and mechanism-scoped login entry.
+  login="listener.name.internal.$(echo "$mech" | tr A-Z a-z).sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\" password=\"broker-secret\";"
+fi
 for i in 1 2 3; do
   p=$((29092 + 100*(i-1)))
   cat > "$dir/node-$i.properties" <<P
@@ -60,6 +65,9 @@ ssl.principal.mapping.rules=RULE:^CN=([^,]*)\$/\$1/,DEFAULT
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 sasl.mechanism.inter.broker.protocol=$mech
 sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret";
+$login
+# KIP-368 on the nodes' own connections: they renew their login in place.
+listener.name.internal.connections.max.reauth.ms=30000
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:skein-node;User:kgo;User:broker;User:kgoscram
 allow.everyone.if.no.acl.found=false
@@ -77,10 +85,12 @@ P
 # The SCRAM users, through the mutual-TLS listener as User:kgo (the
 # controller quorum and the SSL listener need no SCRAM user to come up).
 printf 'kgoscram-pw' > "$dir/kgoscram.pw"; printf 'broker-secret' > "$dir/broker.pw"
+up=""
 for try in $(seq 1 100); do
-  "$bin" cluster describe -b 127.0.0.1:29092 --command-config "$dir/kgo-tls.properties" --timeout 2s >/dev/null 2>&1 && break
+  if "$bin" cluster describe -b 127.0.0.1:29092 --command-config "$dir/kgo-tls.properties" --timeout 2s >/dev/null 2>&1; then up=1; break; fi
   sleep 0.2
 done
+[ -n "$up" ] || { echo "the cluster did not come up; see $dir/node-*.log" >&2; exit 1; }
 for m in SCRAM-SHA-256 SCRAM-SHA-512; do
   "$bin" user create -b 127.0.0.1:29092 --command-config "$dir/kgo-tls.properties" --name kgoscram --mechanism $m --password-file "$dir/kgoscram.pw"
   "$bin" user create -b 127.0.0.1:29092 --command-config "$dir/kgo-tls.properties" --name broker --mechanism $m --password-file "$dir/broker.pw"

@@ -45,7 +45,8 @@ var securityProperties = []Property{
 	{
 		Name: "ssl.client.auth", Kind: KindEnum, Default: "none", Values: []string{"none", "requested", "required"},
 		Doc: "Whether TLS clients must present a certificate: required refuses a client without one that chains to the trust store; " +
-			"requested verifies one if given; none asks for none.",
+			"requested verifies one if given; none asks for none. As in Kafka (KIP-684), a SASL_SSL listener ignores the broker-wide value: " +
+			"it asks for client certificates only through its own listener.name.NAME.ssl.client.auth.",
 	},
 	{
 		Name: "ssl.enabled.protocols", Kind: KindList, Default: "TLSv1.2,TLSv1.3", Values: []string{"TLSv1.2", "TLSv1.3"}, NonEmpty: true,

@@ -98,6 +98,12 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 			TruststoreCertificates:   get("ssl.truststore.certificates"),
 			ClientAuth:               get("ssl.client.auth"),
 		}
+		if _, own := own["ssl.client.auth"]; !own && l.SecurityProtocol == ProtocolSASLSSL {
+			// As Kafka (KIP-684): the broker-wide ssl.client.auth is for
+			// SSL listeners; a SASL_SSL one asks for client certificates
+			// only through its own listener.name.NAME.ssl.client.auth.
+			t.ClientAuth = "none"
+		}
 		t.EnabledProtocols, _ = splitList(get("ssl.enabled.protocols"))
 		t.PrincipalMapping, _ = principalmap.ParseMappingRules(get("ssl.principal.mapping.rules")) // checked by the registry
 		t.CipherSuites, _ = splitList(get("ssl.cipher.suites"))

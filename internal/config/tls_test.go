@@ -246,3 +246,34 @@ func TestSecretNotDescribed(t *testing.T) {
 		}
 	}
 }
+
+// TestSASLSSLIgnoresBrokerWideClientAuth: as in Kafka (KIP-684), the
+// broker-wide ssl.client.auth applies to SSL listeners only; a SASL_SSL
+// listener asks for client certificates through its own
+// listener.name.NAME.ssl.client.auth.
+func TestSASLSSLIgnoresBrokerWideClientAuth(t *testing.T) {
+	props := sslProps(map[string]string{
+		"listeners":                      "PLAINTEXT://h:9092,SSL://h:9094,SASL_SSL://h:9095,CONTROLLER://h:9093",
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL",
+		"sasl.enabled.mechanisms":        "SCRAM-SHA-512",
+		"ssl.client.auth":                "required",
+		"ssl.truststore.location":        "/etc/skein/ca.pem",
+	})
+	b, err := NewBroker(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ssl, _ := b.TLSOf("SSL"); ssl.ClientAuth != "required" {
+		t.Errorf("SSL client auth %q", ssl.ClientAuth)
+	}
+	if sasl, _ := b.TLSOf("SASL_SSL"); sasl.ClientAuth != "none" {
+		t.Errorf("SASL_SSL client auth %q, want none without its own setting", sasl.ClientAuth)
+	}
+	props["listener.name.sasl_ssl.ssl.client.auth"] = "required"
+	if b, err = NewBroker(props); err != nil {
+		t.Fatal(err)
+	}
+	if sasl, _ := b.TLSOf("SASL_SSL"); sasl.ClientAuth != "required" {
+		t.Errorf("SASL_SSL client auth %q with listener.name.sasl_ssl.ssl.client.auth=required", sasl.ClientAuth)
+	}
+}
