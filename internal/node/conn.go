@@ -318,6 +318,11 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		return false, false
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
+		if !c.saslAdmits(hdr.Key, hdr.ClientID) {
+			// Raft frames too: not before a login, not after its
+			// connections.max.reauth.ms lifetime (KIP-368).
+			return false, false
+		}
 		if c.principal != api.BrokerPrincipal {
 			// Only voters speak Raft: on a TLS controller listener a
 			// certificate of a super user.
