@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -316,4 +317,46 @@ func TestReauthenticationRawSocket(t *testing.T) {
 			t.Errorf("skein_sasl_authentications_total{result=%q} = %d, want %d", result, got, want)
 		}
 	}
+}
+
+// TestReauthenticationSarama: sarama also re-authenticates in place
+// (SaslHandshake v1 and SaslAuthenticate on the open connection, at 85-95%
+// of session_lifetime_ms, as the Java client): it produces across several
+// lifetimes and no connection is closed as expired.
+func TestReauthenticationSarama(t *testing.T) {
+	const lifetime = time.Second
+	tb, ca, addr := startSASLBroker(t, &testcluster.Buffer{},
+		withProp("listener.name.sasl_ssl.plain.connections.max.reauth.ms", strconv.Itoa(int(lifetime.Milliseconds()))))
+	const topic = "reauth-sarama"
+	tb.createTopic(topic, 1, nil)
+	scfg := saramaConfig()
+	scfg.Net.TLS.Enable = true
+	scfg.Net.TLS.Config = (&tlsBroker{ca: ca}).clientTLS(nil)
+	scfg.Net.SASL.Enable = true
+	scfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	scfg.Net.SASL.Version = sarama.SASLHandshakeV1
+	scfg.Net.SASL.User, scfg.Net.SASL.Password = "alice", alicePassword
+	scfg.Producer.Return.Successes = true
+	scfg.Producer.RequiredAcks = sarama.WaitForAll
+	p, err := sarama.NewSyncProducer([]string{addr}, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 3 {
+		sent := time.Now()
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("m%d", i))}); err != nil {
+			t.Fatalf("sarama produce %d across session lifetimes: %v", i, err)
+		}
+		// Past the lifetime of every login made so far: the next
+		// request must follow a re-authentication.
+		time.Sleep(time.Until(sent.Add(lifetime + 50*time.Millisecond)))
+	}
+	if n := saslMetric(t, tb, "SASL_SSL", "PLAIN", "reauthentication_success"); n < 2 {
+		t.Errorf("%d re-authentications, want one per lifetime passed", n)
+	}
+	if n := saslMetric(t, tb, "SASL_SSL", "PLAIN", "expired"); n != 0 {
+		t.Errorf("%d connections closed as expired", n)
+	}
+	consumeCount(t, tb, topic, 3)
 }
