@@ -22,6 +22,13 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
+	// ACLs runs the StandardAuthorizer with an ACL toggler and prober
+	// (acl.go); Swarm never sets it, so swarm seeds keep their runs.
+	ACLs bool
+	// authorizerOff leaves the authorizer out of the brokers' config
+	// while the ACL checker runs: the test that shows the checker
+	// catches a broker that does not authorize.
+	authorizerOff bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -113,6 +120,10 @@ func Swarm(seed uint64, duration time.Duration) Options {
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
+	s := fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
 		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
+	if o.ACLs {
+		s += " acls=true"
+	}
+	return s
 }
