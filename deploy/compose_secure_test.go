@@ -22,10 +22,7 @@ const makeCertsPath = "secure/make-certs.sh"
 func TestComposeSecureListeners(t *testing.T) {
 	f, brokers := loadCompose(t, composeSecurePath)
 	script := readFile(t, makeCertsPath)
-	cn := regexp.MustCompile(`-subj /CN=([^ ]+)`).FindStringSubmatch(script)
-	if cn == nil {
-		t.Fatalf("%s: no node certificate subject (-subj /CN=...)", makeCertsPath)
-	}
+	cn := nodeCertCN(t)
 	for _, b := range brokers {
 		where := composeSecurePath + ": service " + b.service
 		if !strings.Contains(script, "DNS:"+b.service) {
@@ -35,34 +32,7 @@ func TestComposeSecureListeners(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: does not mount ./secure/generated, where %s writes the certificates", where, makeCertsPath)
 		}
-		if b.cfg.Authorizer == "" {
-			t.Errorf("%s: no authorizer.class.name", where)
-		}
-		for _, l := range b.cfg.Listeners {
-			switch {
-			case l.SecurityProtocol == config.ProtocolPlaintext:
-				t.Errorf("%s: listener %s is PLAINTEXT", where, l.Name)
-			case l.Name == b.cfg.InterBrokerListenerName || b.cfg.IsControllerListener(l.Name):
-				set, _ := b.cfg.TLSOf(l.Name)
-				if l.SecurityProtocol != config.ProtocolSSL || set.ClientAuth != "required" {
-					t.Errorf("%s: the nodes' listener %s is %s with ssl.client.auth=%s, want SSL with client certificates required",
-						where, l.Name, l.SecurityProtocol, set.ClientAuth)
-				}
-				for _, file := range []string{set.KeystoreLocation, set.TruststoreLocation} {
-					if mount == "" || !strings.HasPrefix(file, mount+"/") {
-						t.Errorf("%s: %s reads %s, outside the mounted %s", where, l.Name, file, mount)
-					}
-				}
-				name, err := principalmap.MapPrincipal(set.PrincipalMapping, "CN="+cn[1])
-				if err != nil || !b.cfg.SuperUsers[authz.Principal{Type: "User", Name: name}] {
-					t.Errorf("%s: the nodes' certificate CN=%s is User:%s (%v), not in super.users", where, cn[1], name, err)
-				}
-			default:
-				if set, ok := b.cfg.SASLOf(l.Name); !ok || l.SecurityProtocol != config.ProtocolSASLSSL || !slices.Contains(set.Mechanisms, "SCRAM-SHA-512") {
-					t.Errorf("%s: client listener %s is %s, want SASL_SSL with SCRAM-SHA-512", where, l.Name, l.SecurityProtocol)
-				}
-			}
-		}
+		checkSecuredListeners(t, where, b.cfg, mount, cn)
 	}
 
 	admin, ok := f.Services["create-admin"]
@@ -111,4 +81,53 @@ func mountTarget(volumes []string, source string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// checkSecuredListeners checks one broker of a secured example: the
+// authorizer on, no listener plaintext, the nodes' own listeners SSL with
+// client certificates required, from files under mount, the node
+// certificate's CN mapped to a super user, and every other listener
+// SASL_SSL with SCRAM-SHA-512, which it returns (the clients' listeners).
+func checkSecuredListeners(t *testing.T, where string, cfg *config.Broker, mount, cn string) (clients []config.Listener) {
+	t.Helper()
+	if cfg.Authorizer == "" {
+		t.Errorf("%s: no authorizer.class.name", where)
+	}
+	for _, l := range cfg.Listeners {
+		switch {
+		case l.SecurityProtocol == config.ProtocolPlaintext:
+			t.Errorf("%s: listener %s is PLAINTEXT", where, l.Name)
+		case l.Name == cfg.InterBrokerListenerName || cfg.IsControllerListener(l.Name):
+			set, _ := cfg.TLSOf(l.Name)
+			if l.SecurityProtocol != config.ProtocolSSL || set.ClientAuth != "required" {
+				t.Errorf("%s: the nodes' listener %s is %s with ssl.client.auth=%s, want SSL with client certificates required",
+					where, l.Name, l.SecurityProtocol, set.ClientAuth)
+			}
+			for _, file := range []string{set.KeystoreLocation, set.TruststoreLocation} {
+				if mount == "" || !strings.HasPrefix(file, mount+"/") {
+					t.Errorf("%s: %s reads %s, outside the mounted %q", where, l.Name, file, mount)
+				}
+			}
+			name, err := principalmap.MapPrincipal(set.PrincipalMapping, "CN="+cn)
+			if err != nil || !cfg.SuperUsers[authz.Principal{Type: "User", Name: name}] {
+				t.Errorf("%s: the nodes' certificate CN=%s is User:%s (%v), not in super.users", where, cn, name, err)
+			}
+		default:
+			if set, ok := cfg.SASLOf(l.Name); !ok || l.SecurityProtocol != config.ProtocolSASLSSL || !slices.Contains(set.Mechanisms, "SCRAM-SHA-512") {
+				t.Errorf("%s: client listener %s is %s, want SASL_SSL with SCRAM-SHA-512", where, l.Name, l.SecurityProtocol)
+			}
+			clients = append(clients, l)
+		}
+	}
+	return clients
+}
+
+// nodeCertCN is the common name of the certificate make-certs.sh issues.
+func nodeCertCN(t *testing.T) string {
+	t.Helper()
+	cn := regexp.MustCompile(`-subj /CN=([^ ]+)`).FindStringSubmatch(readFile(t, makeCertsPath))
+	if cn == nil {
+		t.Fatalf("%s: no node certificate subject (-subj /CN=...)", makeCertsPath)
+	}
+	return cn[1]
 }

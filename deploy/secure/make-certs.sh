@@ -1,5 +1,6 @@
 #!/bin/sh
-# Makes what deploy/docker-compose.secure.yml mounts, in deploy/secure/generated
+# Makes what deploy/docker-compose.secure.yml mounts and deploy/kubernetes-secure's
+# Secret holds, in deploy/secure/generated
 # (ignored by git): a throwaway CA, one certificate the three brokers share
 # (CN=skein-node, for broker-1..3, localhost and 127.0.0.1; key and chain in
 # one PEM file, Kafka's PEM key store), the client properties the nodes'
@@ -13,7 +14,10 @@ if [ ! -f node.pem ]; then
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca-key.pem -out ca.pem \
     -days 365 -subj "/CN=skein compose CA" 2>/dev/null
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout node.key -out node.csr -subj /CN=skein-node 2>/dev/null
-  printf 'subjectAltName=DNS:broker-1,DNS:broker-2,DNS:broker-3,DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' > node.ext
+  # SKEIN_CERT_HOSTS adds names, e.g. for deploy/kubernetes-secure in namespace NS:
+  #   SKEIN_CERT_HOSTS='DNS:*.skein-headless.NS.svc,DNS:skein.NS.svc'
+  printf 'subjectAltName=DNS:broker-1,DNS:broker-2,DNS:broker-3,DNS:localhost,IP:127.0.0.1%s\nextendedKeyUsage=serverAuth,clientAuth\n' \
+    "${SKEIN_CERT_HOSTS:+,$SKEIN_CERT_HOSTS}" > node.ext
   openssl x509 -req -in node.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -out node.crt -days 365 -extfile node.ext 2>/dev/null
   openssl pkcs8 -topk8 -nocrypt -in node.key -out node.pk8
   cat node.pk8 node.crt > node.pem
