@@ -204,6 +204,14 @@ func (c *reauthConn) authenticate(user, pass string, version int16) *kmsg.SASLAu
 	return r
 }
 
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 func (c *reauthConn) metadata() {
 	c.t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
@@ -296,8 +304,9 @@ func TestReauthenticationRawSocket(t *testing.T) {
 	}
 	otherUser.expectClosed()
 
-	// Past the lifetime.
-	time.Sleep(time.Until(expired.loggedIn.Add(lifetime + 10*time.Millisecond)))
+	// Past the lifetime of both logins that must expire (the later one
+	// ends last; the broker's session started before its answer arrived).
+	time.Sleep(time.Until(latest(expired.loggedIn, oldClient.loggedIn).Add(lifetime + 10*time.Millisecond)))
 	expired.sendMetadata()
 	expired.expectClosed()
 	oldClient.sendMetadata()
@@ -344,13 +353,13 @@ func TestReauthenticationSarama(t *testing.T) {
 	}
 	defer p.Close()
 	for i := range 3 {
-		sent := time.Now()
 		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("m%d", i))}); err != nil {
 			t.Fatalf("sarama produce %d across session lifetimes: %v", i, err)
 		}
-		// Past the lifetime of every login made so far: the next
-		// request must follow a re-authentication.
-		time.Sleep(time.Until(sent.Add(lifetime + 50*time.Millisecond)))
+		// Past the lifetime of every login made so far (each before
+		// this send returned): the next request must follow a
+		// re-authentication, or meet a connection closed as expired.
+		time.Sleep(lifetime + 50*time.Millisecond)
 	}
 	if n := saslMetric(t, tb, "SASL_SSL", "PLAIN", "reauthentication_success"); n < 2 {
 		t.Errorf("%d re-authentications, want one per lifetime passed", n)
