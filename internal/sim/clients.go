@@ -108,6 +108,10 @@ func (c *Cluster) startClients() {
 	if c.opts.Transactions {
 		c.startTxnClients()
 	}
+	if c.opts.ACLs {
+		c.clients = append(c.clients, &aclToggler{c: c}, &aclProber{c: c,
+			lc: &leaderCache{c: c, self: aclProbeEndpoint + 1, leaders: map[int32]int32{}, topic: topicName}})
+	}
 	for _, cl := range c.clients {
 		cl.start()
 	}

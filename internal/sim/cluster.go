@@ -71,6 +71,7 @@ type Stats struct {
 	Elections                     int
 	SnapshotsInstalled            int           // metadata snapshots sent by a quorum leader
 	Converged                     time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied         int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.
@@ -128,7 +129,7 @@ func (c *Cluster) raftVoters() []uint64 {
 }
 
 func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
-	return config.NewBroker(map[string]string{
+	props := map[string]string{
 		"node.id":                    strconv.Itoa(int(id)),
 		"process.roles":              "broker,controller",
 		"default.replication.factor": strconv.Itoa(c.opts.ReplicationFactor),
@@ -138,7 +139,13 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		"broker.session.timeout.ms":               strconv.Itoa(int(sessionTimeout.Milliseconds())),
 		"broker.heartbeat.interval.ms":            strconv.Itoa(int(heartbeatInterval.Milliseconds())),
 		"leader.imbalance.check.interval.seconds": "5",
-	})
+	}
+	if c.opts.ACLs && !c.opts.authorizerOff {
+		props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+		props["super.users"] = "User:" + simUser
+		props["allow.everyone.if.no.acl.found"] = "false"
+	}
+	return config.NewBroker(props)
 }
 
 func (c *Cluster) run() {

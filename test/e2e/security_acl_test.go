@@ -450,25 +450,7 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 
 // scrapeDenials sums skein_authorization_denials_total over the brokers.
 func scrapeDenials(t *testing.T, c *testCluster) float64 {
-	t.Helper()
-	var sum float64
-	for _, b := range c.brokers {
-		if b == nil {
-			continue
-		}
-		mfs, err := b.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "skein_authorization_denials_total" {
-				for _, m := range mf.GetMetric() {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return clusterCounter(t, c, "skein_authorization_denials_total", nil)
 }
 
 func TestACLsSurviveControllerFailoverAndRestart(t *testing.T) {
