@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -70,6 +69,12 @@ type Output struct {
 	// Restored is set when a snapshot from the leader replaced the state
 	// machine (through Snapshotter.Restore) during this Ready.
 	Restored *SnapshotInfo
+	// Membership is the new membership when a configuration change (or a
+	// snapshot) changed it during this Ready, nil otherwise.
+	Membership *Membership
+	// Changes are the membership changes this leader was asked for
+	// (AddVoter, RemoveVoter) that ended during this Ready.
+	Changes []ChangeResult
 }
 
 // Core is a Raft node without goroutines, clock or network: the caller
@@ -82,6 +87,15 @@ type Core struct {
 	ms        *raft.MemoryStorage
 	disk      *disk
 	confState *raftpb.ConfState
+	members   members // the records of confState's nodes
+	// change is the membership change this leader is driving, nil if none.
+	change *memberChange
+	// changesDone collects results for the next Output.
+	changesDone []ChangeResult
+	// announced: the log (or a snapshot) records a dynamic quorum's
+	// membership beyond its bootstrap (see announce). Always true when
+	// static.
+	announced bool
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -113,7 +127,11 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 }
 
 func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error) {
-	state, err := d.load(cfg.Voters)
+	boot, bootMembers, err := bootConfiguration(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	state, err := d.load(boot, !cfg.Dynamic)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +140,16 @@ func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error
 		logger:    logger,
 		ms:        state.storage,
 		disk:      d,
-		confState: &raftpb.ConfState{Voters: slices.Clone(cfg.Voters)},
+		confState: boot,
+		members:   bootMembers,
+		announced: !cfg.Dynamic,
 	}
 	if snap := state.snapshot; snap != nil {
-		if err := cfg.Snapshotter.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+		data, err := c.adoptSnapshotMembership(snap)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.Snapshotter.Restore(snap.GetMetadata().GetIndex(), data); err != nil {
 			return nil, fmt.Errorf("restore snapshot at index %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
 		c.applied = snap.GetMetadata().GetIndex()
@@ -165,7 +189,10 @@ func (c *Core) Close() error { return c.disk.close() }
 func (c *Core) ID() uint64 { return c.cfg.ID }
 
 // Tick advances Raft's logical clock by one tick.
-func (c *Core) Tick() { c.rn.Tick() }
+func (c *Core) Tick() {
+	c.rn.Tick()
+	c.driveChange()
+}
 
 // Campaign makes this node start an election now (tests and operator
 // tooling; elections otherwise start on their own after ElectionTicks).
@@ -183,8 +210,13 @@ func (c *Core) Step(m *raftpb.Message) error {
 	if m.GetTo() != c.cfg.ID {
 		return fmt.Errorf("quorum: message for raft id %d delivered to %d", m.GetTo(), c.cfg.ID)
 	}
-	if !slices.Contains(c.cfg.Voters, m.GetFrom()) {
-		return fmt.Errorf("quorum: message from raft id %d, not a voter", m.GetFrom())
+	if t := m.GetType(); (t == raftpb.MsgVote || t == raftpb.MsgPreVote) && !c.isMember(m.GetFrom()) && c.isMember(c.cfg.ID) {
+		// A removed node that has not learnt of its removal must not
+		// disturb the quorum with elections. Other messages from
+		// non-members are Raft's to judge: a leader that removed itself
+		// still replicates and hands over (MsgTimeoutNow), and a node not
+		// yet in the configuration hears from the leader adding it.
+		return fmt.Errorf("quorum: %s from raft id %d, not a member", t, m.GetFrom())
 	}
 	if err := c.rn.Step(m); err != nil {
 		return fmt.Errorf("quorum: step %s from %d: %w", m.GetType(), m.GetFrom(), err)
@@ -294,15 +326,24 @@ func (c *Core) Ready() (Output, error) {
 	for _, e := range rd.CommittedEntries {
 		c.applied = e.GetIndex()
 		if e.GetType() != raftpb.EntryNormal {
-			// Voters are static: nothing proposes configuration changes.
-			c.logger.Error("ignoring unexpected configuration change entry", "index", e.GetIndex(), "type", e.GetType())
+			if err := c.applyConfChange(e); err != nil {
+				return Output{}, c.fail(err)
+			}
+			ms := c.Membership()
+			out.Membership = &ms
 			continue
 		}
 		out.Committed = append(out.Committed, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
 	}
+	if out.Restored != nil {
+		ms := c.Membership()
+		out.Membership = &ms
+	}
 	out.Messages = rd.Messages
 	out.SoftState = rd.SoftState
 	c.rn.Advance(rd)
+	c.driveChange()
+	out.Changes, c.changesDone = c.changesDone, nil
 	return out, nil
 }
 
@@ -317,8 +358,12 @@ func (c *Core) fail(err error) error {
 // storage and hands it to the state machine.
 func (c *Core) installSnapshot(snap *raftpb.Snapshot) (*SnapshotInfo, error) {
 	md := snap.GetMetadata()
-	if !sameIDs(md.GetConfState().GetVoters(), c.cfg.Voters) {
+	if !c.cfg.Dynamic && !sameIDs(md.GetConfState().GetVoters(), c.cfg.Voters) {
 		return nil, fmt.Errorf("snapshot at index %d records voters %v, configuration says %v", md.GetIndex(), md.GetConfState().GetVoters(), c.cfg.Voters)
+	}
+	data, err := c.adoptSnapshotMembership(snap)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.disk.installSnapshot(snap); err != nil {
 		return nil, err
@@ -326,7 +371,7 @@ func (c *Core) installSnapshot(snap *raftpb.Snapshot) (*SnapshotInfo, error) {
 	if err := c.ms.ApplySnapshot(snap); err != nil {
 		return nil, fmt.Errorf("apply snapshot at index %d: %w", md.GetIndex(), err)
 	}
-	if err := c.cfg.Snapshotter.Restore(md.GetIndex(), snap.GetData()); err != nil {
+	if err := c.cfg.Snapshotter.Restore(md.GetIndex(), data); err != nil {
 		return nil, fmt.Errorf("restore snapshot at index %d: %w", md.GetIndex(), err)
 	}
 	c.applied, c.snapIndex = md.GetIndex(), md.GetIndex()
@@ -348,6 +393,11 @@ func (c *Core) maybeSnapshot() error {
 		c.snapshotDue = c.applied + max(c.cfg.SnapshotEntries/10, 1)
 		c.logger.Warn("state machine snapshot failed; postponed", "index", c.applied, "retry_at", c.snapshotDue, "err", err)
 		return nil
+	}
+	if c.cfg.Dynamic {
+		if data, err = wrapSnapshot(c.Membership(), data); err != nil {
+			return err
+		}
 	}
 	snap, err := c.ms.CreateSnapshot(c.applied, c.confState, data)
 	if err != nil {

@@ -66,6 +66,10 @@ type cluster struct {
 	cut     map[[2]uint64]bool
 	queue   []*raftpb.Message
 	applied map[uint64][]Entry // every entry each node was handed, in order
+	// dynamic: the nodes run a dynamic quorum that node 1 founds; changes
+	// collects the membership results leaders reported.
+	dynamic bool
+	changes []ChangeResult
 }
 
 func newCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
@@ -92,6 +96,9 @@ func (c *cluster) start(id uint64) {
 	c.t.Helper()
 	cfg := c.cfg
 	cfg.ID, cfg.Voters, cfg.FS, cfg.Dir = id, c.ids, c.fs[id], "quorum"
+	if c.dynamic {
+		cfg.Voters, cfg.Dynamic, cfg.Self, cfg.Standalone = nil, true, testMember(id), id == 1
+	}
 	cfg.Logger = quietLogger()
 	sm := &machine{}
 	cfg.Snapshotter = sm
@@ -139,7 +146,8 @@ func (c *cluster) settle() {
 					c.sms[id].apply(e.Data)
 				}
 			}
-			if len(out.Messages) > 0 || len(out.Committed) > 0 || out.SoftState != nil {
+			c.changes = append(c.changes, out.Changes...)
+			if len(out.Messages) > 0 || len(out.Committed) > 0 || out.SoftState != nil || out.Membership != nil {
 				busy = true
 			}
 			c.queue = append(c.queue, out.Messages...)
@@ -235,4 +243,31 @@ func seq(prefix string, from, to int) []string {
 		out = append(out, fmt.Sprintf("%s-%d", prefix, i))
 	}
 	return out
+}
+
+// newDynamicCluster is n nodes of a dynamic quorum: node 1 founds it
+// alone; the others start empty and wait to be added.
+func newDynamicCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
+	t.Helper()
+	c := &cluster{t: t, fs: map[uint64]*vfs.Mem{}, cores: map[uint64]*Core{}, sms: map[uint64]*machine{},
+		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl, dynamic: true}
+	for i := 1; i <= n; i++ {
+		c.ids = append(c.ids, uint64(i))
+	}
+	for _, id := range c.ids {
+		c.fs[id] = vfs.NewMem()
+		c.start(id)
+	}
+	t.Cleanup(func() {
+		for _, core := range c.cores {
+			_ = core.Close()
+		}
+	})
+	return c
+}
+
+// testMember is raft id's member record.
+func testMember(id uint64) Member {
+	return Member{NodeID: NodeID(id), DirectoryID: [16]byte{byte(id), 0xd1},
+		Listeners: []Listener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: uint16(9000 + id)}}}
 }

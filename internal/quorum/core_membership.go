@@ -1,0 +1,382 @@
+package quorum
+
+import (
+	"fmt"
+	"slices"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// ChangeKind names a membership change.
+type ChangeKind int
+
+const (
+	ChangeAddVoter ChangeKind = iota + 1
+	ChangeRemoveVoter
+	// changeAnnounce writes a standalone founder's own record into the
+	// log (see announce); it reports no result.
+	changeAnnounce
+)
+
+func (k ChangeKind) String() string {
+	switch k {
+	case ChangeAddVoter:
+		return "add-voter"
+	case ChangeRemoveVoter:
+		return "remove-voter"
+	}
+	return fmt.Sprintf("change(%d)", int(k))
+}
+
+// ChangeResult is how a membership change this leader drove ended: Err is
+// nil once the change is committed and applied here, a *NotLeaderError when
+// leadership was lost first (the change may still complete under the next
+// leader, or not), or ErrChangeAborted.
+type ChangeResult struct {
+	Kind   ChangeKind
+	NodeID int32
+	Err    error
+}
+
+// memberChange is the leader's one change in flight.
+type memberChange struct {
+	kind   ChangeKind
+	member Member
+	// stage of an add: the learner entry proposed, the learner in the
+	// configuration (catching up), the promotion proposed.
+	stage addStage
+}
+
+type addStage int
+
+const (
+	stageLearnerProposed addStage = iota + 1
+	stageCatchingUp
+	stagePromotionProposed
+)
+
+// bootConfiguration is the configuration before any change: the static
+// voters, or the dynamic quorum's recorded (or now founded) bootstrap.
+func bootConfiguration(cfg CoreConfig, d *disk) (*raftpb.ConfState, members, error) {
+	if !cfg.Dynamic {
+		dyn, err := d.isDynamic()
+		if err != nil {
+			return nil, nil, err
+		}
+		if dyn {
+			return nil, nil, fmt.Errorf("%s holds a dynamic quorum's state: it needs controller.quorum.bootstrap.servers, not controller.quorum.voters", d.dir)
+		}
+		ms := members{}
+		for _, id := range cfg.Voters {
+			ms[id] = Member{NodeID: NodeID(id)}
+		}
+		return &raftpb.ConfState{Voters: slices.Clone(cfg.Voters)}, ms, nil
+	}
+	proposed := Membership{Dynamic: true}
+	if cfg.Standalone {
+		proposed.Voters = []Member{cfg.Self}
+	}
+	_, cs := recordsOf(&proposed)
+	data, err := wrapSnapshot(proposed, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	boot, err := d.bootstrap(&raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{ConfState: cs}})
+	if err != nil {
+		return nil, nil, err
+	}
+	got, _, err := UnwrapSnapshot(boot.GetData())
+	if err != nil {
+		return nil, nil, err
+	}
+	if got == nil {
+		return nil, nil, fmt.Errorf("%w: quorum bootstrap without a membership", ErrCorruptState)
+	}
+	ms, bootCS := recordsOf(got)
+	return bootCS, ms, nil
+}
+
+// adoptSnapshotMembership takes a dynamic quorum's membership from a
+// snapshot and returns the state machine's part of its bytes.
+func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
+	if !c.cfg.Dynamic {
+		return snap.GetData(), nil
+	}
+	got, data, err := UnwrapSnapshot(snap.GetData())
+	if err != nil {
+		return nil, err
+	}
+	if got == nil {
+		return nil, fmt.Errorf("%w: snapshot at index %d of a dynamic quorum records no membership", ErrCorruptState, snap.GetMetadata().GetIndex())
+	}
+	ms, cs := recordsOf(got)
+	if !sameIDs(cs.GetVoters(), snap.GetMetadata().GetConfState().GetVoters()) || !sameIDs(cs.GetLearners(), snap.GetMetadata().GetConfState().GetLearners()) {
+		return nil, fmt.Errorf("%w: snapshot at index %d: membership %v/%v, configuration %v", ErrCorruptState, snap.GetMetadata().GetIndex(), cs.GetVoters(), cs.GetLearners(), snap.GetMetadata().GetConfState())
+	}
+	c.members = ms
+	c.confState = cloneConfState(snap.GetMetadata().GetConfState())
+	c.announced = true // the snapshot records every member
+	return data, nil
+}
+
+func cloneConfState(cs *raftpb.ConfState) *raftpb.ConfState {
+	return &raftpb.ConfState{
+		Voters: slices.Clone(cs.GetVoters()), Learners: slices.Clone(cs.GetLearners()),
+		VotersOutgoing: slices.Clone(cs.GetVotersOutgoing()), LearnersNext: slices.Clone(cs.GetLearnersNext()),
+	}
+}
+
+// isMember reports whether id is in the configuration (voter or learner).
+func (c *Core) isMember(id uint64) bool {
+	cs := c.confState
+	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetLearners(), id) ||
+		slices.Contains(cs.GetVotersOutgoing(), id) || slices.Contains(cs.GetLearnersNext(), id)
+}
+
+func (c *Core) isVoter(id uint64) bool { return slices.Contains(c.confState.GetVoters(), id) }
+
+// Membership is the current configuration with its member records.
+func (c *Core) Membership() Membership {
+	return c.members.membership(c.confState, c.cfg.Dynamic)
+}
+
+// applyConfChange applies one committed configuration change to Raft and
+// to the member records, and moves the leader's change along.
+func (c *Core) applyConfChange(e *raftpb.Entry) error {
+	if !c.cfg.Dynamic {
+		// Nothing proposes configuration changes in a static quorum; every
+		// node skips one alike.
+		c.logger.Error("ignoring a configuration change entry in a static quorum", "index", e.GetIndex(), "type", e.GetType())
+		return nil
+	}
+	if e.GetType() != raftpb.EntryConfChangeV2 {
+		return fmt.Errorf("%w: configuration change entry %d of type %s", ErrCorruptState, e.GetIndex(), e.GetType())
+	}
+	cc, m, err := confChangeMember(e)
+	if err != nil {
+		return err
+	}
+	c.confState = cloneConfState(c.rn.ApplyConfChange(cc))
+	applyToMembers(c.members, cc, m)
+	c.announced = true
+	c.logger.Info("quorum membership changed", "index", e.GetIndex(), "change", cc.GetChanges()[0].GetType(),
+		"node", m.NodeID, "voters", c.confState.GetVoters(), "learners", c.confState.GetLearners())
+	c.changeApplied(cc.GetChanges()[0].GetType(), RaftID(m.NodeID))
+	return nil
+}
+
+// changeApplied moves the leader's change on when its entry applied.
+func (c *Core) changeApplied(t raftpb.ConfChangeType, id uint64) {
+	ch := c.change
+	if ch == nil || RaftID(ch.member.NodeID) != id {
+		return
+	}
+	switch {
+	case ch.kind == ChangeAddVoter && t == raftpb.ConfChangeAddLearnerNode && ch.stage == stageLearnerProposed:
+		ch.stage = stageCatchingUp
+	case ch.kind == ChangeAddVoter && t == raftpb.ConfChangeAddNode:
+		c.finishChange(nil)
+	case ch.kind == ChangeRemoveVoter && t == raftpb.ConfChangeRemoveNode:
+		c.finishChange(nil)
+	case ch.kind == changeAnnounce:
+		c.change = nil
+	}
+}
+
+func (c *Core) finishChange(err error) {
+	if c.change.kind != changeAnnounce {
+		c.changesDone = append(c.changesDone, ChangeResult{Kind: c.change.kind, NodeID: c.change.member.NodeID, Err: err})
+	}
+	c.change = nil
+}
+
+// ready to change: the membership is dynamic, this node leads, no change is
+// in flight, and the leader has committed and applied an entry of its own
+// term (so Raft holds no configuration change of an earlier leader's that
+// could still be pending, and would otherwise silently drop ours).
+func (c *Core) readyToChange() error {
+	if !c.cfg.Dynamic {
+		return ErrStaticQuorum
+	}
+	if c.failed != nil {
+		return c.failed
+	}
+	st := c.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		return &NotLeaderError{Leader: st.Lead}
+	}
+	if c.change != nil {
+		return fmt.Errorf("%w: %s of node %d", ErrChangePending, c.change.kind, c.change.member.NodeID)
+	}
+	if !c.announced {
+		return fmt.Errorf("%w: the founding voter is not recorded in the log yet", ErrChangePending)
+	}
+	commitTerm, err := c.ms.Term(st.GetCommit())
+	if err != nil || commitTerm != st.GetTerm() || c.applied < st.GetCommit() {
+		return fmt.Errorf("%w: the leader has not committed an entry of its term yet", ErrChangePending)
+	}
+	if !c.isMember(c.cfg.ID) {
+		return &NotLeaderError{} // a removed leader hands over; it changes nothing
+	}
+	return nil
+}
+
+// AddVoter starts adding m as a voter: first as a learner, promoted once it
+// has caught up (see driveChange). The result comes in Output.Changes. m
+// already a learner (an earlier add that did not finish) resumes at the
+// catching-up step.
+func (c *Core) AddVoter(m Member) error {
+	if err := c.readyToChange(); err != nil {
+		return err
+	}
+	if err := m.validate(); err != nil {
+		return err
+	}
+	id := RaftID(m.NodeID)
+	if c.isVoter(id) {
+		return fmt.Errorf("%w: node %d", ErrDuplicateVoter, m.NodeID)
+	}
+	if len(c.confState.GetVoters()) >= maxVoters {
+		return fmt.Errorf("%w: already %d voters", ErrInvalidChange, maxVoters)
+	}
+	if slices.Contains(c.confState.GetLearners(), id) {
+		if old := c.members[id]; old.DirectoryID != m.DirectoryID {
+			return fmt.Errorf("%w: node %d is catching up with directory id %x; remove it first", ErrDuplicateVoter, m.NodeID, old.DirectoryID)
+		}
+		c.change = &memberChange{kind: ChangeAddVoter, member: c.members[id], stage: stageCatchingUp}
+		c.driveChange()
+		return nil
+	}
+	if err := c.proposeChange(raftpb.ConfChangeAddLearnerNode, m); err != nil {
+		return err
+	}
+	c.change = &memberChange{kind: ChangeAddVoter, member: m, stage: stageLearnerProposed}
+	return nil
+}
+
+// RemoveVoter starts removing the voter (or a learner left by an
+// unfinished add) with node id and directory id dir. A leader that removes
+// itself keeps leading until the change commits, then hands leadership to
+// the most caught-up voter.
+func (c *Core) RemoveVoter(nodeID int32, dir [16]byte) error {
+	if err := c.readyToChange(); err != nil {
+		return err
+	}
+	id := RaftID(nodeID)
+	m, ok := c.members[id]
+	if !ok || !c.isMember(id) || m.DirectoryID != dir {
+		return fmt.Errorf("%w: node %d with directory id %x", ErrVoterNotFound, nodeID, dir)
+	}
+	if c.isVoter(id) && len(c.confState.GetVoters()) == 1 {
+		return fmt.Errorf("%w: node %d is the only voter", ErrInvalidChange, nodeID)
+	}
+	if err := c.proposeChange(raftpb.ConfChangeRemoveNode, m); err != nil {
+		return err
+	}
+	c.change = &memberChange{kind: ChangeRemoveVoter, member: m}
+	return nil
+}
+
+// AbortChange gives up the change in flight (its caller timed out): the
+// result is ErrChangeAborted. An entry already proposed may still commit;
+// a learner left behind neither votes nor counts for commits, and a later
+// AddVoter resumes it or RemoveVoter removes it.
+func (c *Core) AbortChange() {
+	if c.change != nil {
+		c.finishChange(ErrChangeAborted)
+	}
+}
+
+func (c *Core) proposeChange(t raftpb.ConfChangeType, m Member) error {
+	cc, err := newConfChange(t, m)
+	if err != nil {
+		return err
+	}
+	if err := c.rn.ProposeConfChange(cc); err != nil {
+		return fmt.Errorf("quorum: propose %s of node %d: %w", t, m.NodeID, err)
+	}
+	return nil
+}
+
+// driveChange is the leader's step after every Ready and tick: it ends
+// the change if leadership is gone, promotes a learner that has caught up,
+// and makes a leader removed from the configuration hand over.
+func (c *Core) driveChange() {
+	st := c.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		if c.change != nil {
+			c.finishChange(&NotLeaderError{Leader: st.Lead})
+		}
+		return
+	}
+	if !c.isMember(c.cfg.ID) {
+		c.handOver(st)
+		return
+	}
+	c.announce()
+	ch := c.change
+	if ch == nil || ch.stage != stageCatchingUp {
+		return
+	}
+	pr, ok := st.Progress[RaftID(ch.member.NodeID)]
+	// Caught up: its log holds everything committed so far, so as a voter
+	// it adds to commits at once instead of holding them back.
+	if !ok || pr.Match < st.GetCommit() {
+		return
+	}
+	if err := c.proposeChange(raftpb.ConfChangeAddNode, ch.member); err != nil {
+		c.finishChange(err)
+		return
+	}
+	ch.stage = stagePromotionProposed
+}
+
+// handOver transfers leadership from a leader that is no longer a member
+// to the voter with the longest log; Raft retries nothing on its own, so
+// this runs on every tick until another node leads.
+func (c *Core) handOver(st raft.Status) {
+	if st.LeadTransferee != 0 {
+		return
+	}
+	var best uint64
+	var bestMatch uint64
+	for id, pr := range st.Progress {
+		if id == c.cfg.ID || pr.IsLearner || !c.isVoter(id) {
+			continue
+		}
+		if best == 0 || pr.Match > bestMatch || pr.Match == bestMatch && id < best {
+			best, bestMatch = id, pr.Match
+		}
+	}
+	if best != 0 {
+		c.logger.Info("removed from the quorum: handing leadership over", "to", NodeID(best))
+		c.rn.TransferLeader(best)
+	}
+}
+
+// announce makes a standalone founder's leader record its own voter in the
+// log. The founder's membership lives in its bootstrap file only, but a
+// node that joins later rebuilds its configuration from the log (or a
+// snapshot): without this entry it would never learn that the founder
+// votes. The change is a no-op for Raft (the founder is a voter already)
+// and comes before any other: AddVoter and RemoveVoter wait for it.
+func (c *Core) announce() {
+	if !c.cfg.Dynamic || c.announced || c.change != nil {
+		return
+	}
+	st := c.rn.BasicStatus()
+	commitTerm, err := c.ms.Term(st.GetCommit())
+	if err != nil || commitTerm != st.GetTerm() || c.applied < st.GetCommit() {
+		return // as readyToChange: not before the leader's own entry applied
+	}
+	self, ok := c.members[c.cfg.ID]
+	if !ok || !c.isVoter(c.cfg.ID) {
+		return
+	}
+	if err := c.proposeChange(raftpb.ConfChangeAddNode, self); err != nil {
+		c.logger.Warn("could not record the founding voter in the log", "err", err)
+		return
+	}
+	c.change = &memberChange{kind: changeAnnounce, member: self}
+}
