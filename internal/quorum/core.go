@@ -219,6 +219,11 @@ func (c *Core) Step(m *raftpb.Message) error {
 		return fmt.Errorf("quorum: %s from raft id %d, not a member", t, m.GetFrom())
 	}
 	if err := c.rn.Step(m); err != nil {
+		if errors.Is(err, raft.ErrStepPeerNotFound) {
+			// A response from a node the configuration no longer (or not
+			// yet) tracks: normal around a membership change.
+			return nil
+		}
 		return fmt.Errorf("quorum: step %s from %d: %w", m.GetType(), m.GetFrom(), err)
 	}
 	return nil
@@ -280,7 +285,7 @@ func (c *Core) ReportSnapshot(id uint64, delivered bool) {
 
 // HasReady reports whether Ready would produce anything (other than a
 // snapshot that is due).
-func (c *Core) HasReady() bool { return c.rn.HasReady() }
+func (c *Core) HasReady() bool { return c.rn.HasReady() || len(c.changesDone) > 0 }
 
 // Ready takes a snapshot if one is due, then persists Raft's pending state
 // (a received snapshot, entries, HardState; everything fsynced) and returns
@@ -298,7 +303,9 @@ func (c *Core) Ready() (Output, error) {
 		return Output{}, c.fail(err)
 	}
 	if !c.rn.HasReady() {
-		return Output{}, nil
+		out := Output{Changes: c.changesDone}
+		c.changesDone = nil
+		return out, nil
 	}
 	rd := c.rn.Ready()
 	var out Output

@@ -3,9 +3,11 @@ package quorum
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // ChangeKind names a membership change.
@@ -379,4 +381,78 @@ func (c *Core) announce() {
 		return
 	}
 	c.change = &memberChange{kind: changeAnnounce, member: self}
+}
+
+// Replica is one member's replication state as the leader sees it.
+// LogEndOffset is in Kafka's terms (the offset after the member's last
+// entry: Raft index i is offset i-1), -1 when unknown.
+type Replica struct {
+	Member
+	LogEndOffset int64
+	// LastFetch and LastCaughtUp are when the leader last heard from the
+	// member and last saw it hold the leader's whole log; zero when
+	// unknown (and always for the leader itself). The Core has no clock:
+	// Node fills them in.
+	LastFetch    time.Time
+	LastCaughtUp time.Time
+}
+
+// Description is DescribeQuorum's answer, from the leader.
+type Description struct {
+	LeaderID    int32
+	LeaderEpoch uint64
+	// HighWatermark is the offset after the last committed entry.
+	HighWatermark int64
+	Voters        []Replica
+	// Learners are members catching up to be promoted; DescribeQuorum
+	// shows them among the observers.
+	Learners []Replica
+	Dynamic  bool
+}
+
+// Describe is the leader's view of the quorum; on a follower it fails
+// with a *NotLeaderError (Kafka: NOT_LEADER_OR_FOLLOWER).
+func (c *Core) Describe() (Description, error) {
+	st := c.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		return Description{}, &NotLeaderError{Leader: st.Lead}
+	}
+	last, _ := c.ms.LastIndex()
+	replica := func(m Member) Replica {
+		r := Replica{Member: m, LogEndOffset: -1}
+		id := RaftID(m.NodeID)
+		if id == c.cfg.ID {
+			r.LogEndOffset = int64(last)
+		} else if pr, ok := st.Progress[id]; ok {
+			r.LogEndOffset = int64(pr.Match)
+		}
+		return r
+	}
+	ms := c.Membership()
+	d := Description{LeaderID: NodeID(c.cfg.ID), LeaderEpoch: st.GetTerm(), HighWatermark: int64(st.GetCommit()), Dynamic: c.cfg.Dynamic}
+	for _, v := range ms.Voters {
+		d.Voters = append(d.Voters, replica(v))
+	}
+	for _, l := range ms.Learners {
+		d.Learners = append(d.Learners, replica(l))
+	}
+	return d, nil
+}
+
+// peerMatch is the leader's match index for peer id (false: not tracked).
+func (c *Core) peerMatch(id uint64) (uint64, bool) {
+	var match uint64
+	found := false
+	c.rn.WithProgress(func(pid uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if pid == id {
+			match, found = pr.Match, true
+		}
+	})
+	return match, found
+}
+
+// lastIndex is the index of the last entry in this node's log.
+func (c *Core) lastIndex() uint64 {
+	last, _ := c.ms.LastIndex()
+	return last
 }
