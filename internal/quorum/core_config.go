@@ -68,8 +68,8 @@ type CoreConfig struct {
 	// Self is this node's own record (Dynamic): its directory id and
 	// endpoints, as a standalone founder records them.
 	Self Member
-	Dir    string   // the quorum's directory
-	FS     vfs.FS
+	Dir  string // the quorum's directory
+	FS   vfs.FS
 
 	ElectionTicks  int // ticks without a leader before campaigning
 	HeartbeatTicks int // ticks between a leader's heartbeats

@@ -98,10 +98,10 @@ type TCPTransport struct {
 	mu       sync.Mutex // guards peers and reporter
 	peers    map[uint64]*peer
 	reporter Reporter
-	ctx    context.Context // cancelled by Close: aborts dials
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	ctx      context.Context // cancelled by Close: aborts dials
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	once     sync.Once
 }
 
 // peer is the outbound half towards one voter.
