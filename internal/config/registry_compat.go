@@ -42,7 +42,6 @@ var compatProperties = []Property{
 var replacedKafkaProperties = map[string]string{
 	"broker.id":                           "use node.id",
 	"zookeeper.connect":                   "Skein needs no ZooKeeper: set process.roles and controller.quorum.voters",
-	"controller.quorum.bootstrap.servers": "Skein's quorum is static: set controller.quorum.voters on every node",
 	"log.flush.scheduler.interval.ms":     "set log.flush.interval.ms",
 	// Accepted once but never read; refused now rather than pretending.
 	"replica.high.watermark.checkpoint.interval.ms": "Skein keeps no high-watermark checkpoint file: a new leader learns the high watermark from its followers' fetches",

@@ -124,8 +124,13 @@ type brokerPartitions struct {
 // brokerMetadata is the metadata quorum, what this node knows of it, and
 // the image applied and reconciled.
 type brokerMetadata struct {
-	quorum       *quorum.Node
-	voters       []config.Voter
+	quorum *quorum.Node
+	// voters are the controllers' endpoints (controllerVoters): fixed by
+	// controller.quorum.voters, or a dynamic quorum's latest membership.
+	voters       atomic.Pointer[[]config.Voter]
+	// metadataObservers are the broker-only nodes fetching the metadata
+	// log from this controller (DescribeQuorum).
+	metadataObservers observerTable
 	emptyImage   *metadata.Image
 	controllerID atomic.Int32 // the active controller, -1 if unknown
 	// foreign records peers of another cluster (cluster_id.go).
@@ -284,8 +289,8 @@ func (b *Broker) Start() error {
 		return err
 	}
 	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
-	if len(b.cfg.ControllerQuorumVoters) > 1 && b.cfg.ClusterID == "" {
-		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller: every node must agree on it")
+	if (len(b.cfg.ControllerQuorumVoters) > 1 || len(b.cfg.ControllerQuorumBootstrapServers) > 0) && b.cfg.ClusterID == "" {
+		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller or the quorum is dynamic: every node must agree on it")
 	}
 	if !isController && b.cfg.ClusterID == "" {
 		return errors.New("cluster.id must be set on a broker-only node: it must agree with the controllers'")
@@ -351,7 +356,7 @@ func (b *Broker) Start() error {
 	// A quorum of one elects itself at once: wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.
-	if len(b.voters) == 1 && isBroker {
+	if len(b.controllerVoters()) == 1 && isBroker {
 		select {
 		case <-b.registered:
 		case <-time.After(30 * time.Second):

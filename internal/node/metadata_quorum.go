@@ -27,6 +27,9 @@ const commitTimeout = 15 * time.Second
 // node with the controller role is a voter; the records it commits build
 // the image every broker serves.
 func (b *Broker) startQuorum(clusterID string) error {
+	if len(b.cfg.ControllerQuorumBootstrapServers) > 0 {
+		return b.startDynamicQuorum(clusterID)
+	}
 	voters := slices.Clone(b.cfg.ControllerQuorumVoters)
 	self := slices.IndexFunc(voters, func(v config.Voter) bool { return v.ID == b.cfg.NodeID })
 	if len(voters) == 0 || (self >= 0 && voters[self].Port == 0) {
@@ -48,7 +51,7 @@ func (b *Broker) startQuorum(clusterID string) error {
 			voters = []config.Voter{me}
 		}
 	}
-	b.voters = voters
+	b.setControllerVoters(voters)
 	b.emptyImage = metadata.Empty(clusterID)
 	b.image.Store(b.emptyImage)
 	n, err := quorum.StartNode(quorum.NodeConfig{

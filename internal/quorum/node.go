@@ -458,6 +458,9 @@ func (n *Node) AppliedChanged() <-chan struct{} {
 	return n.appliedCh
 }
 
+// AppliedIndex is the last index applied here (every one committed).
+func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
+
 // Term is the current Raft term (KRaft's leader epoch).
 func (n *Node) Term() uint64 { return n.term.Load() }
 

@@ -41,6 +41,9 @@ type Cluster struct {
 	uncleanAskedOf *process
 	healed         bool
 	stopped        bool // a violation ends the run
+	// voters is the operator changing a dynamic quorum's voters
+	// (FaultMix.Membership), nil for a static quorum.
+	voters *voterOps
 }
 
 // Result summarises a run.
@@ -57,16 +60,17 @@ type Result struct {
 
 // Stats counts what a run did.
 type Stats struct {
-	Acked, Unacked, Consumed  int64
-	GroupCommits              int64
-	GroupSyncs, MemberCrashes int64
-	Crashes, PowerLosses      int
-	Partitions, Pauses        int
-	DiskFull, BitFlips        int
-	MessagesSent, Dropped     int64
-	Elections                 int
-	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
-	Converged                 time.Duration // simulated time from heal to convergence
+	Acked, Unacked, Consumed   int64
+	GroupCommits               int64
+	GroupSyncs, MemberCrashes  int64
+	Crashes, PowerLosses       int
+	Partitions, Pauses         int
+	DiskFull, BitFlips         int
+	MessagesSent, Dropped      int64
+	Elections                  int
+	VotersAdded, VotersRemoved int           // the operator's completed changes (FaultMix.Membership)
+	SnapshotsInstalled         int           // metadata snapshots sent by a quorum leader
+	Converged                  time.Duration // simulated time from heal to convergence
 }
 
 // Run simulates one seed.
@@ -90,6 +94,9 @@ func newCluster(opts Options) *Cluster {
 		c.ids = append(c.ids, id)
 	}
 	c.faults = newFaultState(c)
+	if opts.Faults.Membership {
+		c.voters = newVoterOps(c)
+	}
 	return c
 }
 
@@ -145,6 +152,9 @@ func (c *Cluster) run() {
 		}
 	}
 	c.s.after(100*time.Millisecond, c.ensureTopic)
+	if c.voters != nil {
+		c.s.after(membershipPeriod, c.voters.loop)
+	}
 	c.startClients()
 	c.faults.start()
 	stop := func() bool { return c.stopped }
@@ -177,6 +187,9 @@ func (c *Cluster) run() {
 // network and the disks, and stop the clients from starting new work.
 func (c *Cluster) heal() {
 	c.healed = true
+	if c.voters != nil {
+		c.voters.heal()
+	}
 	c.tracef("healing every fault")
 	c.net.healAll()
 	c.net.cfg = netConfig{MinDelay: c.opts.Net.MinDelay, MaxDelay: c.opts.Net.MaxDelay}

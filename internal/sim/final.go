@@ -55,6 +55,9 @@ func readAll(r *replica, upTo int64) ([]logEntry, error) {
 // acknowledged and read.
 func (k *checker) final() {
 	c := k.c
+	if !k.finalMembership() {
+		return
+	}
 	ctl := c.activeController()
 	for _, t := range ctl.image.Topics() {
 		for _, st := range t.Partitions {
