@@ -96,6 +96,8 @@ type Core struct {
 	// membership beyond its bootstrap (see announce). Always true when
 	// static.
 	announced bool
+	// joined: this directory has been a member (see noteJoined).
+	joined bool
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -144,6 +146,7 @@ func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error
 		members:   bootMembers,
 		announced: !cfg.Dynamic,
 	}
+	c.noteJoined() // a standalone founder's bootstrap counts it
 	if snap := state.snapshot; snap != nil {
 		data, err := c.adoptSnapshotMembership(snap)
 		if err != nil {
@@ -190,6 +193,9 @@ func (c *Core) ID() uint64 { return c.cfg.ID }
 
 // Tick advances Raft's logical clock by one tick.
 func (c *Core) Tick() {
+	if c.impostor() {
+		return // never campaign in another disk's name (see impostor)
+	}
 	c.rn.Tick()
 	c.driveChange()
 }
@@ -209,6 +215,16 @@ func (c *Core) Step(m *raftpb.Message) error {
 	}
 	if m.GetTo() != c.cfg.ID {
 		return fmt.Errorf("quorum: message for raft id %d delivered to %d", m.GetTo(), c.cfg.ID)
+	}
+	if err := c.mayVote(m); err != nil {
+		return err
+	}
+	if m.GetType() == raftpb.MsgHeartbeat && m.GetCommit() > c.lastIndex() {
+		// The leader believes this node holds entries it does not: its
+		// disk was replaced while its old record is still in the
+		// configuration. Raft would panic; refusing keeps this node out
+		// until that record is removed and the node added afresh.
+		return fmt.Errorf("quorum: heartbeat commits index %d, this log ends at %d (a replaced disk?)", m.GetCommit(), c.lastIndex())
 	}
 	if t := m.GetType(); (t == raftpb.MsgVote || t == raftpb.MsgPreVote) && !c.isMember(m.GetFrom()) && c.isMember(c.cfg.ID) {
 		// A removed node that has not learnt of its removal must not

@@ -53,7 +53,13 @@ type memberChange struct {
 type addStage int
 
 const (
-	stageLearnerProposed addStage = iota + 1
+	// stageStaleRemoving: a learner of the same node id with another
+	// directory id (a replaced disk) is being removed first, so that
+	// Raft's progress for the id starts afresh.
+	stageStaleRemoving addStage = iota + 1
+	// stageStaleRemoved: it is gone; the learner is proposed next.
+	stageStaleRemoved
+	stageLearnerProposed
 	stageCatchingUp
 	stagePromotionProposed
 )
@@ -119,6 +125,7 @@ func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
 	c.members = ms
 	c.confState = cloneConfState(snap.GetMetadata().GetConfState())
 	c.announced = true // the snapshot records every member
+	c.noteJoined()
 	return data, nil
 }
 
@@ -162,6 +169,11 @@ func (c *Core) applyConfChange(e *raftpb.Entry) error {
 	c.confState = cloneConfState(c.rn.ApplyConfChange(cc))
 	applyToMembers(c.members, cc, m)
 	c.announced = true
+	c.noteJoined()
+	// Snapshot at the next Ready: a node just added may need one (the
+	// entries before it compacted away), and Raft can only send it a
+	// snapshot whose configuration includes it.
+	c.snapshotDue = min(c.snapshotDue, c.applied)
 	c.logger.Info("quorum membership changed", "index", e.GetIndex(), "change", cc.GetChanges()[0].GetType(),
 		"node", m.NodeID, "voters", c.confState.GetVoters(), "learners", c.confState.GetLearners())
 	c.changeApplied(cc.GetChanges()[0].GetType(), RaftID(m.NodeID))
@@ -175,11 +187,13 @@ func (c *Core) changeApplied(t raftpb.ConfChangeType, id uint64) {
 		return
 	}
 	switch {
+	case ch.kind == ChangeAddVoter && t == raftpb.ConfChangeRemoveNode && ch.stage == stageStaleRemoving:
+		ch.stage = stageStaleRemoved
 	case ch.kind == ChangeAddVoter && t == raftpb.ConfChangeAddLearnerNode && ch.stage == stageLearnerProposed:
 		ch.stage = stageCatchingUp
 	case ch.kind == ChangeAddVoter && t == raftpb.ConfChangeAddNode:
 		c.finishChange(nil)
-	case ch.kind == ChangeRemoveVoter && t == raftpb.ConfChangeRemoveNode:
+	case ch.kind == ChangeRemoveVoter && (t == raftpb.ConfChangeRemoveNode || t == raftpb.ConfChangeAddLearnerNode):
 		c.finishChange(nil)
 	case ch.kind == changeAnnounce:
 		c.change = nil
@@ -218,7 +232,7 @@ func (c *Core) readyToChange() error {
 	if err != nil || commitTerm != st.GetTerm() || c.applied < st.GetCommit() {
 		return fmt.Errorf("%w: the leader has not committed an entry of its term yet", ErrChangePending)
 	}
-	if !c.isMember(c.cfg.ID) {
+	if !c.isVoter(c.cfg.ID) {
 		return &NotLeaderError{} // a removed leader hands over; it changes nothing
 	}
 	return nil
@@ -226,8 +240,9 @@ func (c *Core) readyToChange() error {
 
 // AddVoter starts adding m as a voter: first as a learner, promoted once it
 // has caught up (see driveChange). The result comes in Output.Changes. m
-// already a learner (an earlier add that did not finish) resumes at the
-// catching-up step.
+// already a learner (removed earlier, or an add that did not finish)
+// resumes at the catching-up step; a learner of the same node id with
+// another directory id (its disk was replaced) is removed first.
 func (c *Core) AddVoter(m Member) error {
 	if err := c.readyToChange(); err != nil {
 		return err
@@ -243,11 +258,16 @@ func (c *Core) AddVoter(m Member) error {
 		return fmt.Errorf("%w: already %d voters", ErrInvalidChange, maxVoters)
 	}
 	if slices.Contains(c.confState.GetLearners(), id) {
-		if old := c.members[id]; old.DirectoryID != m.DirectoryID {
-			return fmt.Errorf("%w: node %d is catching up with directory id %x; remove it first", ErrDuplicateVoter, m.NodeID, old.DirectoryID)
+		old := c.members[id]
+		if old.DirectoryID == m.DirectoryID {
+			c.change = &memberChange{kind: ChangeAddVoter, member: m, stage: stageCatchingUp}
+			c.driveChange()
+			return nil
 		}
-		c.change = &memberChange{kind: ChangeAddVoter, member: c.members[id], stage: stageCatchingUp}
-		c.driveChange()
+		if err := c.proposeChange(raftpb.ConfChangeRemoveNode, old); err != nil {
+			return err
+		}
+		c.change = &memberChange{kind: ChangeAddVoter, member: m, stage: stageStaleRemoving}
 		return nil
 	}
 	if err := c.proposeChange(raftpb.ConfChangeAddLearnerNode, m); err != nil {
@@ -257,10 +277,13 @@ func (c *Core) AddVoter(m Member) error {
 	return nil
 }
 
-// RemoveVoter starts removing the voter (or a learner left by an
-// unfinished add) with node id and directory id dir. A leader that removes
-// itself keeps leading until the change commits, then hands leadership to
-// the most caught-up voter.
+// RemoveVoter starts removing the voter with node id and directory id dir.
+// A voter becomes a learner, which keeps receiving the log but neither
+// votes nor counts for commits: what Kafka shows as an observer, so a
+// combined node keeps its metadata current. Removing a learner drops it
+// from the configuration altogether (a node gone for good). A leader that
+// removes itself keeps leading until the change commits, then hands
+// leadership to the most caught-up voter.
 func (c *Core) RemoveVoter(nodeID int32, dir [16]byte) error {
 	if err := c.readyToChange(); err != nil {
 		return err
@@ -273,7 +296,11 @@ func (c *Core) RemoveVoter(nodeID int32, dir [16]byte) error {
 	if c.isVoter(id) && len(c.confState.GetVoters()) == 1 {
 		return fmt.Errorf("%w: node %d is the only voter", ErrInvalidChange, nodeID)
 	}
-	if err := c.proposeChange(raftpb.ConfChangeRemoveNode, m); err != nil {
+	t := raftpb.ConfChangeRemoveNode
+	if c.isVoter(id) {
+		t = raftpb.ConfChangeAddLearnerNode
+	}
+	if err := c.proposeChange(t, m); err != nil {
 		return err
 	}
 	c.change = &memberChange{kind: ChangeRemoveVoter, member: m}
@@ -312,12 +339,20 @@ func (c *Core) driveChange() {
 		}
 		return
 	}
-	if !c.isMember(c.cfg.ID) {
+	if !c.isVoter(c.cfg.ID) {
 		c.handOver(st)
 		return
 	}
 	c.announce()
 	ch := c.change
+	if ch != nil && ch.stage == stageStaleRemoved {
+		if err := c.proposeChange(raftpb.ConfChangeAddLearnerNode, ch.member); err != nil {
+			c.finishChange(err)
+			return
+		}
+		ch.stage = stageLearnerProposed
+		return
+	}
 	if ch == nil || ch.stage != stageCatchingUp {
 		return
 	}
@@ -334,7 +369,7 @@ func (c *Core) driveChange() {
 	ch.stage = stagePromotionProposed
 }
 
-// handOver transfers leadership from a leader that is no longer a member
+// handOver transfers leadership from a leader that is no longer a voter
 // to the voter with the longest log; Raft retries nothing on its own, so
 // this runs on every tick until another node leads.
 func (c *Core) handOver(st raft.Status) {
@@ -455,4 +490,49 @@ func (c *Core) peerMatch(id uint64) (uint64, bool) {
 func (c *Core) lastIndex() uint64 {
 	last, _ := c.ms.LastIndex()
 	return last
+}
+
+// impostor: the configuration counts this node id as a voter with another
+// directory id. The disk that voter's votes were stored on is gone, and
+// this one holds none of them: voting again could elect two leaders in one
+// term. Kafka keys voters by (id, directory id) for the same reason. Such
+// a node neither grants votes nor campaigns; it still takes the log (its
+// acknowledgements are true of what it holds), so it learns when the
+// operator removes the old voter and adds it.
+func (c *Core) impostor() bool {
+	if !c.cfg.Dynamic || !c.isVoter(c.cfg.ID) {
+		return false
+	}
+	m, ok := c.members[c.cfg.ID]
+	return ok && m.DirectoryID != c.cfg.Self.DirectoryID
+}
+
+// mayVote refuses a vote request a dynamic quorum's node must not answer:
+// one whose directory has never been a member (a node not yet added, or a
+// new disk whose old record is still a voter elsewhere: it holds none of
+// that disk's votes, so answering could elect two leaders in one term), or
+// an impostor.
+func (c *Core) mayVote(m *raftpb.Message) error {
+	if t := m.GetType(); !c.cfg.Dynamic || (t != raftpb.MsgVote && t != raftpb.MsgPreVote) {
+		return nil
+	}
+	if c.impostor() {
+		return fmt.Errorf("quorum: not voting: node %d is a voter with directory id %x, this directory is %x (remove that voter with skein cluster quorum remove-controller, then add this one)",
+			NodeID(c.cfg.ID), c.members[c.cfg.ID].DirectoryID, c.cfg.Self.DirectoryID)
+	}
+	if !c.joined {
+		return fmt.Errorf("quorum: not voting in term %d: this directory has not joined the quorum yet", m.GetTerm())
+	}
+	return nil
+}
+
+// noteJoined records that the configuration has counted this node, with
+// this directory, as a member: from then on its votes are its own. A node
+// that was a voter still votes once demoted or removed, as Raft requires
+// (a voter of the old configuration may need it to elect a leader that
+// has the change).
+func (c *Core) noteJoined() {
+	if m, ok := c.members[c.cfg.ID]; ok && c.isMember(c.cfg.ID) && m.DirectoryID == c.cfg.Self.DirectoryID {
+		c.joined = true
+	}
 }

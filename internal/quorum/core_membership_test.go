@@ -97,6 +97,7 @@ func TestDynamicQuorumGrowsAndShrinks(t *testing.T) {
 	}
 	c.checkVoters(1, 2)
 	c.propose(next, "c")
+	c.tick(3)
 	c.checkSameValues3(append(want, "c"), 2, 3)
 
 	// Restarts keep the membership: from the bootstrap file plus the log.
@@ -142,10 +143,10 @@ func TestDynamicQuorumReplacesADisk(t *testing.T) {
 		t.Fatalf("remove the dead disk: %v", err)
 	}
 	c.waitChange(ChangeRemoveVoter, 2, 200)
-	c.fs[3] = vfs.NewMem()
-	c.start(3)
 	fresh := testMember(3)
 	fresh.DirectoryID = [16]byte{3, 0xee}
+	c.fs[3], c.self[3] = vfs.NewMem(), fresh
+	c.start(3)
 	if err := c.cores[1].AddVoter(fresh); err != nil {
 		t.Fatalf("add the new disk: %v", err)
 	}
@@ -160,22 +161,56 @@ func TestDynamicQuorumReplacesADisk(t *testing.T) {
 		t.Fatal("the new disk caught up without the snapshot the compacted log needs")
 	}
 	c.propose(1, "after")
+	c.tick(3) // the commit index reaches followers with the next heartbeat
 	c.checkSameValues3(append(seq("a", 0, 50), "after"), 1, 2, 3)
 }
 
-// A static quorum refuses changes with ErrStaticQuorum (Kafka's
-// UNSUPPORTED_VERSION for kraft.version 0).
-func TestStaticQuorumRefusesChanges(t *testing.T) {
-	c := newCluster(t, 3, smallConfig())
-	leader := c.waitLeader(100)
-	if err := c.cores[leader].AddVoter(testMember(4)); !errors.Is(err, ErrStaticQuorum) {
-		t.Fatalf("add on a static quorum: %v", err)
+// A new disk started while the old one's record is still a voter takes no
+// part in elections (it holds none of the old disk's votes), and adding it
+// is refused until that voter is removed; then it joins afresh.
+func TestDynamicQuorumNewDiskBeforeRemoval(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SnapshotEntries, cfg.KeepEntries = 10, 2
+	c := newDynamicCluster(t, 3, cfg)
+	c.waitLeader(100, 1)
+	c.tick(2)
+	for _, id := range []uint64{2, 3} {
+		if err := c.cores[1].AddVoter(testMember(id)); err != nil {
+			t.Fatalf("add %d: %v", id, err)
+		}
+		c.waitChange(ChangeAddVoter, NodeID(id), 200)
 	}
-	if err := c.cores[leader].RemoveVoter(0, [16]byte{}); !errors.Is(err, ErrStaticQuorum) {
-		t.Fatalf("remove on a static quorum: %v", err)
+	c.propose(1, seq("a", 0, 30)...)
+	fresh := testMember(3)
+	fresh.DirectoryID = [16]byte{3, 0xee}
+	delete(c.cores, 3)
+	c.fs[3], c.self[3] = vfs.NewMem(), fresh
+	c.start(3)
+	c.isolate(1) // an election in which the new disk's vote would decide
+	c.tick(60)
+	c.heal()
+	if c.cores[2].IsLeader() || c.cores[3].IsLeader() {
+		t.Fatal("a leader was elected with the new disk's vote")
 	}
+	leader := c.waitLeader(300)
+	if err := c.cores[leader].AddVoter(fresh); !errors.Is(err, ErrDuplicateVoter) {
+		t.Fatalf("adding the new disk over the old voter: %v", err)
+	}
+	if err := c.cores[leader].RemoveVoter(2, testMember(3).DirectoryID); err != nil {
+		t.Fatalf("remove the old disk: %v", err)
+	}
+	c.waitChange(ChangeRemoveVoter, 2, 200)
+	if err := c.cores[leader].AddVoter(fresh); err != nil {
+		t.Fatalf("add the new disk: %v", err)
+	}
+	if r := c.waitChange(ChangeAddVoter, 2, 300); r.Err != nil {
+		t.Fatalf("add the new disk: %v", r.Err)
+	}
+	c.checkVoters(0, 1, 2)
+	c.propose(leader, "b")
+	c.tick(3)
+	c.checkSameValues3(append(seq("a", 0, 30), "b"), 1, 2, 3)
 }
-
 // checkSameValues3 is checkSameValues over some nodes only.
 func (c *cluster) checkSameValues3(want []string, ids ...uint64) {
 	c.t.Helper()

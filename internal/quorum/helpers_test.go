@@ -70,6 +70,8 @@ type cluster struct {
 	// collects the membership results leaders reported.
 	dynamic bool
 	changes []ChangeResult
+	refused int
+	self    map[uint64]Member // a node's own record when not testMember's (a new disk)
 }
 
 func newCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
@@ -98,6 +100,9 @@ func (c *cluster) start(id uint64) {
 	cfg.ID, cfg.Voters, cfg.FS, cfg.Dir = id, c.ids, c.fs[id], "quorum"
 	if c.dynamic {
 		cfg.Voters, cfg.Dynamic, cfg.Self, cfg.Standalone = nil, true, testMember(id), id == 1
+		if m, ok := c.self[id]; ok {
+			cfg.Self = m
+		}
 	}
 	cfg.Logger = quietLogger()
 	sm := &machine{}
@@ -180,6 +185,12 @@ func (c *cluster) deliver(m *raftpb.Message) {
 		c.t.Fatalf("encode: %v", err)
 	}
 	err = HandleRaftFrame(frame[4:], testClusterID, target.Step)
+	if err != nil && c.dynamic {
+		// Refusals are part of membership changes (a replaced disk's
+		// node refuses heartbeats for entries it lost).
+		c.refused++
+		return
+	}
 	if err != nil {
 		c.t.Fatalf("deliver %s %d->%d: %v", m.GetType(), from, to, err)
 	}
@@ -250,7 +261,7 @@ func seq(prefix string, from, to int) []string {
 func newDynamicCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
 	t.Helper()
 	c := &cluster{t: t, fs: map[uint64]*vfs.Mem{}, cores: map[uint64]*Core{}, sms: map[uint64]*machine{},
-		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl, dynamic: true}
+		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl, dynamic: true, self: map[uint64]Member{}}
 	for i := 1; i <= n; i++ {
 		c.ids = append(c.ids, uint64(i))
 	}
