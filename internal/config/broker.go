@@ -39,8 +39,8 @@ type Broker struct {
 	ControllerQuorumBootstrapServers []string
 	// ControllerQuorumStandalone: controller.quorum.standalone.
 	ControllerQuorumStandalone bool
-	AdminListeners         []AdminListener // admin.listeners (empty = off)
-	AdminPprof             bool            // admin.pprof.enable
+	AdminListeners             []AdminListener // admin.listeners (empty = off)
+	AdminPprof                 bool            // admin.pprof.enable
 	// OutboundBindAddress is the local IP of connections to other nodes
 	// (outbound.bind.address); nil lets the OS choose.
 	OutboundBindAddress net.IP

@@ -127,12 +127,12 @@ type brokerMetadata struct {
 	quorum *quorum.Node
 	// voters are the controllers' endpoints (controllerVoters): fixed by
 	// controller.quorum.voters, or a dynamic quorum's latest membership.
-	voters       atomic.Pointer[[]config.Voter]
+	voters atomic.Pointer[[]config.Voter]
 	// metadataObservers are the broker-only nodes fetching the metadata
 	// log from this controller (DescribeQuorum).
 	metadataObservers observerTable
-	emptyImage   *metadata.Image
-	controllerID atomic.Int32 // the active controller, -1 if unknown
+	emptyImage        *metadata.Image
+	controllerID      atomic.Int32 // the active controller, -1 if unknown
 	// foreign records peers of another cluster (cluster_id.go).
 	foreign foreignCluster
 

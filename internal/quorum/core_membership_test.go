@@ -211,6 +211,7 @@ func TestDynamicQuorumNewDiskBeforeRemoval(t *testing.T) {
 	c.tick(3)
 	c.checkSameValues3(append(seq("a", 0, 30), "b"), 1, 2, 3)
 }
+
 // checkSameValues3 is checkSameValues over some nodes only.
 func (c *cluster) checkSameValues3(want []string, ids ...uint64) {
 	c.t.Helper()
