@@ -260,3 +260,40 @@ func TestClusterStaticQuorumRefusesVoterChanges(t *testing.T) {
 		t.Fatalf("RemoveRaftVoter on a static quorum: %v", err)
 	}
 }
+
+// TestClusterDynamicQuorumBrokerOnly: a broker-only node of a dynamic
+// quorum finds the controllers through controller.quorum.bootstrap.servers
+// alone, follows the metadata log and learns the voters from it, and
+// registers; DescribeQuorum lists it as an observer.
+func TestClusterDynamicQuorumBrokerOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := newRolesCluster(t, []string{controllerOnly, brokerOnly}, nil, node.Options{})
+	boot := strings.TrimPrefix(controllerListenerOf(c.props[0]), "CONTROLLER://")
+	for i, p := range c.props {
+		delete(p, "controller.quorum.voters")
+		p["controller.quorum.bootstrap.servers"] = boot
+		if i == 0 {
+			p["controller.quorum.standalone"] = "true"
+		}
+	}
+	c.start(0)
+	c.start(1)
+	testcluster.WaitRegistered(t, c.brokers)
+	cl := newSeededClient(t, c.addrs())
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), "dyn-broker", 1, 1, nil)
+	acks := newAckedRecords()
+	produceNumbered(ctx, t, idempotentProducer(t, c.addrs()), acks, "dyn-broker", 1, 0, 50)
+	checkAckedRecords(ctx, t, c.addrs(), "dyn-broker", acks)
+	for {
+		voters, observers, _ := quorumVoters(ctx, t, cl)
+		if slices.Equal(voters, []int32{1}) && slices.Contains(observers, 2) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("voters %v observers %v, want [1] and 2 observing", voters, observers)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
