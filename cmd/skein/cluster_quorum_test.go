@@ -21,21 +21,7 @@ import (
 func startDynamicPair(t *testing.T) (addr, props2 string, nodes []*node.Broker) {
 	t.Helper()
 	props := testcluster.Props(t, testcluster.Combine(2), nil)
-	var boot []string
-	for _, p := range props {
-		for _, l := range strings.Split(p["listeners"], ",") {
-			if hp, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
-				boot = append(boot, hp)
-			}
-		}
-	}
-	for i, p := range props {
-		delete(p, "controller.quorum.voters")
-		p["controller.quorum.bootstrap.servers"] = strings.Join(boot, ",")
-		if i == 0 {
-			p["controller.quorum.standalone"] = "true"
-		}
-	}
+	testcluster.Dynamic(props)
 	quiet := node.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, p := range props {
 		b := testcluster.Start(t, p, quiet)

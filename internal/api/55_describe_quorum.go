@@ -171,29 +171,9 @@ func unixMillisOrUnknown(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// checkQuorumClusterID: the request's cluster id, when given, must be ours.
-func checkQuorumClusterID(s *Server, id *string) error {
-	if id != nil && *id != s.Backend.Image().ClusterID() {
-		return kerr.InconsistentClusterID
-	}
-	return nil
-}
-
 func handleAddRaftVoter(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.AddRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	fail := func(err error) {
-		resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
-		respond(resp)
-	}
-	if !s.allowedCluster(r, authz.OpAlter) {
-		fail(kerr.ClusterAuthorizationFailed)
-		return
-	}
-	if err := checkQuorumClusterID(s, req.ClusterID); err != nil {
-		fail(err)
-		return
-	}
 	m := quorum.Member{NodeID: req.VoterID, DirectoryID: req.VoterDirectoryID}
 	for _, l := range req.Listeners {
 		m.Listeners = append(m.Listeners, quorum.Listener{Name: l.Name, Host: l.Host, Port: l.Port})
@@ -203,35 +183,32 @@ func handleAddRaftVoter(s *Server, r *Request, respond Respond) {
 		timeout = defaultQuorumChangeTimeout
 	}
 	timeout = min(timeout, maxQuorumChangeTimeout)
-	s.Backend.Quorum().AddRaftVoter(m, timeout, func(err error) {
-		if err != nil {
-			fail(err)
-			return
-		}
+	serveQuorumChange(s, r, req.ClusterID, func(err error) {
+		resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 		respond(resp)
-	})
+	}, func(done func(error)) { s.Backend.Quorum().AddRaftVoter(m, timeout, done) })
 }
 
 func handleRemoveRaftVoter(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.RemoveRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	fail := func(err error) {
+	serveQuorumChange(s, r, req.ClusterID, func(err error) {
 		resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 		respond(resp)
-	}
+	}, func(done func(error)) { s.Backend.Quorum().RemoveRaftVoter(req.VoterID, req.VoterDirectoryID, done) })
+}
+
+// serveQuorumChange authorizes a voter change (ALTER on the cluster),
+// checks the cluster id the request names, makes the change and answers
+// with its outcome (nil: success).
+func serveQuorumChange(s *Server, r *Request, clusterID *string, answer func(error), change func(done func(error))) {
 	if !s.allowedCluster(r, authz.OpAlter) {
-		fail(kerr.ClusterAuthorizationFailed)
+		answer(kerr.ClusterAuthorizationFailed)
 		return
 	}
-	if err := checkQuorumClusterID(s, req.ClusterID); err != nil {
-		fail(err)
+	if clusterID != nil && *clusterID != s.Backend.Image().ClusterID() {
+		answer(kerr.InconsistentClusterID)
 		return
 	}
-	s.Backend.Quorum().RemoveRaftVoter(req.VoterID, req.VoterDirectoryID, func(err error) {
-		if err != nil {
-			fail(err)
-			return
-		}
-		respond(resp)
-	})
+	change(answer)
 }

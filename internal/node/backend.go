@@ -41,7 +41,7 @@ func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, r
 
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.b.controllerSvc} }
 
-func (x backend) Quorum() api.QuorumBackend { return quorumAdmin{x.b} }
+func (x backend) Quorum() api.QuorumBackend { return quorumAdmin(x) }
 
 func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
 

@@ -52,18 +52,25 @@ func (b *Broker) startQuorum(clusterID string) error {
 		}
 	}
 	b.setControllerVoters(voters)
+	cfg := b.quorumConfig(clusterID)
+	cfg.Voters, cfg.ElectionTicks = voters, electionTicks(len(voters))
+	return b.startQuorumNode(cfg)
+}
+
+// quorumConfig is what this node's quorum member is, static or dynamic;
+// it also starts the image empty.
+func (b *Broker) quorumConfig(clusterID string) quorum.NodeConfig {
 	b.emptyImage = metadata.Empty(clusterID)
 	b.image.Store(b.emptyImage)
-	n, err := quorum.StartNode(quorum.NodeConfig{
+	return quorum.NodeConfig{
 		NodeID:         b.cfg.NodeID,
 		ClusterID:      clusterID,
-		Voters:         voters,
 		LocalAddr:      b.cfg.OutboundBindAddress,
 		Secure:         b.quorumSecure(),
 		Dir:            filepath.Join(b.cfg.LogDirs[0], metadataDirName),
 		FS:             b.fs,
 		TickInterval:   quorumTick,
-		ElectionTicks:  electionTicks(len(voters)),
+		ElectionTicks:  quorumElectionTicks,
 		HeartbeatTicks: 1,
 		Snapshotter:    imageSnapshotter{b},
 
@@ -72,7 +79,11 @@ func (b *Broker) startQuorum(clusterID string) error {
 		Apply:           b.applyMetadataEntry,
 		OnLeaderChange:  b.onControllerChange,
 		Logger:          b.log.With("component", "quorum"),
-	})
+	}
+}
+
+func (b *Broker) startQuorumNode(cfg quorum.NodeConfig) error {
+	n, err := quorum.StartNode(cfg)
 	if err != nil {
 		return fmt.Errorf("metadata quorum: %w", err)
 	}

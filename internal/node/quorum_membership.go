@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
-	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 )
 
@@ -133,36 +131,14 @@ func (b *Broker) startDynamicQuorum(clusterID string) error {
 		return err
 	}
 	b.setControllerVoters(b.initialVoters())
-	b.emptyImage = metadata.Empty(clusterID)
-	b.image.Store(b.emptyImage)
-	n, err := quorum.StartNode(quorum.NodeConfig{
-		NodeID:         b.cfg.NodeID,
-		ClusterID:      clusterID,
-		Dynamic:        true,
-		Standalone:     b.cfg.ControllerQuorumStandalone,
-		Self:           self,
-		ListenerName:   self.Listeners[0].Name,
-		LocalAddr:      b.cfg.OutboundBindAddress,
-		Secure:         b.quorumSecure(),
-		Dir:            filepath.Join(b.cfg.LogDirs[0], metadataDirName),
-		FS:             b.fs,
-		TickInterval:   quorumTick,
-		ElectionTicks:  quorumElectionTicks,
-		HeartbeatTicks: 1,
-		Snapshotter:    imageSnapshotter{b},
-
-		SnapshotEntries:    b.opts.MetadataSnapshotEvery,
-		KeepEntries:        keepBehindSnapshot(b.opts.MetadataSnapshotEvery),
-		Apply:              b.applyMetadataEntry,
-		OnLeaderChange:     b.onControllerChange,
-		OnMembershipChange: b.onQuorumMembership,
-		Logger:             b.log.With("component", "quorum"),
-	})
-	if err != nil {
-		return fmt.Errorf("metadata quorum: %w", err)
+	cfg := b.quorumConfig(clusterID)
+	cfg.Dynamic, cfg.Standalone, cfg.Self = true, b.cfg.ControllerQuorumStandalone, self
+	cfg.ListenerName = self.Listeners[0].Name
+	cfg.OnMembershipChange = b.onQuorumMembership
+	if err := b.startQuorumNode(cfg); err != nil {
+		return err
 	}
-	b.quorum = n
-	b.onQuorumMembership(n.Membership())
+	b.onQuorumMembership(b.quorum.Membership())
 	return nil
 }
 
@@ -255,6 +231,16 @@ func (q quorumAdmin) DescribeQuorum(done func(api.QuorumDescription, error)) {
 }
 
 func (q quorumAdmin) AddRaftVoter(m quorum.Member, timeout time.Duration, done func(error)) {
+	q.change(timeout, done, func(ctx context.Context) error { return q.b.quorum.AddVoter(ctx, m) })
+}
+
+func (q quorumAdmin) RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error)) {
+	q.change(commitTimeout, done, func(ctx context.Context) error { return q.b.quorum.RemoveVoter(ctx, nodeID, dir) })
+}
+
+// change runs a membership change on its own goroutine, bounded by
+// timeout.
+func (q quorumAdmin) change(timeout time.Duration, done func(error), run func(context.Context) error) {
 	if q.b.quorum == nil {
 		done(kerr.NotController)
 		return
@@ -262,19 +248,7 @@ func (q quorumAdmin) AddRaftVoter(m quorum.Member, timeout time.Duration, done f
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		done(quorumAdminError(q.b.quorum.AddVoter(ctx, m)))
-	}()
-}
-
-func (q quorumAdmin) RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error)) {
-	if q.b.quorum == nil {
-		done(kerr.NotController)
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		defer cancel()
-		done(quorumAdminError(q.b.quorum.RemoveVoter(ctx, nodeID, dir)))
+		done(quorumAdminError(run(ctx)))
 	}()
 }
 

@@ -123,15 +123,7 @@ func TestDynamicQuorumGrowsAndShrinks(t *testing.T) {
 func TestDynamicQuorumReplacesADisk(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SnapshotEntries, cfg.KeepEntries = 20, 5
-	c := newDynamicCluster(t, 3, cfg)
-	c.waitLeader(100, 1)
-	c.tick(2)
-	for _, id := range []uint64{2, 3} {
-		if err := c.cores[1].AddVoter(testMember(id)); err != nil {
-			t.Fatalf("add %d: %v", id, err)
-		}
-		c.waitChange(ChangeAddVoter, NodeID(id), 200)
-	}
+	c := threeVoters(t, cfg)
 	c.propose(1, seq("a", 0, 50)...)
 
 	// Node 3's disk dies: a fresh directory, a new directory id.
@@ -171,15 +163,7 @@ func TestDynamicQuorumReplacesADisk(t *testing.T) {
 func TestDynamicQuorumNewDiskBeforeRemoval(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SnapshotEntries, cfg.KeepEntries = 10, 2
-	c := newDynamicCluster(t, 3, cfg)
-	c.waitLeader(100, 1)
-	c.tick(2)
-	for _, id := range []uint64{2, 3} {
-		if err := c.cores[1].AddVoter(testMember(id)); err != nil {
-			t.Fatalf("add %d: %v", id, err)
-		}
-		c.waitChange(ChangeAddVoter, NodeID(id), 200)
-	}
+	c := threeVoters(t, cfg)
 	c.propose(1, seq("a", 0, 30)...)
 	fresh := testMember(3)
 	fresh.DirectoryID = [16]byte{3, 0xee}
@@ -210,6 +194,22 @@ func TestDynamicQuorumNewDiskBeforeRemoval(t *testing.T) {
 	c.propose(leader, "b")
 	c.tick(3)
 	c.checkSameValues3(append(seq("a", 0, 30), "b"), 1, 2, 3)
+}
+
+// threeVoters is a dynamic quorum that node 1 founds and grows to three
+// voters.
+func threeVoters(t *testing.T, cfg CoreConfig) *cluster {
+	t.Helper()
+	c := newDynamicCluster(t, 3, cfg)
+	c.waitLeader(100, 1)
+	c.tick(2)
+	for _, id := range []uint64{2, 3} {
+		if err := c.cores[1].AddVoter(testMember(id)); err != nil {
+			t.Fatalf("add %d: %v", id, err)
+		}
+		c.waitChange(ChangeAddVoter, NodeID(id), 200)
+	}
+	return c
 }
 
 // checkSameValues3 is checkSameValues over some nodes only.

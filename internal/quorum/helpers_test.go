@@ -76,8 +76,15 @@ type cluster struct {
 
 func newCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
 	t.Helper()
+	return startCluster(t, n, tmpl, false)
+}
+
+// startCluster starts n nodes, of a dynamic quorum that node 1 founds
+// (the others start empty and wait to be added) or of a static one.
+func startCluster(t *testing.T, n int, tmpl CoreConfig, dynamic bool) *cluster {
+	t.Helper()
 	c := &cluster{t: t, fs: map[uint64]*vfs.Mem{}, cores: map[uint64]*Core{}, sms: map[uint64]*machine{},
-		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl}
+		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl, dynamic: dynamic, self: map[uint64]Member{}}
 	for i := 1; i <= n; i++ {
 		c.ids = append(c.ids, uint64(i))
 	}
@@ -256,25 +263,10 @@ func seq(prefix string, from, to int) []string {
 	return out
 }
 
-// newDynamicCluster is n nodes of a dynamic quorum: node 1 founds it
-// alone; the others start empty and wait to be added.
+// newDynamicCluster is n nodes of a dynamic quorum that node 1 founds.
 func newDynamicCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
 	t.Helper()
-	c := &cluster{t: t, fs: map[uint64]*vfs.Mem{}, cores: map[uint64]*Core{}, sms: map[uint64]*machine{},
-		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl, dynamic: true, self: map[uint64]Member{}}
-	for i := 1; i <= n; i++ {
-		c.ids = append(c.ids, uint64(i))
-	}
-	for _, id := range c.ids {
-		c.fs[id] = vfs.NewMem()
-		c.start(id)
-	}
-	t.Cleanup(func() {
-		for _, core := range c.cores {
-			_ = core.Close()
-		}
-	})
-	return c
+	return startCluster(t, n, tmpl, true)
 }
 
 // testMember is raft id's member record.

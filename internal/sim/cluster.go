@@ -247,10 +247,16 @@ func (c *Cluster) processExited(n *node) {
 // activeController is the node whose process is the active controller
 // with the newest term, nil if none.
 func (c *Cluster) activeController() *process {
+	return c.newestWhere(func(p *process) bool { return p.ctl.Active() })
+}
+
+// newestWhere is the running process with the newest term among those
+// that pick, nil if none.
+func (c *Cluster) newestWhere(pick func(*process) bool) *process {
 	var best *process
 	for _, id := range c.ids {
 		p := c.nodes[id].proc
-		if p != nil && p.ctl.Active() && (best == nil || p.core.Term() > best.core.Term()) {
+		if p != nil && pick(p) && (best == nil || p.core.Term() > best.core.Term()) {
 			best = p
 		}
 	}

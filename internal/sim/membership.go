@@ -93,14 +93,7 @@ func newVoterOps(c *Cluster) *voterOps {
 
 // quorumLeader is the process leading the quorum with the newest term.
 func (c *Cluster) quorumLeader() *process {
-	var best *process
-	for _, id := range c.ids {
-		p := c.nodes[id].proc
-		if p != nil && p.core.IsLeader() && (best == nil || p.core.Term() > best.core.Term()) {
-			best = p
-		}
-	}
-	return best
+	return c.newestWhere(func(p *process) bool { return p.core.IsLeader() })
 }
 
 func (v *voterOps) loop() {

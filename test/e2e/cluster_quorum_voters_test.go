@@ -23,33 +23,13 @@ import (
 // A dynamic controller quorum (KIP-853): the voters are changed with
 // AddRaftVoter and RemoveRaftVoter while clients keep producing.
 
-// dynamicQuorumCluster is n combined nodes whose quorum node 1 founds
-// alone (controller.quorum.standalone); every node finds the quorum
-// through controller.quorum.bootstrap.servers.
+// dynamicQuorumCluster is n combined nodes of a dynamic quorum that node
+// 1 founds (testcluster.Dynamic).
 func dynamicQuorumCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
 	c := newRolesCluster(t, testcluster.Combine(n), nil, node.Options{})
-	var boot []string
-	for _, p := range c.props {
-		boot = append(boot, strings.TrimPrefix(controllerListenerOf(p), "CONTROLLER://"))
-	}
-	for i, p := range c.props {
-		delete(p, "controller.quorum.voters")
-		p["controller.quorum.bootstrap.servers"] = strings.Join(boot, ",")
-		if i == 0 {
-			p["controller.quorum.standalone"] = "true"
-		}
-	}
+	testcluster.Dynamic(c.props)
 	return c
-}
-
-func controllerListenerOf(props map[string]string) string {
-	for _, l := range strings.Split(props["listeners"], ",") {
-		if strings.HasPrefix(l, "CONTROLLER://") {
-			return l
-		}
-	}
-	return ""
 }
 
 // addVoterRequest is node i's AddRaftVoter: its id, the directory id its
@@ -60,7 +40,7 @@ func (c *testCluster) addVoterRequest(t *testing.T, i int) *kmsg.AddRaftVoterReq
 	req.TimeoutMillis = 30_000
 	req.VoterID = int32(i + 1)
 	req.VoterDirectoryID = c.directoryID(t, i)
-	hostPort := strings.TrimPrefix(controllerListenerOf(c.props[i]), "CONTROLLER://")
+	hostPort := testcluster.ControllerAddr(c.props[i])
 	host, portText, _ := strings.Cut(hostPort, ":")
 	port, err := strconv.Atoi(portText)
 	if err != nil {
@@ -269,14 +249,7 @@ func TestClusterDynamicQuorumBrokerOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := newRolesCluster(t, []string{controllerOnly, brokerOnly}, nil, node.Options{})
-	boot := strings.TrimPrefix(controllerListenerOf(c.props[0]), "CONTROLLER://")
-	for i, p := range c.props {
-		delete(p, "controller.quorum.voters")
-		p["controller.quorum.bootstrap.servers"] = boot
-		if i == 0 {
-			p["controller.quorum.standalone"] = "true"
-		}
-	}
+	testcluster.Dynamic(c.props)
 	c.start(0)
 	c.start(1)
 	testcluster.WaitRegistered(t, c.brokers)
