@@ -226,14 +226,15 @@ func (c *Core) Step(m *raftpb.Message) error {
 		// until that record is removed and the node added afresh.
 		return fmt.Errorf("quorum: heartbeat commits index %d, this log ends at %d (a replaced disk?)", m.GetCommit(), c.lastIndex())
 	}
-	if t := m.GetType(); (t == raftpb.MsgVote || t == raftpb.MsgPreVote) && !c.isMember(m.GetFrom()) && c.isMember(c.cfg.ID) {
-		// A removed node that has not learnt of its removal must not
-		// disturb the quorum with elections. Other messages from
-		// non-members are Raft's to judge: a leader that removed itself
-		// still replicates and hands over (MsgTimeoutNow), and a node not
-		// yet in the configuration hears from the leader adding it.
-		return fmt.Errorf("quorum: %s from raft id %d, not a member", t, m.GetFrom())
+	if !c.cfg.Dynamic && !c.isMember(m.GetFrom()) {
+		return fmt.Errorf("quorum: message from raft id %d, not a voter", m.GetFrom())
 	}
+	// A dynamic quorum's messages from non-members are Raft's to judge: a
+	// node not yet in the configuration hears from the leader adding it, a
+	// lagging member from a leader it does not know of yet, and a voter of
+	// the old configuration may be needed to elect one of the new. A
+	// removed node's elections cannot disturb a working quorum: PreVote
+	// and CheckQuorum make members that hear from a leader ignore them.
 	if err := c.rn.Step(m); err != nil {
 		if errors.Is(err, raft.ErrStepPeerNotFound) {
 			// A response from a node the configuration no longer (or not
