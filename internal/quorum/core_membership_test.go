@@ -221,3 +221,37 @@ func (c *cluster) checkSameValues3(want []string, ids ...uint64) {
 		}
 	}
 }
+
+// A voter that cannot catch up is never promoted: the add times out
+// (AbortChange), leaves a learner that neither votes nor counts, and the
+// same add resumes once the node is back.
+func TestDynamicQuorumAddTimesOutAndResumes(t *testing.T) {
+	c := newDynamicCluster(t, 2, smallConfig())
+	c.waitLeader(100, 1)
+	c.tick(2)
+	c.crash(2)
+	if err := c.cores[1].AddVoter(testMember(2)); err != nil {
+		t.Fatalf("add: %v", err)
+	}
+	c.tick(50)
+	c.cores[1].AbortChange()
+	c.settle()
+	if r := c.waitChange(ChangeAddVoter, 1, 1); !errors.Is(r.Err, ErrChangeAborted) {
+		t.Fatalf("aborted add: %v", r.Err)
+	}
+	ms := c.cores[1].Membership()
+	if got := voterIDs(ms); !slices.Equal(got, []int32{0}) || len(ms.Learners) != 1 || ms.Learners[0].NodeID != 1 {
+		t.Fatalf("after the timeout: voters %v learners %v", got, ms.Learners)
+	}
+	c.propose(1, "alone") // a learner does not count: the founder commits alone
+	c.start(2)
+	if err := c.cores[1].AddVoter(testMember(2)); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if r := c.waitChange(ChangeAddVoter, 1, 200); r.Err != nil {
+		t.Fatalf("resumed add: %v", r.Err)
+	}
+	c.checkVoters(0, 1)
+	c.tick(3)
+	c.checkSameValues3([]string{"alone"}, 1, 2)
+}

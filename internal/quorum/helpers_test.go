@@ -163,6 +163,9 @@ func (c *cluster) settle() {
 				busy = true
 			}
 			c.queue = append(c.queue, out.Messages...)
+			if core.HasReady() {
+				busy = true // e.g. a lone voter's entry, committed by its own append
+			}
 		}
 		queue := c.queue
 		c.queue = nil
