@@ -353,10 +353,10 @@ func (b *Broker) Start() error {
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	warnSharedInterBrokerListener(b.cfg, b.log)
 	warnPlaintextClusterListeners(b.cfg, b.log)
-	// A quorum of one elects itself at once: wait for the registration so
+	// A quorum of one elects itself at once (aloneInQuorum): wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.
-	if len(b.controllerVoters()) == 1 && isBroker {
+	if b.aloneInQuorum() && isBroker {
 		select {
 		case <-b.registered:
 		case <-time.After(30 * time.Second):

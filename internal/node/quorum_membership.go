@@ -43,6 +43,17 @@ func (b *Broker) setControllerVoters(v []config.Voter) {
 	b.voters.Store(&v)
 }
 
+// aloneInQuorum reports whether the quorum is this node alone, or (a
+// broker-only node) one static controller: it can register at once. A
+// node waiting to join a dynamic quorum is not.
+func (b *Broker) aloneInQuorum() bool {
+	if b.quorum == nil {
+		return len(b.cfg.ControllerQuorumBootstrapServers) == 0 && len(b.controllerVoters()) == 1
+	}
+	ms := b.quorum.Membership()
+	return len(ms.Voters) == 1 && ms.Voters[0].NodeID == b.cfg.NodeID
+}
+
 // initialVoters are the static voters, or a dynamic quorum's bootstrap
 // servers under placeholder ids.
 func (b *Broker) initialVoters() []config.Voter {

@@ -432,6 +432,7 @@ func (n *Node) leaderChanged(leader int32, isLeader bool) {
 		return
 	}
 	n.logger.Info("quorum leader changed", "leader", leader, "term", n.core.Term())
+	clear(n.peerTimes) // a new leader hears its peers afresh
 	if n.cfg.OnLeaderChange != nil {
 		n.cfg.OnLeaderChange(leader)
 	}
