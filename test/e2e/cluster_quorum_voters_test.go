@@ -270,3 +270,65 @@ func TestClusterDynamicQuorumBrokerOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterQuorumReplacesAControllerDisk: a controller's disk dies; the
+// operator removes its voter record (id, old directory id), starts it on
+// an empty disk and adds it again under its new directory id, while a
+// producer keeps writing to the other two.
+func TestClusterQuorumReplacesAControllerDisk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := dynamicQuorumCluster(t, 3)
+	c.start(0)
+	testcluster.WaitRegistered(t, c.brokers[:1])
+	c.start(1)
+	c.start(2)
+	admin := newSeededClient(t, c.addrs()[:1])
+	for i := 1; i < 3; i++ {
+		if err := addVoter(ctx, t, admin, c.addVoterRequest(t, i)); err != nil {
+			t.Fatalf("add node %d: %v", i+1, err)
+		}
+	}
+	awaitVoters(ctx, t, admin, 1, 2, 3)
+	c.waitRegistered()
+
+	const topic, partitions = "disk-replaced", 2
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
+	acks := newAckedRecords()
+	st := startStream(ctx, idempotentProducer(t, c.addrs()[:2]), topic, spreadOver(partitions), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 200)
+
+	oldDir := c.directoryID(t, 2)
+	c.kill(2)
+	if err := os.RemoveAll(c.props[2]["log.dirs"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeVoter(ctx, t, admin, 3, oldDir); err != nil {
+		t.Fatalf("remove the dead disk's voter: %v", err)
+	}
+	awaitVoters(ctx, t, admin, 1, 2)
+	awaitProgress(ctx, t, acks, 200)
+
+	c.start(2) // an empty disk: a new directory id
+	newDir := c.directoryID(t, 2)
+	if newDir == oldDir {
+		t.Fatal("the new disk kept the old directory id")
+	}
+	if err := addVoter(ctx, t, admin, c.addVoterRequest(t, 2)); err != nil {
+		t.Fatalf("add the new disk: %v", err)
+	}
+	resp := awaitVoters(ctx, t, admin, 1, 2, 3)
+	for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
+		if v.ReplicaID == 3 && v.ReplicaDirectoryID != newDir {
+			t.Fatalf("voter 3 has directory id %x, the new disk's is %x", v.ReplicaDirectoryID, newDir)
+		}
+	}
+	testcluster.WaitRegistered(t, c.brokers[2:])
+	awaitProgress(ctx, t, acks, 200)
+	st.stopAndWait(t)
+	if n := acks.failures(); n > 0 {
+		_, _, errs := acks.snapshot()
+		t.Fatalf("%d records failed: %v", n, errs)
+	}
+	t.Logf("%d records read back across the disk replacement", checkAckedRecords(ctx, t, c.addrs(), topic, acks))
+}
