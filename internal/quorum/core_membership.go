@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
+
+	"github.com/skein-log/skein/internal/invariant"
 )
 
 // ChangeKind names a membership change.
@@ -143,6 +145,24 @@ func (c *Core) isMember(id uint64) bool {
 		slices.Contains(cs.GetVotersOutgoing(), id) || slices.Contains(cs.GetLearnersNext(), id)
 }
 
+// checkRecords: every node of the configuration has its member record and
+// no record outlives its node (what Membership and the transport read).
+func (c *Core) checkRecords() string {
+	for id := range c.members {
+		if !c.isMember(id) {
+			return fmt.Sprintf("raft id %d has a member record but is not in the configuration %v", id, c.confState)
+		}
+	}
+	for _, ids := range [][]uint64{c.confState.GetVoters(), c.confState.GetLearners()} {
+		for _, id := range ids {
+			if _, ok := c.members[id]; !ok {
+				return fmt.Sprintf("raft id %d is in the configuration without a member record", id)
+			}
+		}
+	}
+	return ""
+}
+
 func (c *Core) isVoter(id uint64) bool { return slices.Contains(c.confState.GetVoters(), id) }
 
 // Membership is the current configuration with its member records.
@@ -168,6 +188,9 @@ func (c *Core) applyConfChange(e *raftpb.Entry) error {
 	}
 	c.confState = cloneConfState(c.rn.ApplyConfChange(cc))
 	applyToMembers(c.members, cc, m)
+	if msg := c.checkRecords(); msg != "" {
+		return fmt.Errorf("%w: after the change at index %d: %s", ErrCorruptState, e.GetIndex(), invariant.Broken("%s", msg))
+	}
 	c.announced = true
 	c.noteJoined()
 	// Snapshot at the next Ready: a node just added may need one (the
