@@ -175,9 +175,11 @@ func TestClusterQuorumGrowsAndShrinks(t *testing.T) {
 	awaitProgress(ctx, t, acks, 200)
 
 	// Grow to four voters under load.
+	began := time.Now()
 	if err := addVoter(ctx, t, admin, c.addVoterRequest(t, 3)); err != nil {
 		t.Fatalf("add node 4: %v", err)
 	}
+	t.Logf("AddRaftVoter of node 4 (learner, catch-up, promotion) answered in %v", time.Since(began))
 	awaitVoters(ctx, t, admin, 1, 2, 3, 4)
 	testcluster.WaitRegistered(t, c.brokers[3:])
 	awaitProgress(ctx, t, acks, 200)
@@ -187,10 +189,12 @@ func TestClusterQuorumGrowsAndShrinks(t *testing.T) {
 	if err := removeVoter(ctx, t, admin, 1, [16]byte{1}); !errorIs(err, kerr.VoterNotFound) {
 		t.Fatalf("remove with a wrong directory id: %v, want VOTER_NOT_FOUND", err)
 	}
+	began = time.Now()
 	if err := removeVoter(ctx, t, admin, 1, c.directoryID(t, 0)); err != nil {
 		t.Fatalf("remove node 1: %v", err)
 	}
 	resp := awaitVoters(ctx, t, admin, 2, 3, 4)
+	t.Logf("RemoveRaftVoter of node 1 answered, and a new leader among the voters, in %v", time.Since(began))
 	if _, observers, _ := quorumVoters(ctx, t, admin); !slices.Contains(observers, 1) {
 		t.Fatalf("node 1 is not among the observers %v", observers)
 	}
