@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: handleSaslAuthenticate})
+	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: handleSaslAuthenticate, ForControllers: true})
 }
 
 func handleSaslAuthenticate(s *Server, r *Request, respond Respond) {

@@ -397,6 +397,11 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		}()
 		return true, true
 	}
+	if !c.controller {
+		// A leader that has not caught up with a new topic waits here,
+		// on the reader, so later requests stay behind (metadata_wait.go).
+		c.b.awaitMetadataFor(body)
+	}
 	return c.serve(req, s), false
 }
 

@@ -75,6 +75,9 @@ type Output struct {
 	// Changes are the membership changes this leader was asked for
 	// (AddVoter, RemoveVoter) that ended during this Ready.
 	Changes []ChangeResult
+	// ReadStates answer ReadIndex requests: the leader's commit index
+	// when it confirmed its leadership, with the request's context.
+	ReadStates []raft.ReadState
 }
 
 // Core is a Raft node without goroutines, clock or network: the caller
@@ -269,6 +272,12 @@ func (c *Core) Propose(data []byte) error {
 	return nil
 }
 
+// ReadIndex asks the leader for its commit index, confirmed by a quorum
+// (Raft's linearizable read, section 6.4 of the Raft thesis): it comes out
+// in a later Output.ReadStates with rctx. A node that knows no leader, or
+// a lost message, drops the request silently; callers bound their wait.
+func (c *Core) ReadIndex(rctx []byte) { c.rn.ReadIndex(rctx) }
+
 // Leader is the Raft id of the leader this node knows of, 0 if none.
 func (c *Core) Leader() uint64 { return c.rn.BasicStatus().Lead }
 
@@ -365,6 +374,7 @@ func (c *Core) Ready() (Output, error) {
 	}
 	out.Messages = rd.Messages
 	out.SoftState = rd.SoftState
+	out.ReadStates = rd.ReadStates
 	c.rn.Advance(rd)
 	c.driveChange()
 	out.Changes, c.changesDone = c.changesDone, nil

@@ -40,6 +40,7 @@ type Node struct {
 	inbound   chan inboundMsg
 	proposals chan proposal
 	reports   chan report
+	reads     chan readRequest
 	// control runs operations on the loop goroutine (membership changes,
 	// Describe), which owns the Core.
 	control chan func()
@@ -66,6 +67,7 @@ type Node struct {
 	seq         uint64
 	waiters     map[uint64]*waiter // by proposal sequence number
 	appliedTerm uint64             // term of the last entry applied
+	readIdx     readIndexes
 	// changeDone resolves the membership change in flight, nil if none.
 	changeDone chan error
 	// senders are endpoints frames named for nodes outside the
@@ -137,6 +139,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		control:   make(chan func(), controlQueueLen),
 		senders:   map[uint64]string{},
 		peerTimes: map[uint64]peerTimes{},
+		reads:     make(chan readRequest, readQueueLen),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[uint64]*waiter{},
@@ -271,6 +274,7 @@ func (n *Node) run() {
 			n.err = err
 		}
 		n.resolveAll(ErrStopped)
+		n.failReads(ErrStopped)
 		close(n.done)
 	}()
 	for {
@@ -279,6 +283,7 @@ func (n *Node) run() {
 			return
 		case <-ticker.C:
 			n.core.Tick()
+			n.readTick()
 		case m := <-n.inbound:
 			n.step(m)
 		case p := <-n.proposals:
@@ -287,6 +292,8 @@ func (n *Node) run() {
 			n.report(r)
 		case f := <-n.control:
 			f()
+		case r := <-n.reads:
+			n.queueRead(r)
 		}
 		n.drainQueued()
 		if err := n.ready(); err != nil {
@@ -309,6 +316,8 @@ func (n *Node) drainQueued() {
 			n.report(r)
 		case f := <-n.control:
 			f()
+		case r := <-n.reads:
+			n.queueRead(r)
 		default:
 			return
 		}
@@ -377,6 +386,9 @@ func (n *Node) ready() error {
 			n.leaderChanged(NodeID(out.SoftState.Lead), n.core.IsLeader())
 		}
 		n.publishApplied(n.core.Applied())
+		for _, rs := range out.ReadStates {
+			n.readAnswered(rs.RequestCtx, rs.Index)
+		}
 		if !n.core.HasReady() {
 			return nil
 		}

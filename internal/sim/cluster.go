@@ -60,17 +60,21 @@ type Result struct {
 
 // Stats counts what a run did.
 type Stats struct {
-	Acked, Unacked, Consumed   int64
-	GroupCommits               int64
-	GroupSyncs, MemberCrashes  int64
-	Crashes, PowerLosses       int
-	Partitions, Pauses         int
-	DiskFull, BitFlips         int
-	MessagesSent, Dropped      int64
-	Elections                  int
-	VotersAdded, VotersRemoved int           // the operator's completed changes (FaultMix.Membership)
-	SnapshotsInstalled         int           // metadata snapshots sent by a quorum leader
-	Converged                  time.Duration // simulated time from heal to convergence
+	Acked, Unacked, Consumed  int64
+	GroupCommits              int64
+	GroupSyncs, MemberCrashes int64
+	// TxnEnded, TxnAborted and TxnRead count the transactional driver's
+	// transactions ended (markers committed everywhere), those aborted,
+	// and the transactional records its read_committed reader delivered.
+	TxnEnded, TxnAborted, TxnRead int64
+	Crashes, PowerLosses          int
+	Partitions, Pauses            int
+	DiskFull, BitFlips            int
+	MessagesSent, Dropped         int64
+	Elections                     int
+	VotersAdded, VotersRemoved    int           // the operator's completed changes (FaultMix.Membership)
+	SnapshotsInstalled            int           // metadata snapshots sent by a quorum leader
+	Converged                     time.Duration // simulated time from heal to convergence
 }
 
 // Run simulates one seed.

@@ -22,6 +22,9 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
+	// Transactions adds a transactional producer that writes its own
+	// markers and a read_committed reader (client_txn.go).
+	Transactions bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -116,6 +119,6 @@ func Swarm(seed uint64, duration time.Duration) Options {
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
-		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
+	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v transactions=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Transactions)
 }

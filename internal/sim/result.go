@@ -11,6 +11,7 @@ func (c *Cluster) result() Result {
 	if c.voters != nil {
 		st.VotersAdded, st.VotersRemoved = c.voters.added, c.voters.removed
 	}
+	st.TxnEnded, st.TxnAborted, st.TxnRead = c.check.txns.ended, c.check.txns.aborted, c.check.txns.readRecs
 	return Result{Seed: c.opts.Seed, Options: c.opts, SimTime: c.s.now, Steps: c.s.steps, TraceHash: c.trace.hash,
 		Violations: c.check.violations, Trace: c.trace.tail(), Stats: st}
 }
