@@ -67,3 +67,22 @@ func (im *Image) ReplicaRole(id int32, epoch int64, p Partition) ReplicaRole {
 		return RoleFollower
 	}
 }
+
+// Retired reports whether broker id, registered at epoch, may delete its
+// replica of partition index of topic: im is caught up for it (CaughtUpFor)
+// and no longer lists it as a replica there (the partition was reassigned
+// away, or the topic deleted; KRaft's StopReplica with delete). A stale
+// replay never retires a replica: it may be older than the reassignment
+// that added this broker, which may since have made it an ISR member
+// holding committed records no other broker holds.
+func (im *Image) Retired(id int32, epoch int64, topic TopicID, index int32) bool {
+	if !im.CaughtUpFor(id, epoch) {
+		return false
+	}
+	t, ok := im.topicsByID[topic]
+	if !ok {
+		return true
+	}
+	p, ok := t.Partition(index)
+	return !ok || !slices.Contains(p.Replicas, id)
+}

@@ -65,6 +65,10 @@ type Stats struct {
 	DiskFull, BitFlips        int
 	MessagesSent, Dropped     int64
 	Elections                 int
+	// Reassignments started and cancelled (KIP-455, asked of the active
+	// controller, which may refuse); Retired: replicas brokers deleted
+	// after a reassignment moved them away.
+	Reassignments, Cancels, Retired int
 	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
 	Converged                 time.Duration // simulated time from heal to convergence
 }

@@ -39,6 +39,7 @@ const (
 	faultPause
 	faultDiskFull
 	faultBitFlip
+	faultReassign
 )
 
 func (f *faultState) enabled() []faultKind {
@@ -48,7 +49,8 @@ func (f *faultState) enabled() []faultKind {
 		on   bool
 		kind faultKind
 	}{{m.Kill, faultKill}, {m.PowerLoss, faultPowerLoss}, {m.PowerLossAll, faultPowerLossAll},
-		{m.Partition, faultPartition}, {m.OneWay, faultOneWay}, {m.Pause, faultPause}, {m.DiskFull, faultDiskFull}, {m.BitFlip, faultBitFlip}} {
+		{m.Partition, faultPartition}, {m.OneWay, faultOneWay}, {m.Pause, faultPause}, {m.DiskFull, faultDiskFull}, {m.BitFlip, faultBitFlip},
+		{m.Reassign, faultReassign}} {
 		if k.on {
 			out = append(out, k.kind)
 		}
@@ -142,6 +144,8 @@ func (f *faultState) next() {
 		n.pausedUntil = c.s.now + d
 	case faultBitFlip:
 		f.flipBit(n)
+	case faultReassign:
+		f.reassign()
 	case faultDiskFull:
 		st.DiskFull++
 		n.tracef("FAULT disk full")

@@ -16,6 +16,11 @@ import (
 // (none until the image holds this incarnation's registration), and assign
 // followers to one fetcher per leader.
 func (p *process) reconcile() {
+	for _, r := range p.partitionList() {
+		if p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index) {
+			p.retire(partKey{r.id, r.index})
+		}
+	}
 	for _, t := range p.image.Topics() {
 		cfg, err := config.ResolveTopic(p.cfg, t.Configs)
 		if err != nil {
@@ -41,6 +46,25 @@ func (p *process) reconcile() {
 		}
 	}
 	p.updateFetchers()
+}
+
+// retire closes a replica the image no longer gives this node and deletes
+// its log, as node's reconcile does (there crash-safely, by renaming first;
+// here a crash before the removal is synced leaves the directory, which is
+// never opened again: nothing reads a directory the image does not list).
+func (p *process) retire(k partKey) {
+	r := p.parts[k]
+	delete(p.parts, k)
+	r.ready(r.core.Close())
+	dir := r.log.Dir()
+	if err := r.log.Close(); err != nil {
+		p.n.tracef("close retired %s: %v", r.name(), err)
+	}
+	if err := p.n.fs.RemoveAll(dir); err != nil {
+		p.n.tracef("delete retired %s: %v", r.name(), err)
+	}
+	p.n.tracef("retired %s", r.name())
+	p.n.c.check.stats.Retired++
 }
 
 func (p *process) updateFetchers() {

@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestClusterReassignment moves replicas with franz-go's kadm
+// (AlterPartitionReassignments) on four brokers while an idempotent
+// acks=all producer writes: partition 0 moves off its leader onto broker 4,
+// partition 1 grows from three replicas to four. Every acknowledged record
+// is read back afterwards, the replicas are where they were sent, and the
+// brokers that lost a replica no longer hold its log.
+func TestClusterReassignment(t *testing.T) {
+	c := startCluster(t, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic = "moving"
+	createReplicatedTopic(ctx, t, adm, topic, 2, 3, map[string]string{"min.insync.replicas": "2"})
+
+	// The initial placement keeps broker 4 out of both partitions.
+	for p := int32(0); p < 2; p++ {
+		if r := replicasOf(ctx, t, adm, topic, p); slices.Contains(r, 4) {
+			target := []int32{1, 2, 3}
+			var req kadm.AlterPartitionAssignmentsReq
+			req.Assign(topic, p, target)
+			mustReassign(ctx, t, adm, req)
+			awaitReplicas(ctx, t, adm, topic, p, fmt.Sprint(target), func(r []int32) bool { return slices.Equal(r, target) })
+		}
+	}
+
+	prod := startAcksAllProducer(t, c, topic)
+	prod.awaitAcked(ctx, t, 200)
+
+	r0 := replicasOf(ctx, t, adm, topic, 0)
+	v0, err := describePartition(ctx, adm, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Partition 0: replace its leader with broker 4, keep the other two.
+	moved0 := append([]int32{4}, slices.DeleteFunc(slices.Clone(r0), func(r int32) bool { return r == v0.Leader })...)
+	// Partition 1: every broker (replication factor 3 -> 4).
+	grown1 := []int32{1, 2, 3, 4}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, moved0)
+	req.Assign(topic, 1, grown1)
+	mustReassign(ctx, t, adm, req)
+
+	awaitReplicas(ctx, t, adm, topic, 0, fmt.Sprint(moved0), func(r []int32) bool { return slices.Equal(r, moved0) })
+	awaitReplicas(ctx, t, adm, topic, 1, fmt.Sprint(grown1), func(r []int32) bool { return slices.Equal(r, grown1) })
+	awaitPartition(ctx, t, adm, topic, 0, "a leader in the target", func(v partitionView) bool {
+		return v.Leader != v0.Leader && slices.Contains(moved0, v.Leader) && len(v.ISR) == 3
+	})
+	awaitNoReassignments(ctx, t, adm, topic)
+	prod.awaitAcked(ctx, t, prod.ackedCount()+200) // writes go on after the move
+	acked := prod.stop(t)
+
+	// Every acknowledged record is readable.
+	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < len(acked) {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume: %v (read %d of %d)", err, len(seen), len(acked))
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	for _, v := range acked {
+		if !seen[v] {
+			t.Fatalf("acknowledged record %q lost", v)
+		}
+	}
+
+	// The removed leader deletes its log of partition 0 (the image no
+	// longer lists it there).
+	awaitLogDirs(ctx, t, adm, topic, 0, moved0)
+}
+
+// TestClusterReassignmentCancel: a reassignment onto a broker that is down
+// stays pending, visible in ListPartitionReassignments and in Metadata's
+// replica set (the union, as Kafka shows it); cancelling reverts it.
+func TestClusterReassignmentCancel(t *testing.T) {
+	c := startCluster(t, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic = "stuck"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 2, nil)
+	orig := replicasOf(ctx, t, adm, topic, 0)
+	spare := otherBrokers(4, orig...)[0]
+	c.kill(int(spare) - 1)
+
+	target := []int32{orig[0], spare}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, target)
+	mustReassign(ctx, t, adm, req)
+
+	// Brokers apply the metadata log each at its own pace: a broker other
+	// than the one that forwarded the request may answer from an older
+	// image for a moment.
+	union := append(slices.Clone(target), orig[1])
+	for {
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}})
+		got, ok := list[topic][0]
+		if err == nil && ok {
+			if !slices.Equal(got.AddingReplicas, []int32{spare}) || !slices.Equal(got.RemovingReplicas, orig[1:]) || !slices.Equal(got.Replicas, union) {
+				t.Fatalf("listed reassignment %+v, want replicas %v adding [%d] removing %v", got, union, spare, orig[1:])
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("reassignment never listed (err %v)", err)
+		case <-time.After(externalPollInterval):
+		}
+	}
+	awaitReplicas(ctx, t, adm, topic, 0, "the union", func(r []int32) bool { return slices.Equal(r, union) })
+
+	// Cancelling twice: the second finds nothing in progress.
+	var cancelReq kadm.AlterPartitionAssignmentsReq
+	cancelReq.CancelAssign(topic, 0)
+	mustReassign(ctx, t, adm, cancelReq)
+	res, err := adm.AlterPartitionAssignments(ctx, cancelReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[topic][0]; !errors.Is(r.Err, kerr.NoReassignmentInProgress) {
+		t.Fatalf("second cancel: %v, want NO_REASSIGNMENT_IN_PROGRESS", r.Err)
+	}
+	awaitReplicas(ctx, t, adm, topic, 0, "the original replicas", func(r []int32) bool { return sameSet(r, orig) })
+	awaitNoReassignments(ctx, t, adm, topic)
+
+	// Bad targets are refused per partition with Kafka's codes.
+	var bad kadm.AlterPartitionAssignmentsReq
+	bad.Assign(topic, 0, []int32{orig[0], 99})
+	bad.Assign(topic, 7, []int32{orig[0]})
+	res, err = adm.AlterPartitionAssignments(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[topic][0]; !errors.Is(r.Err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("unregistered broker: %v, want INVALID_REPLICA_ASSIGNMENT", r.Err)
+	}
+	if r := res[topic][7]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("unknown partition: %v, want UNKNOWN_TOPIC_OR_PARTITION", r.Err)
+	}
+}
+
+func mustReassign(ctx context.Context, t *testing.T, adm *kadm.Client, req kadm.AlterPartitionAssignmentsReq) {
+	t.Helper()
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatalf("AlterPartitionReassignments: %v", err)
+	}
+}
+
+// awaitReplicas waits until the partition's replicas in Metadata satisfy
+// cond.
+func awaitReplicas(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, p int32, what string, cond func([]int32) bool) {
+	t.Helper()
+	var last []int32
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			if pd, ok := md.Topics[topic].Partitions[p]; ok {
+				last = pd.Replicas
+				if cond(pd.Replicas) {
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s/%d replicas %v, never %s", topic, p, last, what)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
+func awaitNoReassignments(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	for {
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
+		if err == nil && len(list) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("reassignments still listed: %+v (err %v)", list, err)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
+// awaitLogDirs waits until exactly the brokers in want hold a log of the
+// partition (DescribeLogDirs of every broker).
+func awaitLogDirs(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, p int32, want []int32) {
+	t.Helper()
+	var holders []int32
+	for {
+		holders = holders[:0]
+		dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {p: {}}})
+		if err == nil {
+			for broker, bd := range dirs {
+				if _, ok := bd.LookupPartition(topic, p); ok {
+					holders = append(holders, broker)
+				}
+			}
+			if sameSet(holders, want) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s/%d logs on %v, want %v (err %v)", topic, p, holders, want, err)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
+func sameSet(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// acksAllProducer writes numbered records with acks=all (idempotent) until
+// stopped, keeping the values the cluster acknowledged.
+type acksAllProducer struct {
+	cl    *kgo.Client
+	mu    sync.Mutex
+	acked []string
+	more  chan struct{} // closed and replaced on every ack
+	errs  []error
+	done  chan struct{}
+	quit  chan struct{}
+}
+
+func startAcksAllProducer(t *testing.T, c *testCluster, topic string) *acksAllProducer {
+	p := &acksAllProducer{
+		cl:   c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1<<30)),
+		more: make(chan struct{}), done: make(chan struct{}), quit: make(chan struct{}),
+	}
+	go func() {
+		defer close(p.done)
+		inflight := make(chan struct{}, 64)
+		for i := 0; ; i++ {
+			select {
+			case <-p.quit:
+				p.cl.Flush(context.Background())
+				return
+			case inflight <- struct{}{}:
+			}
+			v := "r" + strconv.Itoa(i)
+			p.cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
+				<-inflight
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if err != nil {
+					p.errs = append(p.errs, fmt.Errorf("%s: %w", v, err))
+					return
+				}
+				p.acked = append(p.acked, v)
+				close(p.more)
+				p.more = make(chan struct{})
+			})
+		}
+	}()
+	return p
+}
+
+func (p *acksAllProducer) ackedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
+
+// awaitAcked waits until n records are acknowledged.
+func (p *acksAllProducer) awaitAcked(ctx context.Context, t *testing.T, n int) {
+	t.Helper()
+	for {
+		p.mu.Lock()
+		got, more := len(p.acked), p.more
+		p.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d records acknowledged", got, n)
+		}
+	}
+}
+
+// stop ends the writes and returns what was acknowledged; a record that
+// failed (rather than being retried until acknowledged) fails the test.
+func (p *acksAllProducer) stop(t *testing.T) []string {
+	t.Helper()
+	close(p.quit)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errs) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(p.errs), p.errs[0])
+	}
+	return slices.Clone(p.acked)
+}
