@@ -69,8 +69,8 @@ type Stats struct {
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
 	Reassignments, Cancels, Retired int
-	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
-	Converged                 time.Duration // simulated time from heal to convergence
+	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
+	Converged                       time.Duration // simulated time from heal to convergence
 }
 
 // Run simulates one seed.
