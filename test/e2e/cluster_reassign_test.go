@@ -321,3 +321,34 @@ func (p *acksAllProducer) stop(t *testing.T) []string {
 	}
 	return slices.Clone(p.acked)
 }
+
+// TestClusterReassignmentSurvivesControllerFailover: a reassignment is a
+// metadata record, so one pending when the active controller dies (its
+// added replica's broker is down) is carried on by the next controller and
+// completes once that broker is back.
+func TestClusterReassignmentSurvivesControllerFailover(t *testing.T) {
+	c := startCluster(t, 5, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic = "carried"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 2, nil)
+	orig := replicasOf(ctx, t, adm, topic, 0)
+	ctrl := awaitActiveController(ctx, t, c, func(int32) bool { return true })
+	spare := otherBrokers(5, append(slices.Clone(orig), ctrl)...)[0]
+	c.kill(int(spare) - 1)
+
+	target := []int32{orig[0], spare}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, target)
+	mustReassign(ctx, t, adm, req)
+	awaitReplicas(ctx, t, adm, topic, 0, "the union", func(r []int32) bool { return len(r) == 3 })
+
+	c.kill(int(ctrl) - 1)
+	awaitActiveController(ctx, t, c, func(id int32) bool { return id != ctrl })
+	c.start(int(spare) - 1)
+	awaitReplicas(ctx, t, adm, topic, 0, fmt.Sprint(target), func(r []int32) bool { return slices.Equal(r, target) })
+	awaitNoReassignments(ctx, t, adm, topic)
+	c.start(int(ctrl) - 1)
+	awaitPartition(ctx, t, adm, topic, 0, "both target replicas in sync", func(v partitionView) bool { return sameSet(v.ISR, target) })
+}
