@@ -194,15 +194,7 @@ func reassignExecute(ctx context.Context, adm *kadm.Client, out io.Writer, p rea
 	if err != nil {
 		return fmt.Errorf("alter partition reassignments: %w", explainError(err))
 	}
-	var started, failed []string
-	for _, r := range res.Sorted() {
-		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
-		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", name, withBrokerMessage(r.Err, r.ErrMessage)))
-			continue
-		}
-		started = append(started, name)
-	}
+	started, _, failed := sortResults(res, nil)
 	if len(started) > 0 {
 		fmt.Fprintf(out, "Successfully started partition reassignments for %s\n", strings.Join(started, ","))
 	}
@@ -221,18 +213,7 @@ func reassignCancel(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 	if err != nil {
 		return fmt.Errorf("cancel partition reassignments: %w", explainError(err))
 	}
-	var cancelled, idle, failed []string
-	for _, r := range res.Sorted() {
-		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
-		switch {
-		case r.Err == nil:
-			cancelled = append(cancelled, name)
-		case errors.Is(r.Err, kerr.NoReassignmentInProgress):
-			idle = append(idle, name)
-		default:
-			failed = append(failed, fmt.Sprintf("%s: %v", name, withBrokerMessage(r.Err, r.ErrMessage)))
-		}
-	}
+	cancelled, idle, failed := sortResults(res, kerr.NoReassignmentInProgress)
 	if len(cancelled) > 0 {
 		fmt.Fprintf(out, "Successfully cancelled partition reassignments for: %s\n", strings.Join(cancelled, ","))
 	}
@@ -243,6 +224,24 @@ func reassignCancel(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 		return fmt.Errorf("%d cancellations refused:\n  %s", len(failed), strings.Join(failed, "\n  "))
 	}
 	return nil
+}
+
+// sortResults splits an AlterPartitionReassignments answer into the
+// partitions accepted, those refused with the error to tell apart (nil:
+// none), and the other refusals with their reasons.
+func sortResults(res kadm.AlterPartitionAssignmentsResponses, apart error) (ok, other, failed []string) {
+	for _, r := range res.Sorted() {
+		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		switch {
+		case r.Err == nil:
+			ok = append(ok, name)
+		case apart != nil && errors.Is(r.Err, apart):
+			other = append(other, name)
+		default:
+			failed = append(failed, fmt.Sprintf("%s: %v", name, withBrokerMessage(r.Err, r.ErrMessage)))
+		}
+	}
+	return ok, other, failed
 }
 
 // reassignVerify reports each partition of the plan: completed, still in

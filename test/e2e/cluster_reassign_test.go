@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestClusterReassignment moves replicas with franz-go's kadm
@@ -40,8 +37,10 @@ func TestClusterReassignment(t *testing.T) {
 		}
 	}
 
-	prod := startAcksAllProducer(t, c, topic)
-	prod.awaitAcked(ctx, t, 200)
+	producer := idempotentProducer(t, c.addrs())
+	acks := newAckedRecords()
+	st := startStream(ctx, producer, topic, spreadOver(2), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 200)
 
 	r0 := replicasOf(ctx, t, adm, topic, 0)
 	v0, err := describePartition(ctx, adm, topic, 0)
@@ -63,23 +62,14 @@ func TestClusterReassignment(t *testing.T) {
 		return v.Leader != v0.Leader && slices.Contains(moved0, v.Leader) && len(v.ISR) == 3
 	})
 	awaitNoReassignments(ctx, t, adm, topic)
-	prod.awaitAcked(ctx, t, prod.ackedCount()+200) // writes go on after the move
-	acked := prod.stop(t)
-
-	// Every acknowledged record is readable.
-	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	seen := map[string]bool{}
-	for len(seen) < len(acked) {
-		fs := cons.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("consume: %v (read %d of %d)", err, len(seen), len(acked))
-		}
-		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	awaitProgress(ctx, t, acks, 200) // writes go on after the move
+	total := st.stopAndWait(t)
+	if _, n, errs := acks.snapshot(); n != total {
+		t.Fatalf("%d of %d acknowledged; errors %v", n, total, errs)
 	}
-	for _, v := range acked {
-		if !seen[v] {
-			t.Fatalf("acknowledged record %q lost", v)
-		}
+	// Every acknowledged record is readable, once, in order.
+	if got := checkAckedRecords(ctx, t, c.addrs(), topic, acks); got != total {
+		t.Fatalf("read %d records, want %d", got, total)
 	}
 
 	// The removed leader deletes its log of partition 0 (the image no
@@ -110,21 +100,14 @@ func TestClusterReassignmentCancel(t *testing.T) {
 	// than the one that forwarded the request may answer from an older
 	// image for a moment.
 	union := append(slices.Clone(target), orig[1])
-	for {
+	awaitAdmin(ctx, t, "the reassignment listed", func() (bool, any) {
 		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}})
 		got, ok := list[topic][0]
-		if err == nil && ok {
-			if !slices.Equal(got.AddingReplicas, []int32{spare}) || !slices.Equal(got.RemovingReplicas, orig[1:]) || !slices.Equal(got.Replicas, union) {
-				t.Fatalf("listed reassignment %+v, want replicas %v adding [%d] removing %v", got, union, spare, orig[1:])
-			}
-			break
+		if err == nil && ok && !(slices.Equal(got.AddingReplicas, []int32{spare}) && slices.Equal(got.RemovingReplicas, orig[1:]) && slices.Equal(got.Replicas, union)) {
+			t.Fatalf("listed reassignment %+v, want replicas %v adding [%d] removing %v", got, union, spare, orig[1:])
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("reassignment never listed (err %v)", err)
-		case <-time.After(externalPollInterval):
-		}
-	}
+		return err == nil && ok, err
+	})
 	awaitReplicas(ctx, t, adm, topic, 0, "the union", func(r []int32) bool { return slices.Equal(r, union) })
 
 	// Cancelling twice: the second finds nothing in progress.
@@ -168,68 +151,63 @@ func mustReassign(ctx context.Context, t *testing.T, adm *kadm.Client, req kadm.
 	}
 }
 
-// awaitReplicas waits until the partition's replicas in Metadata satisfy
-// cond.
-func awaitReplicas(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, p int32, what string, cond func([]int32) bool) {
+// awaitAdmin asks the cluster again until check reports done; last is
+// what the test shows when ctx ends first. Brokers apply the metadata log
+// each at its own pace, so an answer may lag a committed change a moment.
+func awaitAdmin(ctx context.Context, t *testing.T, what string, check func() (done bool, last any)) {
 	t.Helper()
-	var last []int32
 	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			if pd, ok := md.Topics[topic].Partitions[p]; ok {
-				last = pd.Replicas
-				if cond(pd.Replicas) {
-					return
-				}
-			}
+		done, last := check()
+		if done {
+			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s/%d replicas %v, never %s", topic, p, last, what)
+			t.Fatalf("never %s; last seen: %v", what, last)
 		case <-time.After(externalPollInterval):
 		}
 	}
 }
 
+// awaitReplicas waits until the partition's replicas in Metadata satisfy
+// cond.
+func awaitReplicas(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, p int32, what string, cond func([]int32) bool) {
+	t.Helper()
+	awaitAdmin(ctx, t, fmt.Sprintf("%s/%d replicas %s", topic, p, what), func() (bool, any) {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		pd, ok := md.Topics[topic].Partitions[p]
+		return ok && cond(pd.Replicas), pd.Replicas
+	})
+}
+
 func awaitNoReassignments(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) {
 	t.Helper()
-	for {
+	awaitAdmin(ctx, t, "no reassignment listed", func() (bool, any) {
 		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
-		if err == nil && len(list) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("reassignments still listed: %+v (err %v)", list, err)
-		case <-time.After(externalPollInterval):
-		}
-	}
+		return err == nil && len(list) == 0, fmt.Sprintf("%+v (err %v)", list, err)
+	})
 }
 
 // awaitLogDirs waits until exactly the brokers in want hold a log of the
 // partition (DescribeLogDirs of every broker).
 func awaitLogDirs(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, p int32, want []int32) {
 	t.Helper()
-	var holders []int32
-	for {
-		holders = holders[:0]
+	awaitAdmin(ctx, t, fmt.Sprintf("%s/%d logs on %v only", topic, p, want), func() (bool, any) {
 		dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {p: {}}})
-		if err == nil {
-			for broker, bd := range dirs {
-				if _, ok := bd.LookupPartition(topic, p); ok {
-					holders = append(holders, broker)
-				}
-			}
-			if sameSet(holders, want) {
-				return
+		if err != nil {
+			return false, err
+		}
+		var holders []int32
+		for broker, bd := range dirs {
+			if _, ok := bd.LookupPartition(topic, p); ok {
+				holders = append(holders, broker)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s/%d logs on %v, want %v (err %v)", topic, p, holders, want, err)
-		case <-time.After(externalPollInterval):
-		}
-	}
+		return sameSet(holders, want), holders
+	})
 }
 
 func sameSet(a, b []int32) bool {
@@ -237,89 +215,6 @@ func sameSet(a, b []int32) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-// acksAllProducer writes numbered records with acks=all (idempotent) until
-// stopped, keeping the values the cluster acknowledged.
-type acksAllProducer struct {
-	cl    *kgo.Client
-	mu    sync.Mutex
-	acked []string
-	more  chan struct{} // closed and replaced on every ack
-	errs  []error
-	done  chan struct{}
-	quit  chan struct{}
-}
-
-func startAcksAllProducer(t *testing.T, c *testCluster, topic string) *acksAllProducer {
-	p := &acksAllProducer{
-		cl:   c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1<<30)),
-		more: make(chan struct{}), done: make(chan struct{}), quit: make(chan struct{}),
-	}
-	go func() {
-		defer close(p.done)
-		inflight := make(chan struct{}, 64)
-		for i := 0; ; i++ {
-			select {
-			case <-p.quit:
-				p.cl.Flush(context.Background())
-				return
-			case inflight <- struct{}{}:
-			}
-			v := "r" + strconv.Itoa(i)
-			p.cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
-				<-inflight
-				p.mu.Lock()
-				defer p.mu.Unlock()
-				if err != nil {
-					p.errs = append(p.errs, fmt.Errorf("%s: %w", v, err))
-					return
-				}
-				p.acked = append(p.acked, v)
-				close(p.more)
-				p.more = make(chan struct{})
-			})
-		}
-	}()
-	return p
-}
-
-func (p *acksAllProducer) ackedCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.acked)
-}
-
-// awaitAcked waits until n records are acknowledged.
-func (p *acksAllProducer) awaitAcked(ctx context.Context, t *testing.T, n int) {
-	t.Helper()
-	for {
-		p.mu.Lock()
-		got, more := len(p.acked), p.more
-		p.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-more:
-		case <-ctx.Done():
-			t.Fatalf("only %d of %d records acknowledged", got, n)
-		}
-	}
-}
-
-// stop ends the writes and returns what was acknowledged; a record that
-// failed (rather than being retried until acknowledged) fails the test.
-func (p *acksAllProducer) stop(t *testing.T) []string {
-	t.Helper()
-	close(p.quit)
-	<-p.done
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.errs) > 0 {
-		t.Fatalf("%d records failed, first: %v", len(p.errs), p.errs[0])
-	}
-	return slices.Clone(p.acked)
 }
 
 // TestClusterReassignmentSurvivesControllerFailover: a reassignment is a
