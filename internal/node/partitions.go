@@ -54,11 +54,19 @@ func (b *Broker) reconcilePartitions() error {
 		}
 	}
 	b.partsMu.Unlock()
+	held := map[string]bool{}
+	for _, w := range want {
+		held[w.t.Name] = true
+	}
 	for _, p := range removed {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
-		b.metrics.DeleteTopic(p.topic)
+		if !held[p.topic] {
+			// The topic's series go only with its last replica here: a
+			// reassignment may move one partition away and keep others.
+			b.metrics.DeleteTopic(p.topic)
+		}
 		if err := b.deletePartitionDir(p.log.Dir()); err != nil {
 			errs = append(errs, err)
 		} else {

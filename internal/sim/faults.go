@@ -26,6 +26,9 @@ func (f *faultState) start() {
 	if f.c.opts.Faults.Every > 0 {
 		f.c.s.after(f.c.s.between(time.Second, 3*time.Second), f.next)
 	}
+	if f.c.opts.Faults.Reassign {
+		f.c.s.after(f.c.s.between(time.Second, 3*time.Second), f.nextReassign)
+	}
 }
 
 type faultKind int
@@ -39,7 +42,6 @@ const (
 	faultPause
 	faultDiskFull
 	faultBitFlip
-	faultReassign
 )
 
 func (f *faultState) enabled() []faultKind {
@@ -49,8 +51,7 @@ func (f *faultState) enabled() []faultKind {
 		on   bool
 		kind faultKind
 	}{{m.Kill, faultKill}, {m.PowerLoss, faultPowerLoss}, {m.PowerLossAll, faultPowerLossAll},
-		{m.Partition, faultPartition}, {m.OneWay, faultOneWay}, {m.Pause, faultPause}, {m.DiskFull, faultDiskFull}, {m.BitFlip, faultBitFlip},
-		{m.Reassign, faultReassign}} {
+		{m.Partition, faultPartition}, {m.OneWay, faultOneWay}, {m.Pause, faultPause}, {m.DiskFull, faultDiskFull}, {m.BitFlip, faultBitFlip}} {
 		if k.on {
 			out = append(out, k.kind)
 		}
@@ -144,8 +145,6 @@ func (f *faultState) next() {
 		n.pausedUntil = c.s.now + d
 	case faultBitFlip:
 		f.flipBit(n)
-	case faultReassign:
-		f.reassign()
 	case faultDiskFull:
 		st.DiskFull++
 		n.tracef("FAULT disk full")

@@ -8,6 +8,18 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 )
 
+// nextReassign runs reassign every 0.2-1.5 s of the faulty phase, beside
+// (not instead of) the other faults, so moves overlap crashes, pauses and
+// partitions, and some are still in progress when the next one comes.
+func (f *faultState) nextReassign() {
+	c := f.c
+	if c.healed || c.stopped {
+		return
+	}
+	c.s.after(c.s.between(200*time.Millisecond, 1500*time.Millisecond), f.nextReassign)
+	f.reassign()
+}
+
 // reassign plays an operator moving one partition of the run's topic
 // (kafka-reassign-partitions --execute) through the active controller's
 // queue, as AlterPartitionReassignments does in node (ctrlcore.Reassign):
