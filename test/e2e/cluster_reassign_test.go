@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,4 +249,52 @@ func TestClusterReassignmentSurvivesControllerFailover(t *testing.T) {
 	awaitNoReassignments(ctx, t, adm, topic)
 	c.start(int(ctrl) - 1)
 	awaitPartition(ctx, t, adm, topic, 0, "both target replicas in sync", func(v partitionView) bool { return sameSet(v.ISR, target) })
+}
+
+// TestClusterReassignmentAwayFromADownBroker: a replica reassigned away
+// while its broker is down is deleted when that broker is back and has
+// caught up with metadata (not before: its stale replay still lists it),
+// and nothing of it is left in its log directory.
+func TestClusterReassignmentAwayFromADownBroker(t *testing.T) {
+	c := startCluster(t, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic = "left"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 2, nil)
+	orig := replicasOf(ctx, t, adm, topic, 0)
+	gone, spare := orig[1], otherBrokers(4, orig...)[0]
+	// A new topic's ISR is its replicas from the start: wait for the logs.
+	awaitLogDirs(ctx, t, adm, topic, 0, orig)
+	c.kill(int(gone) - 1)
+	awaitPartition(ctx, t, adm, topic, 0, "the down broker out of the ISR", func(v partitionView) bool { return !v.inISR(gone) })
+
+	target := []int32{orig[0], spare}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, target)
+	mustReassign(ctx, t, adm, req)
+	awaitReplicas(ctx, t, adm, topic, 0, fmt.Sprint(target), func(r []int32) bool { return slices.Equal(r, target) })
+
+	dir := filepath.Join(c.props[gone-1]["log.dirs"], topic+"-0")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the down broker's log of the partition: %v", err)
+	}
+	c.start(int(gone) - 1)
+	awaitLogDirs(ctx, t, adm, topic, 0, target)
+	// The directory was never opened (the image does not list the
+	// replica); it goes with the sweep of the registration's first
+	// caught-up reconcile.
+	awaitAdmin(ctx, t, "the down broker's directory of the partition deleted", func() (bool, any) {
+		entries, err := os.ReadDir(c.props[gone-1]["log.dirs"])
+		if err != nil {
+			return false, err
+		}
+		var left []string
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), topic+"-0") {
+				left = append(left, e.Name())
+			}
+		}
+		return len(left) == 0, left
+	})
 }
