@@ -172,3 +172,51 @@ func Generate(current []Assignment, brokers []int32, rf int) ([]Assignment, erro
 func BytesBehind(leaderSize, replicaSize int64) int64 {
 	return max(0, leaderSize-replicaSize)
 }
+
+// Decommission moves every replica off broker gone: in each partition of
+// current that holds it, gone is replaced, at the same position (so a
+// preferred leadership passes to the newcomer), by the broker of brokers
+// holding the fewest replicas of current so far among those not already in
+// that partition (the lower id on a tie). Only the partitions that change
+// are returned; an error names a partition no broker can take.
+func Decommission(current []Assignment, gone int32, brokers []int32) ([]Assignment, error) {
+	as := slices.Clone(current)
+	Sort(as)
+	load := map[int32]int{}
+	for _, b := range brokers {
+		load[b] = 0
+	}
+	for _, a := range as {
+		for _, r := range a.Replicas {
+			if _, ok := load[r]; ok {
+				load[r]++
+			}
+		}
+	}
+	candidates := slices.Clone(brokers)
+	slices.Sort(candidates)
+	var out []Assignment
+	for _, a := range as {
+		i := slices.Index(a.Replicas, gone)
+		if i < 0 {
+			continue
+		}
+		best := int32(-1)
+		for _, b := range candidates {
+			if b == gone || slices.Contains(a.Replicas, b) {
+				continue
+			}
+			if best < 0 || load[b] < load[best] {
+				best = b
+			}
+		}
+		if best < 0 {
+			return nil, fmt.Errorf("%s-%d: no broker left to take broker %d's replica (replicas %v)", a.Topic, a.Partition, gone, a.Replicas)
+		}
+		replicas := slices.Clone(a.Replicas)
+		replicas[i] = best
+		load[best]++
+		out = append(out, Assignment{Topic: a.Topic, Partition: a.Partition, Replicas: replicas})
+	}
+	return out, nil
+}

@@ -99,3 +99,30 @@ func TestGenerate(t *testing.T) {
 		t.Fatal("a broker listed twice accepted")
 	}
 }
+
+func TestDecommission(t *testing.T) {
+	current := []Assignment{
+		{Topic: "t", Partition: 0, Replicas: []int32{3, 1}},
+		{Topic: "t", Partition: 1, Replicas: []int32{1, 2}},
+		{Topic: "t", Partition: 2, Replicas: []int32{2, 3}},
+		{Topic: "u", Partition: 0, Replicas: []int32{3, 4}},
+	}
+	plan, err := Decommission(current, 3, []int32{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Loads before: 1:2 2:2 4:1. t-0 takes 4 (the least loaded, at the
+	// preferred position); t-2 then 1 (1 and 4 both at 2, 1 the lower
+	// id); u-0 then 2 (at 2, below 1's 3; 4 is in it already).
+	want := []Assignment{
+		{Topic: "t", Partition: 0, Replicas: []int32{4, 1}},
+		{Topic: "t", Partition: 2, Replicas: []int32{2, 1}},
+		{Topic: "u", Partition: 0, Replicas: []int32{2, 4}},
+	}
+	if string(Format(plan)) != string(Format(want)) {
+		t.Fatalf("plan %s\nwant %s", Format(plan), Format(want))
+	}
+	if _, err := Decommission([]Assignment{{Topic: "t", Replicas: []int32{1, 2}}}, 1, []int32{1, 2}); err == nil {
+		t.Fatal("a partition with nowhere to go accepted")
+	}
+}
