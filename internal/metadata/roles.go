@@ -76,13 +76,17 @@ func (im *Image) ReplicaRole(id int32, epoch int64, p Partition) ReplicaRole {
 // that added this broker, which may since have made it an ISR member
 // holding committed records no other broker holds.
 func (im *Image) Retired(id int32, epoch int64, topic TopicID, index int32) bool {
-	if !im.CaughtUpFor(id, epoch) {
-		return false
-	}
+	return im.CaughtUpFor(id, epoch) && !im.Lists(id, topic, index)
+}
+
+// Lists reports whether im lists broker id as a replica of partition index
+// of topic. A broker runs exactly the replicas its image lists; Retired
+// says when one it no longer runs may also be deleted.
+func (im *Image) Lists(id int32, topic TopicID, index int32) bool {
 	t, ok := im.topicsByID[topic]
 	if !ok {
-		return true
+		return false
 	}
 	p, ok := t.Partition(index)
-	return !ok || !slices.Contains(p.Replicas, id)
+	return ok && slices.Contains(p.Replicas, id)
 }

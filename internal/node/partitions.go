@@ -45,12 +45,16 @@ func (b *Broker) reconcilePartitions() error {
 		}
 	}
 	var errs []error
-	var removed []*partition
+	type removal struct {
+		k partKey
+		p *partition
+	}
+	var removed []removal
 	b.partsMu.Lock()
 	for k, p := range b.parts {
-		if _, ok := want[k]; !ok && im.Retired(b.cfg.NodeID, epoch, k.topic, k.index) {
+		if _, ok := want[k]; !ok {
 			delete(b.parts, k)
-			removed = append(removed, p)
+			removed = append(removed, removal{k, p})
 		}
 	}
 	b.partsMu.Unlock()
@@ -58,7 +62,8 @@ func (b *Broker) reconcilePartitions() error {
 	for _, w := range want {
 		held[w.t.Name] = true
 	}
-	for _, p := range removed {
+	for _, r := range removed {
+		p := r.p
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -66,6 +71,14 @@ func (b *Broker) reconcilePartitions() error {
 			// The topic's series go only with its last replica here: a
 			// reassignment may move one partition away and keep others.
 			b.metrics.DeleteTopic(p.topic)
+		}
+		// A replica the image no longer lists stops at once (it must not
+		// go on leading or fetching), but its log is deleted only when
+		// the image is caught up for this registration; otherwise it
+		// stays on disk, to be opened again or swept below once it is.
+		if !im.Retired(b.cfg.NodeID, epoch, r.k.topic, r.k.index) {
+			b.log.Info("closed partition; its log is kept until this broker's metadata has caught up", "partition", p.name())
+			continue
 		}
 		if err := b.deletePartitionDir(p.log.Dir()); err != nil {
 			errs = append(errs, err)

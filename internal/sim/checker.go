@@ -143,6 +143,14 @@ func (c *Cluster) onLeaderHW(n *node, r *replica) {
 	c.checkISRHolds(r, hw, "published high watermark")
 }
 
+// onReplicaDropped: a replica its node stopped (the image no longer lists
+// it there) is gone; one the node opens again later starts its high
+// watermark afresh, as a restarted replica does (what this one served
+// stays covered by the ISR, which checkISRHolds holds the next to).
+func (c *Cluster) onReplicaDropped(n *node, r *replica) {
+	delete(c.check.servedHW, nodePart{n.id, n.incarnation, partKey{r.id, r.index}})
+}
+
 // onAcksAll: when a leader acknowledges acks=all up to target, every
 // member of its (maximal) ISR that is running holds the records durably:
 // fsynced, or with write.caching at least appended.

@@ -17,8 +17,8 @@ import (
 // followers to one fetcher per leader.
 func (p *process) reconcile() {
 	for _, r := range p.partitionList() {
-		if p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index) {
-			p.retire(partKey{r.id, r.index})
+		if !p.image.Lists(p.n.id, r.id, r.index) {
+			p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
 		}
 	}
 	for _, t := range p.image.Topics() {
@@ -48,17 +48,22 @@ func (p *process) reconcile() {
 	p.updateFetchers()
 }
 
-// retire closes a replica the image no longer gives this node and deletes
-// its log, as node's reconcile does (there crash-safely, by renaming first;
-// here a crash before the removal is synced leaves the directory, which is
-// never opened again: nothing reads a directory the image does not list).
-func (p *process) retire(k partKey) {
-	r := p.parts[k]
-	delete(p.parts, k)
+// drop closes a replica the image no longer gives this node, and deletes
+// its log when the image retires it (caught up for this registration), as
+// node's reconcile does (there crash-safely, renaming first; here a crash
+// before the removal is synced leaves the directory, which is only opened
+// again if the image lists the replica again, as node would).
+func (p *process) drop(r *replica, retired bool) {
+	delete(p.parts, partKey{r.id, r.index})
 	r.ready(r.core.Close())
+	p.n.c.onReplicaDropped(p.n, r)
 	dir := r.log.Dir()
 	if err := r.log.Close(); err != nil {
-		p.n.tracef("close retired %s: %v", r.name(), err)
+		p.n.tracef("close %s: %v", r.name(), err)
+	}
+	if !retired {
+		p.n.tracef("closed %s, not listed by an image not caught up", r.name())
+		return
 	}
 	if err := p.n.fs.RemoveAll(dir); err != nil {
 		p.n.tracef("delete retired %s: %v", r.name(), err)
