@@ -2,7 +2,10 @@ package sim
 
 import (
 	"errors"
+	"path"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,6 +23,10 @@ func (p *process) reconcile() {
 		if !p.image.Lists(p.n.id, r.id, r.index) {
 			p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
 		}
+	}
+	if p.image.CaughtUpFor(p.n.id, p.brokerEpoch) && p.sweptEpoch != p.brokerEpoch {
+		p.sweptEpoch = p.brokerEpoch
+		p.sweepRetired()
 	}
 	for _, t := range p.image.Topics() {
 		cfg, err := config.ResolveTopic(p.cfg, t.Configs)
@@ -70,6 +77,36 @@ func (p *process) drop(r *replica, retired bool) {
 	}
 	p.n.tracef("retired %s", r.name())
 	p.n.c.check.stats.Retired++
+}
+
+// sweepRetired is node's removeStrayPartitionDirs: once per registration,
+// on the first image caught up for it, the directories of replicas that
+// are not open and that the image retires (closed while the image lagged,
+// moved away or deleted while the node was down) are deleted.
+func (p *process) sweepRetired() {
+	dirs, err := p.n.fs.ReadDir("data")
+	if err != nil {
+		return
+	}
+	for _, d := range dirs {
+		cut := strings.LastIndexByte(d.Name, '-')
+		if !d.IsDir || d.Name == metadataDir || cut < 0 {
+			continue
+		}
+		index, err := strconv.ParseInt(d.Name[cut+1:], 10, 32)
+		if err != nil {
+			continue
+		}
+		t, ok := p.image.Topic(d.Name[:cut])
+		if ok && (p.parts[partKey{t.ID, int32(index)}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, int32(index))) {
+			continue
+		}
+		if err := p.n.fs.RemoveAll(path.Join("data", d.Name)); err != nil {
+			p.n.tracef("sweep %s: %v", d.Name, err)
+			continue
+		}
+		p.n.tracef("swept %s", d.Name)
+	}
 }
 
 func (p *process) updateFetchers() {
