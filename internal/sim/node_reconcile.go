@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -63,7 +64,13 @@ func (p *process) reconcile() {
 func (p *process) drop(r *replica, retired bool) {
 	delete(p.parts, partKey{r.id, r.index})
 	r.ready(r.core.Close())
-	p.n.c.onReplicaDropped(p.n, r)
+	epoch := int32(math.MaxInt32) // the topic is gone: newer than any view
+	if t, ok := p.image.TopicByID(r.id); ok {
+		if st, ok := t.Partition(r.index); ok {
+			epoch = st.PartitionEpoch
+		}
+	}
+	p.n.c.onReplicaDropped(p.n, r, epoch)
 	dir := r.log.Dir()
 	if err := r.log.Close(); err != nil {
 		p.n.tracef("close %s: %v", r.name(), err)

@@ -201,6 +201,9 @@ func TestRegressions(t *testing.T) {
 		// a bit flipped meanwhile that a clean close makes recovery trust;
 		// the node now sweeps it once caught up, and flips spare it.
 		Swarm(2637, 10*time.Second),
+		// A paused leader published a high watermark over a view in which
+		// a replica since reassigned away (and deleted) was in its ISR.
+		Swarm(3869, 10*time.Second),
 		{Seed: 5048, Nodes: 3, Partitions: 1, ReplicationFactor: 3, MinISR: 2, WriteCaching: true, SegmentBytes: 2048,
 			Duration: 2 * time.Minute, Consumers: 1,
 			Net:       netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 5 * time.Millisecond},
