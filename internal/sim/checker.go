@@ -22,10 +22,13 @@ type checker struct {
 	order       []*sentRecord
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
 	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
+	servedLSO   map[nodePart]int64         // highest last stable offset served as leader, per incarnation
 	// droppedAt is the partition epoch of the image in which a node
 	// stopped its replica (no longer listed there; node, partition).
 	droppedAt map[nodePart]int32
 	groups    groupChecks
+	quorum    quorumChecks
+	txns      txnChecks
 }
 
 type nodePart struct {
@@ -45,8 +48,8 @@ type sentRecord struct {
 }
 
 func newChecker(c *Cluster) *checker {
-	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
-		droppedAt: map[nodePart]int32{}, groups: newGroupChecks()}
+	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{}, servedLSO: map[nodePart]int64{},
+		droppedAt: map[nodePart]int32{}, groups: newGroupChecks(), quorum: newQuorumChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must

@@ -104,6 +104,10 @@ type process struct {
 	// sessions is the Fetch handler's session cache
 	// (node/fetch_sessions.go), on simulated time.
 	sessions *fetchsession.Cache
+
+	// quorumChange is the AddRaftVoter or RemoveRaftVoter request waiting
+	// for this process's membership change, nil if none.
+	quorumChange *quorumChangeWaiter
 }
 
 // metadataDir is the metadata quorum's directory under "data", never a
@@ -211,9 +215,17 @@ func (n *node) start() error {
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
+	dynamic := n.c.voters != nil
+	voters := n.c.raftVoters()
+	if dynamic {
+		voters = nil
+	}
 	core, err := quorum.NewCore(quorum.CoreConfig{
 		ID:             quorum.RaftID(n.id),
-		Voters:         n.c.raftVoters(),
+		Voters:         voters,
+		Dynamic:        dynamic,
+		Standalone:     dynamic && n.id == n.c.ids[0],
+		Self:           n.member(),
 		Dir:            path.Join("data", metadataDir),
 		FS:             n.fs,
 		ElectionTicks:  electionTicks,
@@ -256,8 +268,12 @@ func (n *node) crash(torn bool) {
 // handle serves one request that arrived from endpoint from.
 func (n *node) handle(from int32, req kmsg.Request, respond api.Respond) {
 	p := n.proc
-	p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
-		Listener: "PLAINTEXT", Body: req}, respond)
+	r := &api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from), Listener: "PLAINTEXT", Body: req}
+	if n.c.opts.ACLs {
+		r.Principal = n.c.principalOf(from)
+		respond = n.checkAuthorized(from, req, p.image, respond)
+	}
+	p.server.Serve(r, respond)
 }
 
 // partitionList returns the replicas in a stable order.

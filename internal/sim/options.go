@@ -22,6 +22,16 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
+	// Transactions adds a transactional producer that writes its own
+	// markers and a read_committed reader (client_txn.go).
+	Transactions bool
+	// ACLs runs the StandardAuthorizer with an ACL toggler and prober
+	// (acl.go); Swarm never sets it, so swarm seeds keep their runs.
+	ACLs bool
+	// authorizerOff leaves the authorizer out of the brokers' config
+	// while the ACL checker runs: the test that shows the checker
+	// catches a broker that does not authorize.
+	authorizerOff bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -39,6 +49,9 @@ type FaultMix struct {
 	DiskFull     bool          // a node's disk fills up for a while
 	BitFlip      bool          // a stored byte of a partition log rots
 	Reassign     bool          // an operator reassigns a partition (KIP-455), changing its replication factor at times, or cancels
+	// Membership makes the quorum dynamic and has an operator remove
+	// voters and add them back while the other faults go on.
+	Membership bool
 }
 
 // ProducerSpec is one simulated producer.
@@ -117,6 +130,10 @@ func Swarm(seed uint64, duration time.Duration) Options {
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
-		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
+	s := fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v transactions=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Transactions)
+	if o.ACLs {
+		s += " acls=true"
+	}
+	return s
 }
