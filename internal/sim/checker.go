@@ -151,7 +151,7 @@ func (c *Cluster) onLeaderHW(n *node, r *replica) {
 
 // onReplicaDropped: a replica its node stopped (the image no longer lists
 // it there) is gone; one the node opens again later starts its high
-// watermark afresh, as a restarted replica does (what this one served
+// watermark and last stable offset afresh, as a restarted replica does (what this one served
 // stays covered by the ISR, which checkISRHolds holds the next to).
 //
 // It also notes the partition epoch of the image that dropped it: a leader
@@ -163,6 +163,7 @@ func (c *Cluster) onLeaderHW(n *node, r *replica) {
 func (c *Cluster) onReplicaDropped(n *node, r *replica, partitionEpoch int32) {
 	pk := partKey{r.id, r.index}
 	delete(c.check.servedHW, nodePart{n.id, n.incarnation, pk})
+	delete(c.check.servedLSO, nodePart{n.id, n.incarnation, pk})
 	c.check.droppedAt[nodePart{node: n.id, part: pk}] = partitionEpoch
 }
 
