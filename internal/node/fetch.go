@@ -62,14 +62,19 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 
 // read reads every partition with the shared fetch read plan
 // (replica.ReadFetch). enough is true when the answer should go now.
+// A follower's fetch is held to the leader's replication throttle.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
+	var throttle replica.Throttle
+	if lr := w.b.throttle.leaderRead(w.b.Image(), w); lr != nil {
+		throttle = lr
+	}
 	return replica.ReadFetch(w.params, func(i int) (replica.Source, error) {
 		if p := w.parts[i]; p != nil {
 			return p, nil
 		}
 		fp := w.params.Partitions[i]
 		return nil, w.b.partitionError(fp.Topic, fp.Partition)
-	}, !w.positionRecorded)
+	}, !w.positionRecorded, throttle)
 }
 
 // Admit is replica.Source.Admit: this broker leads the partition, the
