@@ -140,9 +140,7 @@ func moveAndTime(t *testing.T, addr, topic string, leader, follower int32, throt
 			"leader.replication.throttled.replicas":   fmt.Sprintf("0:%d", leader),
 			"follower.replication.throttled.replicas": fmt.Sprintf("0:%d", follower),
 		}
-		if got := throttleLists(t, ctx, adm, topic); !maps.Equal(got, want) {
-			t.Fatalf("throttled replicas after --execute: %v, want %v", got, want)
-		}
+		waitThrottleLists(t, ctx, adm, topic, want, "--execute")
 	}
 	for {
 		out = mustRun(t, runPartitions, "", "reassign", "--verify", "--plan", file, "-b", addr)
@@ -159,10 +157,26 @@ func moveAndTime(t *testing.T, addr, topic string, leader, follower int32, throt
 	if !strings.Contains(out, "Throttle was removed.") {
 		t.Fatalf("verify of a completed move did not remove the throttle:\n%s", out)
 	}
-	if got := throttleLists(t, ctx, adm, topic); len(got) != 0 {
-		t.Fatalf("throttled replicas after --verify: %v, want none", got)
-	}
+	waitThrottleLists(t, ctx, adm, topic, map[string]string{}, "--verify")
 	return took
+}
+
+// waitThrottleLists waits until the topic's non-empty throttled-replicas
+// lists are want, as the broker answering DescribeConfigs sees them: it
+// applies the controller's records a little after the change returned.
+func waitThrottleLists(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, want map[string]string, after string) {
+	t.Helper()
+	for {
+		got := throttleLists(t, ctx, adm, topic)
+		if maps.Equal(got, want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("throttled replicas after %s: %v, want %v", after, got, want)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // throttleLists is the topic's non-empty throttled-replicas lists.
