@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/node"
 	"github.com/skein-log/skein/internal/reassignplan"
 	"github.com/skein-log/skein/internal/testcluster"
 )
@@ -47,13 +44,7 @@ func TestPartitionsReassignThrottle(t *testing.T) {
 	props[1]["leader.replication.throttled.rate"] = rate
 	props[2]["follower.replication.throttled.rate"] = rate
 	props[3]["follower.replication.throttled.rate"] = rate
-	brokers := make([]*node.Broker, len(props))
-	for i := range brokers {
-		brokers[i] = testcluster.Start(t, props[i], node.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		t.Cleanup(brokers[i].Halt)
-	}
-	testcluster.WaitRegistered(t, brokers)
-	addr := brokers[0].Addr("PLAINTEXT")
+	addr := startClusterOf(t, props)[0].Addr("PLAINTEXT")
 
 	unthrottled := moveAndTime(t, addr, "fast", 1, 2, false)
 	byLeader := moveAndTime(t, addr, "by-leader", 1, 2, true)
