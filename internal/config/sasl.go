@@ -116,6 +116,9 @@ func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 	if err != nil {
 		return err
 	}
+	if err := b.resolveOAuth(r, scoped, mechanisms); err != nil {
+		return err
+	}
 	loginMechanism := r.text("sasl.mechanism.inter.broker.protocol")
 	for _, l := range b.securedListeners() {
 		if !UsesSASL(l.SecurityProtocol) {
