@@ -5,7 +5,6 @@
 package jwt
 
 import (
-	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -138,16 +137,14 @@ func rsaKey(j jwkJSON) (*rsa.PublicKey, error) {
 	return &rsa.PublicKey{N: mod, E: int(exp.Int64())}, nil
 }
 
-// curves maps a JWK crv to the curve, its ecdh form (to check the point)
-// and its coordinate size.
+// curves maps a JWK crv to the curve and its coordinate size.
 var curves = map[string]struct {
 	curve elliptic.Curve
-	ecdh  ecdh.Curve
 	size  int
 }{
-	"P-256": {elliptic.P256(), ecdh.P256(), 32},
-	"P-384": {elliptic.P384(), ecdh.P384(), 48},
-	"P-521": {elliptic.P521(), ecdh.P521(), 66},
+	"P-256": {elliptic.P256(), 32},
+	"P-384": {elliptic.P384(), 48},
+	"P-521": {elliptic.P521(), 66},
 }
 
 func ecKey(j jwkJSON) (*ecdsa.PublicKey, error) {
@@ -166,10 +163,12 @@ func ecKey(j jwkJSON) (*ecdsa.PublicKey, error) {
 	if len(x) != c.size || len(y) != c.size {
 		return nil, fmt.Errorf("EC coordinates must be %d bytes on %s", c.size, j.Crv)
 	}
-	// The uncompressed point form, which ecdh checks lies on the curve.
+	// The uncompressed point form, whose parsing checks it lies on the
+	// curve.
 	point := append(append([]byte{4}, x...), y...)
-	if _, err := c.ecdh.NewPublicKey(point); err != nil {
+	pub, err := ecdsa.ParseUncompressedPublicKey(c.curve, point)
+	if err != nil {
 		return nil, fmt.Errorf("EC point is not on %s: %w", j.Crv, err)
 	}
-	return &ecdsa.PublicKey{Curve: c.curve, X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}, nil
+	return pub, nil
 }

@@ -57,9 +57,13 @@ func (k Key) JWK() map[string]any {
 		return map[string]any{"kty": "RSA", "kid": k.ID, "use": "sig", "alg": k.Alg,
 			"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes())}
 	case *ecdsa.PublicKey:
-		size := (pub.Curve.Params().BitSize + 7) / 8
+		point, err := pub.Bytes() // 0x04 || x || y
+		if err != nil {
+			panic(err)
+		}
+		size := (len(point) - 1) / 2
 		return map[string]any{"kty": "EC", "kid": k.ID, "use": "sig", "alg": k.Alg,
-			"crv": pub.Curve.Params().Name, "x": b64(fixed(pub.X, size)), "y": b64(fixed(pub.Y, size))}
+			"crv": pub.Curve.Params().Name, "x": b64(point[1 : 1+size]), "y": b64(point[1+size:])}
 	}
 	panic("unknown key type")
 }

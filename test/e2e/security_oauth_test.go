@@ -85,17 +85,7 @@ func TestOAuthBearerClients(t *testing.T) {
 	if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("denied")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("alice without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("oauth-guarded").Operations(kadm.OpWrite))
-	if err != nil || len(res) != 1 || res[0].Err != nil {
-		t.Fatalf("create ACL: %v %+v", err, res)
-	}
-	for tb.b.Image().ACLs().Len() != 1 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the ACL never reached the broker's image")
-		case <-time.After(externalPollInterval):
-		}
-	}
+	grantWrite(ctx, t, tb, adm, "User:alice", "oauth-guarded")
 	if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("allowed")}).FirstErr(); err != nil {
 		t.Fatalf("alice with a WRITE ACL: %v", err)
 	}
