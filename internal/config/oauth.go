@@ -63,7 +63,7 @@ var oauthProperties = []Property{
 	},
 	{
 		Name: "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Kind: KindDurationMs, Default: "10000", Min: 1, Max: maxDurationMs,
-		Doc: "Longest wait between retries of a failed JWKS fetch.",
+		Doc: "Longest wait between retries of a failed JWKS fetch; also the least time between early fetches, which a token naming a kid the set lacks asks for (a key rotated in).",
 	},
 	{
 		Name: "sasl.oauthbearer.expected.audience", Kind: KindList,

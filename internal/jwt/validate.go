@@ -95,7 +95,12 @@ type Token struct {
 
 // Error is a refused token. Its message says why and never holds the
 // token (a bearer token is a credential).
-type Error struct{ Reason string }
+type Error struct {
+	Reason string
+	// UnknownKey is set when no key of the set fits the token: the
+	// provider may have rotated in a key after the set was fetched.
+	UnknownKey bool
+}
 
 func (e *Error) Error() string { return e.Reason }
 
@@ -182,13 +187,16 @@ func pickKey(keys *KeySet, h header) (Key, error) {
 			fitting = append(fitting, k)
 		}
 	}
+	unknown := func(format string, args ...any) error {
+		return &Error{Reason: fmt.Sprintf(format, args...), UnknownKey: true}
+	}
 	switch {
 	case len(fitting) == 1:
 		return fitting[0], nil
 	case h.Kid != "" && len(fitting) == 0:
-		return Key{}, refuse("no key with kid %q for %s in the JWKS", h.Kid, h.Alg)
+		return Key{}, unknown("no key with kid %q for %s in the JWKS", h.Kid, h.Alg)
 	case h.Kid == "" && len(fitting) == 0:
-		return Key{}, refuse("no key for %s in the JWKS", h.Alg)
+		return Key{}, unknown("no key for %s in the JWKS", h.Alg)
 	case h.Kid == "":
 		return Key{}, refuse("the token names no kid and the JWKS has %d keys for %s", len(fitting), h.Alg)
 	}

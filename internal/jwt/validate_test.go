@@ -2,6 +2,7 @@ package jwt
 
 import (
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,10 @@ func TestValidate(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), tc.token) {
 				t.Fatal("the error quotes the token")
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.UnknownKey != strings.Contains(tc.want, "kid") {
+				t.Fatalf("UnknownKey is %v for %v", e != nil && e.UnknownKey, err)
 			}
 		})
 	}

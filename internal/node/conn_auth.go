@@ -60,6 +60,9 @@ func (a *connSASL) Handshake(version int16, mechanism string, respond func([]str
 func (a *connSASL) Authenticate(version int16, token []byte, respond func(code int16, message string, token []byte, lifetime time.Duration)) {
 	reauth := a.s.Reauthenticating()
 	o := a.s.Authenticate(token, version, time.Now())
+	if o.RefreshKeys && a.c.b.jwks != nil {
+		a.c.b.jwks.kick()
+	}
 	finish := func() {
 		respond(o.Code, o.Message, o.Token, o.SessionLifetime)
 		if o.Close {

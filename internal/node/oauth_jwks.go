@@ -31,6 +31,9 @@ type jwksSource struct {
 	client *http.Client
 	log    *slog.Logger
 	keys   atomic.Pointer[jwt.KeySet]
+	// kicks asks run for an early fetch: a token named a key the set
+	// does not hold. Buffered one: kicks while one is pending merge.
+	kicks chan struct{}
 }
 
 func newJWKSSource(cfg *config.OAuthBearer, roots *x509.CertPool, log *slog.Logger) *jwksSource {
@@ -39,7 +42,7 @@ func newJWKSSource(cfg *config.OAuthBearer, roots *x509.CertPool, log *slog.Logg
 		Proxy:               http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: jwksFetchTimeout,
 	}
-	return &jwksSource{cfg: cfg, log: log, client: &http.Client{
+	return &jwksSource{cfg: cfg, log: log, kicks: make(chan struct{}, 1), client: &http.Client{
 		Timeout:   jwksFetchTimeout,
 		Transport: transport,
 		// A JWKS endpoint that redirects elsewhere is followed only to
@@ -116,13 +119,25 @@ func (j *jwksSource) fetch(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
+// kick asks for the key set to be fetched again soon; it never blocks.
+func (j *jwksSource) kick() {
+	select {
+	case j.kicks <- struct{}{}:
+	default:
+	}
+}
+
 // run keeps the key set current until ctx ends: the first load was tried
 // by the caller (first is its error); a failure is retried after
 // retry.backoff.ms, doubling up to retry.backoff.max.ms, a success
-// waits refresh.ms.
+// waits refresh.ms. A kick (a token signed by a key the set lacks: the
+// provider rotated one in) fetches early, but at most once per
+// retry.backoff.max.ms, so tokens naming made-up kids cannot make the
+// broker hammer the provider.
 func (j *jwksSource) run(ctx context.Context, first error) {
 	backoff := j.cfg.RetryBackoff
 	err := first
+	lastFetch := time.Now()
 	for {
 		wait := j.cfg.Refresh
 		if err != nil {
@@ -134,12 +149,23 @@ func (j *jwksSource) run(ctx context.Context, first error) {
 			backoff = j.cfg.RetryBackoff
 		}
 		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				break waiting
+			case <-j.kicks:
+				if time.Since(lastFetch) >= j.cfg.RetryBackoffMax {
+					t.Stop()
+					j.log.Info("OAUTHBEARER JWKS fetched early: a token named a key it does not hold", "url", j.cfg.JWKSURL.Redacted())
+					break waiting
+				}
+			}
 		}
+		lastFetch = time.Now()
 		err = j.load(ctx)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return

@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -114,7 +115,10 @@ func (s *Session) oauthStep(token []byte, now time.Time) (Outcome, time.Time) {
 	v := s.oauth()
 	t, err := jwt.Validate(bearer, v.Keys, v.Policy, now)
 	if err != nil {
-		return refuse("invalid token: " + err.Error())
+		o, _ := refuse("invalid token: " + err.Error())
+		var je *jwt.Error
+		o.RefreshKeys = v.Keys == nil || errors.As(err, &je) && je.UnknownKey
+		return o, time.Time{}
 	}
 	if authzid != "" && authzid != t.Subject {
 		return refuse("the authorization id differs from the token's subject")

@@ -85,6 +85,7 @@ func TestOAuthBearerRefusals(t *testing.T) {
 		{"expired", bearer("", tokenFor(t, key, "alice", "skein", -time.Hour)), "expired"},
 		{"wrong audience", bearer("", tokenFor(t, key, "alice", "billing", time.Hour)), "audience"},
 		{"other signer", bearer("", tokenFor(t, jwttest.RSA(t, "k1", "RS256"), "alice", "skein", time.Hour)), "does not verify"},
+		{"unknown kid", bearer("", tokenFor(t, jwttest.RSA(t, "k2", "RS256"), "alice", "skein", time.Hour)), "no key with kid"},
 		{"other authzid", bearer("a=admin", good), "authorization id"},
 		{"no auth pair", []byte("n,,\x01host=x\x01\x01"), "no auth=Bearer"},
 		{"not bearer", []byte("n,,\x01auth=Basic " + good + "\x01\x01"), "no auth=Bearer"},
@@ -95,7 +96,8 @@ func TestOAuthBearerRefusals(t *testing.T) {
 	} {
 		s := oauthSession(t, key, 0)
 		o := s.Authenticate(tc.msg, 1, t0)
-		if o.Code != 0 || string(o.Token) != `{"status":"invalid_token"}` || !strings.Contains(o.Reason, tc.reason) || o.Close {
+		if o.Code != 0 || string(o.Token) != `{"status":"invalid_token"}` || !strings.Contains(o.Reason, tc.reason) || o.Close ||
+			o.RefreshKeys != (tc.name == "unknown kid") {
 			t.Errorf("%s: first answer %+v, want the error challenge (reason with %q)", tc.name, o, tc.reason)
 			continue
 		}
@@ -118,7 +120,7 @@ func TestOAuthBearerRefusals(t *testing.T) {
 	}
 	s = NewSession([]string{MechanismOAuthBearer}, nil, nil) // no JWKS loaded
 	s.Handshake(1, MechanismOAuthBearer)
-	if o := s.Authenticate(bearer("", good), 1, t0); !strings.Contains(o.Reason, "no JWKS") {
+	if o := s.Authenticate(bearer("", good), 1, t0); !strings.Contains(o.Reason, "no JWKS") || !o.RefreshKeys {
 		t.Errorf("without a key set: %+v", o)
 	}
 }

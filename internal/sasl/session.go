@@ -159,6 +159,9 @@ type Outcome struct {
 	// Reason is for the broker's log when it differs from Message (an
 	// OAUTHBEARER client is told only invalid_token); never a secret.
 	Reason string
+	// RefreshKeys asks for the OAUTHBEARER key set to be fetched again
+	// soon: a token named a key it does not hold (or none is loaded).
+	RefreshKeys bool
 	// Token is the server's reply in the exchange (empty for PLAIN).
 	Token []byte
 	// Delay asks the connection to hold the answer for

@@ -37,15 +37,27 @@ func issue(t *testing.T, key jwttest.Key, sub string, lifetime time.Duration, ex
 	return key.Sign(t, c)
 }
 
+// publish writes the JWKS file of the test's identity provider.
+func publish(t *testing.T, path string, keys ...jwttest.Key) {
+	t.Helper()
+	if err := os.WriteFile(path, jwttest.KeySet(t, keys...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startOAuthBroker starts startSASLBroker's broker offering OAUTHBEARER
 // too, configured with Kafka's KIP-768 properties as its documentation
 // writes them, validating tokens against a JWKS file publishing key.
 func startOAuthBroker(t *testing.T, log *testcluster.Buffer, key jwttest.Key, extra ...brokerOption) (*testBroker, *testcert.CA, string) {
 	t.Helper()
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(jwks, jwttest.KeySet(t, key, jwttest.EC(t, "idp-ec", "ES256")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, jwks, key, jwttest.EC(t, "idp-ec", "ES256"))
+	return startOAuthBrokerWith(t, log, jwks, extra...)
+}
+
+// startOAuthBrokerWith is startOAuthBroker reading the JWKS file at jwks.
+func startOAuthBrokerWith(t *testing.T, log *testcluster.Buffer, jwks string, extra ...brokerOption) (*testBroker, *testcert.CA, string) {
+	t.Helper()
 	return startSASLBroker(t, log, append([]brokerOption{
 		withProp("sasl.enabled.mechanisms", "PLAIN,OAUTHBEARER"),
 		withProp("listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class",
@@ -177,5 +189,48 @@ func TestOAuthBearerReauthentication(t *testing.T) {
 	}
 	if issued.Load() < 3 {
 		t.Errorf("%d tokens issued, want a fresh one per login", issued.Load())
+	}
+}
+
+// TestOAuthBearerKeyRotation: the provider rotates in a new key and signs
+// with it before the broker's next scheduled refresh (an hour away): the
+// first token naming the unknown kid is refused and makes the broker
+// fetch the JWKS early, so the next login with it succeeds.
+func TestOAuthBearerKeyRotation(t *testing.T) {
+	old, rotated := jwttest.RSA(t, "idp-2025", "RS256"), jwttest.RSA(t, "idp-2026", "RS256")
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	publish(t, jwks, old)
+	log := &testcluster.Buffer{}
+	tb, ca, addr := startOAuthBrokerWith(t, log, jwks,
+		withProp("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "100"))
+	ctx := testContext(t, 30*time.Second)
+	tlsCfg := (&tlsBroker{ca: ca}).clientTLS(nil)
+	login := func(key jwttest.Key) error {
+		cl := tb.client(kgo.SeedBrokers(addr), kgo.DialTLSConfig(tlsCfg), kgo.RequestRetries(0),
+			kgo.SASL(oauth.Auth{Token: issue(t, key, "alice", time.Hour, nil)}.AsMechanism()))
+		defer cl.Close()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
+		return err
+	}
+	if err := login(old); err != nil {
+		t.Fatalf("a token of the published key: %v", err)
+	}
+	publish(t, jwks, old, rotated)
+	for {
+		err := login(rotated)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("a token of the rotated-in key: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the rotated-in key was never fetched")
+		}
+	}
+	if !strings.Contains(log.String(), "OAUTHBEARER JWKS fetched early") {
+		t.Error("no early fetch logged")
 	}
 }
