@@ -79,7 +79,8 @@ var oauthProperties = []Property{
 	},
 	{
 		Name: "sasl.oauthbearer.scope.claim.name", Kind: KindString, Default: "scope", check: nonBlank,
-		Doc: "Claim holding the token's scopes (a space-separated string or an array), logged with the login.",
+		Doc: "Claim holding the token's scopes: a space-separated string or an array of strings (a token whose claim is neither is refused). " +
+			"Scopes grant nothing by themselves: what a principal may do is decided by ACLs, as with Kafka's validator and StandardAuthorizer.",
 	},
 	{
 		Name: "sasl.oauthbearer.clock.skew.seconds", Kind: KindInt, Default: "30", Min: 0, Max: 3600,
