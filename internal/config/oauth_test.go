@@ -54,12 +54,19 @@ func TestOAuthBearerRules(t *testing.T) {
 			"unsecured validator"},
 		{"class on a plaintext listener", map[string]string{"listener.name.plaintext.oauthbearer.sasl.server.callback.handler.class": kafkaValidator},
 			"SASL listener only"},
+		{"JAAS of another module", map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url": "file:///j",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": plainJAAS}, "must be an org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule entry"},
+		{"JAAS malformed", map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url": "file:///j",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"}, "missing ';'"},
 		{"skew", map[string]string{"sasl.oauthbearer.clock.skew.seconds": "-1"}, "sasl.oauthbearer.clock.skew.seconds"},
 		{"backoff", map[string]string{"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url": "file:///j",
 			"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "5000", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "100"}, "at least"},
 	} {
-		if _, err := NewBroker(saslProps(tc.props)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := NewBroker(saslProps(tc.props))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		} else if strings.Contains(err.Error(), "pw") {
+			t.Errorf("%s: the error shows a password: %v", tc.name, err)
 		}
 	}
 }
