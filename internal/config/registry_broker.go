@@ -65,7 +65,7 @@ var brokerProperties = []Property{
 		Name: "listener.security.protocol.map", Kind: KindList,
 		Default: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 		format:  "LISTENER:PROTOCOL", check: checkBy(ParseProtocolMap),
-		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL (SASL PLAIN) on client listeners; controller and inter-broker listeners may use any of them (docs/security.md).",
+		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) on client listeners; controller and inter-broker listeners may use any of them (docs/security.md).",
 	},
 	{
 		Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER",
