@@ -79,6 +79,7 @@ type Broker struct {
 	// groups hosts the group coordinators of the __consumer_offsets
 	// partitions this broker leads.
 	groups *groupRuntime
+	txns   *txnRuntime
 	brokerMaintenance
 }
 
@@ -236,6 +237,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
 	b.groups = newGroupRuntime(b)
+	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
@@ -396,6 +398,7 @@ func (b *Broker) Halt() {
 func (b *Broker) haltOnce() {
 	close(b.stop)
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()
@@ -431,6 +434,7 @@ func (b *Broker) closeOnce() error {
 	b.closeClientListeners()
 	close(b.stop)
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()

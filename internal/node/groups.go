@@ -22,8 +22,7 @@ import (
 //
 // Locking: reconcileMu makes reconciles one at a time, so a reconcile
 // working from an older view of leadership never undoes a newer one.
-// groupRuntime.mu guards the coordinator map and the topic creation
-// waiters; it is never held while a coordinator's lock is taken for a
+// groupRuntime.mu guards the coordinator map; it is never held while a coordinator's lock is taken for a
 // call, nor the other way round.
 type groupRuntime struct {
 	b   *Broker
@@ -31,16 +30,16 @@ type groupRuntime struct {
 
 	reconcileMu sync.Mutex
 
-	mu      sync.Mutex
-	coords  map[int32]*groupCoordinator // by partition index
-	stopped bool
-	// createWaiters wait for the one creation of __consumer_offsets in
-	// flight (nil when none is).
-	createWaiters []func(error)
+	mu           sync.Mutex
+	coords       map[int32]*groupCoordinator // by partition index
+	stopped      bool
+	offsetsTopic *internalTopic
 }
 
 func newGroupRuntime(b *Broker) *groupRuntime {
-	return &groupRuntime{b: b, cfg: groupConfig(b.cfg), coords: map[int32]*groupCoordinator{}}
+	rt := &groupRuntime{b: b, cfg: groupConfig(b.cfg), coords: map[int32]*groupCoordinator{}}
+	rt.offsetsTopic = &internalTopic{b: b, name: api.OffsetsTopic, request: rt.offsetsTopicRequest}
+	return rt
 }
 
 // groupConfig maps broker properties onto the coordinator's config.
@@ -177,19 +176,7 @@ func (rt *groupRuntime) replaceFailed(gc *groupCoordinator) {
 // as in Kafka: a deleted segment would lose committed offsets that no later
 // record repeats.
 func (rt *groupRuntime) offsetsTopicRequest() (partitions int32, replicationFactor int16, configs map[string]string) {
-	rf := rt.b.cfg.OffsetsTopicReplicationFactor
-	// In a cluster of combined nodes every broker is a voter, so there can
-	// never be more brokers than voters: a larger factor could never be met
-	// (the Kafka default of 3 on a single broker would keep groups
-	// unavailable forever). With dedicated controllers (this node is a
-	// broker only) the broker count is open, so Kafka's rule stands: wait
-	// until enough brokers are alive.
-	combined := rt.b.cfg.HasRole(config.RoleController)
-	if n := len(rt.b.voters); combined && n > 0 && int(rf) > n {
-		rt.b.log.Warn("offsets.topic.replication.factor exceeds the number of nodes; using the node count",
-			"configured", rf, "nodes", n)
-		rf = int16(n)
-	}
+	rf := rt.b.internalReplicationFactor("offsets.topic.replication.factor", rt.b.cfg.OffsetsTopicReplicationFactor)
 	return rt.b.cfg.OffsetsTopicNumPartitions, rf, map[string]string{
 		"cleanup.policy":  "compact",
 		"retention.ms":    "-1",
