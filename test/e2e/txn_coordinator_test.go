@@ -72,17 +72,17 @@ func describeTxn(ctx context.Context, t *testing.T, cl *kgo.Client, id string) k
 	return resp.TransactionStates[0]
 }
 
-// awaitTxnState re-describes the id until it is in state.
-func awaitTxnState(ctx context.Context, t *testing.T, cl *kgo.Client, id, state string) kmsg.DescribeTransactionsResponseTransactionState {
+// awaitTxnState re-describes the id until cond holds.
+func awaitTxnState(ctx context.Context, t *testing.T, cl *kgo.Client, id string, cond func(kmsg.DescribeTransactionsResponseTransactionState) bool) kmsg.DescribeTransactionsResponseTransactionState {
 	t.Helper()
 	for {
 		st := describeTxn(ctx, t, cl, id)
-		if st.ErrorCode == 0 && st.State == state {
+		if cond(st) {
 			return st
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s never reached %s; last: %+v", id, state, st)
+			t.Fatalf("%s: the state never came; last: %+v", id, st)
 		case <-time.After(externalPollInterval):
 		}
 	}
@@ -138,21 +138,32 @@ func TestTxnCoordinatorLifecycle(t *testing.T) {
 	if code := endTxn(ctx, t, cl, "tx", p.ProducerID, p.ProducerEpoch, false); code != kerr.InvalidTxnState.Code && code != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("abort after commit: code %d", code)
 	}
-	// The marker for doomed-0 cannot be written here (no WriteTxnMarkers
-	// handler yet): the transaction stays PrepareCommit, across a
-	// restart too (the new coordinator replays it and resends), until the
-	// partition is gone, which completes it.
-	awaitTxnState(ctx, t, cl, "tx", "PrepareCommit")
+	// The transaction is PrepareCommit until the marker is on doomed-0
+	// (then CompleteCommit), across a restart too: the new coordinator
+	// replays it and sends the markers again. Without a partition leader
+	// that takes markers it stays prepared until the partition is gone,
+	// which completes it.
+	committing := func(st kmsg.DescribeTransactionsResponseTransactionState) bool {
+		return st.ErrorCode == 0 && (st.State == "PrepareCommit" || st.State == "CompleteCommit")
+	}
+	if st := describeTxn(ctx, t, cl, "tx"); !committing(st) {
+		t.Fatalf("after EndTxn: %+v", st)
+	}
 	tb.restart()
 	cl = tb.client()
-	awaitTxnState(ctx, t, cl, "tx", "PrepareCommit")
-	if resp := initTxnProducer(ctx, t, cl, "tx", 60_000, -1, -1); resp.ErrorCode != kerr.ConcurrentTransactions.Code {
-		t.Fatalf("InitProducerId while committing: code %d", resp.ErrorCode)
+	st = awaitTxnState(ctx, t, cl, "tx", func(st kmsg.DescribeTransactionsResponseTransactionState) bool { return st.ErrorCode == 0 })
+	if !committing(st) {
+		t.Fatalf("after a restart: %+v", st)
+	}
+	if st.State == "PrepareCommit" {
+		if resp := initTxnProducer(ctx, t, cl, "tx", 60_000, -1, -1); resp.ErrorCode != kerr.ConcurrentTransactions.Code {
+			t.Fatalf("InitProducerId while committing: code %d", resp.ErrorCode)
+		}
 	}
 	if _, err := kadm.NewClient(cl).DeleteTopics(ctx, "doomed"); err != nil {
 		t.Fatalf("delete doomed: %v", err)
 	}
-	awaitTxnState(ctx, t, cl, "tx", "CompleteCommit")
+	awaitTxnState(ctx, t, cl, "tx", func(st kmsg.DescribeTransactionsResponseTransactionState) bool { return st.State == "CompleteCommit" })
 	if code := endTxn(ctx, t, cl, "tx", p.ProducerID, p.ProducerEpoch, true); code != 0 {
 		t.Fatalf("retried commit: code %d", code)
 	}
