@@ -33,6 +33,31 @@ type txnPartitions struct {
 	codes []int16
 }
 
+// byTopic walks the partitions, which are grouped by topic: newTopic at
+// each topic's first, add for each partition.
+func (p *txnPartitions) byTopic(newTopic func(topic string), add func(partition int32, code int16)) {
+	for i, tp := range p.parts {
+		if i == 0 || p.parts[i-1].Topic != tp.Topic {
+			newTopic(tp.Topic)
+		}
+		add(tp.Partition, p.codes[i])
+	}
+}
+
+// gatherTopics merges a request's topics (n of them, at gives the i-th)
+// by name, in first-seen order.
+func gatherTopics(n int, at func(i int) (string, []int32)) (map[string][]int32, []string) {
+	topics, order := map[string][]int32{}, []string(nil)
+	for i := range n {
+		t, parts := at(i)
+		if _, ok := topics[t]; !ok {
+			order = append(order, t)
+		}
+		topics[t] = append(topics[t], parts...)
+	}
+	return topics, order
+}
+
 func (p *txnPartitions) setAll(code int16) {
 	for i := range p.codes {
 		p.codes[i] = code
@@ -92,26 +117,19 @@ func handleAddPartitionsToTxn(s *Server, r *Request, respond Respond) {
 		addPartitionsBatched(s, r, req, respond)
 		return
 	}
-	topics, order := map[string][]int32{}, []string(nil)
-	for _, t := range req.Topics {
-		if _, ok := topics[t.Topic]; !ok {
-			order = append(order, t.Topic)
-		}
-		topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
-	}
+	topics, order := gatherTopics(len(req.Topics), func(i int) (string, []int32) { return req.Topics[i].Topic, req.Topics[i].Partitions })
 	answer := func(p txnPartitions) {
 		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-		for i, tp := range p.parts {
-			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
-				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
-				rt.Topic = tp.Topic
-				resp.Topics = append(resp.Topics, rt)
-			}
+		p.byTopic(func(topic string) {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = topic
+			resp.Topics = append(resp.Topics, rt)
+		}, func(partition int32, code int16) {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = tp.Partition, p.codes[i]
+			rp.Partition, rp.ErrorCode = partition, code
 			last := &resp.Topics[len(resp.Topics)-1]
 			last.Partitions = append(last.Partitions, rp)
-		}
+		})
 		respond(resp)
 	}
 	p, ok := s.checkTxnPartitions(r, req.TransactionalID, topics, order)
@@ -152,27 +170,20 @@ func addPartitionsBatched(s *Server, r *Request, req *kmsg.AddPartitionsToTxnReq
 		}
 	}
 	for i, rt := range req.Transactions {
-		topics, order := map[string][]int32{}, []string(nil)
-		for _, t := range rt.Topics {
-			if _, ok := topics[t.Topic]; !ok {
-				order = append(order, t.Topic)
-			}
-			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
-		}
+		topics, order := gatherTopics(len(rt.Topics), func(i int) (string, []int32) { return rt.Topics[i].Topic, rt.Topics[i].Partitions })
 		answer := func(p txnPartitions) {
 			out := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			out.TransactionalID = rt.TransactionalID
-			for j, tp := range p.parts {
-				if n := len(out.Topics); n == 0 || out.Topics[n-1].Topic != tp.Topic {
-					ot := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-					ot.Topic = tp.Topic
-					out.Topics = append(out.Topics, ot)
-				}
+			p.byTopic(func(topic string) {
+				ot := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				ot.Topic = topic
+				out.Topics = append(out.Topics, ot)
+			}, func(partition int32, code int16) {
 				op := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				op.Partition, op.ErrorCode = tp.Partition, p.codes[j]
+				op.Partition, op.ErrorCode = partition, code
 				last := &out.Topics[len(out.Topics)-1]
 				last.Partitions = append(last.Partitions, op)
-			}
+			})
 			mu.Lock()
 			resp.Transactions[i] = out
 			mu.Unlock()

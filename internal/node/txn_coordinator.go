@@ -40,6 +40,9 @@ func newTxnCoordinator(rt *txnRuntime, p *partition, epoch int32) *txnCoordinato
 	return &txnCoordinator{rt: rt, part: p, epoch: epoch, host: txnhost.New(p.name(), epoch)}
 }
 
+func (tc *txnCoordinator) partitionOf() *partition { return tc.part }
+func (tc *txnCoordinator) leaderEpoch() int32      { return tc.epoch }
+
 func (tc *txnCoordinator) isStopped() bool {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()

@@ -131,9 +131,9 @@ func (rt *txnRuntime) sendMarkers(leader int32, m txnhost.Markers, tps []txn.Top
 // markerConn is the connection markers go to leader on (its
 // inter-broker listener), dialed once and kept.
 func (rt *txnRuntime) markerConn(leader int32) (*rpc.Conn, error) {
-	rt.mu.Lock()
+	rt.connMu.Lock()
 	c := rt.conns[leader]
-	rt.mu.Unlock()
+	rt.connMu.Unlock()
 	if c != nil {
 		select {
 		case <-c.Done():
@@ -157,9 +157,9 @@ func (rt *txnRuntime) markerConn(leader int32) (*rpc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.stopped {
+	rt.connMu.Lock()
+	defer rt.connMu.Unlock()
+	if rt.connsClosed {
 		c.Close()
 		return nil, fmt.Errorf("broker stopping")
 	}
@@ -172,10 +172,10 @@ func (rt *txnRuntime) markerConn(leader int32) (*rpc.Conn, error) {
 }
 
 func (rt *txnRuntime) dropConn(leader int32, c *rpc.Conn) {
-	rt.mu.Lock()
+	rt.connMu.Lock()
 	if rt.conns[leader] == c {
 		delete(rt.conns, leader)
 	}
-	rt.mu.Unlock()
+	rt.connMu.Unlock()
 	c.Close()
 }

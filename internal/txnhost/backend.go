@@ -101,12 +101,20 @@ func (b Backend) InitProducerID(req txn.InitRequest, done func(txn.InitResult)) 
 }
 
 func (b Backend) AddPartitions(id string, producerID int64, epoch int16, parts []txn.TopicPartition, done func(error)) {
+	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+		return c.AddPartitions(now, id, producerID, epoch, parts)
+	}, done)
+}
+
+// change runs op, a request that may write, on the id's coordinator; done
+// gets the write's failure, else op's own error.
+func (b Backend) change(id string, op func(c *txn.Coordinator, now int64) (txn.Output, error), done func(error)) {
 	h, err := b.Hosts.For(id)
 	if err == nil {
 		var opErr error
 		err = writeTo(h, func(c *txn.Coordinator, now int64) txn.Output {
 			var out txn.Output
-			out, opErr = c.AddPartitions(now, id, producerID, epoch, parts)
+			out, opErr = op(c, now)
 			return out
 		}, func(werr error) { done(cmpErr(werr, opErr)) })
 	}
@@ -138,18 +146,9 @@ func (b Backend) VerifyPartitions(id string, producerID int64, epoch int16, part
 }
 
 func (b Backend) EndTxn(id string, producerID int64, epoch int16, commit bool, done func(error)) {
-	h, err := b.Hosts.For(id)
-	if err == nil {
-		var opErr error
-		err = writeTo(h, func(c *txn.Coordinator, now int64) txn.Output {
-			var out txn.Output
-			out, opErr = c.EndTxn(now, id, producerID, epoch, commit)
-			return out
-		}, func(werr error) { done(cmpErr(werr, opErr)) })
-	}
-	if err != nil {
-		done(err)
-	}
+	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+		return c.EndTxn(now, id, producerID, epoch, commit)
+	}, done)
 }
 
 func (b Backend) DescribeTransaction(id string) (txn.Txn, error) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/rpc"
 )
 
 // The transaction coordinator's APIs, driven with kmsg through a franz-go
@@ -123,6 +126,41 @@ func TestTxnCoordinatorLifecycle(t *testing.T) {
 	if st.State != "Ongoing" || len(st.Topics) != 1 || st.Topics[0].Topic != "doomed" || st.StartTimestamp <= 0 {
 		t.Fatalf("ongoing: %+v", st)
 	}
+	// A leader's v4 verify-only check (KIP-890 part 1): doomed-0 is in
+	// the transaction, out-0 is not; another epoch is fenced.
+	verify := func(epoch int16) []int16 {
+		conn, err := rpc.Dial(ctx, tb.addr, "e2e-verify")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.SetVersion(4)
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "tx", p.ProducerID, epoch, true
+		for _, name := range []string{"doomed", "out"} {
+			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			tt.Topic, tt.Partitions = name, []int32{0}
+			tx.Topics = append(tx.Topics, tt)
+		}
+		req.Transactions = append(req.Transactions, tx)
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("AddPartitionsToTxn v4: %v", err)
+		}
+		var codes []int16
+		for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Transactions[0].Topics {
+			codes = append(codes, rt.Partitions[0].ErrorCode)
+		}
+		return codes
+	}
+	if codes := verify(p.ProducerEpoch); !slices.Equal(codes, []int16{0, kerr.InvalidTxnState.Code}) {
+		t.Fatalf("verify: %v", codes)
+	}
+	if codes := verify(p.ProducerEpoch + 1); !slices.Equal(codes, []int16{kerr.ProducerFenced.Code, kerr.ProducerFenced.Code}) {
+		t.Fatalf("verify with another epoch: %v", codes)
+	}
+
 	adm := kadm.NewClient(cl)
 	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
 	if err != nil {
