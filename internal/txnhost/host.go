@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/writeorder"
+
 	"github.com/skein-log/skein/internal/txn"
 )
 
@@ -41,9 +43,8 @@ type Host struct {
 	// pending are the writes whose outcome is not applied yet, in the
 	// order handed out; outcomes are applied in that order whatever order
 	// they are reported in, as the partition commits them in log order.
-	pending  []*write
-	outcomes map[uint64]error
-	nextID   uint64
+	pending writeorder.Queue[*write]
+	nextID  uint64
 }
 
 type write struct {
@@ -101,7 +102,7 @@ func (r *Ready) merge(o Ready) {
 // epoch epoch: requests get COORDINATOR_LOAD_IN_PROGRESS until the log it
 // replays is committed.
 func New(name string, epoch int32) *Host {
-	return &Host{name: name, epoch: epoch, outcomes: map[uint64]error{}}
+	return &Host{name: name, epoch: epoch}
 }
 
 // Epoch is the coordinator epoch (the partition's leader epoch).
@@ -144,7 +145,7 @@ func (h *Host) Activate(l Loaded) Ready {
 func (h *Host) newWrite() *write {
 	h.nextID++
 	w := &write{id: h.nextID}
-	h.pending = append(h.pending, w)
+	h.pending.Add(w.id, w)
 	return w
 }
 
@@ -197,17 +198,7 @@ func (h *Host) carryOut(out txn.Output, finish func(error)) Ready {
 // reported after Stop: the answers waiting for it still go out.
 func (h *Host) Written(now int64, id uint64, err error) Ready {
 	var rd Ready
-	h.outcomes[id] = err
-	for len(h.pending) > 0 {
-		w := h.pending[0]
-		werr, ok := h.outcomes[w.id]
-		if !ok {
-			break
-		}
-		delete(h.outcomes, w.id)
-		h.pending = h.pending[1:]
-		rd.merge(h.finish(now, w, werr))
-	}
+	h.pending.Report(id, err, func(w *write, werr error) { rd.merge(h.finish(now, w, werr)) })
 	return rd
 }
 
