@@ -23,6 +23,7 @@ type checker struct {
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
 	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
 	groups      groupChecks
+	txns        txnCoordChecks
 }
 
 type nodePart struct {
@@ -43,7 +44,7 @@ type sentRecord struct {
 
 func newChecker(c *Cluster) *checker {
 	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
-		groups: newGroupChecks()}
+		groups: newGroupChecks(), txns: newTxnCoordChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must

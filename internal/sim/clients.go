@@ -105,6 +105,9 @@ func (c *Cluster) startClients() {
 			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: offsetsTopic}, next: map[int32]int64{}})
 		c.clients = append(c.clients, c.newGroupMembers()...)
 	}
+	if c.opts.Txns {
+		c.clients = append(c.clients, c.newTxnClients()...)
+	}
 	for _, cl := range c.clients {
 		cl.start()
 	}

@@ -60,6 +60,7 @@ type Stats struct {
 	Acked, Unacked, Consumed  int64
 	GroupCommits              int64
 	GroupSyncs, MemberCrashes int64
+	TxnInits, TxnEnds         int // InitProducerId and EndTxn answered with success
 	Crashes, PowerLosses      int
 	Partitions, Pauses        int
 	DiskFull, BitFlips        int
@@ -281,6 +282,10 @@ func (c *Cluster) ensureTopic() {
 		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
 	if c.opts.Groups {
 		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+	}
+	if c.opts.Txns {
+		want = append(want, controller.CreateTopicRequest{Name: txnStateTopic, NumPartitions: 1,
 			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
 	}
 	ids := make([]metadata.TopicID, len(want))

@@ -63,7 +63,7 @@ func (k *checker) final() {
 			}
 		}
 	}
-	if !k.finalGroupCheck(ctl) {
+	if !k.finalGroupCheck(ctl) || !k.finalTxnCheck(ctl) {
 		return
 	}
 	t, _ := ctl.image.Topic(topicName)

@@ -22,6 +22,7 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
+	Txns              bool // transactional clients drive the transaction coordinator (over __transaction_state)
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -109,10 +110,11 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	}
 	o.Consumers = 1 + r.IntN(2)
 	o.Groups = r.IntN(2) == 0
+	o.Txns = r.IntN(2) == 0 // drawn last: the draws before it stay those of earlier runs
 	return o
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v",
-		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups)
+	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v txns=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Txns)
 }

@@ -117,3 +117,7 @@ func compareTP(a, b TopicPartition) int {
 	}
 	return int(a.Partition) - int(b.Partition)
 }
+
+// DecodeRecord reads one __transaction_state record: the transactional
+// id and its state, nil for a tombstone (checkers replay logs with it).
+func DecodeRecord(r Record) (string, *Txn, error) { return decode(r) }
