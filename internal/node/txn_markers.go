@@ -37,6 +37,7 @@ func (rt *txnRuntime) deliverMarkers(tc *txnCoordinator, m txnhost.Markers) {
 		left[tp] = true
 	}
 	backoff := markerBackoffMin
+	fenced := false
 	for len(left) > 0 {
 		if tc.isStopped() {
 			return
@@ -53,22 +54,39 @@ func (rt *txnRuntime) deliverMarkers(tc *txnCoordinator, m txnhost.Markers) {
 				byLeader[l] = append(byLeader[l], tp)
 			}
 		}
+		// Each leader in its own goroutine: one that is slow to answer
+		// (paused, partitioned) does not hold the others' markers back.
+		type answer struct {
+			leader int32
+			codes  map[txn.TopicPartition]int16
+			err    error
+		}
+		answers := make(chan answer, len(byLeader))
 		for leader, tps := range byLeader {
-			codes, err := rt.sendMarkers(leader, m, tps)
-			if err != nil {
-				rt.b.log.Debug("sending transaction markers", "leader", leader, "transactional_id", m.TransactionalID, "err", err)
+			go func() {
+				codes, err := rt.sendMarkers(leader, m, tps)
+				answers <- answer{leader, codes, err}
+			}()
+		}
+		for range byLeader {
+			a := <-answers
+			if a.err != nil {
+				rt.b.log.Debug("sending transaction markers", "leader", a.leader, "transactional_id", m.TransactionalID, "err", a.err)
 				continue
 			}
-			for tp, code := range codes {
+			for tp, code := range a.codes {
 				switch txnhost.MarkerOutcomeFor(code) {
 				case txnhost.MarkerDone:
 					delete(left, tp)
 				case txnhost.MarkerFenced:
 					rt.b.log.Warn("transaction markers fenced; a newer coordinator completes the transaction",
 						"transactional_id", m.TransactionalID, "partition", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), "code", code)
-					return
+					fenced = true
 				}
 			}
+		}
+		if fenced {
+			return
 		}
 		if len(left) == 0 {
 			break
@@ -107,7 +125,7 @@ func (rt *txnRuntime) sendMarkers(leader int32, m txnhost.Markers, tps []txn.Top
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), markerTimeout)
+	ctx, cancel := rt.requestContext()
 	defer cancel()
 	resp, err := conn.Request(ctx, req)
 	if err != nil {
@@ -151,7 +169,7 @@ func (rt *txnRuntime) markerConn(leader int32) (*rpc.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("leader %d has no %s endpoint", leader, listener)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), markerTimeout)
+	ctx, cancel := rt.requestContext()
 	defer cancel()
 	c, err := dialCluster(ctx, rt.b.cfg, rt.b.cfg.OutboundBindAddress, listener, ep, fmt.Sprintf("skein-txn-markers-%d", rt.b.cfg.NodeID))
 	if err != nil {
@@ -178,4 +196,18 @@ func (rt *txnRuntime) dropConn(leader int32, c *rpc.Conn) {
 	}
 	rt.connMu.Unlock()
 	c.Close()
+}
+
+// requestContext bounds one dial or request by markerTimeout and ends it
+// when the broker stops.
+func (rt *txnRuntime) requestContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), markerTimeout)
+	go func() {
+		select {
+		case <-rt.b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
