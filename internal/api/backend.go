@@ -52,8 +52,14 @@ type Backend interface {
 	FetchMetadataLog(req *kmsg.FetchRequest, respond Respond)
 	FetchMetadataSnapshot(req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse
 	// ListOffset resolves a ListOffsets timestamp (-1 latest, -2 earliest,
-	// -3 max timestamp, else by timestamp) for a partition.
-	ListOffset(topic metadata.TopicID, partition int32, timestamp int64) (OffsetResult, error)
+	// -3 max timestamp, else by timestamp) for a partition; with
+	// isolationLevel 1 (read_committed) the last stable offset bounds it
+	// instead of the high watermark.
+	ListOffset(topic metadata.TopicID, partition int32, timestamp int64, isolationLevel int8) (OffsetResult, error)
+	// WriteTxnMarker appends a transaction marker (WriteTxnMarkers, the
+	// coordinator's request) to a partition led here and calls done once
+	// the high watermark has passed it, or with its error.
+	WriteTxnMarker(p TxnMarkerParams, done func(error))
 	// IsActiveController reports whether this node decides metadata
 	// changes; Forward sends a request to the node that does and answers
 	// once this node's metadata reflects the outcome.
@@ -110,13 +116,35 @@ type ProduceResult struct {
 	LogStartOffset int64
 }
 
+// TxnMarkerParams is one partition's share of a WriteTxnMarkers marker:
+// the producer whose transaction ends, the outcome, and the epoch of the
+// coordinator that decided it.
+type TxnMarkerParams struct {
+	Topic            metadata.TopicID
+	Partition        int32
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+	Timeout          time.Duration
+}
+
+// Isolation levels of Fetch (v4+) and ListOffsets (v2+).
+const (
+	ReadUncommitted int8 = 0
+	ReadCommitted   int8 = 1
+)
+
 // FetchParams is a whole Fetch request in domain terms.
 type FetchParams struct {
-	ReplicaID  int32 // -1 for consumers
-	MaxWait    time.Duration
-	MinBytes   int32
-	MaxBytes   int32
-	Partitions []FetchPartition
+	ReplicaID int32 // -1 for consumers
+	// IsolationLevel is ReadCommitted for consumers that read only up to
+	// the last stable offset and skip aborted transactions.
+	IsolationLevel int8
+	MaxWait        time.Duration
+	MinBytes       int32
+	MaxBytes       int32
+	Partitions     []FetchPartition
 }
 
 // FetchPartition is one partition to read.
@@ -138,9 +166,21 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        []byte
+	// LastStableOffset is the partition's: the first offset of the
+	// earliest open transaction, at most the high watermark.
+	LastStableOffset int64
+	// AbortedTxns (read_committed only) are the aborted transactions
+	// overlapping Records: the consumer drops their records.
+	AbortedTxns []AbortedTxn
 	// Diverging is set when the fetcher's log diverges from the leader's:
 	// its last fetched epoch ends on the leader before its fetch offset.
 	Diverging *EpochEnd
+}
+
+// AbortedTxn is one aborted transaction a read_committed fetch reports.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // EpochEnd is where a leader epoch ends in a log.

@@ -25,6 +25,10 @@ type Broker struct {
 	Rack      string   // broker.rack
 
 	Listeners []Listener // listeners, with SecurityProtocol filled in
+	// DialedListeners are the controller listeners of a broker-only
+	// node: it does not listen on them but dials the controllers there,
+	// secured by their settings (Name and SecurityProtocol only).
+	DialedListeners []Listener
 	// AdvertisedListeners come from advertised.listeners, else the
 	// non-controller listeners. Copied from listeners, Host may be empty and
 	// Port 0: the node then advertises the address it actually bound.
@@ -144,6 +148,12 @@ func (b *Broker) HasRole(role string) bool { return slices.Contains(b.Roles, rol
 // ListenerByName returns the listener with that (case-insensitive) name.
 func (b *Broker) ListenerByName(name string) (Listener, bool) {
 	return findListener(b.Listeners, name)
+}
+
+// securedListeners are the listeners whose security settings this node
+// resolves: its own, and those it only dials (DialedListeners).
+func (b *Broker) securedListeners() []Listener {
+	return append(slices.Clone(b.Listeners), b.DialedListeners...)
 }
 
 // ControllerListener is the listener controller traffic arrives on; false

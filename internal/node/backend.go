@@ -80,13 +80,28 @@ func (x backend) Fetch(req api.FetchParams, done func([]api.FetchResult)) {
 	x.b.fetch(req, done)
 }
 
-func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
+func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64, isolation int8) (api.OffsetResult, error) {
 	p := x.b.partition(id, index)
 	if p == nil || !p.isLeader() {
 		return api.OffsetResult{}, x.b.partitionError(id, index)
 	}
 	_, epoch := p.leadership()
-	return replica.ListOffset(p.log, ts, p.highWatermark.Load(), epoch)
+	bound := p.highWatermark.Load()
+	if isolation == api.ReadCommitted {
+		bound = p.lastStable.Load()
+	}
+	return replica.ListOffset(p.log, ts, bound, epoch)
+}
+
+// WriteTxnMarker is api.Backend's: the marker goes through the partition's
+// replica core (replica.WriteTxnMarker), __consumer_offsets included.
+func (x backend) WriteTxnMarker(req api.TxnMarkerParams, done func(error)) {
+	p := x.b.partition(req.Topic, req.Partition)
+	if p == nil {
+		done(x.b.partitionError(req.Topic, req.Partition))
+		return
+	}
+	p.writeTxnMarker(req, func(res api.ProduceResult) { done(res.Err) })
 }
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {

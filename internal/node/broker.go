@@ -67,10 +67,13 @@ type Broker struct {
 	// serving is set once logs are recovered and listeners accept.
 	serving atomic.Bool
 	// fatal carries why the node stopped by itself (diskfail.go).
-	fatal    chan error
-	stop     chan struct{}
-	bgWG     sync.WaitGroup
-	stopOnce sync.Once
+	fatal chan error
+	stop  chan struct{}
+	// stopCtx ends with stop, for waits that take a context.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
+	bgWG       sync.WaitGroup
+	stopOnce   sync.Once
 
 	brokerConns
 	brokerPartitions
@@ -137,9 +140,14 @@ type brokerMetadata struct {
 	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
 	metadataSnapshotsLoaded atomic.Int64
 	// imageCond signals image versions applied and reconciled.
-	imageCond   *sync.Cond
-	reconciled  int64 // guarded by imageCond.L
-	reconcileCh chan struct{}
+	imageCond  *sync.Cond
+	reconciled int64 // guarded by imageCond.L
+	// reconciledVersion is reconciled, readable without the lock.
+	reconciledVersion atomic.Int64
+	reconcileCh       chan struct{}
+	// metadataWaits counts requests held for the image to catch up
+	// (metadata_wait.go).
+	metadataWaits waitCount
 }
 
 // brokerController is the active controller's runtime (when this node is
@@ -227,6 +235,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 			shutdownUnreachable: make(chan struct{}),
 		},
 	}
+	b.stopCtx, b.stopCancel = context.WithCancel(context.Background())
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
 	rand.Read(b.incarnation[:])
@@ -397,6 +406,7 @@ func (b *Broker) Halt() {
 // haltOnce is Halt's body; it runs under stopOnce.
 func (b *Broker) haltOnce() {
 	close(b.stop)
+	b.stopCancel()
 	b.groups.stopAll()
 	b.txns.stopAll()
 	b.fetchers.stopAll()
@@ -433,6 +443,7 @@ func (b *Broker) closeOnce() error {
 	// before its first answer for a misconfiguration and gives up.
 	b.closeClientListeners()
 	close(b.stop)
+	b.stopCancel()
 	b.groups.stopAll()
 	b.txns.stopAll()
 	b.fetchers.stopAll()

@@ -318,6 +318,11 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		return false, false
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
+		if !c.saslAdmits(hdr.Key, hdr.ClientID) {
+			// Raft frames too: not before a login, not after its
+			// connections.max.reauth.ms lifetime (KIP-368).
+			return false, false
+		}
 		if c.principal != api.BrokerPrincipal {
 			// Only voters speak Raft: on a TLS controller listener a
 			// certificate of a super user.
@@ -349,12 +354,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			"key", hdr.Key, "client", hdr.ClientID)
 		return false, false
 	}
-	if !c.saslAllows(hdr.Key) {
-		// Kafka closes a connection that sends anything but ApiVersions
-		// and the SASL exchange before it authenticated.
-		c.b.metrics.SASLAuthentication(c.listener, "none", "unauthenticated_request")
-		c.b.log.Info("closing connection: request before SASL authentication", "listener", c.listener,
-			"remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(hdr.Key), "client", hdr.ClientID)
+	if !c.saslAdmits(hdr.Key, hdr.ClientID) {
 		return false, false
 	}
 	s := &slot{hdr: hdr, version: hdr.Version, done: make(chan struct{})}
@@ -396,6 +396,11 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			c.serve(req, s)
 		}()
 		return true, true
+	}
+	if !c.controller {
+		// A leader that has not caught up with a new topic waits here,
+		// on the reader, so later requests stay behind (metadata_wait.go).
+		c.b.awaitMetadataFor(body)
 	}
 	return c.serve(req, s), false
 }

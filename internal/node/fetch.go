@@ -85,13 +85,14 @@ func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool) e
 }
 
 // Bounds is replica.Source.Bounds.
-func (p *partition) Bounds() (hw, logStart int64) {
-	return p.highWatermark.Load(), p.log.LogStartOffset()
+func (p *partition) Bounds() (hw, lso, logStart int64) {
+	lso = p.lastStable.Load()
+	return p.highWatermark.Load(), lso, p.log.LogStartOffset()
 }
 
 // Read is replica.Source.Read.
-func (p *partition) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
-	return p.read(offset, maxBytes, minOneBatch, fromReplica)
+func (p *partition) Read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode) (api.FetchResult, error) {
+	return p.read(offset, maxBytes, minOneBatch, mode)
 }
 
 // Divergence is replica.Source.Divergence (KIP-595's DivergingEpoch).

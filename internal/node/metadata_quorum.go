@@ -159,6 +159,7 @@ func (b *Broker) reconcileLoop() {
 		b.txns.reconcile()
 		b.imageCond.L.Lock()
 		b.reconciled = im.Version()
+		b.reconciledVersion.Store(im.Version())
 		b.imageCond.Broadcast()
 		b.imageCond.L.Unlock()
 	}

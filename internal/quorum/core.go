@@ -70,6 +70,9 @@ type Output struct {
 	// Restored is set when a snapshot from the leader replaced the state
 	// machine (through Snapshotter.Restore) during this Ready.
 	Restored *SnapshotInfo
+	// ReadStates answer ReadIndex requests: the leader's commit index
+	// when it confirmed its leadership, with the request's context.
+	ReadStates []raft.ReadState
 }
 
 // Core is a Raft node without goroutines, clock or network: the caller
@@ -215,6 +218,12 @@ func (c *Core) Propose(data []byte) error {
 	return nil
 }
 
+// ReadIndex asks the leader for its commit index, confirmed by a quorum
+// (Raft's linearizable read, section 6.4 of the Raft thesis): it comes out
+// in a later Output.ReadStates with rctx. A node that knows no leader, or
+// a lost message, drops the request silently; callers bound their wait.
+func (c *Core) ReadIndex(rctx []byte) { c.rn.ReadIndex(rctx) }
+
 // Leader is the Raft id of the leader this node knows of, 0 if none.
 func (c *Core) Leader() uint64 { return c.rn.BasicStatus().Lead }
 
@@ -302,6 +311,7 @@ func (c *Core) Ready() (Output, error) {
 	}
 	out.Messages = rd.Messages
 	out.SoftState = rd.SoftState
+	out.ReadStates = rd.ReadStates
 	c.rn.Advance(rd)
 	return out, nil
 }

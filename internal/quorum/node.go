@@ -40,6 +40,7 @@ type Node struct {
 	inbound   chan *raftpb.Message
 	proposals chan proposal
 	reports   chan report
+	reads     chan readRequest
 
 	leader atomic.Int32 // node id of the known leader, -1 if none
 	isLead atomic.Bool
@@ -60,6 +61,7 @@ type Node struct {
 	seq         uint64
 	waiters     map[uint64]*waiter // by proposal sequence number
 	appliedTerm uint64             // term of the last entry applied
+	readIdx     readIndexes
 }
 
 type proposal struct {
@@ -115,6 +117,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		inbound:   make(chan *raftpb.Message, inboundQueueLen),
 		proposals: make(chan proposal, proposalQueueLen),
 		reports:   make(chan report, reportQueueLen),
+		reads:     make(chan readRequest, readQueueLen),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[uint64]*waiter{},
@@ -244,6 +247,7 @@ func (n *Node) run() {
 			n.err = err
 		}
 		n.resolveAll(ErrStopped)
+		n.failReads(ErrStopped)
 		close(n.done)
 	}()
 	for {
@@ -252,12 +256,15 @@ func (n *Node) run() {
 			return
 		case <-ticker.C:
 			n.core.Tick()
+			n.readTick()
 		case m := <-n.inbound:
 			n.step(m)
 		case p := <-n.proposals:
 			n.propose(p)
 		case r := <-n.reports:
 			n.report(r)
+		case r := <-n.reads:
+			n.queueRead(r)
 		}
 		n.drainQueued()
 		if err := n.ready(); err != nil {
@@ -278,6 +285,8 @@ func (n *Node) drainQueued() {
 			n.propose(p)
 		case r := <-n.reports:
 			n.report(r)
+		case r := <-n.reads:
+			n.queueRead(r)
 		default:
 			return
 		}
@@ -332,6 +341,9 @@ func (n *Node) ready() error {
 			n.leaderChanged(NodeID(out.SoftState.Lead), n.core.IsLeader())
 		}
 		n.publishApplied(n.core.Applied())
+		for _, rs := range out.ReadStates {
+			n.readAnswered(rs.RequestCtx, rs.Index)
+		}
 		if !n.core.HasReady() {
 			return nil
 		}

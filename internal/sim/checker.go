@@ -22,8 +22,10 @@ type checker struct {
 	order       []*sentRecord
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
 	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
+	servedLSO   map[nodePart]int64         // highest last stable offset served as leader, per incarnation
 	groups      groupChecks
-	txns        txnCoordChecks
+	txns        txnChecks
+	txnCoord    txnCoordChecks
 }
 
 type nodePart struct {
@@ -43,8 +45,8 @@ type sentRecord struct {
 }
 
 func newChecker(c *Cluster) *checker {
-	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
-		groups: newGroupChecks(), txns: newTxnCoordChecks()}
+	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{}, servedLSO: map[nodePart]int64{},
+		groups: newGroupChecks(), txnCoord: newTxnCoordChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must

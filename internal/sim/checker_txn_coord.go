@@ -31,8 +31,8 @@ func newTxnCoordChecks() txnCoordChecks { return txnCoordChecks{inits: map[strin
 
 // txnInitAnswered: a client got pid and epoch for id.
 func (k *checker) txnInitAnswered(id string, pid int64, epoch int16) {
-	k.txns.inits[id] = append(k.txns.inits[id], txnInit{pid, epoch, k.c.s.now})
-	k.stats.TxnInits++
+	k.txnCoord.inits[id] = append(k.txnCoord.inits[id], txnInit{pid, epoch, k.c.s.now})
+	k.stats.TxnCoordInits++
 }
 
 // txnEndAcked: EndTxn, sent at sentAt by the producer pid/epoch of id,
@@ -41,11 +41,11 @@ func (k *checker) txnInitAnswered(id string, pid int64, epoch int16) {
 // that InitProducerId fenced this producer, whose transaction the
 // coordinator must have aborted.
 func (k *checker) txnEndAcked(id string, pid int64, epoch int16, commit bool, sentAt time.Duration) {
-	k.stats.TxnEnds++
+	k.stats.TxnCoordEnds++
 	if !commit {
 		return
 	}
-	for _, in := range k.txns.inits[id] {
+	for _, in := range k.txnCoord.inits[id] {
 		if in.at >= sentAt {
 			break
 		}

@@ -60,14 +60,22 @@ type Stats struct {
 	Acked, Unacked, Consumed  int64
 	GroupCommits              int64
 	GroupSyncs, MemberCrashes int64
-	TxnInits, TxnEnds         int // InitProducerId and EndTxn answered with success
-	Crashes, PowerLosses      int
-	Partitions, Pauses        int
-	DiskFull, BitFlips        int
-	MessagesSent, Dropped     int64
-	Elections                 int
-	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
-	Converged                 time.Duration // simulated time from heal to convergence
+	// TxnEnded, TxnAborted and TxnRead count the transactional driver's
+	// transactions ended (markers committed everywhere), those aborted,
+	// and the transactional records its read_committed reader delivered.
+	TxnEnded, TxnAborted, TxnRead int64
+	// TxnCoordInits and TxnCoordEnds count the coordinator clients'
+	// InitProducerId and EndTxn answered with success
+	// (Options.TxnCoordinator).
+	TxnCoordInits, TxnCoordEnds int
+	Crashes, PowerLosses        int
+	Partitions, Pauses          int
+	DiskFull, BitFlips          int
+	MessagesSent, Dropped       int64
+	Elections                   int
+	SnapshotsInstalled          int           // metadata snapshots sent by a quorum leader
+	Converged                   time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied       int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.
@@ -125,7 +133,7 @@ func (c *Cluster) raftVoters() []uint64 {
 }
 
 func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
-	return config.NewBroker(map[string]string{
+	props := map[string]string{
 		"node.id":                    strconv.Itoa(int(id)),
 		"process.roles":              "broker,controller",
 		"default.replication.factor": strconv.Itoa(c.opts.ReplicationFactor),
@@ -135,7 +143,13 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		"broker.session.timeout.ms":               strconv.Itoa(int(sessionTimeout.Milliseconds())),
 		"broker.heartbeat.interval.ms":            strconv.Itoa(int(heartbeatInterval.Milliseconds())),
 		"leader.imbalance.check.interval.seconds": "5",
-	})
+	}
+	if c.opts.ACLs && !c.opts.authorizerOff {
+		props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+		props["super.users"] = "User:" + simUser
+		props["allow.everyone.if.no.acl.found"] = "false"
+	}
+	return config.NewBroker(props)
 }
 
 func (c *Cluster) run() {
@@ -284,7 +298,7 @@ func (c *Cluster) ensureTopic() {
 		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
 			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
 	}
-	if c.opts.Txns {
+	if c.opts.TxnCoordinator {
 		want = append(want, controller.CreateTopicRequest{Name: txnStateTopic, NumPartitions: 1,
 			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
 	}

@@ -249,8 +249,12 @@ func (n *node) crash(torn bool) {
 // handle serves one request that arrived from endpoint from.
 func (n *node) handle(from int32, req kmsg.Request, respond api.Respond) {
 	p := n.proc
-	p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
-		Listener: "PLAINTEXT", Body: req}, respond)
+	r := &api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from), Listener: "PLAINTEXT", Body: req}
+	if n.c.opts.ACLs {
+		r.Principal = n.c.principalOf(from)
+		respond = n.checkAuthorized(from, req, p.image, respond)
+	}
+	p.server.Serve(r, respond)
 }
 
 // partitionList returns the replicas in a stable order.

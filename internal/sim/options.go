@@ -22,7 +22,20 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
-	Txns              bool // transactional clients drive the transaction coordinator (over __transaction_state)
+	// TxnCoordinator adds transactional clients that drive the
+	// transaction coordinator over __transaction_state (client_txn_coord.go);
+	// Swarm never sets it, so swarm seeds keep their runs.
+	TxnCoordinator bool
+	// Transactions adds a transactional producer that writes its own
+	// markers and a read_committed reader (client_txn.go).
+	Transactions bool
+	// ACLs runs the StandardAuthorizer with an ACL toggler and prober
+	// (acl.go); Swarm never sets it, so swarm seeds keep their runs.
+	ACLs bool
+	// authorizerOff leaves the authorizer out of the brokers' config
+	// while the ACL checker runs: the test that shows the checker
+	// catches a broker that does not authorize.
+	authorizerOff bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -110,11 +123,17 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	}
 	o.Consumers = 1 + r.IntN(2)
 	o.Groups = r.IntN(2) == 0
-	o.Txns = r.IntN(2) == 0 // drawn last: the draws before it stay those of earlier runs
 	return o
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v txns=%v",
-		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Txns)
+	s := fmt.Sprintf("nodes=%d partitions=%d rf=%d minisr=%d write.caching=%v segment.bytes=%d net=%+v faults=%+v producers=%+v consumers=%d groups=%v transactions=%v",
+		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Transactions)
+	if o.ACLs {
+		s += " acls=true"
+	}
+	if o.TxnCoordinator {
+		s += " txn-coordinator=true"
+	}
+	return s
 }

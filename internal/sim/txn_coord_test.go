@@ -1,0 +1,36 @@
+package sim
+
+import (
+	"testing"
+	"testing/cryptotest"
+	"time"
+)
+
+// TestTxnCoordinator runs the transactional clients against the
+// transaction coordinators under crashes, power loss, partitions and
+// pauses: a fenced producer never commits, every id's records follow
+// Kafka's transitions, and the coordinators answered (some InitProducerId
+// and EndTxn succeeded, so the run checked something).
+func TestTxnCoordinator(t *testing.T) {
+	seeds := 20
+	if testing.Short() {
+		seeds = 5
+	}
+	var inits, ends int
+	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
+		o := Options{Seed: seed, Nodes: 3, Partitions: 2, ReplicationFactor: 3, MinISR: 2, Duration: 10 * time.Second, TxnCoordinator: true,
+			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
+			Producers: []ProducerSpec{{Acks: -1, Idempotent: true}}, Consumers: 1}
+		t.Run("", func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, seed)
+			r := Run(o)
+			report(t, r)
+			inits += r.Stats.TxnCoordInits
+			ends += r.Stats.TxnCoordEnds
+		})
+	}
+	if inits == 0 || ends == 0 {
+		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded: the coordinators never served", seeds, inits, ends)
+	}
+	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered", seeds, inits, ends)
+}
