@@ -19,6 +19,11 @@ type txnCoordChecks struct {
 	// inits are the InitProducerId answers per transactional id, in the
 	// order clients received them.
 	inits map[string][]txnInit
+	// txnOf names the transaction of each record the clients wrote;
+	// commitSent holds the transactions an EndTxn(commit) was sent for:
+	// only those can ever be committed.
+	txnOf      map[string]string
+	commitSent map[string]bool
 }
 
 type txnInit struct {
@@ -27,7 +32,29 @@ type txnInit struct {
 	at    time.Duration
 }
 
-func newTxnCoordChecks() txnCoordChecks { return txnCoordChecks{inits: map[string][]txnInit{}} }
+func newTxnCoordChecks() txnCoordChecks {
+	return txnCoordChecks{inits: map[string][]txnInit{}, txnOf: map[string]string{}, commitSent: map[string]bool{}}
+}
+
+func (k *checker) txnCoordRecord(v, txnName string) { k.txnCoord.txnOf[v] = txnName }
+
+func (k *checker) txnCoordCommitSent(txnName string) { k.txnCoord.commitSent[txnName] = true }
+
+// txnCoordDelivered: a read_committed reader delivered v. A record of a
+// coordinator client's transaction that no EndTxn(commit) was sent for
+// belongs to a transaction the coordinator can only have aborted (or not
+// decided): read_committed must never show it.
+func (k *checker) txnCoordDelivered(v string, part int32, off int64, leader int32) {
+	name, ok := k.txnCoord.txnOf[v]
+	if !ok {
+		return
+	}
+	k.stats.TxnCoordRead++
+	if k.txnCoord.commitSent[name] || !k.strict() {
+		return
+	}
+	k.c.violation("read_committed delivered %s (partition %d offset %d, from n%d) of transaction %s, never committed by its producer", v, part, off, leader, name)
+}
 
 // txnInitAnswered: a client got pid and epoch for id.
 func (k *checker) txnInitAnswered(id string, pid int64, epoch int16) {

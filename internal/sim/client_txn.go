@@ -56,9 +56,12 @@ func (c *Cluster) startTxnClients() {
 	c.check.txns = txnChecks{decided: map[string]bool{}, txnOf: map[string]string{}}
 	d := &txnDriver{c: c, pid: -1, seq: map[int32]int32{},
 		lc: &leaderCache{c: c, self: txnDriverEndpoint, leaders: map[int32]int32{}, topic: topicName}}
-	r := &txnReader{c: c, next: map[int32]int64{}, busy: map[int32]bool{},
+	c.clients = append(c.clients, d, c.newTxnReader())
+}
+
+func (c *Cluster) newTxnReader() *txnReader {
+	return &txnReader{c: c, next: map[int32]int64{}, busy: map[int32]bool{},
 		lc: &leaderCache{c: c, self: txnReaderEndpoint, leaders: map[int32]int32{}, topic: topicName}}
-	c.clients = append(c.clients, d, r)
 }
 
 func (d *txnDriver) start() { d.c.s.after(d.c.s.between(time.Second, 2*time.Second), d.loop) }
@@ -342,6 +345,7 @@ func (r *txnReader) consume(part int32, rp kmsg.FetchResponseTopicPartition, lea
 // the driver's must belong to a committed transaction.
 func (r *txnReader) delivered(part int32, off int64, v string, leader int32) {
 	k := r.c.check
+	k.txnCoordDelivered(v, part, off, leader)
 	name, ok := k.txns.txnOf[v]
 	if !ok {
 		return // not transactional

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/batch"
 )
 
 // txnCoordClientEndpoint is the first of the coordinator clients'
@@ -27,9 +29,9 @@ const (
 // txnClient drives the transaction coordinator's APIs as a transactional
 // producer does: FindCoordinator (key type 1), InitProducerId (now and
 // then with its own producer id and epoch, KIP-360's recovery),
-// AddPartitionsToTxn of the data topic's partitions, EndTxn commit or
-// abort. It writes no records: the transactional produce and the markers
-// are the partition side's.
+// AddPartitionsToTxn of the data topic's partitions, one transactional
+// batch to each, EndTxn commit or abort (abort whenever a batch's fate is
+// unknown).
 type txnClient struct {
 	c     *Cluster
 	self  int32
@@ -39,6 +41,17 @@ type txnClient struct {
 	epoch int16
 	state txnClientState
 	busy  bool
+	// lc finds the data topic's leaders for the transaction's batches;
+	// seq is the next sequence per partition for pid and epoch.
+	lc  *leaderCache
+	seq map[int32]int32
+	// n numbers this client's transactions; txn names the open one and
+	// parts are its partitions; clean is false once a batch's fate is
+	// unknown (the transaction must then abort).
+	n     int
+	txn   string
+	parts []int32
+	clean bool
 }
 
 type txnClientState int8
@@ -52,7 +65,9 @@ const (
 func (c *Cluster) newTxnClients() []client {
 	var out []client
 	for i := range txnClients {
-		out = append(out, &txnClient{c: c, self: int32(txnCoordClientEndpoint + i), id: fmt.Sprintf("sim-tx-%d", i%txnIDs), coord: -1, pid: -1, epoch: -1})
+		self := int32(txnCoordClientEndpoint + i)
+		out = append(out, &txnClient{c: c, self: self, id: fmt.Sprintf("sim-tx-%d", i%txnIDs), coord: -1, pid: -1, epoch: -1,
+			lc: &leaderCache{c: c, self: self, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{}})
 	}
 	return out
 }
@@ -125,6 +140,7 @@ func (tc *txnClient) initProducer() {
 			if err = kerr.ErrorForCode(r.ErrorCode); err == nil {
 				tc.c.check.txnInitAnswered(tc.id, r.ProducerID, r.ProducerEpoch)
 				tc.busy, tc.pid, tc.epoch, tc.state = false, r.ProducerID, r.ProducerEpoch, txnIdle
+				clear(tc.seq)
 				return
 			}
 		}
@@ -147,6 +163,7 @@ func (tc *txnClient) addPartitions() {
 		}
 	}
 	req.Topics = append(req.Topics, t)
+	parts := t.Partitions
 	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
 			for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
@@ -157,7 +174,10 @@ func (tc *txnClient) addPartitions() {
 				}
 			}
 			if err == nil {
-				tc.busy, tc.state = false, txnOpen
+				tc.state = txnOpen
+				tc.n++
+				tc.txn, tc.parts, tc.clean = fmt.Sprintf("c%d-%d", tc.self, tc.n), parts, true
+				tc.produceAll()
 				return
 			}
 		}
@@ -165,7 +185,79 @@ func (tc *txnClient) addPartitions() {
 	})
 }
 
+// produceAll writes one transactional batch to each partition of the
+// open transaction, then frees the client for EndTxn.
+func (tc *txnClient) produceAll() {
+	left := len(tc.parts)
+	for _, p := range tc.parts {
+		count := 1 + tc.c.s.rng.IntN(3)
+		values := make([][]byte, count)
+		for i := range values {
+			v := fmt.Sprintf("%s-%d-%d", tc.txn, p, i)
+			values[i] = []byte(v)
+			tc.c.check.txnCoordRecord(v, tc.txn)
+		}
+		b := batch.BuildTransactional(values, tc.c.nowMs(), tc.pid, tc.epoch, tc.seq[p])
+		tc.seq[p] += int32(count)
+		tc.produce(p, b, 1, func(ok bool) {
+			tc.clean = tc.clean && ok
+			if left--; left == 0 {
+				tc.busy = false
+			}
+		})
+	}
+}
+
+// produce sends one transactional batch, retrying a few times; done(false)
+// when it gave up (the batch may or may not be in the log).
+func (tc *txnClient) produce(part int32, b []byte, attempt int, done func(bool)) {
+	c := tc.c
+	retry := func() {
+		if attempt >= maxSendAttempts || c.stopped {
+			done(false)
+			return
+		}
+		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { tc.produce(part, b, attempt+1, done) })
+	}
+	leader, ok := tc.lc.leader(part)
+	if !ok {
+		tc.lc.refresh()
+		retry()
+		return
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TransactionID = kmsg.StringPtr(tc.id)
+	req.TimeoutMillis = int32(produceTimeout.Milliseconds())
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = topicName
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Partition, p.Records = part, b
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	c.call(tc.self, leader, req, produceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+			if err = kerr.ErrorForCode(code); err == nil {
+				done(true)
+				return
+			}
+			if !kerr.IsRetriable(err) {
+				done(false) // fenced, out of order: this batch is not written
+				return
+			}
+		}
+		tc.lc.forget(part)
+		retry()
+	})
+}
+
 func (tc *txnClient) endTxn(commit bool) {
+	commit = commit && tc.clean
+	if commit {
+		tc.c.check.txnCoordCommitSent(tc.txn)
+	}
 	req := kmsg.NewPtrEndTxnRequest()
 	req.Version = 3
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = tc.id, tc.pid, tc.epoch, commit

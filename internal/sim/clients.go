@@ -114,6 +114,9 @@ func (c *Cluster) startClients() {
 	}
 	if c.opts.TxnCoordinator {
 		c.clients = append(c.clients, c.newTxnClients()...)
+		if !c.opts.Transactions {
+			c.clients = append(c.clients, c.newTxnReader())
+		}
 	}
 	for _, cl := range c.clients {
 		cl.start()

@@ -65,17 +65,17 @@ type Stats struct {
 	// and the transactional records its read_committed reader delivered.
 	TxnEnded, TxnAborted, TxnRead int64
 	// TxnCoordInits and TxnCoordEnds count the coordinator clients'
-	// InitProducerId and EndTxn answered with success
-	// (Options.TxnCoordinator).
-	TxnCoordInits, TxnCoordEnds int
-	Crashes, PowerLosses        int
-	Partitions, Pauses          int
-	DiskFull, BitFlips          int
-	MessagesSent, Dropped       int64
-	Elections                   int
-	SnapshotsInstalled          int           // metadata snapshots sent by a quorum leader
-	Converged                   time.Duration // simulated time from heal to convergence
-	ACLAllowed, ACLDenied       int64         // the ACL prober's writes served and refused (Options.ACLs)
+	// InitProducerId and EndTxn answered with success, TxnCoordRead their
+	// records a read_committed reader delivered (Options.TxnCoordinator).
+	TxnCoordInits, TxnCoordEnds, TxnCoordRead int
+	Crashes, PowerLosses                      int
+	Partitions, Pauses                        int
+	DiskFull, BitFlips                        int
+	MessagesSent, Dropped                     int64
+	Elections                                 int
+	SnapshotsInstalled                        int           // metadata snapshots sent by a quorum leader
+	Converged                                 time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied                     int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.
