@@ -81,6 +81,9 @@ type Backend interface {
 	// Controller is the active controller's side of broker lifecycle and
 	// ISR changes; its calls fail with NOT_CONTROLLER on other nodes.
 	Controller() ControllerBackend
+	// Quorum is the metadata quorum's leader side (DescribeQuorum,
+	// AddRaftVoter, RemoveRaftVoter).
+	Quorum() QuorumBackend
 
 	// Groups is the consumer-group coordinator runtime.
 	Groups() GroupBackend

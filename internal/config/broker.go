@@ -38,8 +38,13 @@ type Broker struct {
 	// ControllerQuorumVoters from controller.quorum.voters, or this node
 	// alone at its controller listener when that is empty.
 	ControllerQuorumVoters []Voter
-	AdminListeners         []AdminListener // admin.listeners (empty = off)
-	AdminPprof             bool            // admin.pprof.enable
+	// ControllerQuorumBootstrapServers (controller.quorum.bootstrap.servers)
+	// makes the quorum dynamic; ControllerQuorumVoters is then empty.
+	ControllerQuorumBootstrapServers []string
+	// ControllerQuorumStandalone: controller.quorum.standalone.
+	ControllerQuorumStandalone bool
+	AdminListeners             []AdminListener // admin.listeners (empty = off)
+	AdminPprof                 bool            // admin.pprof.enable
 	// OutboundBindAddress is the local IP of connections to other nodes
 	// (outbound.bind.address); nil lets the OS choose.
 	OutboundBindAddress net.IP

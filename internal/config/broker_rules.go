@@ -207,6 +207,21 @@ func (b *Broker) resolveBrokerListeners(r *reader) error {
 func (b *Broker) resolveVoters(r *reader) error {
 	text := r.text("controller.quorum.voters")
 	isController := b.HasRole(RoleController)
+	b.ControllerQuorumStandalone = r.bool("controller.quorum.standalone")
+	if boot := r.text("controller.quorum.bootstrap.servers"); boot != "" {
+		if text != "" {
+			return b.ruleError(r, "controller.quorum.bootstrap.servers", "empty when controller.quorum.voters is set: a quorum is either static or dynamic")
+		}
+		servers, err := ParseBootstrapServers(boot)
+		if err != nil {
+			return b.ruleError(r, "controller.quorum.bootstrap.servers", err.Error())
+		}
+		b.ControllerQuorumBootstrapServers = servers
+		return nil
+	}
+	if b.ControllerQuorumStandalone {
+		return b.ruleError(r, "controller.quorum.standalone", "false without controller.quorum.bootstrap.servers (a static quorum is founded by controller.quorum.voters)")
+	}
 	if text == "" {
 		if !isController {
 			return b.ruleError(r, "controller.quorum.voters", "non-empty on a node without the controller role")

@@ -354,6 +354,8 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"transactional.id.expiration.ms":            {"transactional.id.expiration.ms": "1000"},
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"},
 		"transaction.remove.expired.transaction.cleanup.interval.ms":  {"transaction.remove.expired.transaction.cleanup.interval.ms": "1000"},
+		"controller.quorum.bootstrap.servers":                         {"controller.quorum.bootstrap.servers": "c1:9093,c2:9093"},
+		"controller.quorum.standalone":                                {"controller.quorum.bootstrap.servers": "localhost:9093", "controller.quorum.standalone": "true"},
 	}
 	base, err := NewBroker(nil)
 	if err != nil {

@@ -41,6 +41,8 @@ func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, r
 
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.b.controllerSvc} }
 
+func (x backend) Quorum() api.QuorumBackend { return quorumAdmin(x) }
+
 func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
 
 func (x backend) DescribeLogDirs() []api.LogDirDescription { return x.b.describeLogDirs() }

@@ -128,10 +128,15 @@ type brokerPartitions struct {
 // brokerMetadata is the metadata quorum, what this node knows of it, and
 // the image applied and reconciled.
 type brokerMetadata struct {
-	quorum       *quorum.Node
-	voters       []config.Voter
-	emptyImage   *metadata.Image
-	controllerID atomic.Int32 // the active controller, -1 if unknown
+	quorum *quorum.Node
+	// voters are the controllers' endpoints (controllerVoters): fixed by
+	// controller.quorum.voters, or a dynamic quorum's latest membership.
+	voters atomic.Pointer[[]config.Voter]
+	// metadataObservers are the broker-only nodes fetching the metadata
+	// log from this controller (DescribeQuorum).
+	metadataObservers observerTable
+	emptyImage        *metadata.Image
+	controllerID      atomic.Int32 // the active controller, -1 if unknown
 	// foreign records peers of another cluster (cluster_id.go).
 	foreign foreignCluster
 
@@ -295,8 +300,8 @@ func (b *Broker) Start() error {
 		return err
 	}
 	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
-	if len(b.cfg.ControllerQuorumVoters) > 1 && b.cfg.ClusterID == "" {
-		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller: every node must agree on it")
+	if (len(b.cfg.ControllerQuorumVoters) > 1 || len(b.cfg.ControllerQuorumBootstrapServers) > 0) && b.cfg.ClusterID == "" {
+		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller or the quorum is dynamic: every node must agree on it")
 	}
 	if !isController && b.cfg.ClusterID == "" {
 		return errors.New("cluster.id must be set on a broker-only node: it must agree with the controllers'")
@@ -359,10 +364,10 @@ func (b *Broker) Start() error {
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	warnSharedInterBrokerListener(b.cfg, b.log)
 	warnPlaintextClusterListeners(b.cfg, b.log)
-	// A quorum of one elects itself at once: wait for the registration so
+	// A quorum of one elects itself at once (aloneInQuorum): wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.
-	if len(b.voters) == 1 && isBroker {
+	if b.aloneInQuorum() && isBroker {
 		select {
 		case <-b.registered:
 		case <-time.After(30 * time.Second):

@@ -330,7 +330,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 				"principal", c.principal.String())
 			return false, false
 		}
-		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
+		if err := quorum.HandleRaftFrameFrom(frame, c.b.Image().ClusterID(), c.b.quorum.StepFrom); err != nil && !errors.Is(err, quorum.ErrBusy) {
 			if errors.Is(err, quorum.ErrStopped) {
 				return false, false
 			}

@@ -187,9 +187,10 @@ func (b *Broker) probeAddr(id int32) (string, bool) {
 
 // voterAddr is the controller endpoint of a node.
 func (b *Broker) voterAddr(id int32) (string, bool) {
-	i := slices.IndexFunc(b.voters, func(v config.Voter) bool { return v.ID == id })
+	voters := b.controllerVoters()
+	i := slices.IndexFunc(voters, func(v config.Voter) bool { return v.ID == id })
 	if i < 0 {
 		return "", false
 	}
-	return b.voters[i].Addr(), true
+	return voters[i].Addr(), true
 }

@@ -101,7 +101,7 @@ func (it *internalTopic) create() error {
 // stands: wait until enough brokers are alive.
 func (b *Broker) internalReplicationFactor(property string, rf int16) int16 {
 	combined := b.cfg.HasRole(config.RoleController)
-	if n := len(b.voters); combined && n > 0 && int(rf) > n {
+	if n := len(b.controllerVoters()); combined && n > 0 && int(rf) > n {
 		b.log.Warn(property+" exceeds the number of nodes; using the node count", "configured", rf, "nodes", n)
 		return int16(n)
 	}

@@ -37,10 +37,16 @@ type Node struct {
 	transport Transport
 	tag       uint64 // incarnation: tags this process's proposals
 
-	inbound   chan *raftpb.Message
+	inbound   chan inboundMsg
 	proposals chan proposal
 	reports   chan report
 	reads     chan readRequest
+	// control runs operations on the loop goroutine (membership changes,
+	// Describe), which owns the Core.
+	control chan func()
+
+	// membership is the latest Membership, for readers on any goroutine.
+	membership atomic.Pointer[Membership]
 
 	leader atomic.Int32 // node id of the known leader, -1 if none
 	isLead atomic.Bool
@@ -62,6 +68,19 @@ type Node struct {
 	waiters     map[uint64]*waiter // by proposal sequence number
 	appliedTerm uint64             // term of the last entry applied
 	readIdx     readIndexes
+	// changeDone resolves the membership change in flight, nil if none.
+	changeDone chan error
+	// senders are endpoints frames named for nodes outside the
+	// configuration (one being added), so this node can answer them.
+	senders map[uint64]string
+	// peerTimes is the leader's record of when each peer last answered
+	// and last was caught up, for Describe.
+	peerTimes map[uint64]peerTimes
+}
+
+type inboundMsg struct {
+	m      *raftpb.Message
+	sender string // the frame's sender endpoint, "" if none
 }
 
 type proposal struct {
@@ -98,7 +117,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if transport == nil {
 		if transport, err = NewTCPTransport(TCPTransportConfig{
 			ClusterID: cfg.ClusterID, Self: coreCfg.ID, Peers: cfg.Voters, LocalAddr: cfg.LocalAddr, Secure: cfg.Secure,
-			MaxFrameBytes: DefaultMaxFrameBytes, Logger: cfg.Logger,
+			Sender: cfg.selfAddr(), MaxFrameBytes: DefaultMaxFrameBytes, Logger: cfg.Logger,
 		}); err != nil {
 			return nil, err
 		}
@@ -114,9 +133,12 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		core:      core,
 		transport: transport,
 		tag:       rand.Uint64(),
-		inbound:   make(chan *raftpb.Message, inboundQueueLen),
+		inbound:   make(chan inboundMsg, inboundQueueLen),
 		proposals: make(chan proposal, proposalQueueLen),
 		reports:   make(chan report, reportQueueLen),
+		control:   make(chan func(), controlQueueLen),
+		senders:   map[uint64]string{},
+		peerTimes: map[uint64]peerTimes{},
 		reads:     make(chan readRequest, readQueueLen),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -125,6 +147,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	n.leader.Store(-1)
 	n.applied.Store(core.Applied())
+	n.membershipChanged(core.Membership())
 	if err := transport.Start(n); err != nil {
 		_ = transport.Close()
 		_ = core.Close()
@@ -175,14 +198,18 @@ func (n *Node) IsLeader() bool { return n.isLead.Load() }
 // Step hands the node a message from a peer without blocking: when the
 // inbound queue is full the message is dropped (ErrBusy) and Raft's
 // retransmission covers it.
-func (n *Node) Step(m *raftpb.Message) error {
+func (n *Node) Step(m *raftpb.Message) error { return n.StepFrom(m, "") }
+
+// StepFrom is Step for a frame that named its sender's endpoint (see
+// HandleRaftFrameFrom).
+func (n *Node) StepFrom(m *raftpb.Message, sender string) error {
 	select {
 	case <-n.done:
 		return ErrStopped
 	default:
 	}
 	select {
-	case n.inbound <- m:
+	case n.inbound <- inboundMsg{m: m, sender: sender}:
 		return nil
 	default:
 		return fmt.Errorf("%w: inbound raft queue full", ErrBusy)
@@ -263,6 +290,8 @@ func (n *Node) run() {
 			n.propose(p)
 		case r := <-n.reports:
 			n.report(r)
+		case f := <-n.control:
+			f()
 		case r := <-n.reads:
 			n.queueRead(r)
 		}
@@ -285,6 +314,8 @@ func (n *Node) drainQueued() {
 			n.propose(p)
 		case r := <-n.reports:
 			n.report(r)
+		case f := <-n.control:
+			f()
 		case r := <-n.reads:
 			n.queueRead(r)
 		default:
@@ -293,10 +324,18 @@ func (n *Node) drainQueued() {
 	}
 }
 
-func (n *Node) step(m *raftpb.Message) {
+func (n *Node) step(in inboundMsg) {
+	m := in.m
+	if in.sender != "" && n.cfg.Dynamic && !n.core.isMember(m.GetFrom()) && n.senders[m.GetFrom()] != in.sender && len(n.senders) < maxVoters {
+		// A leader adding this node: answer it at the endpoint it named.
+		n.senders[m.GetFrom()] = in.sender
+		n.updatePeers()
+	}
 	if err := n.core.Step(m); err != nil {
 		n.logger.Debug("raft message refused", "err", err)
+		return
 	}
+	n.notePeer(m)
 }
 
 func (n *Node) report(r report) {
@@ -329,9 +368,15 @@ func (n *Node) ready() error {
 		if err != nil {
 			return err
 		}
+		if out.Membership != nil {
+			n.membershipChanged(*out.Membership)
+		}
 		n.transport.Send(out.Messages)
 		if out.Restored != nil {
 			n.restored(*out.Restored)
+		}
+		for _, r := range out.Changes {
+			n.changeEnded(r)
 		}
 		for _, e := range out.Committed {
 			n.apply(e)
@@ -399,6 +444,7 @@ func (n *Node) leaderChanged(leader int32, isLeader bool) {
 		return
 	}
 	n.logger.Info("quorum leader changed", "leader", leader, "term", n.core.Term())
+	clear(n.peerTimes) // a new leader hears its peers afresh
 	if n.cfg.OnLeaderChange != nil {
 		n.cfg.OnLeaderChange(leader)
 	}
@@ -424,6 +470,9 @@ func (n *Node) AppliedChanged() <-chan struct{} {
 	defer n.appliedMu.Unlock()
 	return n.appliedCh
 }
+
+// AppliedIndex is the last index applied here (every one committed).
+func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
 
 // Term is the current Raft term (KRaft's leader epoch).
 func (n *Node) Term() uint64 { return n.term.Load() }
@@ -451,6 +500,10 @@ func (n *Node) resolveAll(err error) {
 	for seq, w := range n.waiters {
 		w.done <- err
 		delete(n.waiters, seq)
+	}
+	if n.changeDone != nil {
+		n.changeDone <- err
+		n.changeDone = nil
 	}
 	for {
 		select {

@@ -24,6 +24,7 @@ type checker struct {
 	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
 	servedLSO   map[nodePart]int64         // highest last stable offset served as leader, per incarnation
 	groups      groupChecks
+	quorum      quorumChecks
 	txns        txnChecks
 	txnCoord    txnCoordChecks
 }
@@ -46,7 +47,7 @@ type sentRecord struct {
 
 func newChecker(c *Cluster) *checker {
 	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{}, servedLSO: map[nodePart]int64{},
-		groups: newGroupChecks(), txnCoord: newTxnCoordChecks()}
+		groups: newGroupChecks(), quorum: newQuorumChecks(), txnCoord: newTxnCoordChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must

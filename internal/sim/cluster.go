@@ -41,6 +41,9 @@ type Cluster struct {
 	uncleanAskedOf *process
 	healed         bool
 	stopped        bool // a violation ends the run
+	// voters is the operator changing a dynamic quorum's voters
+	// (FaultMix.Membership), nil for a static quorum.
+	voters *voterOps
 }
 
 // Result summarises a run.
@@ -73,6 +76,7 @@ type Stats struct {
 	DiskFull, BitFlips                        int
 	MessagesSent, Dropped                     int64
 	Elections                                 int
+	VotersAdded, VotersRemoved                int           // the operator's completed changes (FaultMix.Membership)
 	SnapshotsInstalled                        int           // metadata snapshots sent by a quorum leader
 	Converged                                 time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied                     int64         // the ACL prober's writes served and refused (Options.ACLs)
@@ -99,6 +103,9 @@ func newCluster(opts Options) *Cluster {
 		c.ids = append(c.ids, id)
 	}
 	c.faults = newFaultState(c)
+	if opts.Faults.Membership {
+		c.voters = newVoterOps(c)
+	}
 	return c
 }
 
@@ -160,6 +167,9 @@ func (c *Cluster) run() {
 		}
 	}
 	c.s.after(100*time.Millisecond, c.ensureTopic)
+	if c.voters != nil {
+		c.s.after(membershipPeriod, c.voters.loop)
+	}
 	c.startClients()
 	c.faults.start()
 	stop := func() bool { return c.stopped }
@@ -192,6 +202,9 @@ func (c *Cluster) run() {
 // network and the disks, and stop the clients from starting new work.
 func (c *Cluster) heal() {
 	c.healed = true
+	if c.voters != nil {
+		c.voters.heal()
+	}
 	c.tracef("healing every fault")
 	c.net.healAll()
 	c.net.cfg = netConfig{MinDelay: c.opts.Net.MinDelay, MaxDelay: c.opts.Net.MaxDelay}
@@ -249,10 +262,16 @@ func (c *Cluster) processExited(n *node) {
 // activeController is the node whose process is the active controller
 // with the newest term, nil if none.
 func (c *Cluster) activeController() *process {
+	return c.newestWhere(func(p *process) bool { return p.ctl.Active() })
+}
+
+// newestWhere is the running process with the newest term among those
+// that pick, nil if none.
+func (c *Cluster) newestWhere(pick func(*process) bool) *process {
 	var best *process
 	for _, id := range c.ids {
 		p := c.nodes[id].proc
-		if p != nil && p.ctl.Active() && (best == nil || p.core.Term() > best.core.Term()) {
+		if p != nil && pick(p) && (best == nil || p.core.Term() > best.core.Term()) {
 			best = p
 		}
 	}

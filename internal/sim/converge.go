@@ -21,6 +21,9 @@ func (c *Cluster) convergenceReport() string {
 	if _, ok := ctl.image.Topic(topicName); !ok {
 		return "topic not created"
 	}
+	if msg := c.membershipReport(); msg != "" {
+		return msg
+	}
 	for _, id := range c.ids {
 		p := c.nodes[id].proc
 		if p == nil {

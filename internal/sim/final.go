@@ -55,6 +55,9 @@ func readAll(r *replica, upTo int64) ([]logEntry, error) {
 // acknowledged and read.
 func (k *checker) final() {
 	c := k.c
+	if !k.finalMembership() {
+		return
+	}
 	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
 		n := c.nodes[id]
 		if n.proc == nil {

@@ -101,6 +101,10 @@ type process struct {
 	// sessions is the Fetch handler's session cache
 	// (node/fetch_sessions.go), on simulated time.
 	sessions *fetchsession.Cache
+
+	// quorumChange is the AddRaftVoter or RemoveRaftVoter request waiting
+	// for this process's membership change, nil if none.
+	quorumChange *quorumChangeWaiter
 }
 
 type partKey struct {
@@ -204,9 +208,17 @@ func (n *node) start() error {
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
+	dynamic := n.c.voters != nil
+	voters := n.c.raftVoters()
+	if dynamic {
+		voters = nil
+	}
 	core, err := quorum.NewCore(quorum.CoreConfig{
 		ID:             quorum.RaftID(n.id),
-		Voters:         n.c.raftVoters(),
+		Voters:         voters,
+		Dynamic:        dynamic,
+		Standalone:     dynamic && n.id == n.c.ids[0],
+		Self:           n.member(),
 		Dir:            path.Join("data", "__cluster_metadata-0"),
 		FS:             n.fs,
 		ElectionTicks:  electionTicks,

@@ -35,6 +35,8 @@ func (x backend) SettleSuspects()                   {}
 func (x backend) NowMs() int64                      { return x.p.n.c.nowMs() }
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
 
+func (x backend) Quorum() api.QuorumBackend { return simQuorumAdmin(x) }
+
 // DescribeLogDirs: simulated clients do not ask (admin requests are not
 // simulated); the one data directory and its replicas.
 func (x backend) DescribeLogDirs() []api.LogDirDescription {

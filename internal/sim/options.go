@@ -52,6 +52,9 @@ type FaultMix struct {
 	Pause        bool          // SIGSTOP a process, sometimes past the session timeout
 	DiskFull     bool          // a node's disk fills up for a while
 	BitFlip      bool          // a stored byte of a partition log rots
+	// Membership makes the quorum dynamic and has an operator remove
+	// voters and add them back while the other faults go on.
+	Membership bool
 }
 
 // ProducerSpec is one simulated producer.

@@ -254,3 +254,40 @@ func TestRegressionFollowerAppendFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestMembershipSeeds runs swarm seeds with a dynamic quorum whose voters
+// the operator removes and adds back among the other faults; the quorum
+// must keep one leader per term, never change a committed entry, and end
+// with every node a voter.
+func TestMembershipSeeds(t *testing.T) {
+	run := func(t *testing.T, seed uint64, verbose bool) Result {
+		cryptotest.SetGlobalRandom(t, seed)
+		o := Swarm(seed, *flagDuration)
+		if o.Faults.Every == 0 {
+			o.Faults = FaultMix{Every: 2 * time.Second, Kill: true, Partition: true}
+		}
+		o.Faults.Membership = true
+		o.Verbose = verbose
+		o.Out = func(s string) { t.Log(s) }
+		return Run(o)
+	}
+	if *flagSeed != 0 {
+		report(t, run(t, *flagSeed, testing.Verbose()))
+		return
+	}
+	seeds := *flagSeeds
+	if testing.Short() {
+		seeds = min(seeds, 20)
+	}
+	var added, removed int
+	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
+		var r Result
+		t.Run("", func(t *testing.T) {
+			r = run(t, seed, false)
+			report(t, r)
+		})
+		added += r.Stats.VotersAdded
+		removed += r.Stats.VotersRemoved
+	}
+	t.Logf("%d seeds: %d voters added, %d removed", seeds, added, removed)
+}
