@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -148,35 +147,17 @@ type offsetRecord struct {
 	rec    txn.Record
 }
 
-// readRecords reads the keyed records of a replica's log below upTo.
+// readRecords reads the records of a replica's log below upTo, without
+// the control batches.
 func readRecords(r *replica, upTo int64) ([]offsetRecord, error) {
 	var out []offsetRecord
-	next := r.log.LogStartOffset()
-	for next < upTo {
-		data, err := r.log.Read(next, 1<<20, upTo, true)
-		if err != nil {
-			return nil, err
+	err := scanBatches(r, upTo, func(h batch.Header, recs []records.Record) {
+		if h.IsControl() {
+			return
 		}
-		if len(data) == 0 {
-			return nil, fmt.Errorf("empty read at %d below %d", next, upTo)
+		for _, rec := range recs {
+			out = append(out, offsetRecord{rec.Offset(h), txn.Record{Key: rec.Key, Value: rec.Value}})
 		}
-		err = batch.Split(data, func(b []byte) error {
-			h, recs, err := records.Decode(b, 1<<20)
-			if err != nil {
-				return err
-			}
-			next = h.LastOffset() + 1
-			if h.IsControl() {
-				return nil
-			}
-			for _, rec := range recs {
-				out = append(out, offsetRecord{rec.Offset(h), txn.Record{Key: rec.Key, Value: rec.Value}})
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, batch.ErrTruncated) {
-			return nil, err
-		}
-	}
-	return out, nil
+	})
+	return out, err
 }

@@ -141,24 +141,31 @@ func (d *txnDriver) begin() {
 // idempotent producer does; done(false) when it gave up (the batch's fate
 // is unknown: the transaction is aborted).
 func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) {
-	c := d.c
+	sendTxnBatch(d.c, d.lc, "sim-txn", part, b, attempt, done)
+}
+
+// sendTxnBatch sends one transactional batch of the producer of txnID to
+// the partition's leader, retrying up to maxSendAttempts times (through
+// lc, whose endpoint it sends from); done(false) when it gave up or the
+// sequence was refused.
+func sendTxnBatch(c *Cluster, lc *leaderCache, txnID string, part int32, b []byte, attempt int, done func(bool)) {
 	retry := func() {
 		if attempt >= maxSendAttempts || c.stopped {
 			done(false)
 			return
 		}
-		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { d.produce(part, b, attempt+1, done) })
+		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { sendTxnBatch(c, lc, txnID, part, b, attempt+1, done) })
 	}
-	leader, ok := d.lc.leader(part)
+	leader, ok := lc.leader(part)
 	if !ok {
-		d.lc.refresh()
+		lc.refresh()
 		retry()
 		return
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 9
 	req.Acks = -1
-	req.TransactionID = kmsg.StringPtr("sim-txn")
+	req.TransactionID = kmsg.StringPtr(txnID)
 	req.TimeoutMillis = int32(produceTimeout.Milliseconds())
 	t := kmsg.NewProduceRequestTopic()
 	t.Topic = topicName
@@ -166,7 +173,7 @@ func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) 
 	p.Partition, p.Records = part, b
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	c.call(d.lc.self, leader, req, produceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
+	c.call(lc.self, leader, req, produceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
 			code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 			if err = kerr.ErrorForCode(code); err == nil {
@@ -178,7 +185,7 @@ func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) 
 				return
 			}
 		}
-		d.lc.forget(part)
+		lc.forget(part)
 		retry()
 	})
 }

@@ -199,58 +199,13 @@ func (tc *txnClient) produceAll() {
 		}
 		b := batch.BuildTransactional(values, tc.c.nowMs(), tc.pid, tc.epoch, tc.seq[p])
 		tc.seq[p] += int32(count)
-		tc.produce(p, b, 1, func(ok bool) {
+		sendTxnBatch(tc.c, tc.lc, tc.id, p, b, 1, func(ok bool) {
 			tc.clean = tc.clean && ok
 			if left--; left == 0 {
 				tc.busy = false
 			}
 		})
 	}
-}
-
-// produce sends one transactional batch, retrying a few times; done(false)
-// when it gave up (the batch may or may not be in the log).
-func (tc *txnClient) produce(part int32, b []byte, attempt int, done func(bool)) {
-	c := tc.c
-	retry := func() {
-		if attempt >= maxSendAttempts || c.stopped {
-			done(false)
-			return
-		}
-		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { tc.produce(part, b, attempt+1, done) })
-	}
-	leader, ok := tc.lc.leader(part)
-	if !ok {
-		tc.lc.refresh()
-		retry()
-		return
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.Acks = -1
-	req.TransactionID = kmsg.StringPtr(tc.id)
-	req.TimeoutMillis = int32(produceTimeout.Milliseconds())
-	t := kmsg.NewProduceRequestTopic()
-	t.Topic = topicName
-	p := kmsg.NewProduceRequestTopicPartition()
-	p.Partition, p.Records = part, b
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	c.call(tc.self, leader, req, produceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
-		if err == nil {
-			code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-			if err = kerr.ErrorForCode(code); err == nil {
-				done(true)
-				return
-			}
-			if !kerr.IsRetriable(err) {
-				done(false) // fenced, out of order: this batch is not written
-				return
-			}
-		}
-		tc.lc.forget(part)
-		retry()
-	})
 }
 
 func (tc *txnClient) endTxn(commit bool) {
