@@ -19,7 +19,7 @@ func TestTxnCoordinator(t *testing.T) {
 	}
 	var inits, ends, read int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
-		o := Options{Seed: seed, Nodes: 3, Partitions: 2, ReplicationFactor: 3, MinISR: 2, Duration: 10 * time.Second, TxnCoordinator: true,
+		o := Options{Seed: seed, Nodes: 3, Partitions: 2, ReplicationFactor: 3, MinISR: 2, Duration: *flagDuration, TxnCoordinator: true,
 			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
 			Producers: []ProducerSpec{{Acks: -1, Idempotent: true}}, Consumers: 1}
 		t.Run("", func(t *testing.T) {
