@@ -49,6 +49,16 @@ func TestDevSecure(t *testing.T) {
 	if out, errOut, code := cli("alice", "topic", "create", "--topic", "secure-dev", "--partitions", "3"); code != 0 {
 		t.Fatalf("alice creates a topic: exit %d\n%s%s", code, out, errOut)
 	}
+	// skein perf over SASL_SSL with SCRAM-SHA-512 as alice: it creates
+	// its topic, produces acks=all and reads every record back.
+	if out, errOut, code := cli("alice", "perf", "produce", "--topic", "secure-perf", "--partitions", "3",
+		"--num-records", "500", "--record-size", "1024"); code != 0 || !strings.Contains(out, "500 records sent") {
+		t.Fatalf("perf produce over TLS+SCRAM: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := cli("alice", "perf", "consume", "--topic", "secure-perf", "--messages", "500",
+		"--timeout", "30s", "--json"); code != 0 || !strings.Contains(out, `"records":500`) {
+		t.Fatalf("perf consume over TLS+SCRAM: exit %d\n%s%s", code, out, errOut)
+	}
 	if out, errOut, code := cli("alice", "acl", "list"); code == 0 || !strings.Contains(out+errOut, "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Errorf("alice lists ACLs: exit %d, want CLUSTER_AUTHORIZATION_FAILED\n%s%s", code, out, errOut)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -27,6 +28,12 @@ type Backend interface {
 	// Commit makes metadata records durable and applies them. The records
 	// were produced by the controller's decision functions against Image().
 	Commit(recs []metadata.Record) error
+	// Reassign decides an AlterPartitionReassignments request at its turn
+	// in the active controller's decision queue (against the image holding
+	// every earlier decision), commits what it accepts and returns each
+	// entry's outcome; err is the request's when nothing could be decided
+	// or the commit failed.
+	Reassign(reqs []controller.Reassignment, allowRFChange bool) (errs []error, err error)
 	// NewTopicID returns a fresh random topic id.
 	NewTopicID() metadata.TopicID
 	// AllocateProducerID hands out a new idempotent producer id, epoch 0.

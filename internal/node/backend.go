@@ -9,6 +9,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replica"
@@ -23,7 +24,10 @@ func (x backend) NodeID() int32                    { return x.b.cfg.NodeID }
 func (x backend) Config() *config.Broker           { return x.b.cfg }
 func (x backend) Image() *metadata.Image           { return x.b.Image() }
 func (x backend) Commit(r []metadata.Record) error { return x.b.commit(r) }
-func (x backend) NewTopicID() metadata.TopicID     { return newTopicID() }
+func (x backend) Reassign(reqs []controller.Reassignment, allowRFChange bool) ([]error, error) {
+	return x.b.reassign(reqs, allowRFChange)
+}
+func (x backend) NewTopicID() metadata.TopicID { return newTopicID() }
 func (x backend) AllocateProducerID() (int64, error) {
 	return x.b.allocateProducerID()
 }

@@ -167,6 +167,9 @@ type brokerController struct {
 
 	incarnation [16]byte
 	brokerEpoch atomic.Int64 // -1 until registered
+	// strayCheckedEpoch is the registration whose reconcile last looked
+	// for partition directories to delete (removeStrayPartitionDirs).
+	strayCheckedEpoch atomic.Int64
 	// logDirIDs are the directory ids of cfg.LogDirs, in order.
 	logDirIDs []metadata.DirectoryID
 	// previousCleanEpoch is the broker epoch up to which this broker's
@@ -243,6 +246,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.stopCtx, b.stopCancel = context.WithCancel(context.Background())
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
+	b.strayCheckedEpoch.Store(-1)
 	rand.Read(b.incarnation[:])
 	b.requestBytes = newBudget(cfg.QueuedMaxRequestBytes)
 	b.requestCount = newBudget(int64(cfg.QueuedMaxRequests))
@@ -375,9 +379,6 @@ func (b *Broker) Start() error {
 		}
 		if err := b.waitReconciled(context.Background(), b.Image().Version()); err != nil {
 			return err
-		}
-		if err := b.removeStrayPartitionDirs(); err != nil {
-			b.log.Warn("could not remove stray partition directories", "err", err)
 		}
 	}
 	return nil

@@ -76,10 +76,14 @@ type Stats struct {
 	DiskFull, BitFlips                        int
 	MessagesSent, Dropped                     int64
 	Elections                                 int
-	VotersAdded, VotersRemoved                int           // the operator's completed changes (FaultMix.Membership)
-	SnapshotsInstalled                        int           // metadata snapshots sent by a quorum leader
-	Converged                                 time.Duration // simulated time from heal to convergence
-	ACLAllowed, ACLDenied                     int64         // the ACL prober's writes served and refused (Options.ACLs)
+	VotersAdded, VotersRemoved                int // the operator's completed changes (FaultMix.Membership)
+	// Reassignments started and cancelled (KIP-455, asked of the active
+	// controller, which may refuse); Retired: replicas brokers deleted
+	// after a reassignment moved them away.
+	Reassignments, Cancels, Retired int
+	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
+	Converged                       time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied           int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.

@@ -88,6 +88,9 @@ type process struct {
 	inflight *proposal      // its proposal waiting to commit
 
 	brokerEpoch int64 // -1 until registered (sess.Epoch(), for the runtime's readers)
+	// sweptEpoch is the registration whose reconcile last swept the
+	// partition directories the image retires (node's strayCheckedEpoch).
+	sweptEpoch int64
 	// sess is the broker's side of its controller session, as node's.
 	sess       *ctrlcore.BrokerSession
 	parts      map[partKey]*replica
@@ -106,6 +109,10 @@ type process struct {
 	// for this process's membership change, nil if none.
 	quorumChange *quorumChangeWaiter
 }
+
+// metadataDir is the metadata quorum's directory under "data", never a
+// partition's.
+const metadataDir = "__cluster_metadata-0"
 
 type partKey struct {
 	topic metadata.TopicID
@@ -181,7 +188,7 @@ func (n *node) start() error {
 	n.up = true
 	n.incarnation++
 	n.pausedUntil, n.held = 0, nil
-	p := &process{n: n, controller: -1, brokerEpoch: -1,
+	p := &process{n: n, controller: -1, brokerEpoch: -1, sweptEpoch: -1,
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
 	// Broker.takeShutdownState: the previous process vouches for its
 	// epoch only if the machine did not reboot since.
@@ -219,7 +226,7 @@ func (n *node) start() error {
 		Dynamic:        dynamic,
 		Standalone:     dynamic && n.id == n.c.ids[0],
 		Self:           n.member(),
-		Dir:            path.Join("data", "__cluster_metadata-0"),
+		Dir:            path.Join("data", metadataDir),
 		FS:             n.fs,
 		ElectionTicks:  electionTicks,
 		HeartbeatTicks: 1,

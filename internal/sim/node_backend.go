@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
@@ -92,6 +93,12 @@ func (x backend) TopicConfig(t *metadata.Topic) (config.TopicConfig, error) {
 // not send: topics are created by the harness through the controller.
 func (x backend) Commit([]metadata.Record) error {
 	return fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
+}
+
+// Reassign: the simulator's reassignments are submitted to the
+// controller core by the schedule, as its topics are.
+func (x backend) Reassign([]controller.Reassignment, bool) ([]error, error) {
+	return nil, fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
 }
 
 func (x backend) Forward(r *api.Request, respond api.Respond) {

@@ -52,6 +52,7 @@ type FaultMix struct {
 	Pause        bool          // SIGSTOP a process, sometimes past the session timeout
 	DiskFull     bool          // a node's disk fills up for a while
 	BitFlip      bool          // a stored byte of a partition log rots
+	Reassign     bool          // an operator reassigns a partition (KIP-455), changing its replication factor at times, or cancels
 	// Membership makes the quorum dynamic and has an operator remove
 	// voters and add them back while the other faults go on.
 	Membership bool
@@ -118,6 +119,9 @@ func Swarm(seed uint64, duration time.Duration) Options {
 			Kill: r.IntN(2) == 0, PowerLoss: r.IntN(2) == 0, PowerLossAll: r.IntN(4) == 0,
 			Partition: r.IntN(2) == 0, OneWay: r.IntN(3) == 0, Pause: r.IntN(3) == 0, DiskFull: r.IntN(4) == 0,
 			BitFlip: r.IntN(6) == 0}
+		// Drawn from a source of its own, so every other choice of the
+		// seed (and the regressions pinned to seeds) stays as it was.
+		o.Faults.Reassign = rand.New(rand.NewPCG(seed, 0x4ea55)).IntN(2) == 0
 	}
 	o.Producers = []ProducerSpec{{Acks: -1, Idempotent: true}}
 	for range r.IntN(3) {

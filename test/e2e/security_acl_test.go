@@ -367,6 +367,14 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 	if _, err := anonAdm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("elect leaders without ALTER on the cluster: %v", err)
 	}
+	var move kadm.AlterPartitionAssignmentsReq
+	move.Assign("acl-open", 0, []int32{1})
+	if res, err := anonAdm.AlterPartitionAssignments(ctx, move); !errors.Is(err, kerr.ClusterAuthorizationFailed) && !errors.Is(res["acl-open"][0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("reassign partitions without ALTER on the cluster: %v %+v", err, res)
+	}
+	if _, err := anonAdm.ListPartitionReassignments(ctx, set); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("list partition reassignments without DESCRIBE on the cluster: %v", err)
+	}
 	da := kmsg.NewPtrDescribeACLsRequest()
 	da.ResourceType, da.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	da.Operation, da.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
