@@ -78,6 +78,9 @@ type Broker struct {
 	// InterBrokerSASLMechanism is sasl.mechanism.inter.broker.protocol.
 	InterBrokerSASLMechanism  string
 	FailedAuthenticationDelay time.Duration // connection.failed.authentication.delay.ms
+	// OAuthBearer is the OAUTHBEARER token validation; nil unless
+	// sasl.enabled.mechanisms lists OAUTHBEARER.
+	OAuthBearer *OAuthBearer
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
