@@ -94,6 +94,8 @@ type Backend interface {
 
 	// Groups is the consumer-group coordinator runtime.
 	Groups() GroupBackend
+	// Txns is the transaction coordinator runtime.
+	Txns() TxnBackend
 
 	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
 	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
