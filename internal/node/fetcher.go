@@ -75,6 +75,25 @@ func (m *fetcherManager) update() {
 	}
 }
 
+// checkLeaderConns makes a suspect of every leader whose replication
+// connection the peer has closed, as the kernel knows it now: a Metadata
+// answer checks first, because a client that saw the leader's connection
+// break asks for metadata within a millisecond or two, which may be before
+// the fetcher's own reader has noticed the same thing.
+func (m *fetcherManager) checkLeaderConns() {
+	m.mu.Lock()
+	var gone []int32
+	for id, f := range m.fetchers {
+		if c := f.current.Load(); c != nil && c.PeerClosed() {
+			gone = append(gone, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range gone {
+		m.b.suspect(id)
+	}
+}
+
 func (m *fetcherManager) stopAll() {
 	m.mu.Lock()
 	m.stopped = true
@@ -102,6 +121,8 @@ type replicaFetcher struct {
 	done chan struct{}
 	once sync.Once
 	conn *rpc.Conn
+	// current is conn, for checkLeaderConns on other goroutines.
+	current atomic.Pointer[rpc.Conn]
 	// roundMu is held for each exchange and its actions, so a pause can
 	// wait for the one in flight to end.
 	roundMu sync.Mutex
@@ -284,6 +305,7 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 		return nil, err
 	}
 	f.conn = conn
+	f.current.Store(conn)
 	f.mu.Lock()
 	f.sess.NewConnection()
 	f.mu.Unlock()

@@ -110,6 +110,21 @@ func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
 // Done is closed when the connection breaks or is closed.
 func (c *Conn) Done() <-chan struct{} { return c.closed }
 
+// PeerClosed reports whether the connection broke or the peer has closed
+// it, as far as the kernel knows right now (on Linux: the socket's TCP
+// state, which moves as soon as the peer's FIN or reset arrives, before
+// this connection's reader has run). A peer process that dies closes its
+// sockets at once, so this tells of its death about as early as its other
+// connections, a client's included, do.
+func (c *Conn) PeerClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+	}
+	return tcpPeerClosed(c.nc)
+}
+
 // Err is why the connection broke, once Done is closed.
 func (c *Conn) Err() error {
 	c.mu.Lock()
