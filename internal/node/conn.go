@@ -87,6 +87,9 @@ type conn struct {
 	// a handler's goroutine (the reader's own sends need no lock).
 	queueMu     sync.Mutex
 	queueClosed bool
+	// frameDone tells the reader, after dispatch, that the frame it read
+	// may go back to the buffer pool (a Produce's; owned by the reader).
+	frameDone bool
 
 	// pending counts answers queued but not yet written (or dropped): a
 	// connection waiting for one is not idle. lastActive is the time, in
@@ -188,6 +191,10 @@ func (c *conn) readLoop() {
 		if !handedOff {
 			release()
 		}
+		if c.frameDone {
+			c.frameDone = false
+			wire.ReleaseFrame(frame)
+		}
 		if !keepOpen {
 			return
 		}
@@ -243,7 +250,7 @@ func (c *conn) readFrame(br *bufio.Reader, maxFrame int32) (frame []byte, releas
 	if count, ok = requestCount.acquireBy(1, c.b.stop, timer.C); !ok {
 		return nil, nil, c.budgetWaitEnded()
 	}
-	frame, err = wire.ReadFrameBodyCharged(br, size, func(n int) error {
+	frame, err = wire.ReadFrameBodyPooled(br, size, func(n int) error {
 		got, ok := requestBytes.acquireBy(int64(n), c.b.stop, timer.C)
 		held += got
 		if !ok {
@@ -397,6 +404,12 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		}()
 		return true, true
 	}
+	// A Produce handler is done with the frame when it returns: every
+	// batch is appended (copied into the log) by then, and what waits
+	// for acks holds no byte of it. Other handlers may keep byte fields
+	// of their request (group protocol metadata, assignments), so only
+	// a Produce frame goes back to the pool.
+	c.frameDone = hdr.Key == int16(kmsg.Produce)
 	return c.serve(req, s), false
 }
 
