@@ -225,12 +225,15 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
-		resp, err := f.exchange(ctx, conn, step.Request)
+		resp, release, err := f.exchange(ctx, conn, step.Request)
 		cancel()
 		f.mu.Lock()
 		rd := f.sess.Answer(sessionNow(), resp, err)
 		f.mu.Unlock()
 		f.carryOut(rd)
+		// The appends copied the batches into the logs; nothing of
+		// the answer is used after this.
+		release()
 		f.roundMu.Unlock()
 		if rd.Backoff {
 			f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
@@ -245,18 +248,19 @@ func (f *replicaFetcher) run() {
 // reached, or whose connection breaks under a pending request (its
 // process most likely died), becomes a suspect; one that answers is
 // cleared.
-func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.Request) (kmsg.Response, error) {
-	resp, err := conn.Request(ctx, req)
+// The answer's frame goes back to the buffer pool with release (never nil).
+func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.Request) (kmsg.Response, func(), error) {
+	resp, release, err := conn.RequestPooled(ctx, req)
 	if err != nil {
 		select {
 		case <-conn.Done():
 			f.b.suspect(f.leader)
 		default:
 		}
-		return nil, err
+		return nil, release, err
 	}
 	f.b.clearSuspect(f.leader)
-	return resp, nil
+	return resp, release, nil
 }
 
 // carryOut does what an answer led to, on the partitions' follower side.

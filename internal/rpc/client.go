@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/wire"
 )
 
 // MaxResponseBytes bounds one response frame.
@@ -37,6 +39,9 @@ type call struct {
 	resp kmsg.Response
 	err  error
 	done chan struct{}
+	// frame is the response frame resp was decoded from (and whose bytes
+	// resp's byte fields are), from the wire buffer pool.
+	frame []byte
 }
 
 // Conn is one connection to a peer.
@@ -142,17 +147,29 @@ func (c *Conn) Close() error {
 // answer or for ctx. A context that ends leaves the connection usable; the
 // late answer is discarded.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := c.RequestPooled(ctx, req)
+	return resp, err
+}
+
+// RequestPooled is Request for a caller that is done with the answer at
+// some point: release gives the response frame (which the answer's byte
+// fields, a fetch answer's records, point into) back to the buffer pool,
+// after which nothing of the answer may be used. A follower's fetch
+// answers are megabytes each and copied into its log; without this, each
+// cost a fresh buffer of its size. release is never nil.
+func (c *Conn) RequestPooled(ctx context.Context, req kmsg.Request) (kmsg.Response, func(), error) {
+	noop := func() {}
 	cl := &call{req: req, resp: req.ResponseKind(), done: make(chan struct{})}
 	cl.resp.SetVersion(req.GetVersion())
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, err
+		return nil, noop, err
 	}
 	if len(c.pending) >= maxPending {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("rpc: %d requests already in flight to %s", maxPending, c.RemoteAddr())
+		return nil, noop, fmt.Errorf("rpc: %d requests already in flight to %s", maxPending, c.RemoteAddr())
 	}
 	id := c.nextID
 	c.nextID++
@@ -177,12 +194,12 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 
 	select {
 	case <-cl.done:
-		return cl.resp, cl.err
+		return cl.resp, func() { wire.ReleaseFrame(cl.frame); cl.frame = nil }, cl.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
-		return nil, ctx.Err()
+		return nil, noop, ctx.Err()
 	}
 }
 
@@ -199,7 +216,9 @@ func (c *Conn) readLoop() {
 			c.fail(fmt.Errorf("rpc: response frame of %d bytes from %s", n, c.RemoteAddr()))
 			return
 		}
-		frame := make([]byte, n)
+		// The peer is a node of this cluster and n is bounded: the buffer
+		// is taken whole rather than grown as bytes arrive.
+		frame := wire.FrameBuffer(int(n))
 		if _, err := io.ReadFull(br, frame); err != nil {
 			c.fail(fmt.Errorf("rpc: read from %s: %w", c.RemoteAddr(), err))
 			return
@@ -210,8 +229,10 @@ func (c *Conn) readLoop() {
 		delete(c.pending, id)
 		c.mu.Unlock()
 		if !ok {
+			wire.ReleaseFrame(frame)
 			continue // the caller gave up on it
 		}
+		cl.frame = frame
 		body := frame[4:]
 		if cl.resp.IsFlexible() && cl.req.Key() != 18 {
 			var err error

@@ -100,7 +100,13 @@ func ReadFrameBodyPooled(r io.Reader, size int32, charge func(n int) error) ([]b
 	return buf, nil
 }
 
-// ReleaseFrame gives a frame of ReadFrameBodyPooled back to the pool.
+// FrameBuffer is a buffer of length n from the buffer pool, for a frame
+// whose size is trusted (an answer from another node of the cluster, with
+// a bounded size); give it back with ReleaseFrame.
+func FrameBuffer(n int) []byte { return getBuffer(n) }
+
+// ReleaseFrame gives a frame of ReadFrameBodyPooled or FrameBuffer back
+// to the pool.
 // Nothing may use its bytes afterwards.
 func ReleaseFrame(frame []byte) { putBuffer(frame) }
 

@@ -21,6 +21,24 @@ import (
 func TestLargeProducesFromPooledFrames(t *testing.T) {
 	tb := startBroker(t)
 	tb.createTopic("pooled", 2, nil)
+	checkLargeProduces(t, tb.client, "pooled")
+}
+
+// TestLargeReplicatedProducesFromPooledFrames is the same with three
+// replicas that must all have every batch before it is acknowledged
+// (min.insync.replicas=3): the followers append what they fetched out of
+// pooled answer frames (rpc.Conn.RequestPooled), each batch's CRC checked
+// on the way in, and a frame reused too early would fail the append and
+// with it the acknowledgement.
+func TestLargeReplicatedProducesFromPooledFrames(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	haltAllAtEnd(t, c)
+	ctx := testContext(t, time.Minute)
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), "pooled-rf3", 2, 3, map[string]string{"min.insync.replicas": "3"})
+	checkLargeProduces(t, c.client, "pooled-rf3")
+}
+
+func checkLargeProduces(t *testing.T, client func(...kgo.Opt) *kgo.Client, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const perProducer, size = 300, 40 << 10 // ~12 MiB each, batches up to 1 MiB
@@ -30,11 +48,11 @@ func TestLargeProducesFromPooledFrames(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*perProducer)
 	for p := range 2 {
-		cl := tb.client(kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
+		cl := client(kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
 		defer cl.Close()
 		for i := range perProducer {
 			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Topic: "pooled", Key: []byte(fmt.Sprintf("%d-%d", p, i)), Value: value(p, i)},
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("%d-%d", p, i)), Value: value(p, i)},
 				func(_ *kgo.Record, err error) {
 					if err != nil {
 						errs <- err
@@ -48,7 +66,7 @@ func TestLargeProducesFromPooledFrames(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("produce: %v", err)
 	}
-	consumer := tb.client(kgo.ConsumeTopics("pooled"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumer := client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]bool{}
 	for len(seen) < 2*perProducer {
 		fs := consumer.PollFetches(ctx)
