@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/wire"
@@ -50,6 +51,30 @@ type slot struct {
 	// rawToken is sent as a bare size-prefixed frame if rawOK.
 	raw, rawOK bool
 	rawToken   []byte
+	// recycle are pooled buffers the answer refers to (a fetch answer's
+	// records, api.Request.Recycle), given back to internal/bufpool once
+	// the answer is encoded. recycleMu: handlers add them on their
+	// goroutines.
+	recycleMu sync.Mutex
+	recycle   [][]byte
+}
+
+func (s *slot) keep(buf []byte) {
+	s.recycleMu.Lock()
+	s.recycle = append(s.recycle, buf)
+	s.recycleMu.Unlock()
+}
+
+// giveBack returns the answer's pooled buffers: nothing refers to them
+// once it is encoded (or dropped).
+func (s *slot) giveBack() {
+	s.recycleMu.Lock()
+	bufs := s.recycle
+	s.recycle = nil
+	s.recycleMu.Unlock()
+	for _, b := range bufs {
+		bufpool.Put(b)
+	}
 }
 
 func (s *slot) respond(resp kmsg.Response) {
@@ -396,7 +421,8 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
-		Principal: c.principal, SASL: c.saslSession(), ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
+		Principal: c.principal, SASL: c.saslSession(), ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers,
+		Recycle: s.keep}
 	if spec.Blocking {
 		go func() {
 			defer release()
@@ -565,6 +591,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 	}
 	switch {
 	case failed:
+		s.giveBack()
 		return
 	case s.raw && s.rawOK:
 		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(s.rawToken)))
@@ -576,6 +603,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		buf = wire.AppendResponse(wire.ResponseBuffer(buf, s.resp), s.hdr, s.resp)
 	}
 	s.resp = nil // the encoded copy is all that is needed now
+	s.giveBack()
 	c.fetchEncoded(s, len(buf))
 	if _, err := bw.Write(buf); err != nil {
 		failed = true

@@ -270,14 +270,15 @@ func (p *partition) controllerChanged() {
 }
 
 // read serves a fetch: whole batches from offset, below the high watermark
-// for consumers, below the log end for followers.
-func (p *partition) read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+// for consumers, below the log end for followers; with pooled into a
+// buffer from internal/bufpool (replica.ReadLog).
+func (p *partition) read(offset int64, maxBytes int, minOneBatch, fromReplica, pooled bool) (api.FetchResult, error) {
 	hw := p.highWatermark.Load()
 	if p.offline.Load() {
 		return api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
 	}
-	res, err := replica.ReadLog(p.log, hw, offset, maxBytes, minOneBatch, fromReplica)
+	res, err := replica.ReadLog(p.log, hw, offset, maxBytes, minOneBatch, fromReplica, pooled)
 	if errors.Is(err, kerr.KafkaStorageError) {
 		p.b.log.Error("read failed", "partition", p.name(), "offset", offset, "err", err)
 	}

@@ -93,8 +93,10 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 }
 
 // ReadLog serves a fetch from log: whole batches from offset, below the
-// high watermark hw for consumers, below the log end for followers.
-func ReadLog(log *storage.Log, hw, offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+// high watermark hw for consumers, below the log end for followers. With
+// pooled the records are read into a buffer from internal/bufpool
+// (storage.Log.ReadPooled) that the caller owns.
+func ReadLog(log *storage.Log, hw, offset int64, maxBytes int, minOneBatch, fromReplica, pooled bool) (api.FetchResult, error) {
 	res := api.FetchResult{HighWatermark: hw, LogStartOffset: log.LogStartOffset()}
 	leo := log.LogEndOffset()
 	if offset < res.LogStartOffset || offset > leo {
@@ -107,7 +109,11 @@ func ReadLog(log *storage.Log, hw, offset int64, maxBytes int, minOneBatch, from
 	if offset >= upTo {
 		return res, nil
 	}
-	data, err := log.Read(offset, maxBytes, upTo, minOneBatch)
+	read := log.Read
+	if pooled {
+		read = log.ReadPooled
+	}
+	data, err := read(offset, maxBytes, upTo, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange
@@ -147,7 +153,7 @@ func (r *Replica) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool
 		return api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, r.name)
 	}
-	return ReadLog(r.log, r.hw, offset, maxBytes, minOneBatch, fromReplica)
+	return ReadLog(r.log, r.hw, offset, maxBytes, minOneBatch, fromReplica, false)
 }
 
 // Admit is Source.Admit for a wrapper without a lock of its own.

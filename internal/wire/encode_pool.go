@@ -2,10 +2,12 @@ package wire
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // Large response buffers (fetch responses carry up to fetch.max.bytes of
-// records) come from the buffer pool (buffer_pool.go) instead of being
+// records) come from the buffer pool (internal/bufpool) instead of being
 // allocated for each response: a connection does not keep one (that would
 // pin memory per idle connection), and a fresh one per response was half
 // of the heap the fetch path allocated, plus its growth copies while
@@ -29,7 +31,7 @@ func ResponseBuffer(dst []byte, resp kmsg.Response) []byte {
 	if need <= cap(dst) || need < minPooledResponse {
 		return dst[:0]
 	}
-	return getBuffer(need)[:0]
+	return bufpool.Get(need)[:0]
 }
 
 // ReleaseResponseBuffer takes back a buffer of at least 1 MiB once it is
@@ -39,7 +41,7 @@ func ReleaseResponseBuffer(b []byte) []byte {
 	if cap(b) < minPooledResponse {
 		return b
 	}
-	putBuffer(b)
+	bufpool.Put(b)
 	return nil
 }
 

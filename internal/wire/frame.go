@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // DefaultMaxFrameBytes is Kafka's socket.request.max.bytes default (100 MiB).
@@ -90,7 +92,7 @@ func ReadFrameBodyCharged(r io.Reader, size int32, charge func(n int) error) ([]
 // pool: a 1 MiB produce request allocated 2 MiB before. Give the frame
 // back with ReleaseFrame once nothing refers to its bytes any more.
 func ReadFrameBodyPooled(r io.Reader, size int32, charge func(n int) error) ([]byte, error) {
-	buf, err := readGrowingWith(r, int(size), charge, getBuffer, putBuffer)
+	buf, err := readGrowingWith(r, int(size), charge, bufpool.Get, bufpool.Put)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -103,12 +105,12 @@ func ReadFrameBodyPooled(r io.Reader, size int32, charge func(n int) error) ([]b
 // FrameBuffer is a buffer of length n from the buffer pool, for a frame
 // whose size is trusted (an answer from another node of the cluster, with
 // a bounded size); give it back with ReleaseFrame.
-func FrameBuffer(n int) []byte { return getBuffer(n) }
+func FrameBuffer(n int) []byte { return bufpool.Get(n) }
 
 // ReleaseFrame gives a frame of ReadFrameBodyPooled or FrameBuffer back
 // to the pool.
 // Nothing may use its bytes afterwards.
-func ReleaseFrame(frame []byte) { putBuffer(frame) }
+func ReleaseFrame(frame []byte) { bufpool.Put(frame) }
 
 // readGrowing reads exactly size bytes into a buffer that starts at
 // frameChunkBytes and doubles each time it fills, so memory follows the
