@@ -304,15 +304,36 @@ func (p *peer) watch(conn net.Conn) <-chan struct{} {
 		if errors.Is(err, net.ErrClosed) || p.t.ctx.Err() != nil {
 			return // closed here
 		}
-		if p.refused() {
-			p.logger.Info("raft peer closed its connection and its port refuses connections: treating it as down")
-			if p.reporter != nil {
-				p.reporter.ReportDown(p.id)
+		// A process being killed closes its sockets in no set order:
+		// its listener may still take a connection for a moment after
+		// this one ended, so a probe that connects is tried again.
+		for try := range downProbes {
+			if try > 0 {
+				select {
+				case <-p.t.ctx.Done():
+					return
+				case <-time.After(downProbeGap):
+				}
+			}
+			if p.refused() {
+				p.logger.Info("raft peer closed its connection and its port refuses connections: treating it as down")
+				if p.reporter != nil {
+					p.reporter.ReportDown(p.id)
+				}
+				return
 			}
 		}
 	}()
 	return closed
 }
+
+// downProbes and downProbeGap bound how a peer whose connection ended is
+// probed: a live peer (one that closed an idle connection) costs this
+// many connections, a dead one is known within downProbeGap or two.
+const (
+	downProbes   = 3
+	downProbeGap = 20 * time.Millisecond
+)
 
 // refused reports whether a connection to the peer's address is refused:
 // no process listens there.
