@@ -63,7 +63,7 @@ type liveBroker struct {
 // the test follows the file rather than repeating its ports.
 func liveBrokers(t *testing.T) []liveBroker {
 	t.Helper()
-	_, brokers := loadCompose(t)
+	_, brokers := loadCompose(t, composePath)
 	var out []liveBroker
 	for _, b := range brokers {
 		lb := liveBroker{service: b.service, nodeID: b.cfg.NodeID}

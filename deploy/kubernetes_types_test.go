@@ -70,7 +70,19 @@ type podSpec struct {
 			} `yaml:"preferredDuringSchedulingIgnoredDuringExecution"`
 		} `yaml:"podAntiAffinity"`
 	} `yaml:"affinity"`
-	Containers []container `yaml:"containers"`
+	Containers    []container `yaml:"containers"`
+	Volumes       []volume    `yaml:"volumes"`
+	RestartPolicy string      `yaml:"restartPolicy"`
+}
+
+// volume is a pod volume; the manifests mount Secrets only (claims come
+// from volumeClaimTemplates).
+type volume struct {
+	Name   string `yaml:"name"`
+	Secret *struct {
+		SecretName  string `yaml:"secretName"`
+		DefaultMode *int   `yaml:"defaultMode"`
+	} `yaml:"secret"`
 }
 
 type podSecurityContext struct {
@@ -87,6 +99,7 @@ type podSecurityContext struct {
 type container struct {
 	Name            string                   `yaml:"name"`
 	Image           string                   `yaml:"image"`
+	Command         []string                 `yaml:"command"`
 	ImagePullPolicy string                   `yaml:"imagePullPolicy"`
 	Ports           []containerPort          `yaml:"ports"`
 	Env             []envVar                 `yaml:"env"`
@@ -101,6 +114,7 @@ type container struct {
 type volumeMount struct {
 	Name      string `yaml:"name"`
 	MountPath string `yaml:"mountPath"`
+	ReadOnly  bool   `yaml:"readOnly"`
 }
 
 type containerPort struct {
@@ -180,5 +194,16 @@ type podDisruptionBudget struct {
 		MaxUnavailable *intOrString  `yaml:"maxUnavailable"`
 		MinAvailable   *intOrString  `yaml:"minAvailable"`
 		Selector       labelSelector `yaml:"selector"`
+	} `yaml:"spec"`
+}
+
+// job runs a tool once (deploy/kubernetes-secure's create-admin).
+type job struct {
+	APIVersion string     `yaml:"apiVersion"`
+	Kind       string     `yaml:"kind"`
+	Metadata   objectMeta `yaml:"metadata"`
+	Spec       struct {
+		BackoffLimit int         `yaml:"backoffLimit"`
+		Template     podTemplate `yaml:"template"`
 	} `yaml:"spec"`
 }

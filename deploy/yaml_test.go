@@ -32,7 +32,13 @@ func readFile(t *testing.T, path string) string {
 // syntax error.
 func yamlDocuments(t *testing.T, path string) []*yaml.Node {
 	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(readFile(t, path))))
+	return yamlDocumentsOf(t, path, []byte(readFile(t, path)))
+}
+
+// yamlDocumentsOf splits data, read from where, into its YAML documents.
+func yamlDocumentsOf(t *testing.T, where string, data []byte) []*yaml.Node {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
 	for {
 		var doc yaml.Node
@@ -41,7 +47,7 @@ func yamlDocuments(t *testing.T, path string) []*yaml.Node {
 			return docs
 		}
 		if err != nil {
-			t.Fatalf("%s: document %d is not valid YAML: %v", path, len(docs)+1, err)
+			t.Fatalf("%s: document %d is not valid YAML: %v", where, len(docs)+1, err)
 		}
 		docs = append(docs, &doc)
 	}

@@ -56,6 +56,13 @@ echo "== test"
 # below, with the invariants tag, instead of twice.
 go test -count=1 -timeout 15m -skip '^TestCluster' ./...
 
+# confluent-kafka-go links the librdkafka its module bundles, so its part
+# of the security client matrix (TestSecureClients, skipped above where
+# cgo is off) runs here with cgo; gcc is on every machine of this kind.
+echo "== test (cgo: confluent-kafka-go)"
+CGO_ENABLED=1 go vet ./test/e2e/
+CGO_ENABLED=1 go test -count=1 -run '^TestSecureClients$/^confluent-kafka-go/' ./test/e2e/
+
 # Once more with broken invariants panicking where they are found
 # (internal/invariant): the replica core, the simulator's seeds and the
 # in-process cluster tests.

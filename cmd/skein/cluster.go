@@ -17,13 +17,14 @@ import (
 )
 
 func init() {
-	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories", run: clientCommand(runCluster)}
+	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories; the controller quorum", run: clientCommand(runCluster)}
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs [flags]", map[string]clientRun{
+	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs|quorum [flags]", map[string]clientRun{
 		"describe": runClusterDescribe,
 		"log-dirs": runClusterLogDirs,
+		"quorum":   runClusterQuorum,
 	})
 }
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/skein-log/skein/internal/devca"
 	"github.com/skein-log/skein/internal/devcluster"
 )
 
@@ -28,6 +30,8 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	demo := fs.Bool("demo", false, "run the replication and failover demo, then stop")
 	failovers := fs.Int("failover-runs", 0, "measure failover: kill the leader this many times and report the time to the first acks=all write acknowledged by the new leader")
 	verbose := fs.Bool("v", false, "show broker logs on stderr (they always go to <data>/broker-N.log)")
+	secure := fs.Bool("secure", false, "TLS and SCRAM-SHA-512 on the client ports, mutual TLS between the nodes (on port+3 and the controller ports), "+
+		"ACLs enforced; a throwaway CA in <data>/tls; prints the client properties of the users admin and alice")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,8 +44,8 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	if *controllers < 0 || *brokers+*controllers > 9 {
 		return errors.New("--controllers must be at least 0, and brokers plus controllers at most 9")
 	}
-	if *base < 1024 || *base+100*(*brokers+*controllers-1)+2 > 65535 {
-		return fmt.Errorf("--port %d: want 1024 to %d", *base, 65535-100*(*brokers+*controllers-1)-2)
+	if *base < 1024 || *base+100*(*brokers+*controllers-1)+3 > 65535 {
+		return fmt.Errorf("--port %d: want 1024 to %d", *base, 65535-100*(*brokers+*controllers-1)-3)
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -59,6 +63,15 @@ func runDev(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("--data %s: %w", dir, err)
 	}
 	cfg := devcluster.Config{Bin: bin, Dir: dir, Brokers: *brokers, Controllers: *controllers, Ports: devcluster.BasePorts(*base)}
+	if *secure {
+		ca, err := devca.Ensure(filepath.Join(dir, "tls"), time.Now())
+		if err != nil {
+			return err
+		}
+		if cfg.Secure, err = devcluster.PrepareSecure(dir, ca); err != nil {
+			return err
+		}
+	}
 	if *verbose {
 		cfg.Output = func(int) io.Writer { return s.err }
 	}
@@ -73,10 +86,18 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	readyCtx, cancel := context.WithTimeout(ctx, devReadyTimeout)
 	err = c.WaitReady(readyCtx)
 	cancel()
+	if err == nil && *secure {
+		readyCtx, cancel := context.WithTimeout(ctx, devReadyTimeout)
+		err = c.SetUpUsers(readyCtx)
+		cancel()
+	}
 	if err != nil {
 		return devInterrupted(ctx, err)
 	}
 	fmt.Fprintf(s.out, "skein dev: %d brokers on %s, data in %s\n", c.Brokers(), strings.Join(c.Addrs(), ","), dir)
+	if *secure {
+		printSecure(s.out, c, cfg.Secure, dir)
+	}
 	if admin := c.AdminAddrs(); len(admin) > 0 {
 		urls := make([]string, len(admin))
 		for i, a := range admin {
@@ -114,6 +135,20 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	case i := <-exited:
 		return fmt.Errorf("%s stopped by itself (see %s); stopping the cluster", c.Name(i), c.LogPath(i))
 	}
+}
+
+// printSecure tells how to reach a --secure cluster.
+func printSecure(out io.Writer, c *devcluster.Cluster, sec *devcluster.Secure, dir string) {
+	fmt.Fprintf(out, "skein dev: SASL_SSL with SCRAM-SHA-512 on the client ports; nodes over mutual TLS on %s and the controller ports; CA %s\n",
+		strings.Join(c.InternalAddrs(), ","), sec.CA.CA)
+	for _, u := range []struct{ name, role string }{
+		{devcluster.AdminUser, "super user"},
+		{devcluster.AliceUser, "ACLs: ALL on every topic and group"},
+	} {
+		path := sec.PropertiesFile(dir, u.name)
+		fmt.Fprintf(out, "\nskein dev: %s (%s): %s\n%s", u.name, u.role, path, sec.ClientProperties(u.name, sec.Users[u.name]))
+	}
+	fmt.Fprintf(out, "\ntry: skein topic list --bootstrap-server %s --command-config %s\n\n", c.Addrs()[0], sec.PropertiesFile(dir, devcluster.AdminUser))
 }
 
 // devInterrupted says "interrupted" for an error that Ctrl-C caused, so

@@ -236,7 +236,7 @@ func processesMentioning(t *testing.T, s string) []string {
 func devBase(t *testing.T, n int, hosts ...string) int {
 	var offsets []int
 	for i := range n {
-		offsets = append(offsets, 100*i, 100*i+1, 100*i+2)
+		offsets = append(offsets, 100*i, 100*i+1, 100*i+2, 100*i+3)
 	}
 	if len(hosts) == 0 {
 		hosts = []string{"127.0.0.1"}

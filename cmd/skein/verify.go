@@ -38,6 +38,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	fs.IntVar(&cfg.Rate, "rate", 200, "records per second per producer")
 	fs.StringVar(&cfg.Out, "out", "", "directory for history.json, timeline.html, verdict.txt and the local cluster's data (default: a new temporary directory)")
 	fs.StringVar(&cfg.Bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no faults then, unless --compose)")
+	commandConfig := fs.String("command-config", "", "Kafka client properties file securing the --bootstrap-server cluster's clients: security.protocol, ssl.truststore.location, ssl.keystore.location, sasl.mechanism, sasl.jaas.config (or sasl.username/sasl.password)")
 	fs.StringVar(&cfg.Compose, "compose", "", "Compose project of the --bootstrap-server cluster (deploy/docker-compose.yml): faults hit its containers with docker kill, pause, stop and network disconnect")
 	fs.IntVar(&cfg.Port, "port", 19092, "client port of local broker 1; broker N listens on port+100*(N-1), its controller on that +1")
 	fs.StringVar(&cfg.Topic, "topic", "", "topic to create (default: verify-<seed>-<time>); must not exist")
@@ -95,6 +96,17 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 			return nil, errors.New("--nemesis needs the local cluster or --compose: faults are not inflicted on a cluster given by --bootstrap-server alone")
 		}
 		cfg.Nemesis, cfg.NemesisName = nil, "none"
+	}
+	if *commandConfig != "" {
+		if cfg.Bootstrap == "" {
+			return nil, errors.New("--command-config needs --bootstrap-server: the local cluster is plaintext")
+		}
+		flags := &clusterFlags{bootstrap: cfg.Bootstrap, commandConfig: *commandConfig}
+		opts, err := flags.opts()
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientOpts = opts[1:] // the security; chaos adds the seeds
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = now.UnixNano()%1_000_000 + 1 // short enough to type again

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -117,5 +119,29 @@ func TestParseVerifyFlags(t *testing.T) {
 				t.Error(msg)
 			}
 		})
+	}
+}
+
+// TestVerifyCommandConfig: --command-config secures the clients of a
+// --bootstrap-server cluster; the local cluster is plaintext, so it needs
+// one.
+func TestVerifyCommandConfig(t *testing.T) {
+	props := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(props, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=alice\nsasl.password=pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := streams{out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	if _, err := parseVerifyFlags([]string{"--command-config", props}, s, verifyNow); err == nil || !strings.Contains(err.Error(), "--command-config needs --bootstrap-server") {
+		t.Fatalf("without --bootstrap-server: %v", err)
+	}
+	cfg, err := parseVerifyFlags([]string{"--bootstrap-server", "127.0.0.1:9092", "--command-config", props}, s, verifyNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.ClientOpts) == 0 {
+		t.Error("no client options from the properties")
+	}
+	if _, err := parseVerifyFlags([]string{"--bootstrap-server", "127.0.0.1:9092", "--command-config", props + ".missing"}, s, verifyNow); err == nil {
+		t.Error("a missing properties file was accepted")
 	}
 }

@@ -16,6 +16,11 @@ package api
 // refuses are named in record_errors (KIP-467). acks=0 gets no response
 // at all; acks=1 and acks=all are answered when the backend says the batch
 // is as durable as the topic's contract requires.
+//
+// Transactional batches (KIP-98) need the request's transactional_id, and
+// WRITE on it when an authorizer is set; control batches (markers) come
+// only from the transaction coordinator through WriteTxnMarkers and are
+// refused here with INVALID_RECORD, as Kafka refuses them from clients.
 
 import (
 	"sync"
@@ -75,6 +80,10 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		respond(resp)
 	}
 
+	// A transactional producer needs WRITE on its transactional id, as in
+	// Kafka (its transactional batches are then checked per partition by
+	// the producer state).
+	txnRefused := req.TransactionID != nil && !s.allowed(r, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionID)
 	im := s.Backend.Image()
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -99,12 +108,11 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 				sp.ErrorCode = ErrorCode(terr)
 				continue
 			}
-			if req.TransactionID != nil {
+			if txnRefused {
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				sp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this broker")
 				continue
 			}
-			batches, err := validateProduceRecords(rp.Records, tc.MaxMessageBytes, rules, req.Version)
+			batches, err := validateProduceRecords(rp.Records, tc.MaxMessageBytes, rules, req.Version, req.TransactionID != nil)
 			if err != nil {
 				fillPartitionError(sp, err, req.Version)
 				continue

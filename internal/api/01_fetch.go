@@ -6,8 +6,11 @@ package api
 // changed and get only those with news. v13+ names topics by id. v15 moves
 // the replica id into ReplicaState.
 //
-// Consumers read only below the high watermark. Long polls wait inside the
-// backend on partition events, never with a goroutine per request.
+// Consumers read only below the high watermark; read_committed ones
+// (isolation_level 1) only below the last stable offset, and get the
+// aborted transactions overlapping what they read, whose records they
+// drop. Long polls wait inside the backend on partition events, never with
+// a goroutine per request.
 
 import (
 	"time"
@@ -55,12 +58,18 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 		respond(resp)
 		return
 	}
+	if req.IsolationLevel != ReadUncommitted && req.IsolationLevel != ReadCommitted {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		respond(resp)
+		return
+	}
 	params := FetchParams{
-		ReplicaID: replicaID,
-		MaxWait:   clampDuration(time.Duration(req.MaxWaitMillis)*time.Millisecond, 0, maxFetchWait),
-		MinBytes:  req.MinBytes,
-		MaxBytes:  req.MaxBytes,
-		Recycle:   r.Recycle,
+		ReplicaID:      replicaID,
+		IsolationLevel: req.IsolationLevel,
+		MaxWait:        clampDuration(time.Duration(req.MaxWaitMillis)*time.Millisecond, 0, maxFetchWait),
+		MinBytes:       req.MinBytes,
+		MaxBytes:       req.MaxBytes,
+		Recycle:        r.Recycle,
 	}
 	if params.MaxBytes <= 0 || params.MaxBytes > maxFetchResponseBytes {
 		params.MaxBytes = maxFetchResponseBytes
@@ -147,7 +156,15 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			sp := &answers[slots[i]]
 			sp.ErrorCode = ErrorCode(res.Err)
 			sp.HighWatermark = res.HighWatermark
-			sp.LastStableOffset = res.HighWatermark
+			sp.LastStableOffset = res.LastStableOffset
+			if res.AbortedTxns != nil {
+				sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTxns))
+				for j, a := range res.AbortedTxns {
+					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+					sp.AbortedTransactions[j] = at
+				}
+			}
 			sp.LogStartOffset = res.LogStartOffset
 			sp.RecordBatches = res.Records
 			if res.Diverging != nil {

@@ -3,8 +3,11 @@ package api
 // ListOffsets: versions 1-7. Timestamps -1 (latest: the high watermark),
 // -2 (earliest: the log start offset), -3 (v7+: the record with the largest
 // timestamp), or a real timestamp (the first record at or after it).
+// v2+ carries the isolation level: read_committed (1) answers latest with
+// the last stable offset and looks no further than it, as Kafka does.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
@@ -33,7 +36,16 @@ func handleListOffsets(s *Server, r *Request, respond Respond) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			res, err := s.Backend.ListOffset(t.ID, rp.Partition, rp.Timestamp)
+			isolation := ReadUncommitted
+			if req.Version >= 2 {
+				isolation = req.IsolationLevel
+			}
+			if isolation != ReadUncommitted && isolation != ReadCommitted {
+				sp.ErrorCode = kerr.InvalidRequest.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			res, err := s.Backend.ListOffset(t.ID, rp.Partition, rp.Timestamp, isolation)
 			if err != nil {
 				sp.ErrorCode = ErrorCode(err)
 			} else {

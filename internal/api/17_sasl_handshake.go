@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 17, MinVersion: 0, MaxVersion: 1, Handle: handleSaslHandshake})
+	register(Spec{Key: 17, MinVersion: 0, MaxVersion: 1, Handle: handleSaslHandshake, ForControllers: true})
 }
 
 func handleSaslHandshake(s *Server, r *Request, respond Respond) {

@@ -3,16 +3,20 @@ package api
 // SaslAuthenticate: versions 0-2. Carries one step of the mechanism's
 // exchange chosen by SaslHandshake. A failure answers
 // SASL_AUTHENTICATION_FAILED (after connection.failed.authentication.delay.ms)
-// and the connection is closed. session_lifetime_ms (v1+) stays 0: the
-// broker does not ask for re-authentication (KIP-368 is not served).
+// and the connection is closed. session_lifetime_ms (v1+) is
+// connections.max.reauth.ms for the listener and mechanism (0: the
+// session does not expire); the client then re-authenticates on the same
+// connection before it passes (KIP-368, node/conn_auth.go).
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: handleSaslAuthenticate})
+	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: handleSaslAuthenticate, ForControllers: true})
 }
 
 func handleSaslAuthenticate(s *Server, r *Request, respond Respond) {
@@ -25,8 +29,9 @@ func handleSaslAuthenticate(s *Server, r *Request, respond Respond) {
 		respond(resp)
 		return
 	}
-	r.SASL.Authenticate(req.SASLAuthBytes, func(code int16, message string, token []byte) {
+	r.SASL.Authenticate(r.Version, req.SASLAuthBytes, func(code int16, message string, token []byte, lifetime time.Duration) {
 		resp.ErrorCode = code
+		resp.SessionLifetimeMillis = lifetime.Milliseconds()
 		if message != "" {
 			resp.ErrorMessage = &message
 		}

@@ -8,8 +8,6 @@ package api
 // epochs per ISR member, which we accept and check only by membership.
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/metadata"
@@ -24,19 +22,7 @@ func handleAlterPartition(s *Server, r *Request, respond Respond) {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
 	// Every partition's slot is laid out first; each decision fills its
 	// own as it is answered, and the last one sends the answer.
-	var (
-		mu      sync.Mutex
-		pending = 1 // held until every partition is dispatched
-	)
-	finish := func() {
-		mu.Lock()
-		pending--
-		last := pending == 0
-		mu.Unlock()
-		if last {
-			respond(resp)
-		}
-	}
+	answer := newCountdown(func() { respond(resp) })
 	type slot struct{ t, p int }
 	var slots []slot
 	for ti, rt := range req.Topics {
@@ -50,7 +36,6 @@ func handleAlterPartition(s *Server, r *Request, respond Respond) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	pending += len(slots)
 	for _, sl := range slots {
 		rt, rp := req.Topics[sl.t], req.Topics[sl.t].Partitions[sl.p]
 		isr := rp.NewISR
@@ -61,11 +46,11 @@ func handleAlterPartition(s *Server, r *Request, respond Respond) {
 			}
 		}
 		sp := &resp.Topics[sl.t].Partitions[sl.p]
+		answer.add()
 		s.Backend.Controller().AlterPartition(AlterPartitionParams{
 			BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, Topic: metadata.TopicID(rt.TopicID),
 			Partition: rp.Partition, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: isr,
 		}, func(p metadata.Partition, err error) {
-			mu.Lock()
 			sp.ErrorCode = ErrorCode(err)
 			if err == nil {
 				sp.LeaderID = p.Leader
@@ -73,9 +58,8 @@ func handleAlterPartition(s *Server, r *Request, respond Respond) {
 				sp.ISR = p.ISR
 				sp.PartitionEpoch = p.PartitionEpoch
 			}
-			mu.Unlock()
-			finish()
+			answer.finish()
 		})
 	}
-	finish()
+	answer.finish()
 }

@@ -2,9 +2,9 @@ package api
 
 // DescribeProducers: version 0 (KIP-664). The leader of each partition
 // lists the idempotent producers it holds state for: id, epoch, last
-// sequence and last timestamp. Skein has no transactions, so the
-// coordinator epoch and the current transaction's start offset are always
-// -1. A partition led elsewhere answers NOT_LEADER_OR_FOLLOWER (clients
+// sequence, last timestamp, the epoch of the transaction coordinator whose
+// marker it last applied, and the first offset of its open transaction on
+// the partition (-1 for none). A partition led elsewhere answers NOT_LEADER_OR_FOLLOWER (clients
 // send each partition to its leader).
 
 import (
@@ -25,13 +25,20 @@ type ProducerState struct {
 	Epoch         int16
 	LastSequence  int32 // -1 before any data batch of this epoch
 	LastTimestamp int64
+	// CoordinatorEpoch is the epoch of the coordinator whose marker was
+	// applied last, -1 before any.
+	CoordinatorEpoch int32
+	// CurrentTxnStartOffset is the first offset of the producer's open
+	// transaction here, -1 for none.
+	CurrentTxnStartOffset int64
 }
 
 // ProducerStates describes a producer table's entries.
 func ProducerStates(entries []producer.Entry) []ProducerState {
 	out := make([]ProducerState, len(entries))
 	for i, e := range entries {
-		out[i] = ProducerState{ProducerID: e.ProducerID, Epoch: e.Epoch, LastSequence: -1, LastTimestamp: e.LastTimestamp}
+		out[i] = ProducerState{ProducerID: e.ProducerID, Epoch: e.Epoch, LastSequence: -1, LastTimestamp: e.LastTimestamp,
+			CoordinatorEpoch: e.CoordinatorEpoch, CurrentTxnStartOffset: e.CurrentTxnFirstOffset}
 		if n := len(e.Batches); n > 0 {
 			out[i].LastSequence = e.Batches[n-1].LastSeq
 		}
@@ -66,7 +73,7 @@ func handleDescribeProducers(s *Server, r *Request, respond Respond) {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
 				ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = ps.CoordinatorEpoch, ps.CurrentTxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 			st.Partitions = append(st.Partitions, sp)

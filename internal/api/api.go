@@ -79,8 +79,8 @@ type Spec struct {
 	// when this node is not it (KIP-590's forwarding, without the
 	// envelope: the request itself travels).
 	Forwardable bool
-	// ForControllers marks the few client-side APIs a controller-only
-	// node serves too: ApiVersions, and Fetch for the metadata log.
+	// ForControllers marks the few client-side APIs controller listeners
+	// serve too: ApiVersions, Fetch for the metadata log, and SASL.
 	ForControllers bool
 }
 
@@ -105,14 +105,21 @@ func Lookup(key int16) (Spec, bool) {
 }
 
 // ServedOn says whether a key is served on a listener of this kind, by a
-// node with or without the broker role. A controller-only node serves what
-// KRaft controllers serve: the controller APIs, forwarded admin requests
-// and the ForControllers keys, on its controller listener.
+// node with or without the broker role. A controller listener serves what
+// KRaft's controller listeners serve, on a controller-only node and on a
+// combined broker and controller alike: the controller APIs, forwarded
+// admin requests and the ForControllers keys (ApiVersions, the metadata
+// log's Fetch, SASL). Client APIs (Metadata, Produce, groups) are served
+// on the other listeners of a node with the broker role only; Kafka closes
+// a connection that sends them to a controller listener, and clients that
+// reach a controller port by mistake must see that, not a working broker
+// (kafka-go's TestErrorCannotConnect expects localhost:9093, Kafka's
+// controller port in its quickstart, to refuse a consumer).
 func (s Spec) ServedOn(controllerListener, brokerRole bool) bool {
-	if !brokerRole {
-		return controllerListener && (s.ControllerOnly || s.Forwardable || s.ForControllers)
+	if controllerListener {
+		return s.ControllerOnly || s.Forwardable || s.ForControllers
 	}
-	return controllerListener || !s.ControllerOnly
+	return brokerRole && !s.ControllerOnly
 }
 
 // Specs lists every served API, sorted by key.

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -27,6 +28,12 @@ type Backend interface {
 	// Commit makes metadata records durable and applies them. The records
 	// were produced by the controller's decision functions against Image().
 	Commit(recs []metadata.Record) error
+	// Reassign decides an AlterPartitionReassignments request at its turn
+	// in the active controller's decision queue (against the image holding
+	// every earlier decision), commits what it accepts and returns each
+	// entry's outcome; err is the request's when nothing could be decided
+	// or the commit failed.
+	Reassign(reqs []controller.Reassignment, allowRFChange bool) (errs []error, err error)
 	// NewTopicID returns a fresh random topic id.
 	NewTopicID() metadata.TopicID
 	// AllocateProducerID hands out a new idempotent producer id, epoch 0.
@@ -52,8 +59,14 @@ type Backend interface {
 	FetchMetadataLog(req *kmsg.FetchRequest, respond Respond)
 	FetchMetadataSnapshot(req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse
 	// ListOffset resolves a ListOffsets timestamp (-1 latest, -2 earliest,
-	// -3 max timestamp, else by timestamp) for a partition.
-	ListOffset(topic metadata.TopicID, partition int32, timestamp int64) (OffsetResult, error)
+	// -3 max timestamp, else by timestamp) for a partition; with
+	// isolationLevel 1 (read_committed) the last stable offset bounds it
+	// instead of the high watermark.
+	ListOffset(topic metadata.TopicID, partition int32, timestamp int64, isolationLevel int8) (OffsetResult, error)
+	// WriteTxnMarker appends a transaction marker (WriteTxnMarkers, the
+	// coordinator's request) to a partition led here and calls done once
+	// the high watermark has passed it, or with its error.
+	WriteTxnMarker(p TxnMarkerParams, done func(error))
 	// IsActiveController reports whether this node decides metadata
 	// changes; Forward sends a request to the node that does and answers
 	// once this node's metadata reflects the outcome.
@@ -75,6 +88,9 @@ type Backend interface {
 	// Controller is the active controller's side of broker lifecycle and
 	// ISR changes; its calls fail with NOT_CONTROLLER on other nodes.
 	Controller() ControllerBackend
+	// Quorum is the metadata quorum's leader side (DescribeQuorum,
+	// AddRaftVoter, RemoveRaftVoter).
+	Quorum() QuorumBackend
 
 	// Groups is the consumer-group coordinator runtime.
 	Groups() GroupBackend
@@ -108,13 +124,35 @@ type ProduceResult struct {
 	LogStartOffset int64
 }
 
+// TxnMarkerParams is one partition's share of a WriteTxnMarkers marker:
+// the producer whose transaction ends, the outcome, and the epoch of the
+// coordinator that decided it.
+type TxnMarkerParams struct {
+	Topic            metadata.TopicID
+	Partition        int32
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+	Timeout          time.Duration
+}
+
+// Isolation levels of Fetch (v4+) and ListOffsets (v2+).
+const (
+	ReadUncommitted int8 = 0
+	ReadCommitted   int8 = 1
+)
+
 // FetchParams is a whole Fetch request in domain terms.
 type FetchParams struct {
-	ReplicaID  int32 // -1 for consumers
-	MaxWait    time.Duration
-	MinBytes   int32
-	MaxBytes   int32
-	Partitions []FetchPartition
+	ReplicaID int32 // -1 for consumers
+	// IsolationLevel is ReadCommitted for consumers that read only up to
+	// the last stable offset and skip aborted transactions.
+	IsolationLevel int8
+	MaxWait        time.Duration
+	MinBytes       int32
+	MaxBytes       int32
+	Partitions     []FetchPartition
 	// Recycle is the request's (Request.Recycle): when set, the backend
 	// may read records into buffers from internal/bufpool, handing each
 	// to Recycle before it calls done; when nil it must not.
@@ -140,9 +178,21 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        []byte
+	// LastStableOffset is the partition's: the first offset of the
+	// earliest open transaction, at most the high watermark.
+	LastStableOffset int64
+	// AbortedTxns (read_committed only) are the aborted transactions
+	// overlapping Records: the consumer drops their records.
+	AbortedTxns []AbortedTxn
 	// Diverging is set when the fetcher's log diverges from the leader's:
 	// its last fetched epoch ends on the leader before its fetch offset.
 	Diverging *EpochEnd
+}
+
+// AbortedTxn is one aborted transaction a read_committed fetch reports.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // EpochEnd is where a leader epoch ends in a log.

@@ -57,6 +57,10 @@ func init() {
 				return kerr.OutOfOrderSequenceNumber.Code, true
 			case errors.Is(err, producer.ErrInvalidProducerEpoch):
 				return kerr.InvalidProducerEpoch.Code, true
+			case errors.Is(err, producer.ErrInvalidTxnState):
+				return kerr.InvalidTxnState.Code, true
+			case errors.Is(err, producer.ErrCoordinatorFenced):
+				return kerr.TransactionCoordinatorFenced.Code, true
 			}
 			var cfgErr *config.Error
 			if errors.As(err, &cfgErr) {

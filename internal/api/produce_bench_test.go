@@ -47,7 +47,7 @@ func BenchmarkProducePath(b *testing.B) {
 				b.SetBytes(int64(len(recs)))
 				b.ReportAllocs()
 				for b.Loop() {
-					batches, err := validateProduceRecords(recs, 2<<20, rules, 9)
+					batches, err := validateProduceRecords(recs, 2<<20, rules, 9, false)
 					if err != nil {
 						b.Fatal(err)
 					}

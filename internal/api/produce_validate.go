@@ -34,7 +34,7 @@ func produceRules(tc config.TopicConfig, nowMs int64) records.Rules {
 // batches and validates every record of every batch (records.Validate)
 // before any of it may reach the log. A batch whose header's max timestamp
 // disagrees with its records gets the computed one, as Kafka stores it.
-func validateProduceRecords(recs []byte, maxMessageBytes int32, rules records.Rules, version int16) ([][]byte, error) {
+func validateProduceRecords(recs []byte, maxMessageBytes int32, rules records.Rules, version int16, transactional bool) ([][]byte, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
 	}
@@ -49,10 +49,18 @@ func validateProduceRecords(recs []byte, maxMessageBytes int32, rules records.Ru
 		if int64(len(b)) > int64(maxMessageBytes) {
 			return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", kerr.MessageTooLarge, len(b), maxMessageBytes)
 		}
-		// Control and transactional batches are refused on the header
-		// alone, before any record is decoded.
-		if h, err := batch.ParseHeader(b); err == nil && (h.IsTransactional() || h.IsControl()) {
-			return fmt.Errorf("%w: transactional and control batches are not supported", kerr.InvalidRecord)
+		// Control batches, and transactional ones outside a
+		// transactional request, are refused on the header alone,
+		// before any record is decoded.
+		if h, err := batch.ParseHeader(b); err == nil {
+			switch {
+			case h.IsControl():
+				return fmt.Errorf("%w: clients cannot write control batches", kerr.InvalidRecord)
+			case h.IsTransactional() && !transactional:
+				return fmt.Errorf("%w: a transactional batch needs the request's transactional id", kerr.TransactionalIDAuthorizationFailed)
+			case h.IsTransactional() && !h.HasProducerID():
+				return fmt.Errorf("%w: a transactional batch needs a producer id", kerr.InvalidRecord)
+			}
 		}
 		c, err := records.Validate(b, rules)
 		if err != nil {

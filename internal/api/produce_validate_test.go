@@ -44,7 +44,7 @@ func TestProduceValidationCodes(t *testing.T) {
 			if v >= 8 {
 				want = c.v9
 			}
-			_, err := validateProduceRecords(append([]byte(nil), c.b...), 1<<20, produceRules(compact, 1000), v)
+			_, err := validateProduceRecords(append([]byte(nil), c.b...), 1<<20, produceRules(compact, 1000), v, false)
 			sp := kmsg.NewProduceResponseTopicPartition()
 			fillPartitionError(&sp, err, v)
 			if sp.ErrorCode != want.Code || sp.ErrorMessage == nil {
@@ -68,7 +68,7 @@ func TestProduceFixesMaxTimestamp(t *testing.T) {
 	recs = records.Append(recs, records.Record{OffsetDelta: 1, Key: []byte("k")}, 500)
 	b := testBatch(1, 2, 0, recs) // max timestamp 1000, records at 1000 and 1500
 	rules := produceRules(config.TopicConfig{MessageTimestampType: "CreateTime", MessageTimestampBeforeMaxMs: math.MaxInt64, MessageTimestampAfterMaxMs: math.MaxInt64}, 0)
-	batches, err := validateProduceRecords(b, 1<<20, rules, 9)
+	batches, err := validateProduceRecords(b, 1<<20, rules, 9, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,23 @@ package api
 
 import "testing"
 
-// TestServedOnByRole: a controller-only node serves the controller's APIs,
-// forwarded admin requests, ApiVersions and Fetch (the metadata log) on
-// its controller listener and nothing else; a broker serves client APIs
-// on every listener and the controller APIs on controller listeners only.
+// TestServedOnByRole: a controller listener serves the controller's APIs,
+// forwarded admin requests, ApiVersions, Fetch (the metadata log) and
+// SASL, on a controller-only node and a combined node alike, and nothing
+// else; a broker serves client APIs on its other listeners only.
 func TestServedOnByRole(t *testing.T) {
 	tests := []struct {
 		key                         int16
 		brokerClient, brokerCtrl    bool // node with the broker role
 		controllerOnly, ctrlOnlyCli bool // controller-only node: controller listener, other listener
 	}{
-		{key: 0, brokerClient: true, brokerCtrl: true},                        // Produce
+		{key: 0, brokerClient: true},                                          // Produce
 		{key: 1, brokerClient: true, brokerCtrl: true, controllerOnly: true},  // Fetch
-		{key: 3, brokerClient: true, brokerCtrl: true},                        // Metadata
+		{key: 3, brokerClient: true},                                          // Metadata
+		{key: 10, brokerClient: true},                                         // FindCoordinator
+		{key: 17, brokerClient: true, brokerCtrl: true, controllerOnly: true}, // SaslHandshake
 		{key: 18, brokerClient: true, brokerCtrl: true, controllerOnly: true}, // ApiVersions
+		{key: 36, brokerClient: true, brokerCtrl: true, controllerOnly: true}, // SaslAuthenticate
 		{key: 19, brokerClient: true, brokerCtrl: true, controllerOnly: true}, // CreateTopics (forwarded)
 		{key: 56, brokerCtrl: true, controllerOnly: true},                     // AlterPartition
 		{key: 59, brokerCtrl: true, controllerOnly: true},                     // FetchSnapshot

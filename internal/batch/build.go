@@ -15,20 +15,27 @@ type KeyValue struct {
 // base offset 0 and no producer id. The broker uses it for its own internal
 // logs (metadata records); client data is always stored as sent.
 func Build(values [][]byte, timestampMs int64) []byte {
-	return assemble(valuesOnly(values), timestampMs, -1, -1, -1)
+	return assemble(valuesOnly(values), timestampMs, 0, -1, -1, -1)
 }
 
 // BuildKeyed is Build for records with keys (the group coordinator's
 // __consumer_offsets records).
 func BuildKeyed(kvs []KeyValue, timestampMs int64) []byte {
-	return assemble(kvs, timestampMs, -1, -1, -1)
+	return assemble(kvs, timestampMs, 0, -1, -1, -1)
 }
 
 // BuildProducer is Build for an idempotent producer: the batch carries its
 // producer id, epoch and first sequence (-1, -1, -1 for none). The
 // simulator's clients write with it.
 func BuildProducer(values [][]byte, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
-	return assemble(valuesOnly(values), timestampMs, producerID, producerEpoch, firstSequence)
+	return assemble(valuesOnly(values), timestampMs, 0, producerID, producerEpoch, firstSequence)
+}
+
+// BuildTransactional is BuildProducer for a transactional producer: the
+// batch carries the transactional attribute (the simulator's and the
+// tests' transactional clients write with it).
+func BuildTransactional(values [][]byte, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
+	return assemble(valuesOnly(values), timestampMs, TransactionalBit, producerID, producerEpoch, firstSequence)
 }
 
 func valuesOnly(values [][]byte) []KeyValue {
@@ -39,7 +46,7 @@ func valuesOnly(values [][]byte) []KeyValue {
 	return kvs
 }
 
-func assemble(kvs []KeyValue, timestampMs int64, producerID int64, producerEpoch int16, firstSequence int32) []byte {
+func assemble(kvs []KeyValue, timestampMs int64, attributes int16, producerID int64, producerEpoch int16, firstSequence int32) []byte {
 	var recs []byte
 	for i, kv := range kvs {
 		r := kmsg.Record{OffsetDelta: int32(i), Key: kv.Key, Value: kv.Value}
@@ -51,6 +58,7 @@ func assemble(kvs []KeyValue, timestampMs int64, producerID int64, producerEpoch
 	}
 	rb := kmsg.RecordBatch{
 		Magic:           2,
+		Attributes:      attributes,
 		LastOffsetDelta: int32(len(kvs) - 1),
 		FirstTimestamp:  timestampMs,
 		MaxTimestamp:    timestampMs,

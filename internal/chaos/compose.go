@@ -39,6 +39,7 @@ type composeNemesis struct {
 	network    string   // the Docker network's name
 	containers []string // container ids, by node index (node id - 1)
 	seeds      []string
+	clientOpts []kgo.Opt // seeds and the cluster's security
 	faultBook
 	topic string
 	parts int
@@ -68,7 +69,7 @@ func newComposeNemesis(ctx context.Context, project string, seeds []string, rec 
 		return nil, fmt.Errorf("--compose needs a working Docker daemon: %w", err)
 	}
 	label := "label=com.docker.compose.project=" + project
-	n := &composeNemesis{faultBook: newFaultBook(rec, log), project: project, seeds: seeds, topic: cfg.Topic, parts: cfg.Partitions,
+	n := &composeNemesis{faultBook: newFaultBook(rec, log), project: project, seeds: seeds, clientOpts: cfg.clientOpts(seeds), topic: cfg.Topic, parts: cfg.Partitions,
 		rf: cfg.ReplicationFactor}
 	for id := 1; id <= composeMaxBrokers; id++ {
 		c, err := docker(ctx, "ps", "-aq", "--filter", label, "--filter", "label=com.docker.compose.service=broker-"+strconv.Itoa(id))
@@ -141,7 +142,7 @@ func (n *composeNemesis) inflict(ctx context.Context, s FaultStep) error {
 			n.stopped[i] = false
 			n.end(id, fmt.Sprintf("docker start %s (rolling restart)", service(i)))
 			wctx, cancel := context.WithTimeout(ctx, rejoinTimeout)
-			err := topicReady(wctx, n.seeds, n.topic, n.parts, n.rf)
+			err := topicReady(wctx, n.clientOpts, n.topic, n.parts, n.rf)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(n.log, "nemesis: %s did not rejoin every ISR within %v; going on\n", service(i), rejoinTimeout)
@@ -186,7 +187,7 @@ func (n *composeNemesis) hold(ctx context.Context, i int, s FaultStep, note stri
 func (n *composeNemesis) lookup(ctx context.Context, pick func(kadm.Metadata) int32, fallback int) int {
 	lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.seeds...))
+	cl, err := kgo.NewClient(n.clientOpts...)
 	if err == nil {
 		defer cl.Close()
 		var md kadm.Metadata
@@ -231,7 +232,7 @@ func (n *composeNemesis) heal() error {
 // waitWhole waits until Metadata lists every broker.
 func (n *composeNemesis) waitWhole(ctx context.Context) error {
 	return devcluster.WaitFor(ctx, "every compose broker to be registered", func() bool {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.seeds...))
+		cl, err := kgo.NewClient(n.clientOpts...)
 		if err != nil {
 			return false
 		}

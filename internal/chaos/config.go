@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/skein-log/skein/internal/verify"
 )
 
@@ -59,6 +61,15 @@ type Config struct {
 	// BrokerOutput, when set, receives the local brokers' logs besides
 	// their files.
 	BrokerOutput io.Writer
+	// ClientOpts secure every client of a --bootstrap-server cluster
+	// (TLS, SASL: the CLI's --command-config).
+	ClientOpts []kgo.Opt
+}
+
+// clientOpts are the options every client of the run starts from: the
+// seeds, then the cluster's security.
+func (c *Config) clientOpts(seeds []string) []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, c.ClientOpts...)
 }
 
 // Validate checks the bounds of c.

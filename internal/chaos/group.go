@@ -46,13 +46,13 @@ func runGroupMember(ctx context.Context, id int, cfg *Config, seeds []string, re
 			}
 		}
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic),
+	opts := append(cfg.clientOpts(seeds), kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat), kgo.RebalanceTimeout(groupRebalanceTimeout),
-		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(changed(verify.EventAssign, "assigned")),
 		kgo.OnPartitionsRevoked(changed(verify.EventRevoke, "revoked")),
-		kgo.OnPartitionsLost(changed(verify.EventRevoke, "lost"))}
+		kgo.OnPartitionsLost(changed(verify.EventRevoke, "lost")))
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return fmt.Errorf("group member %d: %w", id, err)

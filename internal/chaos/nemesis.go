@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/skein-log/skein/internal/devcluster"
 	"github.com/skein-log/skein/internal/verify"
 )
@@ -252,7 +254,7 @@ func (n *nemesis) heal() error {
 // waitFullISR waits until every partition of the topic has a leader and
 // all its replicas in sync.
 func (n *nemesis) waitFullISR(ctx context.Context) error {
-	return topicReady(ctx, n.c.Addrs(), n.topic, n.parts, n.rf)
+	return topicReady(ctx, []kgo.Opt{kgo.SeedBrokers(n.c.Addrs()...)}, n.topic, n.parts, n.rf)
 }
 
 // sleepCtx waits for d; false when ctx ended first.

@@ -266,7 +266,7 @@ func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devclu
 // createVerifyTopic creates the topic and waits until every partition has
 // a leader and a full ISR, so the run starts from a healthy state.
 func createVerifyTopic(ctx context.Context, cfg *Config, seeds []string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := kgo.NewClient(cfg.clientOpts(seeds)...)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -281,15 +281,15 @@ func createVerifyTopic(ctx context.Context, cfg *Config, seeds []string) error {
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
 	}
-	return topicReady(tctx, seeds, cfg.Topic, cfg.Partitions, cfg.ReplicationFactor)
+	return topicReady(tctx, cfg.clientOpts(seeds), cfg.Topic, cfg.Partitions, cfg.ReplicationFactor)
 }
 
 // topicReady waits until every partition of topic has a leader and
 // replicas in sync. Each look uses a fresh client, whose metadata is
 // fresh too.
-func topicReady(ctx context.Context, seeds []string, topic string, partitions, rf int) error {
+func topicReady(ctx context.Context, opts []kgo.Opt, topic string, partitions, rf int) error {
 	return devcluster.WaitFor(ctx, "topic "+topic+" to have leaders and full ISRs", func() bool {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return false
 		}
@@ -327,7 +327,7 @@ func healAndWait(ctx context.Context, nem faultDriver, cfg *Config, seeds []stri
 		fmt.Fprintf(log, "verify: not every broker came back: %v\n", err)
 		return nil
 	}
-	if err := topicReady(hctx, seeds, cfg.Topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+	if err := topicReady(hctx, cfg.clientOpts(seeds), cfg.Topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
 		fmt.Fprintf(log, "verify: the topic did not recover full ISRs: %v\n", err)
 	}
 	return nil
@@ -395,7 +395,7 @@ func endOffsetsOnce(ctx context.Context, cfg *Config, seeds []string) (map[int32
 	var ends map[int32]int64
 	var last error
 	err := devcluster.WaitFor(ectx, "end offsets", func() bool {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		cl, err := kgo.NewClient(cfg.clientOpts(seeds)...)
 		if err != nil {
 			last = err
 			return false

@@ -37,11 +37,11 @@ type verifyProducer struct {
 
 // extra options (a dialer) come after the producer's own.
 func newVerifyProducer(id int, cfg *Config, seeds []string, rec *recorder, extra ...kgo.Opt) (*verifyProducer, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(cfg.Topic),
+	opts := append(cfg.clientOpts(seeds), kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(maxBufferedPerProducer),
 		// Tiny batches, sent at once: more requests in flight when a fault
 		// strikes is more for the checker to see.
-		kgo.ProducerLinger(0)}
+		kgo.ProducerLinger(0))
 	switch cfg.Acks {
 	case verify.AcksAll:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -196,8 +196,8 @@ func runConsumer(ctx context.Context, id int, cfg *Config, seeds []string, rec *
 	for p := range int32(cfg.Partitions) {
 		assign[p] = kgo.NewOffset().AtStart()
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign}),
-		kgo.FetchMaxWait(500 * time.Millisecond)}
+	opts := append(cfg.clientOpts(seeds), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign}),
+		kgo.FetchMaxWait(500*time.Millisecond))
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return fmt.Errorf("consumer %d: %w", id, err)

@@ -25,6 +25,10 @@ type Broker struct {
 	Rack      string   // broker.rack
 
 	Listeners []Listener // listeners, with SecurityProtocol filled in
+	// DialedListeners are the controller listeners of a broker-only
+	// node: it does not listen on them but dials the controllers there,
+	// secured by their settings (Name and SecurityProtocol only).
+	DialedListeners []Listener
 	// AdvertisedListeners come from advertised.listeners, else the
 	// non-controller listeners. Copied from listeners, Host may be empty and
 	// Port 0: the node then advertises the address it actually bound.
@@ -34,8 +38,13 @@ type Broker struct {
 	// ControllerQuorumVoters from controller.quorum.voters, or this node
 	// alone at its controller listener when that is empty.
 	ControllerQuorumVoters []Voter
-	AdminListeners         []AdminListener // admin.listeners (empty = off)
-	AdminPprof             bool            // admin.pprof.enable
+	// ControllerQuorumBootstrapServers (controller.quorum.bootstrap.servers)
+	// makes the quorum dynamic; ControllerQuorumVoters is then empty.
+	ControllerQuorumBootstrapServers []string
+	// ControllerQuorumStandalone: controller.quorum.standalone.
+	ControllerQuorumStandalone bool
+	AdminListeners             []AdminListener // admin.listeners (empty = off)
+	AdminPprof                 bool            // admin.pprof.enable
 	// OutboundBindAddress is the local IP of connections to other nodes
 	// (outbound.bind.address); nil lets the OS choose.
 	OutboundBindAddress net.IP
@@ -135,6 +144,12 @@ func (b *Broker) HasRole(role string) bool { return slices.Contains(b.Roles, rol
 // ListenerByName returns the listener with that (case-insensitive) name.
 func (b *Broker) ListenerByName(name string) (Listener, bool) {
 	return findListener(b.Listeners, name)
+}
+
+// securedListeners are the listeners whose security settings this node
+// resolves: its own, and those it only dials (DialedListeners).
+func (b *Broker) securedListeners() []Listener {
+	return append(slices.Clone(b.Listeners), b.DialedListeners...)
 }
 
 // ControllerListener is the listener controller traffic arrives on; false

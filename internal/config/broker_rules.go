@@ -81,13 +81,22 @@ func (b *Broker) resolveNetwork(r *reader) error {
 			// As in Kafka: it names how the controllers are reached.
 			return b.ruleError(r, "controller.listener.names", "non-empty on a broker-only node")
 		}
-		// A broker-only node has no controller listener of its own whose
-		// key store it could dial the controllers with.
+		// A broker-only node dials the controllers with the controller
+		// listener's settings (listener.name.NAME.ssl.*, the SASL login)
+		// although it does not listen there, as Kafka's brokers do.
 		for _, name := range b.ControllerListenerNames {
-			if proto, ok := protocols[name]; ok && proto != ProtocolPlaintext {
-				return b.ruleError(r, "listener.security.protocol.map",
-					fmt.Sprintf("PLAINTEXT for controller listener %s on a broker-only node: only combined and controller nodes dial the controllers over TLS yet", name))
+			proto, ok := protocols[name]
+			if !ok && slices.Contains(securityProtocols, name) {
+				proto, ok = name, true
 			}
+			if !ok {
+				proto = ProtocolPlaintext
+			}
+			if !slices.Contains(servedProtocols, proto) {
+				return b.ruleError(r, "listener.security.protocol.map",
+					fmt.Sprintf("%s for controller listener %s: %s is not served", strings.Join(servedProtocols, ", "), name, proto))
+			}
+			b.DialedListeners = append(b.DialedListeners, Listener{Name: name, SecurityProtocol: proto})
 		}
 		// Kafka forbids it too: a broker-only node answering on the
 		// controller listener would look like a voter it is not.
@@ -198,6 +207,21 @@ func (b *Broker) resolveBrokerListeners(r *reader) error {
 func (b *Broker) resolveVoters(r *reader) error {
 	text := r.text("controller.quorum.voters")
 	isController := b.HasRole(RoleController)
+	b.ControllerQuorumStandalone = r.bool("controller.quorum.standalone")
+	if boot := r.text("controller.quorum.bootstrap.servers"); boot != "" {
+		if text != "" {
+			return b.ruleError(r, "controller.quorum.bootstrap.servers", "empty when controller.quorum.voters is set: a quorum is either static or dynamic")
+		}
+		servers, err := ParseBootstrapServers(boot)
+		if err != nil {
+			return b.ruleError(r, "controller.quorum.bootstrap.servers", err.Error())
+		}
+		b.ControllerQuorumBootstrapServers = servers
+		return nil
+	}
+	if b.ControllerQuorumStandalone {
+		return b.ruleError(r, "controller.quorum.standalone", "false without controller.quorum.bootstrap.servers (a static quorum is founded by controller.quorum.voters)")
+	}
 	if text == "" {
 		if !isController {
 			return b.ruleError(r, "controller.quorum.voters", "non-empty on a node without the controller role")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/skein-log/skein/internal/sasl"
 )
 
 // checkClusterListeners checks the listeners nodes dial each other on
@@ -14,7 +16,7 @@ import (
 // principal only to a certificate or SASL user in super.users (Kafka's
 // model: brokers are super users), so super.users must name them.
 func (b *Broker) checkClusterListeners(r *reader) error {
-	for _, l := range b.Listeners {
+	for _, l := range b.securedListeners() {
 		cluster := b.isControllerListener(l.Name) || l.Name == b.InterBrokerListenerName
 		if !cluster || l.SecurityProtocol == ProtocolPlaintext {
 			continue
@@ -33,12 +35,11 @@ func (b *Broker) checkClusterListeners(r *reader) error {
 					fmt.Sprintf("one of sasl.enabled.mechanisms (%s)", strings.Join(set.Mechanisms, ", ")))
 			}
 			if set.LoginUser == "" || set.LoginPassword == "" {
-				k := scoped(plainJAASScoped)
-				if k == plainJAASScoped {
-					k = "sasl.jaas.config"
-				}
+				k := set.LoginKey
+				module := sasl.LoginModuleOf(b.InterBrokerSASLMechanism)
 				return &Error{Key: k, Value: "(hidden)", Origin: b.origins[k],
-					Reason: fmt.Sprintf(`a PlainLoginModule entry with username="..." password="..." on %s, a listener the nodes dial: they log in with them`, l.Name)}
+					Reason: fmt.Sprintf(`a %s entry with username="..." password="..." on %s, a listener the nodes dial: they log in with them`,
+						module[strings.LastIndexByte(module, '.')+1:], l.Name)}
 			}
 		} else if t := b.ListenerTLS[l.Name]; t.ClientAuth != "required" {
 			k := scoped("ssl.client.auth")

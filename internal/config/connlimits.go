@@ -21,7 +21,18 @@ func listenerScoped(key string) (listener, property string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped(), []string{plainJAASScoped}) {
+	if head, found := strings.CutSuffix(rest, "."+reauthProperty); found {
+		// Kafka's listener.name.NAME.MECHANISM.connections.max.reauth.ms
+		// (the mechanism in lower case), or without the mechanism.
+		name, mechanism, _ := strings.Cut(head, ".")
+		if name != "" && !strings.Contains(mechanism, ".") {
+			if mechanism == "" {
+				return strings.ToUpper(name), reauthProperty, true
+			}
+			return strings.ToUpper(name), mechanism + "." + reauthProperty, true
+		}
+	}
+	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped(), jaasScoped()) {
 		if name, found := strings.CutSuffix(rest, "."+p); found && name != "" && !strings.Contains(name, ".") {
 			return strings.ToUpper(name), p, true
 		}

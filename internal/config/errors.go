@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -50,7 +51,7 @@ func invalid(key, value, reason string) *Error {
 func sensitiveKey(key string) bool {
 	if _, prop, ok := listenerScoped(key); ok {
 		key = prop
-		if prop == plainJAASScoped {
+		if slices.Contains(jaasScoped(), prop) {
 			return true
 		}
 	}

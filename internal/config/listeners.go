@@ -79,6 +79,28 @@ func ParseListeners(s string) ([]Listener, error) {
 	return out, nil
 }
 
+// ParseBootstrapServers parses controller.quorum.bootstrap.servers:
+// "host:port,..." (KIP-853), where the controllers of a dynamic quorum are
+// found. Hosts must be given.
+func ParseBootstrapServers(s string) ([]string, error) {
+	items, err := splitList(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		host, port, err := splitHostPort(item, 1)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", item, err)
+		}
+		if host == "" {
+			return nil, fmt.Errorf("%q: host must not be empty", item)
+		}
+		out = append(out, net.JoinHostPort(host, strconv.Itoa(port)))
+	}
+	return out, nil
+}
+
 // ParseVoters parses controller.quorum.voters: "id@host:port,...". Ids must
 // be unique and non-negative; hosts must be given (a voter must be dialable).
 func ParseVoters(s string) ([]Voter, error) {

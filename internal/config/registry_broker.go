@@ -85,7 +85,19 @@ var brokerProperties = []Property{
 	{
 		Name: "controller.quorum.voters", Kind: KindList,
 		format: "id@host:port", check: checkBy(ParseVoters),
-		Doc: "The metadata quorum, the same on every node. Empty: this node alone (needs the controller role).",
+		Doc: "The metadata quorum, the same on every node, fixed (a static quorum). Empty: this node alone (needs the controller role), unless controller.quorum.bootstrap.servers is set.",
+	},
+	{
+		Name: "controller.quorum.bootstrap.servers", Kind: KindList,
+		format: "host:port", check: checkBy(ParseBootstrapServers),
+		Doc: "A dynamic metadata quorum (KIP-853): controller endpoints to find the quorum through, instead of controller.quorum.voters (set one of the two). " +
+			"The voters are then the quorum's own state, changed with AddRaftVoter and RemoveRaftVoter (skein cluster quorum add-controller / remove-controller). " +
+			"A controller with an empty metadata directory waits to be added, unless controller.quorum.standalone founds the quorum.",
+	},
+	{
+		Name: "controller.quorum.standalone", Kind: KindBool, Default: "false",
+		Doc: "Skein extension (Kafka: kafka-storage format --standalone): with controller.quorum.bootstrap.servers, a controller whose metadata directory is empty founds the quorum as its only voter. " +
+			"Read only when the directory is new: the quorum's membership lives in its log afterwards.",
 	},
 	{
 		Name: "admin.listeners", Kind: KindList,

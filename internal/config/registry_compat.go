@@ -40,10 +40,9 @@ var compatProperties = []Property{
 // replacedKafkaProperties are Kafka names Skein deliberately does not
 // accept, with what to use instead; they sharpen the unknown-key error.
 var replacedKafkaProperties = map[string]string{
-	"broker.id":                           "use node.id",
-	"zookeeper.connect":                   "Skein needs no ZooKeeper: set process.roles and controller.quorum.voters",
-	"controller.quorum.bootstrap.servers": "Skein's quorum is static: set controller.quorum.voters on every node",
-	"log.flush.scheduler.interval.ms":     "set log.flush.interval.ms",
+	"broker.id":                       "use node.id",
+	"zookeeper.connect":               "Skein needs no ZooKeeper: set process.roles and controller.quorum.voters",
+	"log.flush.scheduler.interval.ms": "set log.flush.interval.ms",
 	// Accepted once but never read; refused now rather than pretending.
 	"replica.high.watermark.checkpoint.interval.ms": "Skein keeps no high-watermark checkpoint file: a new leader learns the high watermark from its followers' fetches",
 	"replica.fetch.backoff.ms":                      "Skein's replica fetcher retries a failed fetch after a fixed 100 ms",

@@ -45,7 +45,8 @@ var securityProperties = []Property{
 	{
 		Name: "ssl.client.auth", Kind: KindEnum, Default: "none", Values: []string{"none", "requested", "required"},
 		Doc: "Whether TLS clients must present a certificate: required refuses a client without one that chains to the trust store; " +
-			"requested verifies one if given; none asks for none.",
+			"requested verifies one if given; none asks for none. As in Kafka (KIP-684), a SASL_SSL listener ignores the broker-wide value: " +
+			"it asks for client certificates only through its own listener.name.NAME.ssl.client.auth.",
 	},
 	{
 		Name: "ssl.enabled.protocols", Kind: KindList, Default: "TLSv1.2,TLSv1.3", Values: []string{"TLSv1.2", "TLSv1.3"}, NonEmpty: true,
@@ -120,10 +121,11 @@ func checkCipherSuites(v string) error {
 // saslProperties configure SASL_PLAINTEXT and SASL_SSL listeners.
 var saslProperties = []Property{
 	{
-		Name: "sasl.mechanism.inter.broker.protocol", Kind: KindEnum, Default: "PLAIN", Values: []string{"PLAIN"},
-		Doc: "SASL mechanism nodes log in to each other's SASL_SSL and SASL_PLAINTEXT controller and inter-broker listeners with, " +
-			"using the username and password options of that listener's JAAS entry (Kafka's default, GSSAPI, is not served; " +
-			"SCRAM between nodes is not built: PLAIN must then be among sasl.enabled.mechanisms).",
+		Name: "sasl.mechanism.inter.broker.protocol", Kind: KindEnum, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
+		Doc: "SASL mechanism nodes log in to each other's SASL_SSL and SASL_PLAINTEXT controller and inter-broker listeners with " +
+			"(one of sasl.enabled.mechanisms), using the username and password options of that listener's JAAS entry for it: " +
+			"listener.name.NAME.MECHANISM.sasl.jaas.config (mechanism in lower case), else sasl.jaas.config; a PlainLoginModule " +
+			"for PLAIN, a ScramLoginModule for SCRAM, whose user must exist as a SCRAM credential (Kafka's default, GSSAPI, is not served).",
 	},
 	{
 		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, NonEmpty: true,
@@ -136,6 +138,14 @@ var saslProperties = []Property{
 		Doc: "JAAS login module entry every SASL listener reads its users from unless it has its own " +
 			"listener.name.NAME.plain.sasl.jaas.config: for PLAIN, org.apache.kafka.common.security.plain.PlainLoginModule required " +
 			`user_NAME="password" ...; (one user_ option per user). Never shown by DescribeConfigs.`,
+	},
+	{
+		Name: reauthProperty, Kind: KindDurationMs, Default: "0", Min: 0, Max: maxDurationMs,
+		Doc: "KIP-368: how long a SASL login lasts. SaslAuthenticate v1+ tells the client (session_lifetime_ms), which logs in again " +
+			"on the same connection before it passes; a connection that did not and sends anything but a SaslHandshake is closed. " +
+			"A deleted SCRAM user or a changed password thus loses its open connections within this time. 0: logins do not expire. " +
+			"May be set per listener and mechanism as listener.name.NAME.MECHANISM.connections.max.reauth.ms (mechanism in lower case, " +
+			"e.g. listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms) or per listener as listener.name.NAME.connections.max.reauth.ms.",
 	},
 	{
 		Name: "connection.failed.authentication.delay.ms", Kind: KindDurationMs, Default: "100", Min: 0, Max: maxDurationMs,

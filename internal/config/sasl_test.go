@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 )
 
 const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";`
@@ -89,5 +90,44 @@ func TestSASLRules(t *testing.T) {
 				t.Errorf("the error shows a password: %v", err)
 			}
 		})
+	}
+}
+
+// TestReauthLifetimes: connections.max.reauth.ms reaches every SASL
+// listener and enabled mechanism, and Kafka's listener-scoped and
+// listener-and-mechanism-scoped forms win over it, the most specific first.
+func TestReauthLifetimes(t *testing.T) {
+	b, err := NewBroker(saslProps(map[string]string{
+		"sasl.enabled.mechanisms":                                        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"connections.max.reauth.ms":                                      "60000",
+		"listener.name.internal.connections.max.reauth.ms":               "30000",
+		"listener.name.internal.scram-sha-512.connections.max.reauth.ms": "5000",
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms":   "0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := b.SASLOf("SASL_PLAINTEXT")
+	internal, _ := b.SASLOf("INTERNAL")
+	want := map[string]map[string]time.Duration{
+		"SASL_PLAINTEXT": {"PLAIN": 0, "SCRAM-SHA-256": time.Minute, "SCRAM-SHA-512": time.Minute},
+		"INTERNAL":       {"PLAIN": 30 * time.Second, "SCRAM-SHA-256": 30 * time.Second, "SCRAM-SHA-512": 5 * time.Second},
+	}
+	if !maps.Equal(pub.MaxReauth, want["SASL_PLAINTEXT"]) || !maps.Equal(internal.MaxReauth, want["INTERNAL"]) {
+		t.Fatalf("lifetimes %v and %v, want %v", pub.MaxReauth, internal.MaxReauth, want)
+	}
+	if d, _ := NewBroker(saslProps(nil)); d.ListenerSASL["SASL_PLAINTEXT"].MaxReauth["PLAIN"] != 0 {
+		t.Error("logins expire by default")
+	}
+	for key, value := range map[string]string{
+		"connections.max.reauth.ms":                                      "-1",
+		"listener.name.plaintext.connections.max.reauth.ms":              "1000", // not a SASL listener
+		"listener.name.nope.connections.max.reauth.ms":                   "1000",
+		"listener.name.internal.scram-sha-512.connections.max.reauth.ms": "1000", // not enabled
+		"listener.name.internal.plain.connections.max.reauth.ms":         "soon",
+	} {
+		if _, err := NewBroker(saslProps(map[string]string{key: value})); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: %v, want an error naming it", key, value, err)
+		}
 	}
 }

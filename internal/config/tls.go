@@ -68,7 +68,7 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 		perListener[name][prop] = strings.TrimSpace(value)
 	}
 	b.ListenerTLS = map[string]ListenerTLS{}
-	for _, l := range b.Listeners {
+	for _, l := range b.securedListeners() {
 		if !UsesTLS(l.SecurityProtocol) {
 			continue
 		}
@@ -97,6 +97,12 @@ func (b *Broker) resolveTLS(r *reader, scoped map[string]string) error {
 			TruststoreLocation:       get("ssl.truststore.location"),
 			TruststoreCertificates:   get("ssl.truststore.certificates"),
 			ClientAuth:               get("ssl.client.auth"),
+		}
+		if _, own := own["ssl.client.auth"]; !own && l.SecurityProtocol == ProtocolSASLSSL {
+			// As Kafka (KIP-684): the broker-wide ssl.client.auth is for
+			// SSL listeners; a SASL_SSL one asks for client certificates
+			// only through its own listener.name.NAME.ssl.client.auth.
+			t.ClientAuth = "none"
 		}
 		t.EnabledProtocols, _ = splitList(get("ssl.enabled.protocols"))
 		t.PrincipalMapping, _ = principalmap.ParseMappingRules(get("ssl.principal.mapping.rules")) // checked by the registry
@@ -131,7 +137,7 @@ func (b *Broker) TLSOf(listener string) (ListenerTLS, bool) {
 // checkScopedListener checks that a listener.name.NAME. key names a
 // listener of the kind the property is for.
 func (b *Broker) checkScopedListener(key, value, name, kind string, uses func(protocol string) bool) error {
-	l, ok := b.ListenerByName(name)
+	l, ok := findListener(b.securedListeners(), name)
 	if !ok {
 		return &Error{Key: key, Value: value, Origin: b.origins[key],
 			Reason: fmt.Sprintf("a listener in listeners (listeners has %s)", listenerNames(b.Listeners))}

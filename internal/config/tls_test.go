@@ -121,6 +121,58 @@ func TestClusterListenersOverSASL(t *testing.T) {
 	}
 }
 
+// TestClusterListenersOverSCRAM: with a SCRAM inter-broker mechanism the
+// login comes from the listener's SCRAM JAAS entry (Kafka's
+// listener.name.NAME.scram-sha-512.sasl.jaas.config), no PLAIN users
+// needed; an entry of the wrong login module is refused, naming its key.
+func TestClusterListenersOverSCRAM(t *testing.T) {
+	props := map[string]string{
+		"listener.security.protocol.map":                          "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"sasl.enabled.mechanisms":                                 "SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol":                    "SCRAM-SHA-512",
+		"listener.name.controller.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="s";`,
+		"super.users": "User:broker",
+	}
+	b, err := NewBroker(sslProps(props))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set, _ := b.SASLOf("CONTROLLER"); set.LoginUser != "broker" || set.LoginPassword != "s" || b.InterBrokerSASLMechanism != "SCRAM-SHA-512" || len(set.PlainUsers) != 0 {
+		t.Errorf("login %q/%q, mechanism %q, users %v", set.LoginUser, set.LoginPassword, b.InterBrokerSASLMechanism, set.PlainUsers)
+	}
+	props["listener.name.controller.scram-sha-512.sasl.jaas.config"] = `org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="s";`
+	_, err = NewBroker(sslProps(props))
+	want := `config: listener.name.controller.scram-sha-512.sasl.jaas.config=(hidden): must be a ScramLoginModule entry with username="..." password="..." on CONTROLLER, a listener the nodes dial: they log in with them`
+	if err == nil || err.Error() != want {
+		t.Errorf("a PLAIN entry for a SCRAM login:\n got  %v\n want %s", err, want)
+	}
+}
+
+// TestBrokerOnlyDialsSecuredControllers: a broker-only node resolves
+// the controller listener's TLS and SASL settings although it does not
+// listen there, to dial the controllers with them.
+func TestBrokerOnlyDialsSecuredControllers(t *testing.T) {
+	b, err := NewBroker(sslProps(map[string]string{
+		"process.roles": "broker", "node.id": "2", "controller.quorum.voters": "1@h:9093",
+		"listeners":                      "PLAINTEXT://h:9092,SSL://h:9094",
+		"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
+		"listener.name.controller.ssl.keystore.location":  "/etc/skein/broker-2.pem",
+		"listener.name.controller.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="s" user_broker="s";`,
+		"super.users": "User:broker",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, isTLS := b.TLSOf("CONTROLLER")
+	login, isSASL := b.SASLOf("CONTROLLER")
+	if !isTLS || !isSASL || set.KeystoreLocation != "/etc/skein/broker-2.pem" || login.LoginUser != "broker" {
+		t.Fatalf("controller listener settings: TLS %+v %v, SASL %+v %v", set, isTLS, login, isSASL)
+	}
+	if _, listens := b.ListenerByName("CONTROLLER"); listens {
+		t.Error("a broker-only node listens on the controller listener")
+	}
+}
+
 func TestTLSRules(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -152,7 +204,7 @@ func TestTLSRules(t *testing.T) {
 			`config: security.inter.broker.protocol="SSL": must be unset when inter.broker.listener.name is set (set one of them)`},
 		{"broker-only node dialing TLS controllers", map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://h:9092,SSL://h:9094",
 			"listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL", "controller.quorum.voters": "1@h:9093", "node.id": "2"},
-			`config: listener.security.protocol.map="CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL": must be PLAINTEXT for controller listener CONTROLLER on a broker-only node: only combined and controller nodes dial the controllers over TLS yet`},
+			`config: ssl.client.auth="none": must be required on CONTROLLER, a listener the nodes dial: a node proves it is a broker by its certificate (mutual TLS)`},
 		{"controller over SCRAM only", map[string]string{"listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL",
 			"sasl.enabled.mechanisms": "SCRAM-SHA-256"},
 			`config: sasl.mechanism.inter.broker.protocol="PLAIN": must be one of sasl.enabled.mechanisms (SCRAM-SHA-256)`},
@@ -192,5 +244,36 @@ func TestSecretNotDescribed(t *testing.T) {
 		if e.Name == "ssl.keystore.key" && !e.Sensitive {
 			t.Error("ssl.keystore.key not marked sensitive")
 		}
+	}
+}
+
+// TestSASLSSLIgnoresBrokerWideClientAuth: as in Kafka (KIP-684), the
+// broker-wide ssl.client.auth applies to SSL listeners only; a SASL_SSL
+// listener asks for client certificates through its own
+// listener.name.NAME.ssl.client.auth.
+func TestSASLSSLIgnoresBrokerWideClientAuth(t *testing.T) {
+	props := sslProps(map[string]string{
+		"listeners":                      "PLAINTEXT://h:9092,SSL://h:9094,SASL_SSL://h:9095,CONTROLLER://h:9093",
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL",
+		"sasl.enabled.mechanisms":        "SCRAM-SHA-512",
+		"ssl.client.auth":                "required",
+		"ssl.truststore.location":        "/etc/skein/ca.pem",
+	})
+	b, err := NewBroker(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ssl, _ := b.TLSOf("SSL"); ssl.ClientAuth != "required" {
+		t.Errorf("SSL client auth %q", ssl.ClientAuth)
+	}
+	if sasl, _ := b.TLSOf("SASL_SSL"); sasl.ClientAuth != "none" {
+		t.Errorf("SASL_SSL client auth %q, want none without its own setting", sasl.ClientAuth)
+	}
+	props["listener.name.sasl_ssl.ssl.client.auth"] = "required"
+	if b, err = NewBroker(props); err != nil {
+		t.Fatal(err)
+	}
+	if sasl, _ := b.TLSOf("SASL_SSL"); sasl.ClientAuth != "required" {
+		t.Errorf("SASL_SSL client auth %q with listener.name.sasl_ssl.ssl.client.auth=required", sasl.ClientAuth)
 	}
 }

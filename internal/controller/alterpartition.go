@@ -21,7 +21,8 @@ import (
 // otherwise); replicas being added must be active (INELIGIBLE_REPLICA, as in
 // KIP-841, so a fenced or shutting-down broker cannot rejoin). Replicas that
 // join the ISR leave the ELR. An ISR equal to the current one as a set needs
-// no record, so the result may be empty.
+// no record, so the result may be empty. An ISR that completes a
+// reassignment completes it in the same record (completeIfDone).
 func AlterPartition(im *metadata.Image, topicID metadata.TopicID, partition int32, leaderEpoch, partitionEpoch int32, newISR []int32) ([]metadata.Record, error) {
 	t, ok := im.TopicByID(topicID)
 	if !ok {
@@ -63,6 +64,9 @@ func AlterPartition(im *metadata.Image, topicID metadata.TopicID, partition int3
 	next := p
 	next.ISR = slices.Clone(newISR)
 	next.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return slices.Contains(newISR, r) })
+	// A replica being added that joins the ISR may be the last one a
+	// reassignment waited for.
+	next = completeIfDone(im, next)
 	return []metadata.Record{changeRecord(t.ID, p, next)}, nil
 }
 

@@ -212,21 +212,32 @@ func changeRecord(topic metadata.TopicID, p, next metadata.Partition) metadata.P
 	if next.Leader != p.Leader {
 		c.Leader = &next.Leader
 	}
-	if !slices.Equal(next.ISR, p.ISR) {
-		isr := slices.Clone(next.ISR)
-		if isr == nil {
-			isr = []int32{}
-		}
-		c.ISR = &isr
-	}
-	if !slices.Equal(next.ELR, p.ELR) {
-		elr := slices.Clone(next.ELR)
-		if elr == nil {
-			elr = []int32{}
-		}
-		c.ELR = &elr
-	}
+	c.ISR = changedList(p.ISR, next.ISR)
+	c.ELR = changedList(p.ELR, next.ELR)
+	c.Replicas = changedList(p.Replicas, next.Replicas)
+	c.AddingReplicas = changedList(p.AddingReplicas, next.AddingReplicas)
+	c.RemovingReplicas = changedList(p.RemovingReplicas, next.RemovingReplicas)
 	return c
+}
+
+// changedList is the field of a PartitionChange that moves a list from
+// was to now: nil when unchanged, else a copy (never nil, so an emptied
+// list is recorded as empty rather than unchanged).
+func changedList(was, now []int32) *[]int32 {
+	if slices.Equal(was, now) {
+		return nil
+	}
+	out := slices.Clone(now)
+	if out == nil {
+		out = []int32{}
+	}
+	return &out
+}
+
+// isNoChange reports whether c changes nothing (applying it would still
+// bump the partition epoch, so it is not proposed).
+func isNoChange(c metadata.PartitionChange) bool {
+	return c.Leader == nil && c.ISR == nil && c.ELR == nil && c.Replicas == nil && c.AddingReplicas == nil && c.RemovingReplicas == nil
 }
 
 // without returns ids minus id, as a new slice (never aliasing ids, which may

@@ -226,3 +226,20 @@ func (c *Core) AllocateProducerIDs(now time.Time, im *metadata.Image, brokerID i
 		}})
 	return c.end()
 }
+
+// Reassign decides an AlterPartitionReassignments request at its turn
+// (controller.AlterPartitionReassignments against the image of that turn)
+// and answers each entry's outcome once the accepted ones are applied; err
+// is the whole request's (no longer controller, the commit failed), and
+// errs is nil when the decision never ran.
+func (c *Core) Reassign(now time.Time, im *metadata.Image, reqs []controller.Reassignment, allowRFChange bool, done func(errs []error, err error)) Ready {
+	var errs []error
+	opts := controller.ReassignOptions{AllowReplicationFactorChange: allowRFChange, Unclean: c.unclean}
+	return c.Submit(now, im, fmt.Sprintf("reassignment of %d partitions", len(reqs)),
+		func(im *metadata.Image) ([]metadata.Record, error) {
+			recs, e := controller.AlterPartitionReassignments(im, reqs, opts)
+			errs = e
+			return recs, nil
+		},
+		func(err error) { done(errs, err) })
+}

@@ -26,18 +26,19 @@ import (
 )
 
 // Ports are the ports one node listens on, on 127.0.0.1 unless its
-// properties say otherwise. Admin 0 serves no admin listener.
+// properties say otherwise. Admin 0 serves no admin listener. Internal is
+// the inter-broker listener of a Secure cluster (unused otherwise).
 type Ports struct {
-	Client, Controller, Admin int
+	Client, Controller, Admin, Internal int
 }
 
 // BasePorts is the `skein dev` layout: node i (0-based) listens for
-// clients on base+100*i, for controllers on that +1, and serves /metrics
-// and /readyz on that +2.
+// clients on base+100*i, for controllers on that +1, serves /metrics
+// and /readyz on that +2 and, when secure, the other brokers on that +3.
 func BasePorts(base int) func(i int) Ports {
 	return func(i int) Ports {
 		p := base + 100*i
-		return Ports{Client: p, Controller: p + 1, Admin: p + 2}
+		return Ports{Client: p, Controller: p + 1, Admin: p + 2, Internal: p + 3}
 	}
 }
 
@@ -59,6 +60,9 @@ type Config struct {
 	// Output, when set, receives node i's output besides its log file
 	// (`skein dev -v`, the tests' log watchers).
 	Output func(i int) io.Writer
+	// Secure, when set, secures every listener (secure.go); Props and
+	// NodeProps still apply over it.
+	Secure *Secure
 }
 
 // Cluster is a running (or stopped) local cluster. Its methods are not
@@ -185,6 +189,9 @@ func (c *Cluster) props(i int) map[string]string {
 	if ports.Admin > 0 && c.isBroker(i) {
 		props["admin.listeners"] = fmt.Sprintf("http://127.0.0.1:%d", ports.Admin)
 	}
+	if c.cfg.Secure != nil {
+		maps.Copy(props, c.secureProps(i))
+	}
 	maps.Copy(props, c.cfg.Props)
 	if c.cfg.NodeProps != nil {
 		maps.Copy(props, c.cfg.NodeProps(i))
@@ -203,6 +210,9 @@ func (c *Cluster) CheckPorts() error {
 			want = append(want, ports.Client)
 			if ports.Admin > 0 {
 				want = append(want, ports.Admin)
+			}
+			if c.cfg.Secure != nil {
+				want = append(want, ports.Internal)
 			}
 		}
 		if c.isController(i) {
@@ -413,13 +423,26 @@ func (c *Cluster) Stop(grace time.Duration) {
 	}
 }
 
-// Client returns a client seeded with the brokers' addresses.
+// Client returns a client seeded with the brokers' addresses; on a
+// Secure cluster, with their INTERNAL ones, where it presents the node
+// certificate (a super user).
 func (c *Cluster) Client(opts ...kgo.Opt) (*kgo.Client, error) {
+	if c.cfg.Secure != nil {
+		tlsCfg, err := c.cfg.Secure.CA.NodeTLS()
+		if err != nil {
+			return nil, err
+		}
+		return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.InternalAddrs()...), kgo.DialTLSConfig(tlsCfg)}, opts...)...)
+	}
 	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...)}, opts...)...)
 }
 
-// readyPoll is how often WaitReady looks at the cluster.
-const readyPoll = 100 * time.Millisecond
+// readyPoll is how often WaitReady looks at the cluster; readyAttempt
+// bounds one look.
+const (
+	readyPoll    = 100 * time.Millisecond
+	readyAttempt = time.Second
+)
 
 // WaitReady waits until every broker is registered, as Metadata shows. A
 // node that exits meanwhile fails it at once, with the node's last words.
@@ -483,7 +506,7 @@ func (c *Cluster) brokersVisible(ctx context.Context) int {
 	defer cl.Close()
 	// A short deadline: the client retries refused connections until
 	// its context ends.
-	attempt, cancel := context.WithTimeout(ctx, time.Second)
+	attempt, cancel := context.WithTimeout(ctx, readyAttempt)
 	defer cancel()
 	md, err := kadm.NewClient(cl).BrokerMetadata(attempt)
 	if err != nil {

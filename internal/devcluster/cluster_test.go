@@ -2,11 +2,14 @@ package devcluster
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/skein-log/skein/internal/devca"
 	"github.com/skein-log/skein/internal/testport"
 )
 
@@ -70,5 +73,49 @@ func TestCheckPortsNamesTheNodeAndPort(t *testing.T) {
 	err = c.CheckPorts()
 	if err == nil || !strings.Contains(err.Error(), "broker 2 cannot start: port 127.0.0.1:"+strconv.Itoa(base+101)+" is in use") {
 		t.Fatalf("taken controller port: %v", err)
+	}
+}
+
+// TestSecureProps: a Secure cluster's nodes serve clients SASL_SSL on the
+// client port and each other mutual TLS on the Internal and controller
+// ports, with the node certificate a super user; the users' properties
+// survive a second PrepareSecure on the same data.
+func TestSecureProps(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := devca.Ensure(filepath.Join(dir, "tls"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := PrepareSecure(dir, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Bin: "skein", Dir: dir, Brokers: 3, Ports: BasePorts(9092), Secure: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.props(1)
+	for k, want := range map[string]string{
+		"listeners":                              "SASL_SSL://127.0.0.1:9192,INTERNAL://127.0.0.1:9195,CONTROLLER://127.0.0.1:9193",
+		"listener.security.protocol.map":         "SASL_SSL:SASL_SSL,INTERNAL:SSL,CONTROLLER:SSL",
+		"inter.broker.listener.name":             "INTERNAL",
+		"listener.name.internal.ssl.client.auth": "required",
+		"super.users":                            "User:skein-node;User:admin",
+		"ssl.keystore.location":                  ca.Node,
+	} {
+		if p[k] != want {
+			t.Errorf("%s = %q, want %q", k, p[k], want)
+		}
+	}
+	if got := strings.Join(c.InternalAddrs(), ","); got != "127.0.0.1:9095,127.0.0.1:9195,127.0.0.1:9295" {
+		t.Errorf("internal addresses %s", got)
+	}
+	props, err := os.ReadFile(sec.PropertiesFile(dir, AliceUser))
+	if err != nil || !strings.Contains(string(props), `username="alice" password="`+sec.Users[AliceUser]+`"`) {
+		t.Fatalf("alice's properties: %v\n%s", err, props)
+	}
+	again, err := PrepareSecure(dir, ca)
+	if err != nil || again.Users[AliceUser] != sec.Users[AliceUser] || again.Users[AdminUser] != sec.Users[AdminUser] {
+		t.Fatalf("a second run changed the passwords: %v", err)
 	}
 }

@@ -282,6 +282,12 @@ func (b *builder) changePartition(r PartitionChange) error {
 	if r.ELR != nil {
 		p.ELR = slices.Clone(*r.ELR)
 	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = nilIfEmpty(slices.Clone(*r.AddingReplicas))
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = nilIfEmpty(slices.Clone(*r.RemovingReplicas))
+	}
 	if r.Leader != nil {
 		p.Leader = *r.Leader
 	}
@@ -324,4 +330,13 @@ func (b *builder) setTopicConfig(r SetTopicConfig) error {
 	}
 	t.Configs = configs
 	return nil
+}
+
+// nilIfEmpty keeps one form for "no replicas being added or removed", so
+// images built from the log and from a snapshot compare equal.
+func nilIfEmpty(ids []int32) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
 }

@@ -62,6 +62,9 @@ type AddPartitions struct {
 }
 
 // PartitionChange changes one partition. Nil fields are left unchanged.
+// Replicas, AddingReplicas and RemovingReplicas together start, complete
+// or revert a reassignment (Kafka's PartitionChangeRecord fields); an empty
+// AddingReplicas and RemovingReplicas end it.
 //
 // Applying it always bumps PartitionEpoch by one, and bumps LeaderEpoch by one
 // when Leader is set to a different broker (including to or from NoLeader).
@@ -74,6 +77,9 @@ type PartitionChange struct {
 	ISR       *[]int32 `json:",omitempty"`
 	ELR       *[]int32 `json:",omitempty"`
 	Replicas  *[]int32 `json:",omitempty"`
+
+	AddingReplicas   *[]int32 `json:",omitempty"`
+	RemovingReplicas *[]int32 `json:",omitempty"`
 }
 
 // SetTopicConfig sets (Value != nil) or deletes (Value == nil) one topic

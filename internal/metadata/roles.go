@@ -67,3 +67,26 @@ func (im *Image) ReplicaRole(id int32, epoch int64, p Partition) ReplicaRole {
 		return RoleFollower
 	}
 }
+
+// Retired reports whether broker id, registered at epoch, may delete its
+// replica of partition index of topic: im is caught up for it (CaughtUpFor)
+// and no longer lists it as a replica there (the partition was reassigned
+// away, or the topic deleted; KRaft's StopReplica with delete). A stale
+// replay never retires a replica: it may be older than the reassignment
+// that added this broker, which may since have made it an ISR member
+// holding committed records no other broker holds.
+func (im *Image) Retired(id int32, epoch int64, topic TopicID, index int32) bool {
+	return im.CaughtUpFor(id, epoch) && !im.Lists(id, topic, index)
+}
+
+// Lists reports whether im lists broker id as a replica of partition index
+// of topic. A broker runs exactly the replicas its image lists; Retired
+// says when one it no longer runs may also be deleted.
+func (im *Image) Lists(id int32, topic TopicID, index int32) bool {
+	t, ok := im.topicsByID[topic]
+	if !ok {
+		return false
+	}
+	p, ok := t.Partition(index)
+	return ok && slices.Contains(p.Replicas, id)
+}

@@ -88,3 +88,39 @@ func TestReplicaRole(t *testing.T) {
 		})
 	}
 }
+
+// TestRetired: a replica the image no longer lists is deleted only on an
+// image caught up for the broker's registration. The stale replay of a
+// restarted broker 1 predates a reassignment that added it to a new
+// topic's partition (and so does not list it there); deleting on it would
+// throw away what broker 1 holds as an ISR member.
+func TestRetired(t *testing.T) {
+	stale, _, fresh := restartImages(t)
+	// Later, orders-1 moves off broker 1 and partition 0 of "new" is
+	// created on it.
+	fresh = mustApply(t, fresh, PartitionChange{TopicID: idOf(1), Partition: 1, Replicas: &[]int32{2, 3}, ISR: &[]int32{2, 3}},
+		CreateTopic{Name: "new", ID: idOf(2), Partitions: []Partition{partition(0, 1, 1)}})
+	tests := []struct {
+		name  string
+		im    *Image
+		topic TopicID
+		index int32
+		want  bool
+	}{
+		{"still listed", fresh, idOf(1), 0, false},
+		{"reassigned away, caught up", fresh, idOf(1), 1, true},
+		{"unknown to a stale replay", stale, idOf(2), 0, false},
+		{"topic deleted, caught up", mustApply(t, fresh, RemoveTopic{ID: idOf(2)}), idOf(2), 0, true},
+		{"no such partition, caught up", fresh, idOf(1), 7, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.im.Retired(1, 40, tt.topic, tt.index); got != tt.want {
+				t.Fatalf("Retired = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if stale.Lists(1, idOf(2), 0) || !fresh.Lists(1, idOf(2), 0) || fresh.Lists(1, idOf(1), 1) {
+		t.Fatal("Lists disagrees with the images")
+	}
+}

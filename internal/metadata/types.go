@@ -94,6 +94,29 @@ type Partition struct {
 	// PartitionEpoch bumps on every change; AlterPartition requests carry it
 	// so stale ISR proposals are rejected.
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (KIP-455), as Kafka's PartitionRecord does: Replicas is then
+	// the union of the target and the original replicas, the target first.
+	// Both are empty when no reassignment is in progress.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
+}
+
+// Reassigning reports whether a reassignment of p is in progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas is where p is being moved: Replicas without the ones
+// being removed (Replicas itself when no reassignment is in progress).
+func (p Partition) TargetReplicas() []int32 {
+	return slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) })
+}
+
+// OriginalReplicas is where p was before its reassignment began: Replicas
+// without the ones being added. Cancelling returns there.
+func (p Partition) OriginalReplicas() []int32 {
+	return slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(p.AddingReplicas, r) })
 }
 
 // Clone returns a deep copy that the caller may modify.
@@ -101,6 +124,8 @@ func (p Partition) Clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
 	p.ELR = slices.Clone(p.ELR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 

@@ -68,8 +68,9 @@ func validateConfigEntry(key string, value *string) error {
 }
 
 // validatePartition checks the invariants every broker relies on: replicas
-// distinct; ISR and ELR distinct, drawn from the replicas and disjoint; the
-// leader is an ISR member or there is none.
+// distinct; ISR and ELR distinct, drawn from the replicas and disjoint;
+// adding and removing replicas drawn from the replicas, disjoint, leaving a
+// target; the leader is an ISR member or there is none.
 func validatePartition(p Partition, wantIndex int32) error {
 	if p.Index != wantIndex {
 		return fmt.Errorf("partition index %d, want %d", p.Index, wantIndex)
@@ -90,6 +91,20 @@ func validatePartition(p Partition, wantIndex int32) error {
 		if slices.Contains(p.ISR, r) {
 			return fmt.Errorf("partition %d: broker %d is in both isr and elr", p.Index, r)
 		}
+	}
+	if err := subsetOfReplicas(p.AddingReplicas, p.Replicas); err != nil {
+		return fmt.Errorf("partition %d adding replicas: %w", p.Index, err)
+	}
+	if err := subsetOfReplicas(p.RemovingReplicas, p.Replicas); err != nil {
+		return fmt.Errorf("partition %d removing replicas: %w", p.Index, err)
+	}
+	for _, r := range p.AddingReplicas {
+		if slices.Contains(p.RemovingReplicas, r) {
+			return fmt.Errorf("partition %d: broker %d is both being added and removed", p.Index, r)
+		}
+	}
+	if len(p.RemovingReplicas) == len(p.Replicas) {
+		return fmt.Errorf("partition %d: a reassignment removes every replica", p.Index)
 	}
 	if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
 		return fmt.Errorf("partition %d: leader %d is not in isr %v", p.Index, p.Leader, p.ISR)

@@ -151,7 +151,9 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		saslAuths: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "sasl_authentications_total",
 			Help: "SASL authentications by listener, mechanism and result (success; failure: a wrong password or an unsupported mechanism; " +
-				"unauthenticated_request: a request other than ApiVersions or SASL before authenticating, which closes the connection).",
+				"unauthenticated_request: a request other than ApiVersions or SASL before authenticating, which closes the connection; " +
+				"reauthentication_success, reauthentication_failure: KIP-368 logins again on an open connection, a failure closing it; " +
+				"expired: a connection closed because its connections.max.reauth.ms lifetime passed without a re-authentication).",
 		}, []string{"listener", "mechanism", "result"}),
 		authorizationDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "authorization_denials_total",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replica"
@@ -23,7 +24,10 @@ func (x backend) NodeID() int32                    { return x.b.cfg.NodeID }
 func (x backend) Config() *config.Broker           { return x.b.cfg }
 func (x backend) Image() *metadata.Image           { return x.b.Image() }
 func (x backend) Commit(r []metadata.Record) error { return x.b.commit(r) }
-func (x backend) NewTopicID() metadata.TopicID     { return newTopicID() }
+func (x backend) Reassign(reqs []controller.Reassignment, allowRFChange bool) ([]error, error) {
+	return x.b.reassign(reqs, allowRFChange)
+}
+func (x backend) NewTopicID() metadata.TopicID { return newTopicID() }
 func (x backend) AllocateProducerID() (int64, error) {
 	return x.b.allocateProducerID()
 }
@@ -40,6 +44,8 @@ func (x backend) NowMs() int64    { return time.Now().UnixMilli() }
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.b.controllerSvc} }
+
+func (x backend) Quorum() api.QuorumBackend { return quorumAdmin(x) }
 
 func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
 
@@ -80,13 +86,28 @@ func (x backend) Fetch(req api.FetchParams, done func([]api.FetchResult)) {
 	x.b.fetch(req, done)
 }
 
-func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
+func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64, isolation int8) (api.OffsetResult, error) {
 	p := x.b.partition(id, index)
 	if p == nil || !p.isLeader() {
 		return api.OffsetResult{}, x.b.partitionError(id, index)
 	}
 	_, epoch := p.leadership()
-	return replica.ListOffset(p.log, ts, p.highWatermark.Load(), epoch)
+	bound := p.highWatermark.Load()
+	if isolation == api.ReadCommitted {
+		bound = p.lastStable.Load()
+	}
+	return replica.ListOffset(p.log, ts, bound, epoch)
+}
+
+// WriteTxnMarker is api.Backend's: the marker goes through the partition's
+// replica core (replica.WriteTxnMarker), __consumer_offsets included.
+func (x backend) WriteTxnMarker(req api.TxnMarkerParams, done func(error)) {
+	p := x.b.partition(req.Topic, req.Partition)
+	if p == nil {
+		done(x.b.partitionError(req.Topic, req.Partition))
+		return
+	}
+	p.writeTxnMarker(req, func(res api.ProduceResult) { done(res.Err) })
 }
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {

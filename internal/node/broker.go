@@ -67,10 +67,13 @@ type Broker struct {
 	// serving is set once logs are recovered and listeners accept.
 	serving atomic.Bool
 	// fatal carries why the node stopped by itself (diskfail.go).
-	fatal    chan error
-	stop     chan struct{}
-	bgWG     sync.WaitGroup
-	stopOnce sync.Once
+	fatal chan error
+	stop  chan struct{}
+	// stopCtx ends with stop, for waits that take a context.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
+	bgWG       sync.WaitGroup
+	stopOnce   sync.Once
 
 	brokerConns
 	brokerPartitions
@@ -124,10 +127,15 @@ type brokerPartitions struct {
 // brokerMetadata is the metadata quorum, what this node knows of it, and
 // the image applied and reconciled.
 type brokerMetadata struct {
-	quorum       *quorum.Node
-	voters       []config.Voter
-	emptyImage   *metadata.Image
-	controllerID atomic.Int32 // the active controller, -1 if unknown
+	quorum *quorum.Node
+	// voters are the controllers' endpoints (controllerVoters): fixed by
+	// controller.quorum.voters, or a dynamic quorum's latest membership.
+	voters atomic.Pointer[[]config.Voter]
+	// metadataObservers are the broker-only nodes fetching the metadata
+	// log from this controller (DescribeQuorum).
+	metadataObservers observerTable
+	emptyImage        *metadata.Image
+	controllerID      atomic.Int32 // the active controller, -1 if unknown
 	// foreign records peers of another cluster (cluster_id.go).
 	foreign foreignCluster
 
@@ -136,9 +144,14 @@ type brokerMetadata struct {
 	// metadataSnapshotsLoaded counts snapshots a broker-only node loaded.
 	metadataSnapshotsLoaded atomic.Int64
 	// imageCond signals image versions applied and reconciled.
-	imageCond   *sync.Cond
-	reconciled  int64 // guarded by imageCond.L
-	reconcileCh chan struct{}
+	imageCond  *sync.Cond
+	reconciled int64 // guarded by imageCond.L
+	// reconciledVersion is reconciled, readable without the lock.
+	reconciledVersion atomic.Int64
+	reconcileCh       chan struct{}
+	// metadataWaits counts requests held for the image to catch up
+	// (metadata_wait.go).
+	metadataWaits waitCount
 }
 
 // brokerController is the active controller's runtime (when this node is
@@ -153,6 +166,9 @@ type brokerController struct {
 
 	incarnation [16]byte
 	brokerEpoch atomic.Int64 // -1 until registered
+	// strayCheckedEpoch is the registration whose reconcile last looked
+	// for partition directories to delete (removeStrayPartitionDirs).
+	strayCheckedEpoch atomic.Int64
 	// logDirIDs are the directory ids of cfg.LogDirs, in order.
 	logDirIDs []metadata.DirectoryID
 	// previousCleanEpoch is the broker epoch up to which this broker's
@@ -226,8 +242,10 @@ func New(cfg *config.Broker, opts Options) *Broker {
 			shutdownUnreachable: make(chan struct{}),
 		},
 	}
+	b.stopCtx, b.stopCancel = context.WithCancel(context.Background())
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
+	b.strayCheckedEpoch.Store(-1)
 	rand.Read(b.incarnation[:])
 	b.requestBytes = newBudget(cfg.QueuedMaxRequestBytes)
 	b.requestCount = newBudget(int64(cfg.QueuedMaxRequests))
@@ -284,8 +302,8 @@ func (b *Broker) Start() error {
 		return err
 	}
 	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
-	if len(b.cfg.ControllerQuorumVoters) > 1 && b.cfg.ClusterID == "" {
-		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller: every node must agree on it")
+	if (len(b.cfg.ControllerQuorumVoters) > 1 || len(b.cfg.ControllerQuorumBootstrapServers) > 0) && b.cfg.ClusterID == "" {
+		return errors.New("cluster.id must be set when controller.quorum.voters lists more than one controller or the quorum is dynamic: every node must agree on it")
 	}
 	if !isController && b.cfg.ClusterID == "" {
 		return errors.New("cluster.id must be set on a broker-only node: it must agree with the controllers'")
@@ -348,10 +366,10 @@ func (b *Broker) Start() error {
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
 	warnSharedInterBrokerListener(b.cfg, b.log)
 	warnPlaintextClusterListeners(b.cfg, b.log)
-	// A quorum of one elects itself at once: wait for the registration so
+	// A quorum of one elects itself at once (aloneInQuorum): wait for the registration so
 	// the broker is usable when Start returns, as a single broker always
 	// was. In a cluster the others may not be up yet; readiness says when.
-	if len(b.voters) == 1 && isBroker {
+	if b.aloneInQuorum() && isBroker {
 		select {
 		case <-b.registered:
 		case <-time.After(30 * time.Second):
@@ -359,9 +377,6 @@ func (b *Broker) Start() error {
 		}
 		if err := b.waitReconciled(context.Background(), b.Image().Version()); err != nil {
 			return err
-		}
-		if err := b.removeStrayPartitionDirs(); err != nil {
-			b.log.Warn("could not remove stray partition directories", "err", err)
 		}
 	}
 	return nil
@@ -395,6 +410,7 @@ func (b *Broker) Halt() {
 // haltOnce is Halt's body; it runs under stopOnce.
 func (b *Broker) haltOnce() {
 	close(b.stop)
+	b.stopCancel()
 	b.groups.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
@@ -430,6 +446,7 @@ func (b *Broker) closeOnce() error {
 	// before its first answer for a misconfiguration and gives up.
 	b.closeClientListeners()
 	close(b.stop)
+	b.stopCancel()
 	b.groups.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {

@@ -77,7 +77,9 @@ func (c *logCleaner) pass(now time.Time, force bool) int {
 		// Only what every in-sync replica holds durably: a truncation
 		// can never remove it, so no record is ever compacted away in
 		// favour of a later one that is then lost.
-		upTo := min(p.highWatermark.Load(), p.log.DurableEndOffset())
+		// Below the last stable offset too: an open transaction's records
+		// wait for its outcome (aborted ones are removed).
+		upTo := min(p.lastStable.Load(), p.log.DurableEndOffset())
 		res, err := p.log.Clean(storage.CleanParams{NowMs: now.UnixMilli(), UpTo: upTo, Force: force}, c.m)
 		switch {
 		case storage.IsLogChanged(err):

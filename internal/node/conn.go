@@ -350,6 +350,11 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		return false, false
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
+		if !c.saslAdmits(hdr.Key, hdr.ClientID) {
+			// Raft frames too: not before a login, not after its
+			// connections.max.reauth.ms lifetime (KIP-368).
+			return false, false
+		}
 		if c.principal != api.BrokerPrincipal {
 			// Only voters speak Raft: on a TLS controller listener a
 			// certificate of a super user.
@@ -357,7 +362,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 				"principal", c.principal.String())
 			return false, false
 		}
-		if err := quorum.HandleRaftFrame(frame, c.b.Image().ClusterID(), c.b.quorum.Step); err != nil && !errors.Is(err, quorum.ErrBusy) {
+		if err := quorum.HandleRaftFrameFrom(frame, c.b.Image().ClusterID(), c.b.quorum.StepFrom); err != nil && !errors.Is(err, quorum.ErrBusy) {
 			if errors.Is(err, quorum.ErrStopped) {
 				return false, false
 			}
@@ -381,12 +386,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			"key", hdr.Key, "client", hdr.ClientID)
 		return false, false
 	}
-	if !c.saslAllows(hdr.Key) {
-		// Kafka closes a connection that sends anything but ApiVersions
-		// and the SASL exchange before it authenticated.
-		c.b.metrics.SASLAuthentication(c.listener, "none", "unauthenticated_request")
-		c.b.log.Info("closing connection: request before SASL authentication", "listener", c.listener,
-			"remote", c.nc.RemoteAddr().String(), "api", kmsg.NameForKey(hdr.Key), "client", hdr.ClientID)
+	if !c.saslAdmits(hdr.Key, hdr.ClientID) {
 		return false, false
 	}
 	s := &slot{hdr: hdr, version: hdr.Version, done: make(chan struct{})}
@@ -429,6 +429,11 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 			c.serve(req, s)
 		}()
 		return true, true
+	}
+	if !c.controller {
+		// A leader that has not caught up with a new topic waits here,
+		// on the reader, so later requests stay behind (metadata_wait.go).
+		c.b.awaitMetadataFor(body)
 	}
 	// A Produce handler is done with the frame when it returns: every
 	// batch is appended (copied into the log) by then, and what waits

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/producer"
@@ -109,6 +110,21 @@ func (b *Broker) commit(recs []metadata.Record) error {
 	return <-done
 }
 
+// reassign decides an AlterPartitionReassignments request in the core's
+// queue and waits for its outcome (the handler is Blocking).
+func (b *Broker) reassign(reqs []controller.Reassignment, allowRFChange bool) ([]error, error) {
+	type outcome struct {
+		errs []error
+		err  error
+	}
+	done := make(chan outcome, 1)
+	b.controllerSvc.Step(func(core *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+		return core.Reassign(now, im, reqs, allowRFChange, func(errs []error, err error) { done <- outcome{errs, err} })
+	})
+	o := <-done
+	return o.errs, o.err
+}
+
 // connClosed is told when any controller-listener connection closes; if
 // it carried a broker's heartbeats, that broker is fenced at once.
 func (c *controllerService) connClosed(conn api.ConnID) {
@@ -187,9 +203,10 @@ func (b *Broker) probeAddr(id int32) (string, bool) {
 
 // voterAddr is the controller endpoint of a node.
 func (b *Broker) voterAddr(id int32) (string, bool) {
-	i := slices.IndexFunc(b.voters, func(v config.Voter) bool { return v.ID == id })
+	voters := b.controllerVoters()
+	i := slices.IndexFunc(voters, func(v config.Voter) bool { return v.ID == id })
 	if i < 0 {
 		return "", false
 	}
-	return b.voters[i].Addr(), true
+	return voters[i].Addr(), true
 }

@@ -93,21 +93,22 @@ func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool) e
 }
 
 // Bounds is replica.Source.Bounds.
-func (p *partition) Bounds() (hw, logStart int64) {
-	return p.highWatermark.Load(), p.log.LogStartOffset()
+func (p *partition) Bounds() (hw, lso, logStart int64) {
+	lso = p.lastStable.Load()
+	return p.highWatermark.Load(), lso, p.log.LogStartOffset()
 }
 
 // Read is replica.Source.Read.
-func (p *partition) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
-	return p.read(offset, maxBytes, minOneBatch, fromReplica, false)
+func (p *partition) Read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode) (api.FetchResult, error) {
+	return p.read(offset, maxBytes, minOneBatch, mode, false)
 }
 
 // pooledReads is a partition whose reads go into pooled buffers, for a
 // fetch whose answer gives them back (api.FetchParams.Recycle).
 type pooledReads struct{ *partition }
 
-func (p pooledReads) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
-	return p.read(offset, maxBytes, minOneBatch, fromReplica, true)
+func (p pooledReads) Read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode) (api.FetchResult, error) {
+	return p.read(offset, maxBytes, minOneBatch, mode, true)
 }
 
 // discard gives back the pooled buffers of reads that are not answered

@@ -145,6 +145,17 @@ func answersNotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		if rs.ErrorCode == nc {
+			return true
+		}
+		for _, t := range rs.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == nc {
+					return true
+				}
+			}
+		}
 	case *kmsg.ElectLeadersResponse:
 		if rs.ErrorCode == nc {
 			return true
@@ -289,6 +300,19 @@ func fillTopLevelError(resp kmsg.Response, req kmsg.Request, code int16) {
 				st.Entity = append(st.Entity, se)
 			}
 			rs.Entries = append(rs.Entries, st)
+		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		rs := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+		rs.ErrorCode = code
+		for _, t := range rq.Topics {
+			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			rs.Topics = append(rs.Topics, st)
 		}
 	case *kmsg.ElectLeadersRequest:
 		rs := resp.(*kmsg.ElectLeadersResponse)

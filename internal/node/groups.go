@@ -185,7 +185,7 @@ func (rt *groupRuntime) offsetsTopicRequest() (partitions int32, replicationFact
 	// broker only) the broker count is open, so Kafka's rule stands: wait
 	// until enough brokers are alive.
 	combined := rt.b.cfg.HasRole(config.RoleController)
-	if n := len(rt.b.voters); combined && n > 0 && int(rf) > n {
+	if n := len(rt.b.controllerVoters()); combined && n > 0 && int(rf) > n {
 		rt.b.log.Warn("offsets.topic.replication.factor exceeds the number of nodes; using the node count",
 			"configured", rf, "nodes", n)
 		rf = int16(n)

@@ -37,6 +37,7 @@ func (b *Broker) fetchMetadataLog(req *kmsg.FetchRequest, respond api.Respond) {
 		maxBytes = min(maxBytes, uint64(rp.PartitionMaxBytes))
 	}
 	from := uint64(rp.FetchOffset) + 1
+	b.metadataObservers.note(req.ReplicaID, rp.FetchOffset, int64(b.quorum.AppliedIndex()), time.Now())
 	changed := b.quorum.AppliedChanged()
 	read, err := b.quorum.ReadCommitted(from, maxBytes)
 	if err != nil || len(read.Entries) > 0 || read.Compacted || req.MaxWaitMillis <= 0 {

@@ -37,7 +37,7 @@ const (
 // startMetadataObserver starts following the metadata log on a node
 // without the controller role.
 func (b *Broker) startMetadataObserver(clusterID string) {
-	b.voters = slices.Clone(b.cfg.ControllerQuorumVoters)
+	b.setControllerVoters(b.initialVoters())
 	b.emptyImage = metadata.Empty(clusterID)
 	b.image.Store(b.emptyImage)
 	obs := quorum.NewObserver(b.applyMetadataEntry, b.restoreObservedSnapshot, b.log.With("component", "metadata-observer"))
@@ -82,7 +82,8 @@ func (s *metadataSource) target() int32 {
 	if id := s.b.controllerID.Load(); id >= 0 {
 		return id
 	}
-	return s.b.voters[s.next%len(s.b.voters)].ID
+	voters := s.b.controllerVoters()
+	return voters[s.next%len(voters)].ID
 }
 
 func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
@@ -114,7 +115,7 @@ func (s *metadataSource) connect(ctx context.Context) (*rpc.Conn, error) {
 // may be dead, and any live voter names the current leader.
 func (s *metadataSource) failed() {
 	s.close()
-	if i := slices.IndexFunc(s.b.voters, func(v config.Voter) bool { return v.ID == s.connID }); i >= 0 {
+	if i := slices.IndexFunc(s.b.controllerVoters(), func(v config.Voter) bool { return v.ID == s.connID }); i >= 0 {
 		s.next = i + 1
 	} else {
 		s.next++
@@ -212,7 +213,11 @@ func (b *Broker) observeOnce(ctx context.Context, src *metadataSource, obs *quor
 		if err != nil {
 			return fmt.Errorf("fetch metadata snapshot at index %d: %w", snap.Index, err)
 		}
-		return obs.Restore(snap, data)
+		if err := obs.Restore(snap, data); err != nil {
+			return err
+		}
+		b.followObservedMembership(obs)
+		return nil
 	}
 	entries, err := quorum.DecodeEntryBatches(p.RecordBatches)
 	if err != nil {
@@ -221,7 +226,11 @@ func (b *Broker) observeOnce(ctx context.Context, src *metadataSource, obs *quor
 	if p.HighWatermark < 0 {
 		return fmt.Errorf("metadata fetch answer with high watermark %d", p.HighWatermark)
 	}
-	return obs.ApplyEntries(entries, uint64(p.HighWatermark))
+	if err := obs.ApplyEntries(entries, uint64(p.HighWatermark)); err != nil {
+		return err
+	}
+	b.followObservedMembership(obs)
+	return nil
 }
 
 func (b *Broker) metadataFetchRequest(offset uint64) *kmsg.FetchRequest {

@@ -27,6 +27,9 @@ const commitTimeout = 15 * time.Second
 // node with the controller role is a voter; the records it commits build
 // the image every broker serves.
 func (b *Broker) startQuorum(clusterID string) error {
+	if len(b.cfg.ControllerQuorumBootstrapServers) > 0 {
+		return b.startDynamicQuorum(clusterID)
+	}
 	voters := slices.Clone(b.cfg.ControllerQuorumVoters)
 	self := slices.IndexFunc(voters, func(v config.Voter) bool { return v.ID == b.cfg.NodeID })
 	if len(voters) == 0 || (self >= 0 && voters[self].Port == 0) {
@@ -48,19 +51,26 @@ func (b *Broker) startQuorum(clusterID string) error {
 			voters = []config.Voter{me}
 		}
 	}
-	b.voters = voters
+	b.setControllerVoters(voters)
+	cfg := b.quorumConfig(clusterID)
+	cfg.Voters, cfg.ElectionTicks = voters, electionTicks(len(voters))
+	return b.startQuorumNode(cfg)
+}
+
+// quorumConfig is what this node's quorum member is, static or dynamic;
+// it also starts the image empty.
+func (b *Broker) quorumConfig(clusterID string) quorum.NodeConfig {
 	b.emptyImage = metadata.Empty(clusterID)
 	b.image.Store(b.emptyImage)
-	n, err := quorum.StartNode(quorum.NodeConfig{
+	return quorum.NodeConfig{
 		NodeID:         b.cfg.NodeID,
 		ClusterID:      clusterID,
-		Voters:         voters,
 		LocalAddr:      b.cfg.OutboundBindAddress,
 		Secure:         b.quorumSecure(),
 		Dir:            filepath.Join(b.cfg.LogDirs[0], metadataDirName),
 		FS:             b.fs,
 		TickInterval:   quorumTick,
-		ElectionTicks:  electionTicks(len(voters)),
+		ElectionTicks:  quorumElectionTicks,
 		HeartbeatTicks: 1,
 		Snapshotter:    imageSnapshotter{b},
 
@@ -69,7 +79,11 @@ func (b *Broker) startQuorum(clusterID string) error {
 		Apply:           b.applyMetadataEntry,
 		OnLeaderChange:  b.onControllerChange,
 		Logger:          b.log.With("component", "quorum"),
-	})
+	}
+}
+
+func (b *Broker) startQuorumNode(cfg quorum.NodeConfig) error {
+	n, err := quorum.StartNode(cfg)
 	if err != nil {
 		return fmt.Errorf("metadata quorum: %w", err)
 	}
@@ -158,6 +172,7 @@ func (b *Broker) reconcileLoop() {
 		b.groups.reconcile()
 		b.imageCond.L.Lock()
 		b.reconciled = im.Version()
+		b.reconciledVersion.Store(im.Version())
 		b.imageCond.Broadcast()
 		b.imageCond.L.Unlock()
 	}

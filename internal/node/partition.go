@@ -41,6 +41,9 @@ type partition struct {
 	// highWatermark is the core's, published for readers without mu:
 	// consumers read below it.
 	highWatermark atomic.Int64
+	// lastStable is the core's last stable offset, published with the
+	// high watermark: read_committed consumers read below it.
+	lastStable atomic.Int64
 	// offline is set when the partition's log directory went offline
 	// (diskfail.go) or an invariant broke: reads fail too. Readable
 	// without mu.
@@ -71,6 +74,7 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
 	pt.highWatermark.Store(core.HighWatermark())
+	pt.lastStable.Store(core.LastStableOffset())
 	return pt, nil
 }
 
@@ -85,6 +89,9 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 	if rd.HWChanged {
 		p.highWatermark.Store(rd.HighWatermark)
 	}
+	// After the high watermark: a reader loads the LSO first, so it never
+	// sees an LSO above the high watermark it loads next.
+	p.lastStable.Store(p.core.LastStableOffset())
 	if rd.Wake {
 		for fw := range p.watchers {
 			fw.poke()
@@ -218,6 +225,17 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 	p.deliver(answers, id)
 }
 
+// writeTxnMarker appends a transaction marker and calls done once the
+// high watermark has passed it (replica.WriteTxnMarker).
+func (p *partition) writeTxnMarker(req api.TxnMarkerParams, done func(api.ProduceResult)) {
+	now := time.Now()
+	p.mu.Lock()
+	id, rd := p.core.WriteTxnMarker(req, done, now.UnixMilli())
+	answers := p.readyLocked(rd)
+	p.mu.Unlock()
+	p.deliver(answers, id)
+}
+
 // awaitCommitted calls done(nil) once the high watermark reaches target,
 // or done(err) when leadership is lost, the log fails or timeout passes
 // (replica.AwaitCommitted). A group coordinator loaded from the log waits
@@ -270,15 +288,17 @@ func (p *partition) controllerChanged() {
 }
 
 // read serves a fetch: whole batches from offset, below the high watermark
-// for consumers, below the log end for followers; with pooled into a
-// buffer from internal/bufpool (replica.ReadLog).
-func (p *partition) read(offset int64, maxBytes int, minOneBatch, fromReplica, pooled bool) (api.FetchResult, error) {
+// (or the last stable offset, read_committed) for consumers, below the log
+// end for followers; with pooled into a buffer from internal/bufpool
+// (replica.ReadLog).
+func (p *partition) read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode, pooled bool) (api.FetchResult, error) {
+	lso := p.lastStable.Load()
 	hw := p.highWatermark.Load()
 	if p.offline.Load() {
-		return api.FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()},
+		return api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: p.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
 	}
-	res, err := replica.ReadLog(p.log, hw, offset, maxBytes, minOneBatch, fromReplica, pooled)
+	res, err := replica.ReadLog(p.log, hw, lso, offset, maxBytes, minOneBatch, mode, pooled)
 	if errors.Is(err, kerr.KafkaStorageError) {
 		p.b.log.Error("read failed", "partition", p.name(), "offset", offset, "err", err)
 	}

@@ -45,24 +45,52 @@ func (b *Broker) reconcilePartitions() error {
 		}
 	}
 	var errs []error
-	var removed []*partition
+	type removal struct {
+		k partKey
+		p *partition
+	}
+	var removed []removal
 	b.partsMu.Lock()
 	for k, p := range b.parts {
 		if _, ok := want[k]; !ok {
 			delete(b.parts, k)
-			removed = append(removed, p)
+			removed = append(removed, removal{k, p})
 		}
 	}
 	b.partsMu.Unlock()
-	for _, p := range removed {
+	held := map[string]bool{}
+	for _, w := range want {
+		held[w.t.Name] = true
+	}
+	for _, r := range removed {
+		p := r.p
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
-		b.metrics.DeleteTopic(p.topic)
-		if err := b.fs.RemoveAll(p.log.Dir()); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", p.log.Dir(), err))
+		if !held[p.topic] {
+			// The topic's series go only with its last replica here: a
+			// reassignment may move one partition away and keep others.
+			b.metrics.DeleteTopic(p.topic)
+		}
+		// A replica the image no longer lists stops at once (it must not
+		// go on leading or fetching), but its log is deleted only when
+		// the image is caught up for this registration; otherwise it
+		// stays on disk, to be opened again or swept below once it is.
+		if !im.Retired(b.cfg.NodeID, epoch, r.k.topic, r.k.index) {
+			b.log.Info("closed partition; its log is kept until this broker's metadata has caught up", "partition", p.name())
+			continue
+		}
+		if err := b.deletePartitionDir(p.log.Dir()); err != nil {
+			errs = append(errs, err)
 		} else {
 			b.log.Info("deleted partition", "partition", p.name())
+		}
+	}
+	if im.CaughtUpFor(b.cfg.NodeID, epoch) && b.strayCheckedEpoch.Swap(epoch) != epoch {
+		// Once per registration: what was retired while this broker was
+		// down, or whose deletion a crash interrupted.
+		if err := b.removeStrayPartitionDirs(im, epoch); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	now := time.Now()
@@ -166,10 +194,40 @@ func (b *Broker) leastLoadedLogDir() string {
 	return best
 }
 
-// removeStrayPartitionDirs deletes partition directories whose topic no
-// longer exists (deleted while this broker was down).
-func (b *Broker) removeStrayPartitionDirs() error {
-	im := b.Image()
+// deletedDirSuffix marks a partition directory being deleted. A partition
+// directory's name ends in its index (digits), so no live one ends so.
+const deletedDirSuffix = "-delete"
+
+// deletePartitionDir deletes a retired replica's directory crash-safely,
+// as Kafka does: renamed first (atomic, made durable with the parent's
+// fsync) to a name no partition has, then removed. A crash before the
+// rename leaves the whole directory, still a partition's, which
+// removeStrayPartitionDirs retires again; one after it leaves a name that
+// is never opened as a partition and is swept. A half-deleted log is never
+// opened: it could lack the leader-epoch checkpoint or older segments
+// while looking whole.
+func (b *Broker) deletePartitionDir(dir string) error {
+	gone := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deletedDirSuffix
+	if err := b.fs.Rename(dir, gone); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("delete %s: rename: %w", dir, err)
+	}
+	if err := b.fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("delete %s: sync %s: %w", dir, filepath.Dir(dir), err)
+	}
+	if err := b.fs.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete %s: %w", gone, err)
+	}
+	return nil
+}
+
+// removeStrayPartitionDirs deletes partition directories im retires for
+// this broker (metadata.Image.Retired: their topic was deleted, or they
+// were reassigned away, while this broker was down) and the remains of
+// deletions a crash interrupted, leaving alone the ones open here.
+func (b *Broker) removeStrayPartitionDirs(im *metadata.Image, epoch int64) error {
 	var errs []error
 	for _, root := range b.cfg.LogDirs {
 		entries, err := b.fs.ReadDir(root)
@@ -182,15 +240,23 @@ func (b *Broker) removeStrayPartitionDirs() error {
 				continue
 			}
 			dir := filepath.Join(root, e.Name)
+			if strings.HasSuffix(e.Name, deletedDirSuffix) {
+				if err := b.fs.RemoveAll(dir); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
 			id, err := b.readPartitionTopicID(dir)
 			if err != nil {
 				continue // not ours, or unreadable: leave it for an operator
 			}
-			if _, ok := im.TopicByID(id); ok {
+			cut := strings.LastIndexByte(e.Name, '-')
+			index, err := strconv.ParseInt(e.Name[cut+1:], 10, 32)
+			if cut < 0 || err != nil || b.partition(id, int32(index)) != nil || !im.Retired(b.cfg.NodeID, epoch, id, int32(index)) {
 				continue
 			}
-			b.log.Info("removing partition directory of a deleted topic", "dir", dir)
-			if err := b.fs.RemoveAll(dir); err != nil {
+			b.log.Info("removing partition directory this broker no longer holds", "dir", dir)
+			if err := b.deletePartitionDir(dir); err != nil {
 				errs = append(errs, err)
 			}
 		}

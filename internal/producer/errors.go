@@ -16,6 +16,16 @@ var (
 	// from a fenced (zombie) instance.
 	ErrInvalidProducerEpoch = errors.New("producer epoch is older than the current epoch")
 
+	// ErrInvalidTxnState maps to INVALID_TXN_STATE (48): a
+	// non-transactional batch from a producer whose transaction is still
+	// open on this partition.
+	ErrInvalidTxnState = errors.New("non-transactional batch from a producer with an open transaction")
+
+	// ErrCoordinatorFenced maps to TRANSACTION_COORDINATOR_FENCED (52): a
+	// transaction marker from a coordinator epoch older than the one whose
+	// marker this partition applied last.
+	ErrCoordinatorFenced = errors.New("transaction marker from a fenced coordinator epoch")
+
 	// ErrTooManyProducers is returned for a producer the table does not know
 	// while the table already holds its maximum number of producers. Kafka
 	// has no exact code for this; the API layer should answer with a

@@ -29,6 +29,15 @@ type Entry struct {
 	// applied; producer expiry is measured from it (as Kafka's
 	// producer.id.expiration.ms).
 	LastTimestamp int64
+	// CurrentTxnFirstOffset is the offset of the first batch of the
+	// producer's ongoing transaction on this partition, -1 when none is
+	// open: the last stable offset stays at or below it until a marker
+	// ends the transaction.
+	CurrentTxnFirstOffset int64
+	// CoordinatorEpoch is the epoch of the transaction coordinator whose
+	// marker was applied last (-1 before any): a marker from an older
+	// coordinator is fenced (TRANSACTION_COORDINATOR_FENCED).
+	CoordinatorEpoch int32
 }
 
 // lastSeq is the last sequence written in the current epoch, or

@@ -69,6 +69,9 @@ type Decision struct {
 type Table struct {
 	maxProducers int
 	producers    map[int64]*Entry
+	// ongoing holds the first offset of every open transaction, by
+	// producer id: the few entries the last stable offset depends on.
+	ongoing map[int64]int64
 }
 
 // NewTable returns an empty table that admits at most maxProducers distinct
@@ -76,7 +79,7 @@ type Table struct {
 // the limit so that rebuilding from the log never loses state; Check then
 // refuses new producers until expiry makes room. maxProducers <= 0 means 1.
 func NewTable(maxProducers int) *Table {
-	return &Table{maxProducers: max(maxProducers, 1), producers: make(map[int64]*Entry)}
+	return &Table{maxProducers: max(maxProducers, 1), producers: make(map[int64]*Entry), ongoing: make(map[int64]int64)}
 }
 
 // Len is the number of producers with state.
@@ -105,7 +108,8 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 		return Decision{}, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
 	}
 	if h.IsControl() {
-		// Transaction markers carry no sequence; only fencing applies.
+		// Transaction markers carry no sequence; only fencing applies
+		// (CheckMarker adds the coordinator's epoch).
 		return appendIt, nil
 	}
 	if h.BaseSequence < 0 {
@@ -115,7 +119,7 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 		if h.BaseSequence != 0 {
 			return Decision{}, badSequence(h, fmt.Sprintf("a new epoch (current %d) must start at sequence 0", e.Epoch))
 		}
-		return appendIt, nil
+		return appendIt, e.checkTxnState(h)
 	}
 	if orig, dup := e.findDuplicate(h.BaseSequence, h.LastSequence()); dup {
 		return Decision{Action: Duplicate, Original: orig}, nil
@@ -123,7 +127,39 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 	if last := e.lastSeq(); !inSequence(last, h.BaseSequence) {
 		return Decision{}, badSequence(h, fmt.Sprintf("expected sequence after %d", last))
 	}
-	return appendIt, nil
+	return appendIt, e.checkTxnState(h)
+}
+
+// checkTxnState refuses a non-transactional batch while the producer's
+// transaction is open here, as Kafka's ProducerAppendInfo does after the
+// sequence checks (a retry of a batch already written is a duplicate
+// first).
+func (e *Entry) checkTxnState(h batch.Header) error {
+	if !h.IsTransactional() && e.CurrentTxnFirstOffset >= 0 {
+		return fmt.Errorf("%w: producer %d, transaction open since offset %d", ErrInvalidTxnState, h.ProducerID, e.CurrentTxnFirstOffset)
+	}
+	return nil
+}
+
+// CheckMarker decides whether a transaction marker for producerID at
+// producerEpoch, from the coordinator of coordinatorEpoch, may be written:
+// a marker of an older producer epoch is fenced (INVALID_PRODUCER_EPOCH),
+// one from an older coordinator too (TRANSACTION_COORDINATOR_FENCED), as
+// Kafka's appendEndTxnMarker checks. A producer without state here (it
+// wrote nothing to this partition, or its state expired) takes any marker.
+// Errors wrap the package's sentinels.
+func (t *Table) CheckMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32) error {
+	e, ok := t.producers[producerID]
+	if !ok {
+		return nil
+	}
+	if producerEpoch < e.Epoch {
+		return fmt.Errorf("%w: marker for producer %d epoch %d, current %d", ErrInvalidProducerEpoch, producerID, producerEpoch, e.Epoch)
+	}
+	if coordinatorEpoch < e.CoordinatorEpoch {
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, last %d", ErrCoordinatorFenced, producerID, coordinatorEpoch, e.CoordinatorEpoch)
+	}
+	return nil
 }
 
 func badSequence(h batch.Header, why string) error {
@@ -142,23 +178,21 @@ func (t *Table) Update(h batch.Header) { t.Apply(h) }
 // (as Kafka does for replicated batches). Batches without a producer id are
 // ignored. Control batches (transaction markers) update the epoch and the
 // timestamp but carry no sequences.
+//
+// A transactional data batch opens the producer's transaction on this
+// partition if none is open (its base offset is the transaction's first
+// offset). A control batch given to Apply ends nothing: markers go through
+// ApplyMarker, which knows their outcome.
 func (t *Table) Apply(h batch.Header) {
-	if !h.HasProducerID() {
+	e := t.entry(h)
+	if e == nil || h.IsControl() {
 		return
 	}
-	e, known := t.producers[h.ProducerID]
-	if !known {
-		e = &Entry{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Batches: make([]BatchMetadata, 0, WindowSize)}
-		t.producers[h.ProducerID] = e
+	if h.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = h.BaseOffset
+		t.ongoing[h.ProducerID] = h.BaseOffset
 	}
-	if h.ProducerEpoch != e.Epoch {
-		// Sequences restart with every epoch, so older batches can no
-		// longer be retried against this one.
-		e.Epoch = h.ProducerEpoch
-		e.Batches = e.Batches[:0]
-	}
-	e.LastTimestamp = h.MaxTimestamp
-	if h.IsControl() || h.BaseSequence < 0 {
+	if h.BaseSequence < 0 {
 		return
 	}
 	e.remember(BatchMetadata{
@@ -170,13 +204,85 @@ func (t *Table) Apply(h batch.Header) {
 	})
 }
 
+// entry returns h's producer's entry, created if need be, with the epoch
+// and timestamp of h applied; nil for a batch without a producer id.
+func (t *Table) entry(h batch.Header) *Entry {
+	if !h.HasProducerID() {
+		return nil
+	}
+	e, known := t.producers[h.ProducerID]
+	if !known {
+		e = &Entry{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Batches: make([]BatchMetadata, 0, WindowSize),
+			CurrentTxnFirstOffset: -1, CoordinatorEpoch: -1}
+		t.producers[h.ProducerID] = e
+	}
+	if h.ProducerEpoch != e.Epoch {
+		// Sequences restart with every epoch, so older batches can no
+		// longer be retried against this one.
+		e.Epoch = h.ProducerEpoch
+		e.Batches = e.Batches[:0]
+	}
+	e.LastTimestamp = h.MaxTimestamp
+	return e
+}
+
+// CompletedTxn is a transaction a marker ended on this partition: the
+// producer, the offsets of its first batch here and of the marker, and
+// whether it was aborted (then its records are to be skipped by
+// read_committed consumers: the aborted-transaction index).
+type CompletedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+	Aborted     bool
+}
+
+// ApplyMarker replays (or records, on the leader) the transaction marker
+// h, whose content is m: the producer's open transaction ends (a marker
+// with none open ends an empty one, first offset the marker's own, as
+// Kafka's appendEndTxnMarker does), and the marker's producer epoch and
+// coordinator epoch become the producer's. Like Apply it never refuses:
+// CheckMarker decides before the leader appends.
+func (t *Table) ApplyMarker(h batch.Header, m batch.Marker) CompletedTxn {
+	done := CompletedTxn{ProducerID: h.ProducerID, FirstOffset: h.BaseOffset, LastOffset: h.LastOffset(), Aborted: !m.Commit}
+	e := t.entry(h)
+	if e == nil {
+		return done
+	}
+	if e.CurrentTxnFirstOffset >= 0 {
+		done.FirstOffset = e.CurrentTxnFirstOffset
+	}
+	e.CurrentTxnFirstOffset = -1
+	delete(t.ongoing, h.ProducerID)
+	e.CoordinatorEpoch = m.CoordinatorEpoch
+	return done
+}
+
+// FirstUnstableOffset is the first offset of the earliest transaction
+// still open on this partition, and whether there is one.
+func (t *Table) FirstUnstableOffset() (int64, bool) {
+	first, ok := int64(0), false
+	for _, off := range t.ongoing {
+		if !ok || off < first {
+			first, ok = off, true
+		}
+	}
+	return first, ok
+}
+
+// OngoingTransactions is how many producers have a transaction open here.
+func (t *Table) OngoingTransactions() int { return len(t.ongoing) }
+
 // ExpireOlderThan forgets producers whose last batch is at least
 // retentionMs older than nowMs (Kafka's producer.id.expiration.ms, default
 // one day). It returns how many producers were removed.
 func (t *Table) ExpireOlderThan(nowMs, retentionMs int64) int {
 	removed := 0
 	for id, e := range t.producers {
-		if nowMs-e.LastTimestamp >= retentionMs {
+		// A producer with an open transaction is kept (as Kafka's
+		// isProducerExpired): forgetting it would lose the transaction's
+		// first offset, and the last stable offset with it.
+		if nowMs-e.LastTimestamp >= retentionMs && e.CurrentTxnFirstOffset < 0 {
 			delete(t.producers, id)
 			removed++
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -70,6 +69,15 @@ type Output struct {
 	// Restored is set when a snapshot from the leader replaced the state
 	// machine (through Snapshotter.Restore) during this Ready.
 	Restored *SnapshotInfo
+	// Membership is the new membership when a configuration change (or a
+	// snapshot) changed it during this Ready, nil otherwise.
+	Membership *Membership
+	// Changes are the membership changes this leader was asked for
+	// (AddVoter, RemoveVoter) that ended during this Ready.
+	Changes []ChangeResult
+	// ReadStates answer ReadIndex requests: the leader's commit index
+	// when it confirmed its leadership, with the request's context.
+	ReadStates []raft.ReadState
 }
 
 // Core is a Raft node without goroutines, clock or network: the caller
@@ -82,6 +90,17 @@ type Core struct {
 	ms        *raft.MemoryStorage
 	disk      *disk
 	confState *raftpb.ConfState
+	members   members // the records of confState's nodes
+	// change is the membership change this leader is driving, nil if none.
+	change *memberChange
+	// changesDone collects results for the next Output.
+	changesDone []ChangeResult
+	// announced: the log (or a snapshot) records a dynamic quorum's
+	// membership beyond its bootstrap (see announce). Always true when
+	// static.
+	announced bool
+	// joined: this directory has been a member (see noteJoined).
+	joined bool
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -113,7 +132,11 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 }
 
 func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error) {
-	state, err := d.load(cfg.Voters)
+	boot, bootMembers, err := bootConfiguration(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	state, err := d.load(boot, !cfg.Dynamic)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +145,17 @@ func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error
 		logger:    logger,
 		ms:        state.storage,
 		disk:      d,
-		confState: &raftpb.ConfState{Voters: slices.Clone(cfg.Voters)},
+		confState: boot,
+		members:   bootMembers,
+		announced: !cfg.Dynamic,
 	}
+	c.noteJoined() // a standalone founder's bootstrap counts it
 	if snap := state.snapshot; snap != nil {
-		if err := cfg.Snapshotter.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+		data, err := c.adoptSnapshotMembership(snap)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.Snapshotter.Restore(snap.GetMetadata().GetIndex(), data); err != nil {
 			return nil, fmt.Errorf("restore snapshot at index %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
 		c.applied = snap.GetMetadata().GetIndex()
@@ -165,7 +195,13 @@ func (c *Core) Close() error { return c.disk.close() }
 func (c *Core) ID() uint64 { return c.cfg.ID }
 
 // Tick advances Raft's logical clock by one tick.
-func (c *Core) Tick() { c.rn.Tick() }
+func (c *Core) Tick() {
+	if c.impostor() {
+		return // never campaign in another disk's name (see impostor)
+	}
+	c.rn.Tick()
+	c.driveChange()
+}
 
 // Campaign makes this node start an election now (tests and operator
 // tooling; elections otherwise start on their own after ElectionTicks).
@@ -191,10 +227,31 @@ func (c *Core) Step(m *raftpb.Message) error {
 	if m.GetTo() != c.cfg.ID {
 		return fmt.Errorf("quorum: message for raft id %d delivered to %d", m.GetTo(), c.cfg.ID)
 	}
-	if !slices.Contains(c.cfg.Voters, m.GetFrom()) {
+	if err := c.mayVote(m); err != nil {
+		return err
+	}
+	if m.GetType() == raftpb.MsgHeartbeat && m.GetCommit() > c.lastIndex() {
+		// The leader believes this node holds entries it does not: its
+		// disk was replaced while its old record is still in the
+		// configuration. Raft would panic; refusing keeps this node out
+		// until that record is removed and the node added afresh.
+		return fmt.Errorf("quorum: heartbeat commits index %d, this log ends at %d (a replaced disk?)", m.GetCommit(), c.lastIndex())
+	}
+	if !c.cfg.Dynamic && !c.isMember(m.GetFrom()) {
 		return fmt.Errorf("quorum: message from raft id %d, not a voter", m.GetFrom())
 	}
+	// A dynamic quorum's messages from non-members are Raft's to judge: a
+	// node not yet in the configuration hears from the leader adding it, a
+	// lagging member from a leader it does not know of yet, and a voter of
+	// the old configuration may be needed to elect one of the new. A
+	// removed node's elections cannot disturb a working quorum: PreVote
+	// and CheckQuorum make members that hear from a leader ignore them.
 	if err := c.rn.Step(m); err != nil {
+		if errors.Is(err, raft.ErrStepPeerNotFound) {
+			// A response from a node the configuration no longer (or not
+			// yet) tracks: normal around a membership change.
+			return nil
+		}
 		return fmt.Errorf("quorum: step %s from %d: %w", m.GetType(), m.GetFrom(), err)
 	}
 	return nil
@@ -222,6 +279,12 @@ func (c *Core) Propose(data []byte) error {
 	}
 	return nil
 }
+
+// ReadIndex asks the leader for its commit index, confirmed by a quorum
+// (Raft's linearizable read, section 6.4 of the Raft thesis): it comes out
+// in a later Output.ReadStates with rctx. A node that knows no leader, or
+// a lost message, drops the request silently; callers bound their wait.
+func (c *Core) ReadIndex(rctx []byte) { c.rn.ReadIndex(rctx) }
 
 // Leader is the Raft id of the leader this node knows of, 0 if none.
 func (c *Core) Leader() uint64 { return c.rn.BasicStatus().Lead }
@@ -256,7 +319,7 @@ func (c *Core) ReportSnapshot(id uint64, delivered bool) {
 
 // HasReady reports whether Ready would produce anything (other than a
 // snapshot that is due).
-func (c *Core) HasReady() bool { return c.rn.HasReady() }
+func (c *Core) HasReady() bool { return c.rn.HasReady() || len(c.changesDone) > 0 }
 
 // Ready takes a snapshot if one is due, then persists Raft's pending state
 // (a received snapshot, entries, HardState; everything fsynced) and returns
@@ -274,7 +337,9 @@ func (c *Core) Ready() (Output, error) {
 		return Output{}, c.fail(err)
 	}
 	if !c.rn.HasReady() {
-		return Output{}, nil
+		out := Output{Changes: c.changesDone}
+		c.changesDone = nil
+		return out, nil
 	}
 	rd := c.rn.Ready()
 	var out Output
@@ -302,15 +367,25 @@ func (c *Core) Ready() (Output, error) {
 	for _, e := range rd.CommittedEntries {
 		c.applied = e.GetIndex()
 		if e.GetType() != raftpb.EntryNormal {
-			// Voters are static: nothing proposes configuration changes.
-			c.logger.Error("ignoring unexpected configuration change entry", "index", e.GetIndex(), "type", e.GetType())
+			if err := c.applyConfChange(e); err != nil {
+				return Output{}, c.fail(err)
+			}
+			ms := c.Membership()
+			out.Membership = &ms
 			continue
 		}
 		out.Committed = append(out.Committed, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: e.GetData()})
 	}
+	if out.Restored != nil {
+		ms := c.Membership()
+		out.Membership = &ms
+	}
 	out.Messages = rd.Messages
 	out.SoftState = rd.SoftState
+	out.ReadStates = rd.ReadStates
 	c.rn.Advance(rd)
+	c.driveChange()
+	out.Changes, c.changesDone = c.changesDone, nil
 	return out, nil
 }
 
@@ -325,8 +400,12 @@ func (c *Core) fail(err error) error {
 // storage and hands it to the state machine.
 func (c *Core) installSnapshot(snap *raftpb.Snapshot) (*SnapshotInfo, error) {
 	md := snap.GetMetadata()
-	if !sameIDs(md.GetConfState().GetVoters(), c.cfg.Voters) {
+	if !c.cfg.Dynamic && !sameIDs(md.GetConfState().GetVoters(), c.cfg.Voters) {
 		return nil, fmt.Errorf("snapshot at index %d records voters %v, configuration says %v", md.GetIndex(), md.GetConfState().GetVoters(), c.cfg.Voters)
+	}
+	data, err := c.adoptSnapshotMembership(snap)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.disk.installSnapshot(snap); err != nil {
 		return nil, err
@@ -334,7 +413,7 @@ func (c *Core) installSnapshot(snap *raftpb.Snapshot) (*SnapshotInfo, error) {
 	if err := c.ms.ApplySnapshot(snap); err != nil {
 		return nil, fmt.Errorf("apply snapshot at index %d: %w", md.GetIndex(), err)
 	}
-	if err := c.cfg.Snapshotter.Restore(md.GetIndex(), snap.GetData()); err != nil {
+	if err := c.cfg.Snapshotter.Restore(md.GetIndex(), data); err != nil {
 		return nil, fmt.Errorf("restore snapshot at index %d: %w", md.GetIndex(), err)
 	}
 	c.applied, c.snapIndex = md.GetIndex(), md.GetIndex()
@@ -356,6 +435,11 @@ func (c *Core) maybeSnapshot() error {
 		c.snapshotDue = c.applied + max(c.cfg.SnapshotEntries/10, 1)
 		c.logger.Warn("state machine snapshot failed; postponed", "index", c.applied, "retry_at", c.snapshotDue, "err", err)
 		return nil
+	}
+	if c.cfg.Dynamic {
+		if data, err = wrapSnapshot(c.Membership(), data); err != nil {
+			return err
+		}
 	}
 	snap, err := c.ms.CreateSnapshot(c.applied, c.confState, data)
 	if err != nil {

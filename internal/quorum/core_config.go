@@ -53,10 +53,23 @@ const (
 
 // CoreConfig configures a Core. Zero values take the defaults above.
 type CoreConfig struct {
-	ID     uint64   // this node's Raft id (RaftID of its node id)
-	Voters []uint64 // every voter's Raft id, including ID
-	Dir    string   // the quorum's directory
-	FS     vfs.FS
+	ID uint64 // this node's Raft id (RaftID of its node id)
+	// Voters is a static quorum's voters (controller.quorum.voters), every
+	// voter's Raft id including ID. Empty with Dynamic.
+	Voters []uint64
+	// Dynamic makes the membership state rather than configuration
+	// (KIP-853, controller.quorum.bootstrap.servers): it comes from the
+	// directory, changes through AddVoter and RemoveVoter, and a node with
+	// an empty directory waits to be added, unless Standalone.
+	Dynamic bool
+	// Standalone, with Dynamic and an empty directory, founds the quorum
+	// with this node as its only voter (kafka-storage format --standalone).
+	Standalone bool
+	// Self is this node's own record (Dynamic): its directory id and
+	// endpoints, as a standalone founder records them.
+	Self Member
+	Dir  string // the quorum's directory
+	FS   vfs.FS
 
 	ElectionTicks  int // ticks without a leader before campaigning
 	HeartbeatTicks int // ticks between a leader's heartbeats
@@ -76,20 +89,41 @@ type CoreConfig struct {
 	Snapshotter Snapshotter
 }
 
+// checkVoters validates the static voters, or the dynamic quorum's own
+// record.
+func (c *CoreConfig) checkVoters() error {
+	if c.Dynamic {
+		if len(c.Voters) > 0 {
+			return errors.New("quorum: a dynamic quorum takes no static voters")
+		}
+		if RaftID(c.Self.NodeID) != c.ID || c.Self.NodeID < 0 {
+			return fmt.Errorf("quorum: own member record is node %d, raft id %d", c.Self.NodeID, c.ID)
+		}
+		if c.Standalone {
+			return c.Self.validate()
+		}
+		return nil
+	}
+	if len(c.Voters) == 0 || len(c.Voters) > maxVoters {
+		return fmt.Errorf("quorum: %d voters, want 1 to %d", len(c.Voters), maxVoters)
+	}
+	c.Voters = slices.Sorted(slices.Values(c.Voters))
+	if slices.Contains(c.Voters, 0) || len(slices.Compact(slices.Clone(c.Voters))) != len(c.Voters) {
+		return fmt.Errorf("quorum: voters %v must be distinct and non-zero", c.Voters)
+	}
+	if !slices.Contains(c.Voters, c.ID) {
+		return fmt.Errorf("quorum: id %d is not among the voters %v", c.ID, c.Voters)
+	}
+	return nil
+}
+
 // withDefaults validates the config and fills in defaults.
 func (c CoreConfig) withDefaults() (CoreConfig, error) {
 	if c.ID == 0 {
 		return c, errors.New("quorum: id 0 is reserved by raft")
 	}
-	if len(c.Voters) == 0 || len(c.Voters) > maxVoters {
-		return c, fmt.Errorf("quorum: %d voters, want 1 to %d", len(c.Voters), maxVoters)
-	}
-	c.Voters = slices.Sorted(slices.Values(c.Voters))
-	if slices.Contains(c.Voters, 0) || len(slices.Compact(slices.Clone(c.Voters))) != len(c.Voters) {
-		return c, fmt.Errorf("quorum: voters %v must be distinct and non-zero", c.Voters)
-	}
-	if !slices.Contains(c.Voters, c.ID) {
-		return c, fmt.Errorf("quorum: id %d is not among the voters %v", c.ID, c.Voters)
+	if err := c.checkVoters(); err != nil {
+		return c, err
 	}
 	if c.FS == nil || c.Dir == "" {
 		return c, errors.New("quorum: FS and Dir are required")

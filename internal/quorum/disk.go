@@ -21,6 +21,11 @@ const (
 	logDirName        = "log"
 	hardStateFileName = "hardstate"
 	snapshotFileName  = "snapshot"
+	// bootstrapFileName holds a dynamic quorum's initial configuration
+	// (an index-0 snapshot whose data is a membership envelope), written
+	// once when the directory is new, so that every later start rebuilds
+	// the membership from the same base plus the log's changes.
+	bootstrapFileName = "bootstrap"
 )
 
 // maxSnapshotFileBytes bounds what load reads into memory for one snapshot:
@@ -179,18 +184,56 @@ type loaded struct {
 	snapshot  *raftpb.Snapshot  // nil if none was saved
 }
 
-// load rebuilds Raft's storage from disk. voters is the static
-// configuration; a snapshot recording different voters is refused (changing
+// bootstrap returns a dynamic quorum's initial configuration: the one the
+// directory recorded, or (for a new directory) proposed, saved now. A
+// directory that already holds Raft state without one was written by a
+// static quorum, and is refused: switching a quorum from
+// controller.quorum.voters to dynamic membership is not supported.
+func (d *disk) bootstrap(proposed *raftpb.Snapshot) (*raftpb.Snapshot, error) {
+	boot := &raftpb.Snapshot{}
+	found, err := d.readStateFile(bootstrapFileName, maxSnapshotFileBytes, boot)
+	if err != nil || found {
+		return boot, err
+	}
+	snapFound, err := vfs.Exists(d.fs, filepath.Join(d.dir, snapshotFileName))
+	if err != nil {
+		return nil, err
+	}
+	hsFound, err := vfs.Exists(d.fs, filepath.Join(d.dir, hardStateFileName))
+	if err != nil {
+		return nil, err
+	}
+	if snapFound || hsFound || d.log.LogEndOffset() > 0 {
+		return nil, fmt.Errorf("%s holds a static quorum's state (controller.quorum.voters): it cannot become a dynamic quorum", d.dir)
+	}
+	data, err := encodeStateFile(proposed)
+	if err != nil {
+		return nil, err
+	}
+	if err := vfs.WriteFileAtomic(d.fs, d.dir, filepath.Join(d.dir, bootstrapFileName), data); err != nil {
+		return nil, fmt.Errorf("save quorum bootstrap: %w", err)
+	}
+	return proposed, nil
+}
+
+// isDynamic reports whether the directory belongs to a dynamic quorum.
+func (d *disk) isDynamic() (bool, error) {
+	return vfs.Exists(d.fs, filepath.Join(d.dir, bootstrapFileName))
+}
+
+// load rebuilds Raft's storage from disk. boot is the configuration before
+// any change (a static quorum's voters, or a dynamic quorum's bootstrap);
+// with static set, a snapshot recording other voters is refused (changing
 // controller.quorum.voters is not supported).
-func (d *disk) load(voters []uint64) (loaded, error) {
+func (d *disk) load(boot *raftpb.ConfState, static bool) (loaded, error) {
 	ms := raft.NewMemoryStorage()
 	snap, err := d.readSnapshot()
 	if err != nil {
 		return loaded{}, err
 	}
 	if snap != nil {
-		if got := snap.GetMetadata().GetConfState().GetVoters(); !sameIDs(got, voters) {
-			return loaded{}, fmt.Errorf("snapshot records voters %v, configuration says %v: changing the controller quorum is not supported", got, voters)
+		if got := snap.GetMetadata().GetConfState().GetVoters(); static && !sameIDs(got, boot.GetVoters()) {
+			return loaded{}, fmt.Errorf("snapshot records voters %v, configuration says %v: changing controller.quorum.voters is not supported (use a dynamic quorum)", got, boot.GetVoters())
 		}
 		if err := ms.ApplySnapshot(snap); err != nil {
 			return loaded{}, fmt.Errorf("load snapshot: %w", err)
@@ -198,7 +241,8 @@ func (d *disk) load(voters []uint64) (loaded, error) {
 	} else {
 		// An index-0 snapshot carrying only the configuration: how raft
 		// wants a fresh group bootstrapped (see raft.RawNode.Bootstrap).
-		boot := &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{ConfState: &raftpb.ConfState{Voters: slices.Clone(voters)}}}
+		boot := &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{ConfState: &raftpb.ConfState{
+			Voters: slices.Clone(boot.GetVoters()), Learners: slices.Clone(boot.GetLearners())}}}
 		if err := ms.ApplySnapshot(boot); err != nil {
 			return loaded{}, fmt.Errorf("bootstrap configuration: %w", err)
 		}

@@ -199,7 +199,7 @@ func checkReload(t *testing.T, name string, fs vfs.FS, ms []diskModel, done int,
 		t.Fatalf("%s: reopen: %v", name, err)
 	}
 	defer d.close()
-	got, err := d.load(testVoters)
+	got, err := d.load(&raftpb.ConfState{Voters: testVoters}, true)
 	if err != nil {
 		t.Fatalf("%s: load: %v", name, err)
 	}
@@ -276,7 +276,7 @@ func TestDiskRefusesCorruptStateFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.close()
-			if _, err := d.load(testVoters); !errors.Is(err, ErrCorruptState) {
+			if _, err := d.load(&raftpb.ConfState{Voters: testVoters}, true); !errors.Is(err, ErrCorruptState) {
 				t.Fatalf("load: err = %v, want ErrCorruptState", err)
 			}
 		})
@@ -293,7 +293,7 @@ func TestDiskRefusesChangedVoters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.close()
-	if _, err := d.load([]uint64{1, 2, 4}); err == nil {
+	if _, err := d.load(&raftpb.ConfState{Voters: []uint64{1, 2, 4}}, true); err == nil {
 		t.Fatal("load with different voters succeeded")
 	}
 }

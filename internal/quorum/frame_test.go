@@ -3,6 +3,7 @@ package quorum
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/skein-log/skein/internal/wire"
@@ -111,4 +112,42 @@ func FuzzDecodeRaftFrame(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// A dynamic quorum's frames (version 1) name the sender's endpoint; a
+// static quorum's stay version 0, as before.
+func TestRaftFrameSender(t *testing.T) {
+	m := sampleMessage()
+	v1, err := AppendRaftFrameFrom(nil, "cluster-a", "c1:9093", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _, err := wire.ParseHeader(v1[4:]); err != nil || h.Version != raftMessageVersionSender {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+	var gotSender string
+	err = HandleRaftFrameFrom(v1[4:], "cluster-a", func(got *raftpb.Message, sender string) error {
+		if !proto.Equal(got, m) {
+			t.Errorf("message %v", got)
+		}
+		gotSender = sender
+		return nil
+	})
+	if err != nil || gotSender != "c1:9093" {
+		t.Fatalf("sender %q, %v", gotSender, err)
+	}
+	v0, _ := AppendRaftFrame(nil, "cluster-a", m)
+	if _, sender, _, err := DecodeRaftFrameFrom(v0[4:]); err != nil || sender != "" {
+		t.Fatalf("a version-0 frame has sender %q, %v", sender, err)
+	}
+	if _, err := AppendRaftFrameFrom(nil, "cluster-a", string(make([]byte, maxSenderAddrBytes+1)), m); !errors.Is(err, ErrBadFrame) {
+		t.Fatalf("oversized sender: %v", err)
+	}
+	// A sender length past the frame's end is refused, not read.
+	bad := slices.Clone(v1[4:])
+	at := len(bad) - proto.Size(m) - len("c1:9093") - 2
+	binary.BigEndian.PutUint16(bad[at:], 0xffff)
+	if _, _, _, err := DecodeRaftFrameFrom(bad); !errors.Is(err, ErrBadFrame) {
+		t.Fatalf("sender length past the end: %v", err)
+	}
 }

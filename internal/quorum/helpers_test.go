@@ -66,12 +66,25 @@ type cluster struct {
 	cut     map[[2]uint64]bool
 	queue   []*raftpb.Message
 	applied map[uint64][]Entry // every entry each node was handed, in order
+	// dynamic: the nodes run a dynamic quorum that node 1 founds; changes
+	// collects the membership results leaders reported.
+	dynamic bool
+	changes []ChangeResult
+	refused int
+	self    map[uint64]Member // a node's own record when not testMember's (a new disk)
 }
 
 func newCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
 	t.Helper()
+	return startCluster(t, n, tmpl, false)
+}
+
+// startCluster starts n nodes, of a dynamic quorum that node 1 founds
+// (the others start empty and wait to be added) or of a static one.
+func startCluster(t *testing.T, n int, tmpl CoreConfig, dynamic bool) *cluster {
+	t.Helper()
 	c := &cluster{t: t, fs: map[uint64]*vfs.Mem{}, cores: map[uint64]*Core{}, sms: map[uint64]*machine{},
-		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl}
+		cut: map[[2]uint64]bool{}, applied: map[uint64][]Entry{}, cfg: tmpl, dynamic: dynamic, self: map[uint64]Member{}}
 	for i := 1; i <= n; i++ {
 		c.ids = append(c.ids, uint64(i))
 	}
@@ -92,6 +105,12 @@ func (c *cluster) start(id uint64) {
 	c.t.Helper()
 	cfg := c.cfg
 	cfg.ID, cfg.Voters, cfg.FS, cfg.Dir = id, c.ids, c.fs[id], "quorum"
+	if c.dynamic {
+		cfg.Voters, cfg.Dynamic, cfg.Self, cfg.Standalone = nil, true, testMember(id), id == 1
+		if m, ok := c.self[id]; ok {
+			cfg.Self = m
+		}
+	}
 	cfg.Logger = quietLogger()
 	sm := &machine{}
 	cfg.Snapshotter = sm
@@ -139,10 +158,14 @@ func (c *cluster) settle() {
 					c.sms[id].apply(e.Data)
 				}
 			}
-			if len(out.Messages) > 0 || len(out.Committed) > 0 || out.SoftState != nil {
+			c.changes = append(c.changes, out.Changes...)
+			if len(out.Messages) > 0 || len(out.Committed) > 0 || out.SoftState != nil || out.Membership != nil {
 				busy = true
 			}
 			c.queue = append(c.queue, out.Messages...)
+			if core.HasReady() {
+				busy = true // e.g. a lone voter's entry, committed by its own append
+			}
 		}
 		queue := c.queue
 		c.queue = nil
@@ -172,6 +195,12 @@ func (c *cluster) deliver(m *raftpb.Message) {
 		c.t.Fatalf("encode: %v", err)
 	}
 	err = HandleRaftFrame(frame[4:], testClusterID, target.Step)
+	if err != nil && c.dynamic {
+		// Refusals are part of membership changes (a replaced disk's
+		// node refuses heartbeats for entries it lost).
+		c.refused++
+		return
+	}
 	if err != nil {
 		c.t.Fatalf("deliver %s %d->%d: %v", m.GetType(), from, to, err)
 	}
@@ -235,4 +264,16 @@ func seq(prefix string, from, to int) []string {
 		out = append(out, fmt.Sprintf("%s-%d", prefix, i))
 	}
 	return out
+}
+
+// newDynamicCluster is n nodes of a dynamic quorum that node 1 founds.
+func newDynamicCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
+	t.Helper()
+	return startCluster(t, n, tmpl, true)
+}
+
+// testMember is raft id's member record.
+func testMember(id uint64) Member {
+	return Member{NodeID: NodeID(id), DirectoryID: [16]byte{byte(id), 0xd1},
+		Listeners: []Listener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: uint16(9000 + id)}}}
 }

@@ -37,9 +37,16 @@ type Node struct {
 	transport Transport
 	tag       uint64 // incarnation: tags this process's proposals
 
-	inbound   chan *raftpb.Message
+	inbound   chan inboundMsg
 	proposals chan proposal
 	reports   chan report
+	reads     chan readRequest
+	// control runs operations on the loop goroutine (membership changes,
+	// Describe), which owns the Core.
+	control chan func()
+
+	// membership is the latest Membership, for readers on any goroutine.
+	membership atomic.Pointer[Membership]
 
 	leader atomic.Int32 // node id of the known leader, -1 if none
 	isLead atomic.Bool
@@ -63,6 +70,20 @@ type Node struct {
 	// campaignDue: the leader died and this node campaigns at the next
 	// tick (peerDown).
 	campaignDue bool
+	readIdx     readIndexes
+	// changeDone resolves the membership change in flight, nil if none.
+	changeDone chan error
+	// senders are endpoints frames named for nodes outside the
+	// configuration (one being added), so this node can answer them.
+	senders map[uint64]string
+	// peerTimes is the leader's record of when each peer last answered
+	// and last was caught up, for Describe.
+	peerTimes map[uint64]peerTimes
+}
+
+type inboundMsg struct {
+	m      *raftpb.Message
+	sender string // the frame's sender endpoint, "" if none
 }
 
 type proposal struct {
@@ -100,7 +121,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if transport == nil {
 		if transport, err = NewTCPTransport(TCPTransportConfig{
 			ClusterID: cfg.ClusterID, Self: coreCfg.ID, Peers: cfg.Voters, LocalAddr: cfg.LocalAddr, Secure: cfg.Secure,
-			MaxFrameBytes: DefaultMaxFrameBytes, Logger: cfg.Logger,
+			Sender: cfg.selfAddr(), MaxFrameBytes: DefaultMaxFrameBytes, Logger: cfg.Logger,
 		}); err != nil {
 			return nil, err
 		}
@@ -116,9 +137,13 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		core:      core,
 		transport: transport,
 		tag:       rand.Uint64(),
-		inbound:   make(chan *raftpb.Message, inboundQueueLen),
+		inbound:   make(chan inboundMsg, inboundQueueLen),
 		proposals: make(chan proposal, proposalQueueLen),
 		reports:   make(chan report, reportQueueLen),
+		control:   make(chan func(), controlQueueLen),
+		senders:   map[uint64]string{},
+		peerTimes: map[uint64]peerTimes{},
+		reads:     make(chan readRequest, readQueueLen),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[uint64]*waiter{},
@@ -126,6 +151,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	n.leader.Store(-1)
 	n.applied.Store(core.Applied())
+	n.membershipChanged(core.Membership())
 	if err := transport.Start(n); err != nil {
 		_ = transport.Close()
 		_ = core.Close()
@@ -176,14 +202,18 @@ func (n *Node) IsLeader() bool { return n.isLead.Load() }
 // Step hands the node a message from a peer without blocking: when the
 // inbound queue is full the message is dropped (ErrBusy) and Raft's
 // retransmission covers it.
-func (n *Node) Step(m *raftpb.Message) error {
+func (n *Node) Step(m *raftpb.Message) error { return n.StepFrom(m, "") }
+
+// StepFrom is Step for a frame that named its sender's endpoint (see
+// HandleRaftFrameFrom).
+func (n *Node) StepFrom(m *raftpb.Message, sender string) error {
 	select {
 	case <-n.done:
 		return ErrStopped
 	default:
 	}
 	select {
-	case n.inbound <- m:
+	case n.inbound <- inboundMsg{m: m, sender: sender}:
 		return nil
 	default:
 		return fmt.Errorf("%w: inbound raft queue full", ErrBusy)
@@ -251,6 +281,7 @@ func (n *Node) run() {
 			n.err = err
 		}
 		n.resolveAll(ErrStopped)
+		n.failReads(ErrStopped)
 		close(n.done)
 	}()
 	for {
@@ -260,12 +291,17 @@ func (n *Node) run() {
 		case <-ticker.C:
 			n.core.Tick()
 			n.campaignIfDue()
+			n.readTick()
 		case m := <-n.inbound:
 			n.step(m)
 		case p := <-n.proposals:
 			n.propose(p)
 		case r := <-n.reports:
 			n.report(r)
+		case f := <-n.control:
+			f()
+		case r := <-n.reads:
+			n.queueRead(r)
 		}
 		n.drainQueued()
 		if err := n.ready(); err != nil {
@@ -286,16 +322,28 @@ func (n *Node) drainQueued() {
 			n.propose(p)
 		case r := <-n.reports:
 			n.report(r)
+		case f := <-n.control:
+			f()
+		case r := <-n.reads:
+			n.queueRead(r)
 		default:
 			return
 		}
 	}
 }
 
-func (n *Node) step(m *raftpb.Message) {
+func (n *Node) step(in inboundMsg) {
+	m := in.m
+	if in.sender != "" && n.cfg.Dynamic && !n.core.isMember(m.GetFrom()) && n.senders[m.GetFrom()] != in.sender && len(n.senders) < maxVoters {
+		// A leader adding this node: answer it at the endpoint it named.
+		n.senders[m.GetFrom()] = in.sender
+		n.updatePeers()
+	}
 	if err := n.core.Step(m); err != nil {
 		n.logger.Debug("raft message refused", "err", err)
+		return
 	}
+	n.notePeer(m)
 }
 
 func (n *Node) report(r report) {
@@ -328,8 +376,8 @@ func (n *Node) peerDown(id uint64) {
 		return
 	}
 	lowest := uint64(0)
-	for _, v := range n.cfg.Voters {
-		if r := RaftID(v.ID); r != id && (lowest == 0 || r < lowest) {
+	for _, r := range n.core.confState.GetVoters() { // the current voters (KIP-853 may change them)
+		if r != id && (lowest == 0 || r < lowest) {
 			lowest = r
 		}
 	}
@@ -374,9 +422,15 @@ func (n *Node) ready() error {
 		if err != nil {
 			return err
 		}
+		if out.Membership != nil {
+			n.membershipChanged(*out.Membership)
+		}
 		n.transport.Send(out.Messages)
 		if out.Restored != nil {
 			n.restored(*out.Restored)
+		}
+		for _, r := range out.Changes {
+			n.changeEnded(r)
 		}
 		for _, e := range out.Committed {
 			n.apply(e)
@@ -386,6 +440,9 @@ func (n *Node) ready() error {
 			n.leaderChanged(NodeID(out.SoftState.Lead), n.core.IsLeader())
 		}
 		n.publishApplied(n.core.Applied())
+		for _, rs := range out.ReadStates {
+			n.readAnswered(rs.RequestCtx, rs.Index)
+		}
 		if !n.core.HasReady() {
 			return nil
 		}
@@ -441,6 +498,7 @@ func (n *Node) leaderChanged(leader int32, isLeader bool) {
 		return
 	}
 	n.logger.Info("quorum leader changed", "leader", leader, "term", n.core.Term())
+	clear(n.peerTimes) // a new leader hears its peers afresh
 	if n.cfg.OnLeaderChange != nil {
 		n.cfg.OnLeaderChange(leader)
 	}
@@ -466,6 +524,9 @@ func (n *Node) AppliedChanged() <-chan struct{} {
 	defer n.appliedMu.Unlock()
 	return n.appliedCh
 }
+
+// AppliedIndex is the last index applied here (every one committed).
+func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
 
 // Term is the current Raft term (KRaft's leader epoch).
 func (n *Node) Term() uint64 { return n.term.Load() }
@@ -493,6 +554,10 @@ func (n *Node) resolveAll(err error) {
 	for seq, w := range n.waiters {
 		w.done <- err
 		delete(n.waiters, seq)
+	}
+	if n.changeDone != nil {
+		n.changeDone <- err
+		n.changeDone = nil
 	}
 	for {
 		select {

@@ -25,6 +25,8 @@ const (
 	maxPendingProposals = 4096
 	// reportQueueLen bounds transport reports waiting for the loop.
 	reportQueueLen = 256
+	// controlQueueLen bounds operator operations waiting for the loop.
+	controlQueueLen = 16
 	// maxEventsPerRound bounds how many queued events the loop takes
 	// before one Ready, so one fsync covers many messages and proposals
 	// while ticks still get through.
@@ -35,7 +37,14 @@ const (
 type NodeConfig struct {
 	NodeID    int32
 	ClusterID string
-	Voters    []config.Voter // controller.quorum.voters; must include NodeID
+	Voters    []config.Voter // controller.quorum.voters; must include NodeID (empty with Dynamic)
+	// Dynamic, Standalone and Self: a dynamic quorum (see CoreConfig).
+	// Self's listener named ListenerName is the endpoint peers dial; it
+	// is also how this node picks its peers' endpoints.
+	Dynamic      bool
+	Standalone   bool
+	Self         Member
+	ListenerName string
 	// LocalAddr is the local IP of connections to the other voters (nil:
 	// the OS chooses); outbound.bind.address.
 	LocalAddr net.IP
@@ -67,6 +76,9 @@ type NodeConfig struct {
 	Apply func(index uint64, data []byte)
 	// OnLeaderChange, if set, is told the new leader's node id (-1: none).
 	OnLeaderChange func(leader int32)
+	// OnMembershipChange, if set, is told a dynamic quorum's membership
+	// whenever it changes (and once at start).
+	OnMembershipChange func(Membership)
 
 	// Transport carries messages out; nil means a TCPTransport to Voters.
 	Transport Transport
@@ -77,7 +89,7 @@ func (c NodeConfig) coreConfig() (CoreConfig, error) {
 	if c.Apply == nil {
 		return CoreConfig{}, errors.New("quorum: an Apply function is required")
 	}
-	if len(c.Voters) == 0 {
+	if len(c.Voters) == 0 && !c.Dynamic {
 		return CoreConfig{}, errors.New("quorum: no voters")
 	}
 	voters := make([]uint64, 0, len(c.Voters))
@@ -94,6 +106,9 @@ func (c NodeConfig) coreConfig() (CoreConfig, error) {
 	return CoreConfig{
 		ID:              RaftID(c.NodeID),
 		Voters:          voters,
+		Dynamic:         c.Dynamic,
+		Standalone:      c.Standalone,
+		Self:            c.Self,
 		Dir:             c.Dir,
 		FS:              c.FS,
 		ElectionTicks:   c.ElectionTicks,

@@ -119,6 +119,18 @@ type Observer struct {
 	restore func(s SnapshotInfo, data []byte) error
 	logger  *slog.Logger
 	applied uint64
+	// membership is a dynamic quorum's, as the entries and snapshots
+	// applied so far record it (nil: none seen, or a static quorum).
+	membership *Membership
+}
+
+// Membership is the dynamic quorum's membership as of Applied, and false
+// if nothing applied recorded one (a static quorum).
+func (o *Observer) Membership() (Membership, bool) {
+	if o.membership == nil {
+		return Membership{}, false
+	}
+	return *o.membership, true
 }
 
 // NewObserver makes an observer that hands entry data to apply (as
@@ -155,6 +167,10 @@ func (o *Observer) ApplyEntries(entries []*raftpb.Entry, committed uint64) error
 			return fmt.Errorf("%w: got %d, applied %d", ErrObserverGap, e.GetIndex(), o.applied)
 		}
 		o.applied = e.GetIndex()
+		if e.GetType() == raftpb.EntryConfChangeV2 {
+			o.followChange(e)
+			continue
+		}
 		if e.GetType() != raftpb.EntryNormal || len(e.GetData()) == 0 {
 			continue // a leader's empty entry (voters skip these alike)
 		}
@@ -174,10 +190,29 @@ func (o *Observer) Restore(s SnapshotInfo, data []byte) error {
 	if s.Index < o.applied {
 		return fmt.Errorf("quorum: snapshot at index %d is behind the applied index %d", s.Index, o.applied)
 	}
+	ms, data, err := UnwrapSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("quorum: snapshot at index %d: %w", s.Index, err)
+	}
 	if err := o.restore(s, data); err != nil {
 		return fmt.Errorf("quorum: restore snapshot at index %d: %w", s.Index, err)
 	}
-	o.applied = s.Index
+	o.applied, o.membership = s.Index, ms
 	o.logger.Info("observer loaded snapshot", "index", s.Index, "term", s.Term, "bytes", len(data))
 	return nil
+}
+
+// followChange applies a committed configuration change to the observed
+// membership. One that does not decode is skipped (and logged): voters
+// refuse to start on it, and the observer only follows.
+func (o *Observer) followChange(e *raftpb.Entry) {
+	cc, rec, err := confChangeMember(e)
+	if err != nil {
+		o.logger.Error("skipping undecodable configuration change", "index", e.GetIndex(), "err", err)
+		return
+	}
+	if o.membership == nil {
+		o.membership = &Membership{Dynamic: true}
+	}
+	o.membership.applyChange(cc, rec)
 }

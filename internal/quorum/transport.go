@@ -43,8 +43,12 @@ type Transport interface {
 type TCPTransportConfig struct {
 	ClusterID string
 	Self      uint64         // this node's Raft id (skipped among Peers)
-	Peers     []config.Voter // controller.quorum.voters
+	Peers     []config.Voter // controller.quorum.voters (a dynamic quorum: SetPeers)
 	LocalAddr net.IP         // local IP of connections to peers (nil: the OS chooses)
+	// Sender, when set, is this node's own controller endpoint, written
+	// into every frame (version 1) so a node not yet in a dynamic quorum's
+	// configuration can answer. Empty in a static quorum.
+	Sender string
 	// Secure, when set, secures each new connection to a peer before
 	// any frame (TLS, a SASL login: the controller listener is not
 	// PLAINTEXT); nil dials in plaintext.
@@ -96,12 +100,14 @@ const maxBatchMessages = 64
 // (with backoff after failures), writes and reports losses; a full queue
 // drops the message.
 type TCPTransport struct {
-	cfg    TCPTransportConfig
-	peers  map[uint64]*peer
-	ctx    context.Context // cancelled by Close: aborts dials
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	cfg      TCPTransportConfig
+	mu       sync.Mutex // guards peers and reporter
+	peers    map[uint64]*peer
+	reporter Reporter
+	ctx      context.Context // cancelled by Close: aborts dials
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	once     sync.Once
 }
 
 // peer is the outbound half towards one voter.
@@ -112,6 +118,8 @@ type peer struct {
 	queue    chan *raftpb.Message
 	reporter Reporter
 	logger   *slog.Logger
+	ctx      context.Context // cancelled when the peer leaves or the transport closes
+	cancel   context.CancelFunc
 }
 
 // NewTCPTransport builds a transport to every voter other than Self.
@@ -131,10 +139,15 @@ func NewTCPTransport(cfg TCPTransportConfig) (*TCPTransport, error) {
 			cancel()
 			return nil, fmt.Errorf("quorum transport: voter %d listed twice", v.ID)
 		}
-		t.peers[id] = &peer{t: t, id: id, addr: v.Addr(), queue: make(chan *raftpb.Message, cfg.QueueLen),
-			logger: cfg.Logger.With("peer", v.ID, "addr", v.Addr())}
+		t.peers[id] = t.newPeer(id, v.Addr())
 	}
 	return t, nil
+}
+
+func (t *TCPTransport) newPeer(id uint64, addr string) *peer {
+	ctx, cancel := context.WithCancel(t.ctx)
+	return &peer{t: t, id: id, addr: addr, queue: make(chan *raftpb.Message, t.cfg.QueueLen),
+		logger: t.cfg.Logger.With("peer", NodeID(id), "addr", addr), ctx: ctx, cancel: cancel}
 }
 
 // Start launches one sender goroutine per peer.
@@ -142,17 +155,50 @@ func (t *TCPTransport) Start(r Reporter) error {
 	if r == nil {
 		return errors.New("quorum transport: nil reporter")
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reporter = r
 	for _, p := range t.peers {
-		p.reporter = r
-		t.wg.Add(1)
-		go p.run()
+		t.startPeer(p)
 	}
 	return nil
+}
+
+func (t *TCPTransport) startPeer(p *peer) {
+	p.reporter = t.reporter
+	t.wg.Add(1)
+	go p.run()
+}
+
+// SetPeers makes the peers exactly addrs (Raft id to host:port, this node
+// skipped): a dynamic quorum's members changed. A peer whose address is
+// unchanged keeps its connection and queue.
+func (t *TCPTransport) SetPeers(addrs map[uint64]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, p := range t.peers {
+		if addr, ok := addrs[id]; !ok || addr != p.addr {
+			p.cancel()
+			delete(t.peers, id)
+		}
+	}
+	for id, addr := range addrs {
+		if _, ok := t.peers[id]; ok || id == t.cfg.Self {
+			continue
+		}
+		p := t.newPeer(id, addr)
+		t.peers[id] = p
+		if t.reporter != nil {
+			t.startPeer(p)
+		}
+	}
 }
 
 // Send queues each message for its peer, dropping it (and telling Raft) when
 // the queue is full or the peer unknown.
 func (t *TCPTransport) Send(msgs []*raftpb.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, m := range msgs {
 		p := t.peers[m.GetTo()]
 		if p == nil {
@@ -211,7 +257,7 @@ func (p *peer) run() {
 	for {
 		var batch []*raftpb.Message
 		select {
-		case <-p.t.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		case m := <-p.queue:
 			batch = append(batch, m)
@@ -261,7 +307,7 @@ func (p *peer) run() {
 				continue
 			}
 			// Close must not wait out a write deadline on a stuck peer.
-			conn, w, unwatch = c, bufio.NewWriterSize(c, 64<<10), context.AfterFunc(p.t.ctx, func() { c.Close() })
+			conn, w, unwatch = c, bufio.NewWriterSize(c, 64<<10), context.AfterFunc(p.ctx, func() { c.Close() })
 			closed = p.watch(c)
 		}
 		if err := p.write(conn, w, buf); err != nil {
@@ -301,7 +347,7 @@ func (p *peer) watch(conn net.Conn) <-chan struct{} {
 		defer p.t.wg.Done()
 		_, err := io.Copy(io.Discard, conn)
 		close(closed)
-		if errors.Is(err, net.ErrClosed) || p.t.ctx.Err() != nil {
+		if errors.Is(err, net.ErrClosed) || p.ctx.Err() != nil {
 			return // closed here
 		}
 		// A process being killed closes its sockets in no set order:
@@ -310,7 +356,7 @@ func (p *peer) watch(conn net.Conn) <-chan struct{} {
 		for try := range downProbes {
 			if try > 0 {
 				select {
-				case <-p.t.ctx.Done():
+				case <-p.ctx.Done():
 					return
 				case <-time.After(downProbeGap):
 				}
@@ -342,7 +388,7 @@ func (p *peer) refused() bool {
 	if p.t.cfg.LocalAddr != nil {
 		d.LocalAddr = &net.TCPAddr{IP: p.t.cfg.LocalAddr}
 	}
-	c, err := d.DialContext(p.t.ctx, "tcp", p.addr)
+	c, err := d.DialContext(p.ctx, "tcp", p.addr)
 	if err == nil {
 		c.Close()
 		return false
@@ -357,7 +403,7 @@ func (p *peer) encode(buf []byte, msgs []*raftpb.Message) ([]byte, []*raftpb.Mes
 	kept := msgs[:0]
 	for _, m := range msgs {
 		start := len(buf)
-		next, err := AppendRaftFrame(buf, p.t.cfg.ClusterID, m)
+		next, err := AppendRaftFrameFrom(buf, p.t.cfg.ClusterID, p.t.cfg.Sender, m)
 		if err == nil && len(next)-start > p.t.cfg.MaxFrameBytes {
 			err = fmt.Errorf("%d-byte frame exceeds the %d-byte limit", len(next)-start, p.t.cfg.MaxFrameBytes)
 		}
@@ -378,14 +424,14 @@ func (p *peer) dial() (net.Conn, error) {
 	if p.t.cfg.LocalAddr != nil {
 		d.LocalAddr = &net.TCPAddr{IP: p.t.cfg.LocalAddr}
 	}
-	conn, err := d.DialContext(p.t.ctx, "tcp", p.addr)
+	conn, err := d.DialContext(p.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", p.addr, err)
 	}
 	if p.t.cfg.Secure == nil {
 		return conn, nil
 	}
-	ctx, cancel := context.WithTimeout(p.t.ctx, p.t.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.t.cfg.DialTimeout)
 	defer cancel()
 	secured, err := p.t.cfg.Secure(ctx, conn, p.addr)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/storage"
 )
 
@@ -18,10 +19,11 @@ type Source interface {
 	// set and replicaID names a follower, records the follower's
 	// position: the offset it fetches from is what it holds durably.
 	Admit(fp api.FetchPartition, replicaID int32, record bool) error
-	// Bounds are the high watermark and log start to report.
-	Bounds() (hw, logStart int64)
+	// Bounds are the high watermark, last stable offset and log start to
+	// report.
+	Bounds() (hw, lso, logStart int64)
 	// Read reads whole batches from offset within maxBytes (ReadLog).
-	Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error)
+	Read(offset int64, maxBytes int, minOneBatch bool, mode ReadMode) (api.FetchResult, error)
 	// Divergence is DivergenceOf the partition's log.
 	Divergence(fp api.FetchPartition) *api.EpochEnd
 }
@@ -49,32 +51,39 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 	total := 0
 	gotData := false
 	fromReplica := params.ReplicaID >= 0
+	mode := ReadHighWatermark
+	switch {
+	case fromReplica:
+		mode = ReadReplica
+	case params.IsolationLevel == api.ReadCommitted:
+		mode = ReadCommitted
+	}
 	for i, fp := range params.Partitions {
 		src, err := lookup(i)
 		if err == nil {
 			err = src.Admit(fp, params.ReplicaID, record)
 		}
 		if err != nil {
-			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
+			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			enough = true
 			continue
 		}
-		hw, logStart := src.Bounds()
+		hw, lso, logStart := src.Bounds()
 		limit := min(int(fp.MaxBytes), budget)
 		if limit <= 0 && gotData {
-			results[i] = api.FetchResult{HighWatermark: hw, LogStartOffset: logStart}
+			results[i] = api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: logStart}
 			continue
 		}
 		if fromReplica {
 			if d := src.Divergence(fp); d != nil {
 				// Answer with where the fetcher's epoch really ends; it
 				// truncates there before fetching again.
-				results[i] = api.FetchResult{HighWatermark: hw, LogStartOffset: logStart, Diverging: d}
+				results[i] = api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: logStart, Diverging: d}
 				enough = true
 				continue
 			}
 		}
-		res, err := src.Read(fp.Offset, max(limit, 0), !gotData, fromReplica)
+		res, err := src.Read(fp.Offset, max(limit, 0), !gotData, mode)
 		res.Err = err
 		if err != nil {
 			enough = true
@@ -92,19 +101,41 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 	return results, enough
 }
 
+// ReadMode is how far a fetch may read.
+type ReadMode int
+
+const (
+	// ReadHighWatermark: a read_uncommitted consumer, below the high
+	// watermark.
+	ReadHighWatermark ReadMode = iota
+	// ReadCommitted: a read_committed consumer, below the last stable
+	// offset, told the aborted transactions its records overlap.
+	ReadCommitted
+	// ReadReplica: a follower, below the log end.
+	ReadReplica
+)
+
 // ReadLog serves a fetch from log: whole batches from offset, below the
-// high watermark hw for consumers, below the log end for followers. With
+// high watermark hw for read_uncommitted consumers, below the last stable
+// offset lso for read_committed ones (with the aborted transactions whose
+// records the answer may hold), below the log end for followers. With
 // pooled the records are read into a buffer from internal/bufpool
 // (storage.Log.ReadPooled) that the caller owns.
-func ReadLog(log *storage.Log, hw, offset int64, maxBytes int, minOneBatch, fromReplica, pooled bool) (api.FetchResult, error) {
-	res := api.FetchResult{HighWatermark: hw, LogStartOffset: log.LogStartOffset()}
+func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch bool, mode ReadMode, pooled bool) (api.FetchResult, error) {
+	res := api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: log.LogStartOffset()}
 	leo := log.LogEndOffset()
 	if offset < res.LogStartOffset || offset > leo {
 		return res, kerr.OffsetOutOfRange
 	}
 	upTo := hw
-	if fromReplica {
+	switch mode {
+	case ReadReplica:
 		upTo = leo
+	case ReadCommitted:
+		upTo = lso
+		// Never null for read_committed: clients take null as "none
+		// reported" only from read_uncommitted answers.
+		res.AbortedTxns = []api.AbortedTxn{}
 	}
 	if offset >= upTo {
 		return res, nil
@@ -121,7 +152,27 @@ func ReadLog(log *storage.Log, hw, offset int64, maxBytes int, minOneBatch, from
 		return res, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	res.Records = data
+	if mode == ReadCommitted && len(data) > 0 {
+		end, err := endOfBatches(data)
+		if err != nil {
+			return res, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		}
+		for _, a := range log.AbortedTxns(offset, end) {
+			res.AbortedTxns = append(res.AbortedTxns, api.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+		}
+	}
 	return res, nil
+}
+
+// endOfBatches is the offset after the last batch of data.
+func endOfBatches(data []byte) (int64, error) {
+	var end int64
+	err := batch.Split(data, func(b []byte) error {
+		h, err := batch.ParseHeader(b)
+		end = h.LastOffset() + 1
+		return err
+	})
+	return end, err
 }
 
 // DivergenceOf checks a follower's fetch against the leader's epoch
@@ -148,12 +199,13 @@ func DivergenceOf(log *storage.Log, fp api.FetchPartition) *api.EpochEnd {
 
 // Read serves a fetch from this replica (ReadLog below its high
 // watermark); an offline replica refuses.
-func (r *Replica) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
+func (r *Replica) Read(offset int64, maxBytes int, minOneBatch bool, mode ReadMode) (api.FetchResult, error) {
+	lso := r.LastStableOffset()
 	if r.offline {
-		return api.FetchResult{HighWatermark: r.hw, LogStartOffset: r.log.LogStartOffset()},
+		return api.FetchResult{HighWatermark: r.hw, LastStableOffset: lso, LogStartOffset: r.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, r.name)
 	}
-	return ReadLog(r.log, r.hw, offset, maxBytes, minOneBatch, fromReplica, false)
+	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode, false)
 }
 
 // Admit is Source.Admit for a wrapper without a lock of its own.

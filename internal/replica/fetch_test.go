@@ -21,9 +21,11 @@ func (s coreSource) Admit(fp api.FetchPartition, replicaID int32, record bool) e
 	_, err := s.r.Admit(fp, replicaID, record, 100, nil)
 	return err
 }
-func (s coreSource) Bounds() (int64, int64) { return s.r.HighWatermark(), s.r.Log().LogStartOffset() }
-func (s coreSource) Read(offset int64, maxBytes int, minOne, fromReplica bool) (api.FetchResult, error) {
-	return s.r.Read(offset, maxBytes, minOne, fromReplica)
+func (s coreSource) Bounds() (int64, int64, int64) {
+	return s.r.HighWatermark(), s.r.LastStableOffset(), s.r.Log().LogStartOffset()
+}
+func (s coreSource) Read(offset int64, maxBytes int, minOne bool, mode ReadMode) (api.FetchResult, error) {
+	return s.r.Read(offset, maxBytes, minOne, mode)
 }
 func (s coreSource) Divergence(fp api.FetchPartition) *api.EpochEnd {
 	return DivergenceOf(s.r.Log(), fp)
@@ -150,7 +152,7 @@ func TestBrokenInvariantFences(t *testing.T) {
 	if r.Failed() == nil || !r.Offline() {
 		t.Fatal("a replica with a broken invariant still serves")
 	}
-	if _, err := r.Read(0, 1<<20, true, true); !errors.Is(err, kerr.KafkaStorageError) {
+	if _, err := r.Read(0, 1<<20, true, ReadReplica); !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("read after a broken invariant: %v", err)
 	}
 }

@@ -49,9 +49,10 @@ func (r *Replica) AppendFromLeader(data []byte, epoch int32, nowMs int64) (accep
 			}
 			return err
 		}
-		r.producers.Apply(h)
 		appended = true
-		return nil
+		// The follower keeps the leader's producer state and open
+		// transactions, so a promotion starts from the same LSO.
+		return r.applyAppended(h, b)
 	})
 	if errors.Is(err, batch.ErrTruncated) {
 		err = nil

@@ -18,8 +18,10 @@ import (
 const MaxTimestampLookupBytes = 64 << 20
 
 // ListOffset answers ListOffsets for one partition this broker leads, from
-// its log, the high watermark hw and leader epoch the wrapper read: -1 is
-// the high watermark (what a consumer can read up to), -2 the log start,
+// its log, the bound hw and leader epoch the wrapper read (hw is the high
+// watermark, or the last stable offset for a read_committed caller, as
+// Kafka bounds lookups by what that caller may fetch): -1 is the bound
+// (what a consumer can read up to), -2 the log start,
 // -3 the record with the largest timestamp (KIP-734), and any other
 // timestamp the first record at or after it, below the high watermark. It
 // reads the log under the log's own lock only, so a wrapper calls it

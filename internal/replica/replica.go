@@ -148,8 +148,11 @@ type Replica struct {
 	// with write.caching).
 	durableEnd int64
 	producers  *producer.Table
-	waiters    []*waiter
-	nextID     WaiterID
+	// pending are completed transactions whose marker the high watermark
+	// has not passed yet (txn.go).
+	pending []producer.CompletedTxn
+	waiters []*waiter
+	nextID  WaiterID
 	// failed is set when the log can no longer be trusted (an fsync
 	// failed, its directory went offline, an invariant broke): every
 	// later write fails with KAFKA_STORAGE_ERROR.
@@ -236,15 +239,30 @@ func StorageConfig(cfg config.TopicConfig) storage.Config {
 // rebuildProducerState replays the log's batch headers into a fresh
 // producer table: at start-up, and after a truncation removed batches the
 // table remembered.
+//
+// The same scan finds every transaction marker, so it rebuilds the open
+// transactions and the aborted-transaction index too: the index on disk
+// is checked against it and rewritten where it differs (a torn write, a
+// crash during a compaction swap or truncation).
 func (r *Replica) rebuildProducerState() error {
-	t := producer.NewTable(r.opts.MaxProducers)
-	if err := r.log.ScanHeaders(r.log.LogStartOffset(), func(h batch.Header) error {
-		t.Apply(h)
+	r.producers = producer.NewTable(r.opts.MaxProducers)
+	r.pending = nil
+	var aborted []storage.AbortedTxn
+	if err := r.log.ScanBatches(r.log.LogStartOffset(), func(h batch.Header, control []byte) error {
+		if entry := r.applyBatch(h, control); entry != nil {
+			aborted = append(aborted, *entry)
+		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("rebuild producer state of %s: %w", r.name, err)
 	}
-	r.producers = t
+	n, err := r.log.ReplaceAbortedTxns(aborted)
+	if err != nil {
+		return fmt.Errorf("rebuild aborted-transaction index of %s: %w", r.name, err)
+	}
+	if n > 0 {
+		r.opts.Logger.Info("aborted-transaction index rebuilt from the log", "segments", n, "aborted", len(aborted))
+	}
 	return nil
 }
 
@@ -450,16 +468,11 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 		}
 		ar, err := r.log.AppendValidated(b, r.leaderEpoch, nowMs)
 		if err != nil {
-			r.opts.Logger.Error("append failed", "err", err)
-			if IsDiskFailure(err) {
-				rd.DiskFailed = err
-			}
-			rd.Answers = append(rd.Answers, failed(id, done, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)))
-			rd.Answers[len(rd.Answers)-1].AfterHandover = rd.DiskFailed != nil
+			r.appendFailed(id, done, err, &rd)
 			return id, rd
 		}
 		h.BaseOffset = ar.BaseOffset
-		r.producers.Update(h)
+		r.producers.Update(h) // a data batch: Produce refuses control batches
 		if i == 0 {
 			res.BaseOffset = ar.BaseOffset
 		}
@@ -481,6 +494,17 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 	}
 	r.park(w, req.Timeout.Milliseconds(), &rd)
 	return id, rd
+}
+
+// appendFailed answers a leader append the log refused: KAFKA_STORAGE_ERROR,
+// held for the handover when the disk failed.
+func (r *Replica) appendFailed(id WaiterID, done func(api.ProduceResult), err error, rd *Ready) {
+	r.opts.Logger.Error("append failed", "err", err)
+	if IsDiskFailure(err) {
+		rd.DiskFailed = err
+	}
+	rd.Answers = append(rd.Answers, failed(id, done, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)))
+	rd.Answers[len(rd.Answers)-1].AfterHandover = rd.DiskFailed != nil
 }
 
 func (r *Replica) park(w *waiter, timeoutMs int64, rd *Ready) {

@@ -16,6 +16,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/invariant"
 	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/producer"
 	"github.com/skein-log/skein/internal/replication"
 	"github.com/skein-log/skein/internal/scenariotest"
 	"github.com/skein-log/skein/internal/vfs"
@@ -28,7 +29,8 @@ import (
 //	open [dir=t-0] [local=1] [lag=MS] [min-isr=N] [write-caching] [flush-messages=N]
 //	     [flush-ms=MS] [timestamp=LogAppendTime]   open (or reopen) the replica
 //	apply role=leader|follower|none leader=ID epoch=E pepoch=P replicas=1,2,3 isr=1,2 t=T
-//	produce name=X acks=-1|0|1 records=N [pid=P seq=S] [timeout=MS] t=T
+//	produce name=X acks=-1|0|1 records=N [pid=P seq=S [pepoch=E] [txn]] [timeout=MS] t=T
+//	marker name=X pid=P [pepoch=E] [coord=C] commit|abort t=T   WriteTxnMarker
 //	sync                         run the queued fsync and report it
 //	syncfail                     the queued fsync fails (EIO)
 //	syncstart, syncreport        run the queued fsync now, report it later
@@ -39,13 +41,15 @@ import (
 //	isranswer [err=NAME]         one send of the last proposal ended so
 //	resend                       the last armed resend timer fires (ResendISR)
 //	controller                   a new controller is active (ControllerChanged)
-//	follow epoch=E records=N leaderhw=H t=T   append a batch from the leader
-//	                             at the log end, fsync, FollowerSynced
+//	follow epoch=E records=N leaderhw=H [pid=P seq=S txn | marker=commit|abort pid=P] t=T
+//	                             append a batch from the leader at the log
+//	                             end, fsync, FollowerSynced
 //	truncate offset=N            TruncateTo
 //	diskfull, diskfree           the disk has no room left, has room again
 //	offline                      SetOffline (the log directory failed)
 //	crash                        the disk keeps only what was fsynced
-//	read offset=N [replica]      Read; `got` checks what it returned
+//	read offset=N [replica|committed]  Read; `got` checks what it returned
+//	                             (`aborted` the aborted transactions)
 //	expect key=value ...         check (keys in checkExpect)
 //
 // A command with the word `fails` must return an error; any other must not.
@@ -66,6 +70,7 @@ type scenario struct {
 	pending bool // a fsync was asked for and not yet run
 	change  *replication.ISRChange
 	read    string
+	aborted string // the last read's aborted transactions
 	// lastResend is the resend timer armed last (resend fires it).
 	lastResend *ISRResend
 	// syncDurable and syncErr are an fsync's result held for syncreport.
@@ -127,6 +132,17 @@ func errName(err error) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke.Message
+	}
+	// The producer table's refusals, by the code the handlers map them to.
+	for sentinel, code := range map[error]*kerr.Error{
+		producer.ErrInvalidProducerEpoch: kerr.InvalidProducerEpoch,
+		producer.ErrCoordinatorFenced:    kerr.TransactionCoordinatorFenced,
+		producer.ErrInvalidTxnState:      kerr.InvalidTxnState,
+		producer.ErrOutOfOrderSequence:   kerr.OutOfOrderSequenceNumber,
+	} {
+		if errors.Is(err, sentinel) {
+			return code.Message
+		}
 	}
 	return "error"
 }
@@ -204,12 +220,7 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		for i := range values {
 			values[i] = []byte("v")
 		}
-		var b []byte
-		if _, ok := kv["pid"]; ok {
-			b = batch.BuildProducer(values, now, num(kv, "pid", 0), 0, int32(num(kv, "seq", 0)))
-		} else {
-			b = batch.Build(values, now)
-		}
+		b := testBatch(kv, values, now)
 		req := api.ProduceParams{Acks: int16(num(kv, "acks", -1)), Timeout: time.Duration(num(kv, "timeout", 30000)) * time.Millisecond, Batches: [][]byte{b}}
 		name := kv["name"]
 		s.answers[name] = "pending"
@@ -220,6 +231,15 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		if _, ok := kv["expect-append-time"]; ok && logAppendTime != now {
 			return fmt.Errorf("LogAppendTime %d, want %d", logAppendTime, now)
 		}
+		return nil
+	case "marker":
+		_, commit := kv["commit"]
+		name := kv["name"]
+		s.answers[name] = "pending"
+		id, rd := s.r.WriteTxnMarker(api.TxnMarkerParams{ProducerID: num(kv, "pid", 0), ProducerEpoch: int16(num(kv, "pepoch", 0)),
+			CoordinatorEpoch: int32(num(kv, "coord", 0)), Commit: commit, Timeout: 30 * time.Second}, func(api.ProduceResult) {}, now)
+		s.ids[id] = name
+		s.step(rd)
 		return nil
 	case "sync", "syncfail":
 		if !s.pending {
@@ -292,7 +312,10 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		for i := range values {
 			values[i] = []byte("f")
 		}
-		b := batch.Build(values, now)
+		b := testBatch(kv, values, now)
+		if m, ok := kv["marker"]; ok {
+			b = batch.BuildMarker(num(kv, "pid", 0), int16(num(kv, "pepoch", 0)), batch.Marker{Commit: m == "commit", CoordinatorEpoch: int32(num(kv, "coord", 0))}, now)
+		}
 		batch.SetBaseOffset(b, s.r.Log().LogEndOffset())
 		batch.SetLeaderEpoch(b, int32(num(kv, "epoch", 0)))
 		accepted, needSync, rd, appendErr := s.r.AppendFromLeader(b, int32(num(kv, "epoch", 0)), now)
@@ -327,8 +350,14 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		s.r = nil
 		return nil
 	case "read":
-		_, fromReplica := kv["replica"]
-		res, err := s.r.Read(num(kv, "offset", 0), 1<<20, true, fromReplica)
+		mode := ReadHighWatermark
+		if _, ok := kv["replica"]; ok {
+			mode = ReadReplica
+		}
+		if _, ok := kv["committed"]; ok {
+			mode = ReadCommitted
+		}
+		res, err := s.r.Read(num(kv, "offset", 0), 1<<20, true, mode)
 		count := 0
 		batch.Split(res.Records, func(b []byte) error {
 			h, _ := batch.ParseHeader(b)
@@ -336,11 +365,32 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 			return nil
 		})
 		s.read = fmt.Sprintf("%s/%d", errName(err), count)
+		s.aborted = "none"
+		if res.AbortedTxns != nil {
+			parts := []string{}
+			for _, a := range res.AbortedTxns {
+				parts = append(parts, fmt.Sprintf("%d:%d", a.ProducerID, a.FirstOffset))
+			}
+			s.aborted = "[" + strings.Join(parts, ",") + "]"
+		}
 		return nil
 	case "expect":
 		return s.expect(kv)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// testBatch builds a produced (or followed) batch of values: plain, or
+// with pid= an idempotent one (seq=, pepoch=), transactional with txn.
+func testBatch(kv map[string]string, values [][]byte, now int64) []byte {
+	if _, ok := kv["pid"]; !ok {
+		return batch.Build(values, now)
+	}
+	pid, epoch, seq := num(kv, "pid", 0), int16(num(kv, "pepoch", 0)), int32(num(kv, "seq", 0))
+	if _, ok := kv["txn"]; ok {
+		return batch.BuildTransactional(values, now, pid, epoch, seq)
+	}
+	return batch.BuildProducer(values, now, pid, epoch, seq)
 }
 
 func mustBroker() *config.Broker {
@@ -358,7 +408,10 @@ func mustBroker() *config.Broker {
 // expect keys: hw, leo, durable, leader (true/false), answer@NAME, sync,
 // wake, flush (FlushAfterMs), proposal (ISR list or none), resend (ms),
 // diskfailed, violations (count), following (LEADER/EPOCH or none), got
-// (the last read: error name / record count), failed (true/false).
+// (the last read: error name / record count), failed (true/false), lso,
+// ongoing (open transactions), aborted (the last read's aborted
+// transactions, PID:FIRST), index (the log's aborted-transaction index,
+// PID:FIRST-LAST/LSO).
 func (s *scenario) expect(kv map[string]string) error {
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
@@ -410,6 +463,18 @@ func (s *scenario) expect(kv map[string]string) error {
 			}
 		case "got":
 			got = s.read
+		case "aborted":
+			got = s.aborted
+		case "lso":
+			got = strconv.FormatInt(s.r.LastStableOffset(), 10)
+		case "ongoing":
+			got = strconv.Itoa(s.r.OngoingTransactions())
+		case "index":
+			parts := []string{}
+			for _, a := range s.r.Log().AllAbortedTxns() {
+				parts = append(parts, fmt.Sprintf("%d:%d-%d/%d", a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset))
+			}
+			got = "[" + strings.Join(parts, ",") + "]"
 		default:
 			return fmt.Errorf("unknown key %q", key)
 		}

@@ -21,8 +21,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
-	"github.com/skein-log/skein/internal/wire"
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // MaxResponseBytes bounds one response frame.
@@ -40,7 +41,7 @@ type call struct {
 	err  error
 	done chan struct{}
 	// frame is the response frame resp was decoded from (and whose bytes
-	// resp's byte fields are), from the wire buffer pool.
+	// resp's byte fields are), from internal/bufpool.
 	frame []byte
 }
 
@@ -58,7 +59,21 @@ type Conn struct {
 	pending map[int32]*call
 	err     error // set once the connection is broken
 	closed  chan struct{}
+
+	// login, when set, is the SASL mechanism the connection logged in
+	// with; renewAt (under mu) is when it logs in again, in place,
+	// before the session lifetime the peer answered ends (KIP-368; zero:
+	// never). gate keeps every other request from being written
+	// between a re-authentication's SaslHandshake and its end, which the
+	// peer would take for a protocol violation; answers still flow.
+	login   sasl.Mechanism
+	renewAt time.Time
+	gate    sync.RWMutex
 }
+
+// renewShare is how much of a session's lifetime passes before the
+// connection logs in again: Kafka's Java client picks 85-95%.
+const renewShare = 0.85
 
 // Dial connects to addr. clientID names the caller in the peer's logs.
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
@@ -79,6 +94,13 @@ type Upgrade func(ctx context.Context, nc net.Conn) (net.Conn, error)
 // before it is returned, so a peer refusing this node's certificate or
 // login is a dial error, not a broken call.
 func DialSecure(ctx context.Context, local net.IP, addr, clientID string, upgrade Upgrade) (*Conn, error) {
+	return DialLogin(ctx, local, addr, clientID, upgrade, nil)
+}
+
+// DialLogin is DialSecure followed by a SASL login with m (nil: none),
+// which the connection renews in place before the session lifetime the
+// peer answers ends.
+func DialLogin(ctx context.Context, local net.IP, addr, clientID string, upgrade Upgrade, m sasl.Mechanism) (*Conn, error) {
 	var d net.Dialer
 	if local != nil {
 		d.LocalAddr = &net.TCPAddr{IP: local}
@@ -98,15 +120,61 @@ func DialSecure(ctx context.Context, local net.IP, addr, clientID string, upgrad
 		}
 		nc = secured
 	}
+	var lifetime time.Duration
+	if m != nil {
+		var err error
+		if lifetime, err = Login(ctx, m, addr, syncRoundTrip(nc, clientID)); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("rpc: logging in to %s: %w", addr, err)
+		}
+	}
 	c := &Conn{
 		nc:        nc,
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
 		bw:        bufio.NewWriterSize(nc, 64<<10),
 		pending:   map[int32]*call{},
 		closed:    make(chan struct{}),
+		login:     m,
 	}
+	c.scheduleRenewal(lifetime)
 	go c.readLoop()
 	return c, nil
+}
+
+func (c *Conn) scheduleRenewal(lifetime time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.renewAt = time.Time{}
+	if lifetime > 0 {
+		c.renewAt = time.Now().Add(time.Duration(float64(lifetime) * renewShare))
+	}
+}
+
+// renewLogin logs in again if the session is due, holding the gate so no
+// other request is written meanwhile. A failure breaks the connection
+// (the peer closes it anyway); the caller redials and logs in anew.
+func (c *Conn) renewLogin(ctx context.Context) error {
+	due := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.renewAt.IsZero() && !time.Now().Before(c.renewAt)
+	}
+	if c.login == nil || !due() {
+		return nil
+	}
+	c.gate.Lock()
+	defer c.gate.Unlock()
+	if !due() {
+		return nil // another caller renewed it meanwhile
+	}
+	lifetime, err := Login(ctx, c.login, c.RemoteAddr(), c.send)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", errLoginClosed, err)
+		c.fail(err)
+		return err
+	}
+	c.scheduleRenewal(lifetime)
+	return nil
 }
 
 // RemoteAddr is the peer's address.
@@ -153,11 +221,29 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 
 // RequestPooled is Request for a caller that is done with the answer at
 // some point: release gives the response frame (which the answer's byte
-// fields, a fetch answer's records, point into) back to the buffer pool,
+// fields, a fetch answer's records, point into) back to internal/bufpool,
 // after which nothing of the answer may be used. A follower's fetch
 // answers are megabytes each and copied into its log; without this, each
 // cost a fresh buffer of its size. release is never nil.
 func (c *Conn) RequestPooled(ctx context.Context, req kmsg.Request) (kmsg.Response, func(), error) {
+	if err := c.renewLogin(ctx); err != nil {
+		return nil, func() {}, err
+	}
+	c.gate.RLock()
+	return c.sendHolding(ctx, req, c.gate.RUnlock)
+}
+
+// send is Request without the gate: for the re-authentication, which
+// holds it.
+func (c *Conn) send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := c.sendHolding(ctx, req, func() {})
+	return resp, err
+}
+
+// sendHolding writes req and waits for its answer; written is called
+// once the request is on the wire (or failed to get there). release gives
+// the answer's frame back to the pool (RequestPooled).
+func (c *Conn) sendHolding(ctx context.Context, req kmsg.Request, written func()) (_ kmsg.Response, release func(), _ error) {
 	noop := func() {}
 	cl := &call{req: req, resp: req.ResponseKind(), done: make(chan struct{})}
 	cl.resp.SetVersion(req.GetVersion())
@@ -165,10 +251,12 @@ func (c *Conn) RequestPooled(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
+		written()
 		return nil, noop, err
 	}
 	if len(c.pending) >= maxPending {
 		c.mu.Unlock()
+		written()
 		return nil, noop, fmt.Errorf("rpc: %d requests already in flight to %s", maxPending, c.RemoteAddr())
 	}
 	id := c.nextID
@@ -188,13 +276,14 @@ func (c *Conn) RequestPooled(ctx context.Context, req kmsg.Request) (kmsg.Respon
 		err = c.bw.Flush()
 	}
 	c.writeMu.Unlock()
+	written()
 	if err != nil {
 		c.fail(fmt.Errorf("rpc: write to %s: %w", c.RemoteAddr(), err))
 	}
 
 	select {
 	case <-cl.done:
-		return cl.resp, func() { wire.ReleaseFrame(cl.frame); cl.frame = nil }, cl.err
+		return cl.resp, func() { bufpool.Put(cl.frame); cl.frame = nil }, cl.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.pending, id)
@@ -205,21 +294,9 @@ func (c *Conn) RequestPooled(ctx context.Context, req kmsg.Request) (kmsg.Respon
 
 func (c *Conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var size [4]byte
 	for {
-		if _, err := io.ReadFull(br, size[:]); err != nil {
-			c.fail(fmt.Errorf("rpc: read from %s: %w", c.RemoteAddr(), err))
-			return
-		}
-		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < 4 || n > MaxResponseBytes {
-			c.fail(fmt.Errorf("rpc: response frame of %d bytes from %s", n, c.RemoteAddr()))
-			return
-		}
-		// The peer is a node of this cluster and n is bounded: the buffer
-		// is taken whole rather than grown as bytes arrive.
-		frame := wire.FrameBuffer(int(n))
-		if _, err := io.ReadFull(br, frame); err != nil {
+		frame, err := readFrame(br, MaxResponseBytes)
+		if err != nil {
 			c.fail(fmt.Errorf("rpc: read from %s: %w", c.RemoteAddr(), err))
 			return
 		}
@@ -229,24 +306,52 @@ func (c *Conn) readLoop() {
 		delete(c.pending, id)
 		c.mu.Unlock()
 		if !ok {
-			wire.ReleaseFrame(frame)
+			bufpool.Put(frame)
 			continue // the caller gave up on it
 		}
 		cl.frame = frame
-		body := frame[4:]
-		if cl.resp.IsFlexible() && cl.req.Key() != 18 {
-			var err error
-			if body, err = skipTags(body); err != nil {
-				cl.err = err
-				close(cl.done)
-				continue
-			}
-		}
-		if err := cl.resp.ReadFrom(body); err != nil {
-			cl.err = fmt.Errorf("rpc: decode %s response: %w", kmsg.NameForKey(cl.req.Key()), err)
-		}
+		cl.err = decodeResponse(cl.req, cl.resp, frame)
 		close(cl.done)
 	}
+}
+
+// readFrame reads one size-prefixed response frame (correlation id
+// first) of at most limit bytes.
+func readFrame(r io.Reader, limit int32) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 4 || n > limit {
+		return nil, fmt.Errorf("response frame of %d bytes", n)
+	}
+	// The peer is a node of this cluster and n is bounded: the buffer is
+	// taken whole (from the pool; a caller that keeps the answer simply
+	// never gives it back) rather than grown as bytes arrive.
+	frame := bufpool.Get(int(n))
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+// decodeResponse decodes a frame's body (after its correlation id) into
+// resp, skipping the header's tags of flexible versions (ApiVersions has
+// none, whatever its version).
+func decodeResponse(req kmsg.Request, resp kmsg.Response, frame []byte) error {
+	resp.SetVersion(req.GetVersion())
+	body := frame[4:]
+	if resp.IsFlexible() && req.Key() != 18 {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return err
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return fmt.Errorf("rpc: decode %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return nil
 }
 
 func (c *Conn) fail(err error) {

@@ -20,6 +20,18 @@ type JAAS struct {
 // PlainLoginModule is the class Kafka's PLAIN mechanism reads users from.
 const PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
+// ScramLoginModule is the class of Kafka's SCRAM client logins.
+const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+// LoginModuleOf is the JAAS login module a client logging in with the
+// mechanism is configured with.
+func LoginModuleOf(mechanism string) string {
+	if mechanism == MechanismPlain {
+		return PlainLoginModule
+	}
+	return ScramLoginModule
+}
+
 // ParseJAAS parses Kafka's sasl.jaas.config value: one login module, its
 // control flag, then name=value options (values quoted with ", with \" and
 // \\ escapes, or bare words), ending with ';'. Error messages never quote

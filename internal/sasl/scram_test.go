@@ -40,19 +40,19 @@ func TestScramSHA256RFC7677(t *testing.T) {
 	if _, o := s.Handshake(1, MechanismScramSHA256); o.Code != 0 {
 		t.Fatalf("handshake: %+v", o)
 	}
-	o := s.Authenticate([]byte("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"))
+	o := s.Authenticate([]byte("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"), 1, t0)
 	want := "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
 	if o.Code != 0 || string(o.Token) != want {
 		t.Fatalf("server-first: %+v %q", o, o.Token)
 	}
-	if _, ok := s.Authenticated(); ok || s.Allowed(3) {
+	if _, ok := s.Authenticated(); ok || s.Admit(3, t0) == Serve {
 		t.Fatal("authenticated before the proof")
 	}
-	o = s.Authenticate([]byte("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
+	o = s.Authenticate([]byte("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="), 1, t0)
 	if o.Code != 0 || string(o.Token) != "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
 		t.Fatalf("server-final: %+v %q", o, o.Token)
 	}
-	if user, ok := s.Authenticated(); !ok || user != "user" || !s.Allowed(3) {
+	if user, ok := s.Authenticated(); !ok || user != "user" || s.Admit(3, t0) != Serve {
 		t.Fatalf("after proof: %q %v", user, ok)
 	}
 }
@@ -69,7 +69,7 @@ func scramClientPrefixed(t *testing.T, s *Session, mech, user, password, prefix 
 	h, _ := scramHash(mech)
 	cnonce := "fyko+d2lbbFgONRv9qkxdawL"
 	bare := "n=" + strings.NewReplacer("=", "=3D", ",", "=2C").Replace(user) + ",r=" + cnonce
-	o := s.Authenticate([]byte("n,," + bare))
+	o := s.Authenticate([]byte("n,,"+bare), 1, t0)
 	if o.Code != 0 {
 		return o, ""
 	}
@@ -90,7 +90,7 @@ func scramClientPrefixed(t *testing.T, s *Session, mech, user, password, prefix 
 	sig := hmacOf(h, hashOf(h, clientKey), []byte(auth))
 	proof := make([]byte, len(sig))
 	subtle.XORBytes(proof, clientKey, sig)
-	o = s.Authenticate([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+	o = s.Authenticate([]byte(withoutProof+",p="+base64.StdEncoding.EncodeToString(proof)), 1, t0)
 	if o.Code == 0 {
 		want := "v=" + base64.StdEncoding.EncodeToString(hmacOf(h, hmacOf(h, salted, []byte("Server Key")), []byte(auth)))
 		if !hmac.Equal(o.Token, []byte(want)) {
@@ -165,7 +165,7 @@ func TestScramMalformed(t *testing.T) {
 	} {
 		s := NewSession([]string{MechanismScramSHA256}, nil, lookup)
 		s.Handshake(1, MechanismScramSHA256)
-		if o := s.Authenticate([]byte(msg)); o.Code != kerr.SaslAuthenticationFailed.Code || !o.Close {
+		if o := s.Authenticate([]byte(msg), 1, t0); o.Code != kerr.SaslAuthenticationFailed.Code || !o.Close {
 			t.Errorf("%s: %+v", name, o)
 		}
 	}
@@ -179,10 +179,10 @@ func TestScramMalformed(t *testing.T) {
 		s := NewSession([]string{MechanismScramSHA256}, nil, lookup)
 		s.nonce = func() string { return "N" }
 		s.Handshake(1, MechanismScramSHA256)
-		if o := s.Authenticate([]byte("n,,n=u,r=abc")); o.Code != 0 {
+		if o := s.Authenticate([]byte("n,,n=u,r=abc"), 1, t0); o.Code != 0 {
 			t.Fatalf("first: %+v", o)
 		}
-		if o := s.Authenticate([]byte(final)); o.Code != kerr.SaslAuthenticationFailed.Code || !o.Close {
+		if o := s.Authenticate([]byte(final), 1, t0); o.Code != kerr.SaslAuthenticationFailed.Code || !o.Close {
 			t.Errorf("%s: %+v", name, o)
 		}
 		if _, ok := s.Authenticated(); ok {

@@ -3,7 +3,9 @@ package sasl
 import (
 	"bytes"
 	"crypto/subtle"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -33,7 +35,11 @@ const (
 
 // Session is the authentication state of one connection on a SASL
 // listener: which mechanism the client chose, where the exchange is, and
-// who it authenticated as. It is driven by the connection's reader only.
+// who it authenticated as; and, with connections.max.reauth.ms (KIP-368),
+// when that authentication expires and whether a re-authentication on
+// the same connection is under way. It is driven by the connection's
+// reader only and reads no clock: every call that depends on the time is
+// given it.
 type Session struct {
 	enabled []string
 	users   map[string]string // PLAIN: user name -> password
@@ -47,6 +53,20 @@ type Session struct {
 	// raw is set by a v0 SaslHandshake: the exchange then travels as bare
 	// size-prefixed tokens, without Kafka request headers.
 	raw bool
+
+	// maxLifetime is connections.max.reauth.ms per mechanism (absent or
+	// 0: sessions do not expire).
+	maxLifetime map[string]time.Duration
+	// expires is when the current authentication ends (zero: never).
+	expires time.Time
+	// canReauth is set once the client sent SaslAuthenticate v1 or
+	// later, as Kafka decides it: only such a client knows the session
+	// lifetime and may re-authenticate.
+	canReauth bool
+	// reauth is set from a re-authentication's SaslHandshake until its
+	// exchange ends; prevMech and prevUser are what it must keep.
+	reauth             bool
+	prevMech, prevUser string
 }
 
 // NewSession starts the authentication of a new connection.
@@ -58,18 +78,64 @@ func NewSession(enabled []string, plainUsers map[string]string, scram ScramLooku
 	return &Session{enabled: enabled, users: plainUsers, scram: scram, nonce: randomNonce}
 }
 
-// Allowed reports whether a request with this API key may be served now:
-// before authentication only ApiVersions and the SASL exchange are, as in
-// Kafka, which closes a connection sending anything else.
-func (s *Session) Allowed(key int16) bool {
-	if s.state == authenticated {
-		return true
-	}
-	if s.state == failed {
-		return false
-	}
-	return key == keyApiVersions || key == keySaslHandshake || key == keySaslAuthenticate
+// LimitLifetime sets connections.max.reauth.ms per mechanism: an
+// authentication with a mechanism listed with a positive duration lasts
+// that long, after which the client must re-authenticate before anything
+// else (KIP-368).
+func (s *Session) LimitLifetime(perMechanism map[string]time.Duration) {
+	s.maxLifetime = perMechanism
 }
+
+// Admission is whether a request may be served, and if not why the
+// connection is closed.
+type Admission int
+
+const (
+	// Serve the request.
+	Serve Admission = iota
+	// Unauthenticated: a request other than ApiVersions or the SASL
+	// exchange before authenticating (or after a failure).
+	Unauthenticated
+	// Expired: the session lifetime passed and the request does not
+	// start a re-authentication; KIP-368 closes the connection.
+	Expired
+	// DuringReauth: a request other than SaslAuthenticate between a
+	// re-authentication's SaslHandshake and the end of its exchange.
+	DuringReauth
+)
+
+// Admit decides whether a request with this API key, arriving at now,
+// may be served. Before authentication only ApiVersions and the SASL
+// exchange are, as in Kafka, which closes a connection sending anything
+// else. Once the session expired only a SaslHandshake, which starts a
+// re-authentication, is; during one only its SaslAuthenticate requests.
+func (s *Session) Admit(key int16, now time.Time) Admission {
+	switch {
+	case s.state == failed:
+		return Unauthenticated
+	case s.reauth:
+		if key == keySaslAuthenticate {
+			return Serve
+		}
+		return DuringReauth
+	case s.state == authenticated:
+		if s.Expired(now) && key != keySaslHandshake {
+			return Expired
+		}
+		return Serve
+	case key == keyApiVersions || key == keySaslHandshake || key == keySaslAuthenticate:
+		return Serve
+	}
+	return Unauthenticated
+}
+
+// Expired reports whether the current authentication's lifetime passed.
+func (s *Session) Expired(now time.Time) bool {
+	return !s.expires.IsZero() && !now.Before(s.expires)
+}
+
+// Reauthenticating reports whether a re-authentication is under way.
+func (s *Session) Reauthenticating() bool { return s.reauth }
 
 // Authenticated reports whether the exchange succeeded, and as whom.
 func (s *Session) Authenticated() (user string, ok bool) {
@@ -87,20 +153,40 @@ type Outcome struct {
 	Delay bool
 	// Close asks the connection to close after the answer.
 	Close bool
+	// SessionLifetime is SaslAuthenticate's session_lifetime_ms (v1+)
+	// once an exchange succeeded: 0 when the session does not expire.
+	SessionLifetime time.Duration
 }
 
 // Handshake handles SaslHandshake: after v1 the exchange is carried in
 // SaslAuthenticate requests, after v0 in bare tokens (RawToken). It
 // returns the enabled mechanisms, which the answer always lists.
+//
+// On an authenticated connection a v1 SaslHandshake from a client that
+// used SaslAuthenticate v1+ starts a re-authentication (KIP-368): the
+// exchange runs again, must use the same mechanism and end with the same
+// user. Requests read before it are still answered, in order, as the
+// principal they were read under. From another client it is answered
+// ILLEGAL_SASL_STATE and the connection goes on, as Kafka does.
 func (s *Session) Handshake(version int16, mechanism string) ([]string, Outcome) {
-	if s.state != awaitingHandshake {
+	switch {
+	case s.state == authenticated && (!s.canReauth || version < 1):
+		return s.enabled, Outcome{Code: kerr.IllegalSaslState.Code,
+			Message: "already authenticated; re-authentication needs SaslHandshake v1 after SaslAuthenticate v1 or later"}
+	case s.state != awaitingHandshake && s.state != authenticated:
 		return s.enabled, Outcome{Code: kerr.IllegalSaslState.Code, Close: true}
 	}
 	if !slices.Contains(s.enabled, mechanism) {
 		// Kafka answers, then closes: the client must reconnect with
 		// a mechanism the broker offers.
 		s.state = failed
+		s.reauth = false
 		return s.enabled, Outcome{Code: kerr.UnsupportedSaslMechanism.Code, Close: true}
+	}
+	if s.state == authenticated {
+		// Kafka answers the handshake and refuses a changed mechanism
+		// at the exchange's first token.
+		s.reauth, s.prevMech, s.prevUser = true, s.mech, s.user
 	}
 	s.mech = mechanism
 	s.state = awaitingAuthenticate
@@ -113,31 +199,59 @@ func (s *Session) Handshake(version int16, mechanism string) ([]string, Outcome)
 func (s *Session) RawToken() bool { return s.raw && s.state == awaitingAuthenticate }
 
 // Authenticate handles one token of the exchange, from SaslAuthenticate
-// or a bare frame.
-func (s *Session) Authenticate(token []byte) Outcome {
+// (version is the request's) or a bare frame (version 0). now is when it
+// arrived: a successful exchange's session lasts from then.
+func (s *Session) Authenticate(token []byte, version int16, now time.Time) Outcome {
 	if s.state != awaitingAuthenticate {
 		msg := "SaslAuthenticate not expected before SaslHandshake"
 		if s.state == authenticated {
-			msg = "already authenticated; re-authentication (KIP-368) is not served"
+			msg = "already authenticated; a re-authentication starts with SaslHandshake"
 		}
 		return Outcome{Code: kerr.IllegalSaslState.Code, Message: msg, Close: true}
 	}
+	if version >= 1 {
+		s.canReauth = true
+	}
+	if s.reauth && s.mech != s.prevMech {
+		return s.fail(fmt.Sprintf("SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'",
+			s.mech, s.prevMech), false)
+	}
+	var o Outcome
 	switch s.mech {
 	case MechanismPlain:
 		user, ok := s.plain(token)
 		if !ok {
-			s.state = failed
-			return Outcome{Code: kerr.SaslAuthenticationFailed.Code,
-				Message: "Authentication failed: Invalid username or password", Delay: true, Close: true}
+			return s.fail("Authentication failed: Invalid username or password", true)
 		}
 		s.user = user
-		s.state = authenticated
-		return Outcome{}
 	case MechanismScramSHA256, MechanismScramSHA512:
-		return s.scramStep(token)
+		if o = s.scramStep(token); o.Code != 0 || s.ss != nil {
+			return o // a failure, or the first of SCRAM's two steps
+		}
+	default:
+		s.state = failed
+		return Outcome{Code: kerr.IllegalSaslState.Code, Message: "no mechanism chosen", Close: true}
 	}
+	if s.reauth && s.user != s.prevUser {
+		return s.fail(fmt.Sprintf("Cannot change principals during re-authentication from User.%s: User.%s", s.prevUser, s.user), false)
+	}
+	s.state = authenticated
+	s.reauth = false
+	s.expires = time.Time{}
+	if d := s.maxLifetime[s.mech]; d > 0 {
+		s.expires = now.Add(d)
+		o.SessionLifetime = d
+	}
+	return o
+}
+
+// fail ends the exchange with SASL_AUTHENTICATION_FAILED; delay asks for
+// connection.failed.authentication.delay.ms (a wrong secret).
+func (s *Session) fail(message string, delay bool) Outcome {
 	s.state = failed
-	return Outcome{Code: kerr.IllegalSaslState.Code, Message: "no mechanism chosen", Close: true}
+	s.reauth = false
+	s.ss = nil
+	return Outcome{Code: kerr.SaslAuthenticationFailed.Code, Message: message, Delay: delay, Close: true}
 }
 
 // plain checks an RFC 4616 message: [authzid] NUL authcid NUL passwd. An
@@ -168,10 +282,12 @@ func (s *Session) plain(token []byte) (string, bool) {
 // unknown or the proof wrong.
 func (s *Session) scramStep(token []byte) Outcome {
 	fail := func(reason string) Outcome {
-		s.state = failed
-		return Outcome{Code: kerr.SaslAuthenticationFailed.Code,
-			Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " +
-				s.mech + ": " + reason, Delay: true, Close: true}
+		during := "authentication"
+		if s.reauth {
+			during = "re-authentication"
+		}
+		return s.fail("Authentication failed during "+during+" due to invalid credentials with SASL mechanism "+
+			s.mech+": "+reason, true)
 	}
 	if s.ss == nil {
 		h, err := scramHash(s.mech)
@@ -191,6 +307,5 @@ func (s *Session) scramStep(token []byte) Outcome {
 	}
 	s.user = s.ss.user
 	s.ss = nil
-	s.state = authenticated
 	return Outcome{Token: []byte(reply)}
 }

@@ -13,10 +13,10 @@ func plainToken(authz, user, pass string) []byte {
 func TestPlainSession(t *testing.T) {
 	users := map[string]string{"alice": "alice-pw"}
 	s := NewSession([]string{MechanismPlain}, users, nil)
-	if s.Allowed(3) || !s.Allowed(18) || !s.Allowed(17) || !s.Allowed(36) {
+	if s.Admit(3, t0) == Serve || s.Admit(18, t0) != Serve || s.Admit(17, t0) != Serve || s.Admit(36, t0) != Serve {
 		t.Fatal("before authentication only ApiVersions and SASL may be served")
 	}
-	if o := s.Authenticate(plainToken("", "alice", "alice-pw")); o.Code != kerr.IllegalSaslState.Code || !o.Close {
+	if o := s.Authenticate(plainToken("", "alice", "alice-pw"), 1, t0); o.Code != kerr.IllegalSaslState.Code || !o.Close {
 		t.Fatalf("authenticate before handshake: %+v", o)
 	}
 	s = NewSession([]string{MechanismPlain}, users, nil)
@@ -26,13 +26,13 @@ func TestPlainSession(t *testing.T) {
 	if _, o := s.Handshake(1, MechanismPlain); o.Code != kerr.IllegalSaslState.Code {
 		t.Fatalf("second handshake: %+v", o)
 	}
-	if o := s.Authenticate(plainToken("", "alice", "alice-pw")); o.Code != 0 || o.Close {
+	if o := s.Authenticate(plainToken("", "alice", "alice-pw"), 1, t0); o.Code != 0 || o.Close {
 		t.Fatalf("good password: %+v", o)
 	}
-	if user, ok := s.Authenticated(); !ok || user != "alice" || !s.Allowed(0) {
+	if user, ok := s.Authenticated(); !ok || user != "alice" || s.Admit(0, t0) != Serve {
 		t.Fatalf("after success: %q %v", user, ok)
 	}
-	if o := s.Authenticate(plainToken("", "alice", "alice-pw")); o.Code != kerr.IllegalSaslState.Code {
+	if o := s.Authenticate(plainToken("", "alice", "alice-pw"), 1, t0); o.Code != kerr.IllegalSaslState.Code {
 		t.Fatalf("authenticate again: %+v", o)
 	}
 }
@@ -50,11 +50,11 @@ func TestPlainFailures(t *testing.T) {
 	} {
 		s := NewSession([]string{MechanismPlain}, users, nil)
 		s.Handshake(1, MechanismPlain)
-		o := s.Authenticate(token)
+		o := s.Authenticate(token, 1, t0)
 		if o.Code != kerr.SaslAuthenticationFailed.Code || !o.Delay || !o.Close {
 			t.Errorf("%s: %+v", name, o)
 		}
-		if _, ok := s.Authenticated(); ok || s.Allowed(18) {
+		if _, ok := s.Authenticated(); ok || s.Admit(18, t0) == Serve {
 			t.Errorf("%s: the connection may still be used", name)
 		}
 	}
@@ -64,7 +64,7 @@ func TestPlainFailures(t *testing.T) {
 	}
 	s = NewSession([]string{MechanismPlain}, users, nil)
 	s.Handshake(1, MechanismPlain)
-	if o := s.Authenticate(plainToken("alice", "alice", "alice-pw")); o.Code != 0 {
+	if o := s.Authenticate(plainToken("alice", "alice", "alice-pw"), 1, t0); o.Code != 0 {
 		t.Errorf("authzid equal to the user: %+v", o)
 	}
 }
@@ -78,7 +78,7 @@ func TestPlainSessionV0(t *testing.T) {
 	if !s.RawToken() {
 		t.Fatal("no raw token expected after a v0 handshake")
 	}
-	if o := s.Authenticate(plainToken("", "alice", "alice-pw")); o.Code != 0 || s.RawToken() {
+	if o := s.Authenticate(plainToken("", "alice", "alice-pw"), 1, t0); o.Code != 0 || s.RawToken() {
 		t.Fatalf("v0 exchange: %+v raw=%v", o, s.RawToken())
 	}
 }

@@ -22,7 +22,13 @@ type checker struct {
 	order       []*sentRecord
 	read        map[int32]map[int64]string // partition -> offset -> value consumers saw
 	servedHW    map[nodePart]int64         // highest HW served as leader, per incarnation
-	groups      groupChecks
+	servedLSO   map[nodePart]int64         // highest last stable offset served as leader, per incarnation
+	// droppedAt is the partition epoch of the image in which a node
+	// stopped its replica (no longer listed there; node, partition).
+	droppedAt map[nodePart]int32
+	groups    groupChecks
+	quorum    quorumChecks
+	txns      txnChecks
 }
 
 type nodePart struct {
@@ -42,8 +48,8 @@ type sentRecord struct {
 }
 
 func newChecker(c *Cluster) *checker {
-	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{},
-		groups: newGroupChecks()}
+	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{}, servedLSO: map[nodePart]int64{},
+		droppedAt: map[nodePart]int32{}, groups: newGroupChecks(), quorum: newQuorumChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must
@@ -143,6 +149,24 @@ func (c *Cluster) onLeaderHW(n *node, r *replica) {
 	c.checkISRHolds(r, hw, "published high watermark")
 }
 
+// onReplicaDropped: a replica its node stopped (the image no longer lists
+// it there) is gone; one the node opens again later starts its high
+// watermark and last stable offset afresh, as a restarted replica does (what this one served
+// stays covered by the ISR, which checkISRHolds holds the next to).
+//
+// It also notes the partition epoch of the image that dropped it: a leader
+// whose view is older (paused, say) still counts the replica in its ISR,
+// and may publish a high watermark that replica held before it went; the
+// replica the node may open again later is a new one, which checkISRHolds
+// holds to what it covers only once a view newer than the drop has it in
+// the ISR.
+func (c *Cluster) onReplicaDropped(n *node, r *replica, partitionEpoch int32) {
+	pk := partKey{r.id, r.index}
+	delete(c.check.servedHW, nodePart{n.id, n.incarnation, pk})
+	delete(c.check.servedLSO, nodePart{n.id, n.incarnation, pk})
+	c.check.droppedAt[nodePart{node: n.id, part: pk}] = partitionEpoch
+}
+
 // onAcksAll: when a leader acknowledges acks=all up to target, every
 // member of its (maximal) ISR that is running holds the records durably:
 // fsynced, or with write.caching at least appended.
@@ -157,10 +181,14 @@ func (c *Cluster) checkISRHolds(r *replica, target int64, what string) {
 		return
 	}
 	snap, _ := r.core.LeaderSnapshot()
+	view := r.core.State().PartitionEpoch
 	for _, id := range snap.MaximalISR {
 		p := c.nodes[id].proc
 		if p == nil {
 			continue
+		}
+		if e, ok := c.check.droppedAt[nodePart{node: id, part: partKey{r.id, r.index}}]; ok && e > view {
+			continue // the leader's view predates the member's leaving
 		}
 		m := p.parts[partKey{r.id, r.index}]
 		if m == nil {

@@ -105,6 +105,13 @@ func (c *Cluster) startClients() {
 			lc: &leaderCache{c: c, self: id, leaders: map[int32]int32{}, topic: offsetsTopic}, next: map[int32]int64{}})
 		c.clients = append(c.clients, c.newGroupMembers()...)
 	}
+	if c.opts.Transactions {
+		c.startTxnClients()
+	}
+	if c.opts.ACLs {
+		c.clients = append(c.clients, &aclToggler{c: c}, &aclProber{c: c,
+			lc: &leaderCache{c: c, self: aclProbeEndpoint + 1, leaders: map[int32]int32{}, topic: topicName}})
+	}
 	for _, cl := range c.clients {
 		cl.start()
 	}

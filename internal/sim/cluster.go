@@ -41,6 +41,9 @@ type Cluster struct {
 	uncleanAskedOf *process
 	healed         bool
 	stopped        bool // a violation ends the run
+	// voters is the operator changing a dynamic quorum's voters
+	// (FaultMix.Membership), nil for a static quorum.
+	voters *voterOps
 }
 
 // Result summarises a run.
@@ -60,13 +63,23 @@ type Stats struct {
 	Acked, Unacked, Consumed  int64
 	GroupCommits              int64
 	GroupSyncs, MemberCrashes int64
-	Crashes, PowerLosses      int
-	Partitions, Pauses        int
-	DiskFull, BitFlips        int
-	MessagesSent, Dropped     int64
-	Elections                 int
-	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
-	Converged                 time.Duration // simulated time from heal to convergence
+	// TxnEnded, TxnAborted and TxnRead count the transactional driver's
+	// transactions ended (markers committed everywhere), those aborted,
+	// and the transactional records its read_committed reader delivered.
+	TxnEnded, TxnAborted, TxnRead int64
+	Crashes, PowerLosses          int
+	Partitions, Pauses            int
+	DiskFull, BitFlips            int
+	MessagesSent, Dropped         int64
+	Elections                     int
+	VotersAdded, VotersRemoved    int // the operator's completed changes (FaultMix.Membership)
+	// Reassignments started and cancelled (KIP-455, asked of the active
+	// controller, which may refuse); Retired: replicas brokers deleted
+	// after a reassignment moved them away.
+	Reassignments, Cancels, Retired int
+	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
+	Converged                       time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied           int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.
@@ -90,6 +103,9 @@ func newCluster(opts Options) *Cluster {
 		c.ids = append(c.ids, id)
 	}
 	c.faults = newFaultState(c)
+	if opts.Faults.Membership {
+		c.voters = newVoterOps(c)
+	}
 	return c
 }
 
@@ -124,7 +140,7 @@ func (c *Cluster) raftVoters() []uint64 {
 }
 
 func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
-	return config.NewBroker(map[string]string{
+	props := map[string]string{
 		"node.id":                    strconv.Itoa(int(id)),
 		"process.roles":              "broker,controller",
 		"default.replication.factor": strconv.Itoa(c.opts.ReplicationFactor),
@@ -134,7 +150,13 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		"broker.session.timeout.ms":               strconv.Itoa(int(sessionTimeout.Milliseconds())),
 		"broker.heartbeat.interval.ms":            strconv.Itoa(int(heartbeatInterval.Milliseconds())),
 		"leader.imbalance.check.interval.seconds": "5",
-	})
+	}
+	if c.opts.ACLs && !c.opts.authorizerOff {
+		props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+		props["super.users"] = "User:" + simUser
+		props["allow.everyone.if.no.acl.found"] = "false"
+	}
+	return config.NewBroker(props)
 }
 
 func (c *Cluster) run() {
@@ -145,6 +167,9 @@ func (c *Cluster) run() {
 		}
 	}
 	c.s.after(100*time.Millisecond, c.ensureTopic)
+	if c.voters != nil {
+		c.s.after(membershipPeriod, c.voters.loop)
+	}
 	c.startClients()
 	c.faults.start()
 	stop := func() bool { return c.stopped }
@@ -177,6 +202,9 @@ func (c *Cluster) run() {
 // network and the disks, and stop the clients from starting new work.
 func (c *Cluster) heal() {
 	c.healed = true
+	if c.voters != nil {
+		c.voters.heal()
+	}
 	c.tracef("healing every fault")
 	c.net.healAll()
 	c.net.cfg = netConfig{MinDelay: c.opts.Net.MinDelay, MaxDelay: c.opts.Net.MaxDelay}
@@ -234,10 +262,16 @@ func (c *Cluster) processExited(n *node) {
 // activeController is the node whose process is the active controller
 // with the newest term, nil if none.
 func (c *Cluster) activeController() *process {
+	return c.newestWhere(func(p *process) bool { return p.ctl.Active() })
+}
+
+// newestWhere is the running process with the newest term among those
+// that pick, nil if none.
+func (c *Cluster) newestWhere(pick func(*process) bool) *process {
 	var best *process
 	for _, id := range c.ids {
 		p := c.nodes[id].proc
-		if p != nil && p.ctl.Active() && (best == nil || p.core.Term() > best.core.Term()) {
+		if p != nil && pick(p) && (best == nil || p.core.Term() > best.core.Term()) {
 			best = p
 		}
 	}

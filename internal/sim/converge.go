@@ -21,6 +21,9 @@ func (c *Cluster) convergenceReport() string {
 	if _, ok := ctl.image.Topic(topicName); !ok {
 		return "topic not created"
 	}
+	if msg := c.membershipReport(); msg != "" {
+		return msg
+	}
 	for _, id := range c.ids {
 		p := c.nodes[id].proc
 		if p == nil {
@@ -46,6 +49,12 @@ func (c *Cluster) convergenceReport() string {
 
 func (c *Cluster) partitionsConverged(t *metadata.Topic) string {
 	for _, st := range t.Partitions {
+		if st.Reassigning() {
+			// Every reassignment ends, completed or cancelled, once the
+			// faults heal: its added replicas catch up and join the ISR.
+			return fmt.Sprintf("%s-%d: reassignment in progress: replicas %v adding %v removing %v isr %v; %s",
+				t.Name, st.Index, st.Replicas, st.AddingReplicas, st.RemovingReplicas, st.ISR, c.replicaReport(t.ID, st))
+		}
 		if st.Leader < 0 || len(st.ISR) != len(st.Replicas) {
 			return fmt.Sprintf("%s-%d: leader %d isr %v replicas %v; %s", t.Name, st.Index, st.Leader, st.ISR, st.Replicas, c.replicaReport(t.ID, st))
 		}

@@ -26,6 +26,9 @@ func (f *faultState) start() {
 	if f.c.opts.Faults.Every > 0 {
 		f.c.s.after(f.c.s.between(time.Second, 3*time.Second), f.next)
 	}
+	if f.c.opts.Faults.Reassign {
+		f.c.s.after(f.c.s.between(time.Second, 3*time.Second), f.nextReassign)
+	}
 }
 
 type faultKind int
@@ -153,6 +156,15 @@ func (f *faultState) next() {
 	}
 }
 
+// closedCleanly reports whether the log in dir was closed cleanly (its
+// node stopped it when the image no longer listed it there, and has not yet
+// deleted it): reopening such a log trusts its batches rather than
+// rechecking them, so rot there is the unsimulated kind (see flipBit).
+func closedCleanly(fs *vfs.Mem, dir string) bool {
+	_, err := fs.Stat(path.Join(dir, ".clean_shutdown"))
+	return err == nil
+}
+
 func (f *faultState) restartLater(n *node) {
 	c := f.c
 	inc := n.incarnation
@@ -175,7 +187,7 @@ func (f *faultState) flipBit(n *node) {
 	var files []vfs.DirEntry
 	var paths []string
 	for _, d := range dirs {
-		if !d.IsDir || !strings.HasPrefix(d.Name, topicName+"-") {
+		if !d.IsDir || !strings.HasPrefix(d.Name, topicName+"-") || closedCleanly(n.fs, path.Join("data", d.Name)) {
 			continue
 		}
 		dir := path.Join("data", d.Name)

@@ -55,6 +55,18 @@ func readAll(r *replica, upTo int64) ([]logEntry, error) {
 // acknowledged and read.
 func (k *checker) final() {
 	c := k.c
+	if !k.finalMembership() {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
+		n := c.nodes[id]
+		if n.proc == nil {
+			continue
+		}
+		for _, key := range slices.SortedFunc(maps.Keys(n.proc.parts), comparePartKeys) {
+			c.checkOpenTransactions(n, n.proc.parts[key])
+		}
+	}
 	ctl := c.activeController()
 	for _, t := range ctl.image.Topics() {
 		for _, st := range t.Partitions {

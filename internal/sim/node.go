@@ -88,6 +88,9 @@ type process struct {
 	inflight *proposal      // its proposal waiting to commit
 
 	brokerEpoch int64 // -1 until registered (sess.Epoch(), for the runtime's readers)
+	// sweptEpoch is the registration whose reconcile last swept the
+	// partition directories the image retires (node's strayCheckedEpoch).
+	sweptEpoch int64
 	// sess is the broker's side of its controller session, as node's.
 	sess       *ctrlcore.BrokerSession
 	parts      map[partKey]*replica
@@ -101,7 +104,15 @@ type process struct {
 	// sessions is the Fetch handler's session cache
 	// (node/fetch_sessions.go), on simulated time.
 	sessions *fetchsession.Cache
+
+	// quorumChange is the AddRaftVoter or RemoveRaftVoter request waiting
+	// for this process's membership change, nil if none.
+	quorumChange *quorumChangeWaiter
 }
+
+// metadataDir is the metadata quorum's directory under "data", never a
+// partition's.
+const metadataDir = "__cluster_metadata-0"
 
 type partKey struct {
 	topic metadata.TopicID
@@ -177,7 +188,7 @@ func (n *node) start() error {
 	n.up = true
 	n.incarnation++
 	n.pausedUntil, n.held = 0, nil
-	p := &process{n: n, controller: -1, brokerEpoch: -1,
+	p := &process{n: n, controller: -1, brokerEpoch: -1, sweptEpoch: -1,
 		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
 	// Broker.takeShutdownState: the previous process vouches for its
 	// epoch only if the machine did not reboot since.
@@ -204,10 +215,18 @@ func (n *node) start() error {
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
+	dynamic := n.c.voters != nil
+	voters := n.c.raftVoters()
+	if dynamic {
+		voters = nil
+	}
 	core, err := quorum.NewCore(quorum.CoreConfig{
 		ID:             quorum.RaftID(n.id),
-		Voters:         n.c.raftVoters(),
-		Dir:            path.Join("data", "__cluster_metadata-0"),
+		Voters:         voters,
+		Dynamic:        dynamic,
+		Standalone:     dynamic && n.id == n.c.ids[0],
+		Self:           n.member(),
+		Dir:            path.Join("data", metadataDir),
 		FS:             n.fs,
 		ElectionTicks:  electionTicks,
 		HeartbeatTicks: 1,
@@ -249,8 +268,12 @@ func (n *node) crash(torn bool) {
 // handle serves one request that arrived from endpoint from.
 func (n *node) handle(from int32, req kmsg.Request, respond api.Respond) {
 	p := n.proc
-	p.server.Serve(&api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from),
-		Listener: "PLAINTEXT", Body: req}, respond)
+	r := &api.Request{Version: req.GetVersion(), ClientID: fmt.Sprintf("e%d", from), Listener: "PLAINTEXT", Body: req}
+	if n.c.opts.ACLs {
+		r.Principal = n.c.principalOf(from)
+		respond = n.checkAuthorized(from, req, p.image, respond)
+	}
+	p.server.Serve(r, respond)
 }
 
 // partitionList returns the replicas in a stable order.

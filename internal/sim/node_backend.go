@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
@@ -34,6 +35,8 @@ func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
 func (x backend) NowMs() int64                      { return x.p.n.c.nowMs() }
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
+
+func (x backend) Quorum() api.QuorumBackend { return simQuorumAdmin(x) }
 
 // DescribeLogDirs: simulated clients do not ask (admin requests are not
 // simulated); the one data directory and its replicas.
@@ -92,6 +95,12 @@ func (x backend) Commit([]metadata.Record) error {
 	return fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
 }
 
+// Reassign: the simulator's reassignments are submitted to the
+// controller core by the schedule, as its topics are.
+func (x backend) Reassign([]controller.Reassignment, bool) ([]error, error) {
+	return nil, fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
+}
+
 func (x backend) Forward(r *api.Request, respond api.Respond) {
 	respond(nil)
 }
@@ -117,7 +126,7 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	r.produce(req, done)
 }
 
-func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.OffsetResult, error) {
+func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64, isolation int8) (api.OffsetResult, error) {
 	r, err := x.replicaOf(id, index)
 	if err == nil && !r.core.IsLeader() {
 		err = kerr.NotLeaderForPartition
@@ -125,7 +134,21 @@ func (x backend) ListOffset(id metadata.TopicID, index int32, ts int64) (api.Off
 	if err != nil {
 		return api.OffsetResult{}, err
 	}
-	return rcore.ListOffset(r.log, ts, r.core.HighWatermark(), r.core.LeaderEpoch())
+	bound := r.core.HighWatermark()
+	if isolation == api.ReadCommitted {
+		bound = r.core.LastStableOffset()
+	}
+	return rcore.ListOffset(r.log, ts, bound, r.core.LeaderEpoch())
+}
+
+// WriteTxnMarker is api.Backend's, as node's: through the replica core.
+func (x backend) WriteTxnMarker(req api.TxnMarkerParams, done func(error)) {
+	r, err := x.replicaOf(req.Topic, req.Partition)
+	if err != nil {
+		done(err)
+		return
+	}
+	r.writeTxnMarker(req, func(res api.ProduceResult) { done(res.Err) })
 }
 
 func (x backend) EpochEndOffset(id metadata.TopicID, index int32, current, requested int32) (int32, int64, error) {
@@ -219,13 +242,13 @@ func (r *replica) Admit(fp api.FetchPartition, replicaID int32, record bool) err
 }
 
 // Bounds is replica.Source.Bounds.
-func (r *replica) Bounds() (hw, logStart int64) {
-	return r.core.HighWatermark(), r.log.LogStartOffset()
+func (r *replica) Bounds() (hw, lso, logStart int64) {
+	return r.core.HighWatermark(), r.core.LastStableOffset(), r.log.LogStartOffset()
 }
 
 // Read is replica.Source.Read.
-func (r *replica) Read(offset int64, maxBytes int, minOneBatch, fromReplica bool) (api.FetchResult, error) {
-	return r.core.Read(offset, maxBytes, minOneBatch, fromReplica)
+func (r *replica) Read(offset int64, maxBytes int, minOneBatch bool, mode rcore.ReadMode) (api.FetchResult, error) {
+	return r.core.Read(offset, maxBytes, minOneBatch, mode)
 }
 
 // Divergence is replica.Source.Divergence (KIP-595's DivergingEpoch).

@@ -130,6 +130,23 @@ func describeRecords(recs []metadata.Record) string {
 			if r.ELR != nil {
 				s += fmt.Sprintf(" elr=%v", *r.ELR)
 			}
+			if r.Replicas != nil {
+				s += fmt.Sprintf(" replicas=%v", *r.Replicas)
+			}
+			if r.AddingReplicas != nil {
+				s += fmt.Sprintf(" adding=%v", *r.AddingReplicas)
+			}
+			if r.RemovingReplicas != nil {
+				s += fmt.Sprintf(" removing=%v", *r.RemovingReplicas)
+			}
+		case metadata.SetTopicConfig:
+			// Spelled out: Value is a pointer, and %+v would print its
+			// address, which differs between runs of one seed.
+			v := "<deleted>"
+			if r.Value != nil {
+				v = *r.Value
+			}
+			s += fmt.Sprintf("config %s %s=%s", shortID(r.TopicID), r.Key, v)
 		default:
 			s += fmt.Sprintf("%T%+v", r, r)
 		}

@@ -102,6 +102,12 @@ func (r *replica) ready(rd rcore.Ready) {
 	for _, target := range rd.AcksAll {
 		n.c.onAcksAll(r, target)
 	}
+	n.c.onLSO(n, r)
+	if rd.BecameLeader {
+		// A promoted replica must start from the open transactions its
+		// log holds (checked again for every replica at the end).
+		n.c.checkOpenTransactions(n, r)
+	}
 	for _, a := range rd.Answers {
 		a.Done(a.Result)
 	}
@@ -117,6 +123,11 @@ func (r *replica) apply(st metadata.Partition, role metadata.ReplicaRole, cfg co
 
 func (r *replica) produce(req api.ProduceParams, done func(api.ProduceResult)) {
 	_, rd := r.core.Produce(req, done, r.nowMs())
+	r.ready(rd)
+}
+
+func (r *replica) writeTxnMarker(req api.TxnMarkerParams, done func(api.ProduceResult)) {
+	_, rd := r.core.WriteTxnMarker(req, done, r.nowMs())
 	r.ready(rd)
 }
 

@@ -35,6 +35,7 @@ func (p *process) processReady() {
 			p.n.c.processExited(p.n)
 			return
 		}
+		p.quorumOutput(out)
 		for _, m := range out.Messages {
 			p.sendRaft(m)
 		}

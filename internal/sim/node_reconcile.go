@@ -2,7 +2,11 @@ package sim
 
 import (
 	"errors"
+	"math"
+	"path"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,6 +20,15 @@ import (
 // (none until the image holds this incarnation's registration), and assign
 // followers to one fetcher per leader.
 func (p *process) reconcile() {
+	for _, r := range p.partitionList() {
+		if !p.image.Lists(p.n.id, r.id, r.index) {
+			p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+		}
+	}
+	if p.image.CaughtUpFor(p.n.id, p.brokerEpoch) && p.sweptEpoch != p.brokerEpoch {
+		p.sweptEpoch = p.brokerEpoch
+		p.sweepRetired()
+	}
 	for _, t := range p.image.Topics() {
 		cfg, err := config.ResolveTopic(p.cfg, t.Configs)
 		if err != nil {
@@ -41,6 +54,66 @@ func (p *process) reconcile() {
 		}
 	}
 	p.updateFetchers()
+}
+
+// drop closes a replica the image no longer gives this node, and deletes
+// its log when the image retires it (caught up for this registration), as
+// node's reconcile does (there crash-safely, renaming first; here a crash
+// before the removal is synced leaves the directory, which is only opened
+// again if the image lists the replica again, as node would).
+func (p *process) drop(r *replica, retired bool) {
+	delete(p.parts, partKey{r.id, r.index})
+	r.ready(r.core.Close())
+	epoch := int32(math.MaxInt32) // the topic is gone: newer than any view
+	if t, ok := p.image.TopicByID(r.id); ok {
+		if st, ok := t.Partition(r.index); ok {
+			epoch = st.PartitionEpoch
+		}
+	}
+	p.n.c.onReplicaDropped(p.n, r, epoch)
+	dir := r.log.Dir()
+	if err := r.log.Close(); err != nil {
+		p.n.tracef("close %s: %v", r.name(), err)
+	}
+	if !retired {
+		p.n.tracef("closed %s, not listed by an image not caught up", r.name())
+		return
+	}
+	if err := p.n.fs.RemoveAll(dir); err != nil {
+		p.n.tracef("delete retired %s: %v", r.name(), err)
+	}
+	p.n.tracef("retired %s", r.name())
+	p.n.c.check.stats.Retired++
+}
+
+// sweepRetired is node's removeStrayPartitionDirs: once per registration,
+// on the first image caught up for it, the directories of replicas that
+// are not open and that the image retires (closed while the image lagged,
+// moved away or deleted while the node was down) are deleted.
+func (p *process) sweepRetired() {
+	dirs, err := p.n.fs.ReadDir("data")
+	if err != nil {
+		return
+	}
+	for _, d := range dirs {
+		cut := strings.LastIndexByte(d.Name, '-')
+		if !d.IsDir || d.Name == metadataDir || cut < 0 {
+			continue
+		}
+		index, err := strconv.ParseInt(d.Name[cut+1:], 10, 32)
+		if err != nil {
+			continue
+		}
+		t, ok := p.image.Topic(d.Name[:cut])
+		if ok && (p.parts[partKey{t.ID, int32(index)}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, int32(index))) {
+			continue
+		}
+		if err := p.n.fs.RemoveAll(path.Join("data", d.Name)); err != nil {
+			p.n.tracef("sweep %s: %v", d.Name, err)
+			continue
+		}
+		p.n.tracef("swept %s", d.Name)
+	}
 }
 
 func (p *process) updateFetchers() {

@@ -8,6 +8,10 @@ import (
 func (c *Cluster) result() Result {
 	st := c.check.stats
 	st.MessagesSent, st.Dropped = c.net.sent, c.net.dropped
+	if c.voters != nil {
+		st.VotersAdded, st.VotersRemoved = c.voters.added, c.voters.removed
+	}
+	st.TxnEnded, st.TxnAborted, st.TxnRead = c.check.txns.ended, c.check.txns.aborted, c.check.txns.readRecs
 	return Result{Seed: c.opts.Seed, Options: c.opts, SimTime: c.s.now, Steps: c.s.steps, TraceHash: c.trace.hash,
 		Violations: c.check.violations, Trace: c.trace.tail(), Stats: st}
 }

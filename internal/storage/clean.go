@@ -32,6 +32,14 @@ import (
 //     (original offsets and timestamps). The last batch of each producer
 //     is kept, empty if need be, so the producer's sequence state survives a
 //     rebuild from the log (Kafka's KAFKA-5443 rule).
+//   - Records of aborted transactions (the aborted-transaction index names
+//     them) are removed and never enter the map, so an aborted write never
+//     hides an older committed value of its key. A transaction marker is
+//     kept while any batch of its transaction is; then, as in Kafka, it
+//     gets a delete horizon (delete.retention.ms) and a later pass removes
+//     it with its aborted-transaction index entry (clean_filter.go,
+//     marker). The caller bounds the pass by the last stable offset, so no
+//     transaction still open is touched.
 //   - Adjacent segments are merged while the sources fit in segment.bytes.
 //     Each merged group replaces its sources atomically (clean_swap.go).
 //
@@ -50,7 +58,9 @@ const cleanWriteChunk = 1 << 20
 type CleanParams struct {
 	NowMs int64
 	// UpTo: only segments whose offsets are all below it are cleaned. The
-	// caller passes its high watermark.
+	// caller passes its last stable offset (at most the high watermark):
+	// an open transaction's records must not be cleaned before its
+	// outcome is known.
 	UpTo int64
 	// Force cleans whatever min.cleanable.dirty.ratio says.
 	Force bool
@@ -69,6 +79,7 @@ type CleanResult struct {
 	CleanedTo        int64 // the new cleaner checkpoint
 	MapFull          bool  // the offset map stopped the pass early
 	BatchesUncleaned int64 // batches kept as they were because they could not be opened
+	MarkersRemoved   int64 // transaction markers whose transaction was gone and whose horizon passed
 }
 
 // errLogChanged aborts a pass whose segments were removed or replaced
@@ -87,6 +98,33 @@ type cleanPlan struct {
 	cfg        Config
 	ratio      float64
 	due        bool
+	// aborted holds the log's aborted transactions by producer: their
+	// records are removed and never supersede older records of a key.
+	aborted abortedRanges
+}
+
+// abortedRanges are aborted transactions by producer id.
+type abortedRanges map[int64][]AbortedTxn
+
+// holds reports whether transactional batch h belongs to an aborted
+// transaction: one of its producer's aborted ranges holds its offsets.
+func (a abortedRanges) holds(h batchInfo) bool {
+	if !h.transactional {
+		return false
+	}
+	for _, t := range a[h.producerID] {
+		if t.FirstOffset <= h.base && h.base <= t.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// batchInfo is what abortedRanges needs of a batch header.
+type batchInfo struct {
+	producerID    int64
+	base          int64
+	transactional bool
 }
 
 // Clean runs one compaction pass; see the comment above. m is the pass's
@@ -108,7 +146,8 @@ func (l *Log) Clean(p CleanParams, m *OffsetMap) (CleanResult, error) {
 	if err != nil {
 		return res, l.changedOr(plan, err)
 	}
-	f := filter{m: m, nowMs: p.NowMs, deleteRetentionMs: plan.cfg.DeleteRetentionMs, lastBatches: lastBatches, res: &res, nextHorizon: math.MaxInt64}
+	f := filter{m: m, aborted: plan.aborted,
+		abortedSeen: map[int64]bool{}, committedSeen: map[int64]bool{}, removedMarkers: map[int64]bool{}, nowMs: p.NowMs, deleteRetentionMs: plan.cfg.DeleteRetentionMs, lastBatches: lastBatches, res: &res, nextHorizon: math.MaxInt64}
 	for _, g := range groupSegments(plan, mapped) {
 		if err := l.cleanGroup(plan, g, &f); err != nil {
 			return res, l.changedOr(plan, err)
@@ -161,7 +200,12 @@ func (l *Log) planClean(p CleanParams) (cleanPlan, error) {
 	if err := l.usableLocked(); err != nil {
 		return cleanPlan{}, err
 	}
-	plan := cleanPlan{cfg: l.cfg, upTo: p.UpTo}
+	plan := cleanPlan{cfg: l.cfg, upTo: p.UpTo, aborted: abortedRanges{}}
+	for _, s := range l.segments {
+		for _, a := range s.aborted {
+			plan.aborted[a.ProducerID] = append(plan.aborted[a.ProducerID], a)
+		}
+	}
 	unsynced := map[*segment]bool{}
 	for _, s := range l.unsynced {
 		unsynced[s] = true

@@ -13,12 +13,21 @@ import (
 
 // filter decides, batch by batch, what a compaction pass keeps.
 type filter struct {
-	m                 *OffsetMap
-	nowMs             int64
-	deleteRetentionMs int64
-	lastBatches       map[int64]int64 // producer id -> last offset of its last batch
-	res               *CleanResult
-	nextHorizon       int64 // earliest delete horizon of a kept tombstone
+	m       *OffsetMap
+	aborted abortedRanges
+	// The pass's transaction state (Kafka's CleanedTransactionMetadata):
+	// abortedSeen[pid] says a batch of pid's aborted transaction was
+	// traversed since its previous marker, committedSeen[pid] one of a
+	// transaction that was not aborted; a marker is removable only when
+	// its transaction had none. removedMarkers are the last offsets of
+	// the markers this pass dropped, whose index entries go with them.
+	abortedSeen, committedSeen map[int64]bool
+	removedMarkers             map[int64]bool
+	nowMs                      int64
+	deleteRetentionMs          int64
+	lastBatches                map[int64]int64 // producer id -> last offset of its last batch
+	res                        *CleanResult
+	nextHorizon                int64 // earliest delete horizon of a kept tombstone
 }
 
 // segment filters every batch of s into w.
@@ -53,7 +62,18 @@ func (f *filter) segment(s *segment, size int64, w *cleanWriter) error {
 // a rebuilt batch, or nil when nothing of it survives.
 func (f *filter) batch(h batch.Header, data []byte) ([]byte, error) {
 	if h.IsControl() {
-		return data, nil // transaction markers: not produced here; keep
+		return f.marker(h, data)
+	}
+	if h.IsTransactional() && !f.aborted.holds(infoOf(h)) {
+		f.committedSeen[h.ProducerID] = true
+	}
+	if f.aborted.holds(infoOf(h)) {
+		f.abortedSeen[h.ProducerID] = true
+		f.res.RecordsRemoved += int64(h.RecordCount)
+		if h.HasProducerID() && f.lastBatches[h.ProducerID] == h.LastOffset() {
+			return f.rebuild(h, nil, false), nil // the producer's sequence state
+		}
+		return nil, nil
 	}
 	_, recs, err := records.Decode(data, maxCleanBatchBytes)
 	if err != nil {
@@ -127,4 +147,51 @@ func (f *filter) rebuild(h batch.Header, kept []records.Record, setHorizon bool)
 		body = records.Append(body, r, ts-baseTs)
 	}
 	return batch.Filtered(h, attrs, baseTs, maxTs, int32(len(kept)), body)
+}
+
+func infoOf(h batch.Header) batchInfo {
+	return batchInfo{producerID: h.ProducerID, base: h.BaseOffset, transactional: h.IsTransactional()}
+}
+
+// marker decides what becomes of a transaction marker, by Kafka's rules: it
+// stays while any batch of its transaction does (an ABORT marker tells
+// read_committed readers to skip them; a COMMIT marker ends the
+// transaction for the last stable offset); once none does, the first pass
+// stamps it with a delete horizon (now + delete.retention.ms, as a
+// tombstone's, so a consumer that read the transaction's records still
+// sees its end) and a pass after the horizon removes it. A marker that is
+// its producer's last batch is kept empty, for the producer's epoch.
+func (f *filter) marker(h batch.Header, data []byte) ([]byte, error) {
+	removable := true // an emptied (already cleaned) marker is, as in Kafka
+	if m, err := batch.ParseMarker(data); err == nil {
+		seen := f.abortedSeen
+		if m.Commit {
+			seen = f.committedSeen
+		}
+		removable = !seen[h.ProducerID]
+		delete(seen, h.ProducerID)
+	}
+	if !removable {
+		return data, nil
+	}
+	if !h.HasDeleteHorizon() {
+		_, recs, err := records.Decode(data, maxCleanBatchBytes)
+		if err != nil {
+			return data, nil
+		}
+		out := f.rebuild(h, recs, true)
+		oh, _ := batch.ParseHeader(out)
+		f.nextHorizon = min(f.nextHorizon, oh.BaseTimestamp)
+		return out, nil
+	}
+	if f.nowMs < h.BaseTimestamp {
+		f.nextHorizon = min(f.nextHorizon, h.BaseTimestamp)
+		return data, nil
+	}
+	f.removedMarkers[h.LastOffset()] = true
+	f.res.MarkersRemoved++
+	if f.lastBatches[h.ProducerID] == h.LastOffset() {
+		return f.rebuild(h, nil, false), nil
+	}
+	return nil, nil
 }

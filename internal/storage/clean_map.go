@@ -30,7 +30,7 @@ func (l *Log) buildOffsetMap(plan cleanPlan, m *OffsetMap, res *CleanResult) (in
 			res.MapFull = true
 			break // this segment might not fit: leave it for the next pass
 		}
-		full, err := mapSegment(plan.segs[i], plan.sizes[i], m, res)
+		full, err := mapSegment(plan.segs[i], plan.sizes[i], m, plan.aborted, res)
 		if err != nil {
 			return 0, err
 		}
@@ -60,7 +60,7 @@ func countRecords(s *segment, size int64) (int64, error) {
 
 // mapSegment puts every keyed record of the segment into m. full reports a
 // key that did not fit.
-func mapSegment(s *segment, size int64, m *OffsetMap, res *CleanResult) (full bool, err error) {
+func mapSegment(s *segment, size int64, m *OffsetMap, aborted abortedRanges, res *CleanResult) (full bool, err error) {
 	sc := newScanner(s.file, 0, size, true)
 	for {
 		h, _, data, err := sc.next()
@@ -70,7 +70,7 @@ func mapSegment(s *segment, size int64, m *OffsetMap, res *CleanResult) (full bo
 		if err != nil {
 			return false, fmt.Errorf("map %s: %w", s.logPath(), err)
 		}
-		if h.IsControl() {
+		if h.IsControl() || aborted.holds(infoOf(h)) {
 			continue
 		}
 		_, recs, err := records.Decode(data, maxCleanBatchBytes)

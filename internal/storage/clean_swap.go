@@ -122,7 +122,7 @@ func (l *Log) finishSwap(base, end int64) error {
 	}
 	for _, e := range entries {
 		if b, ok := parseSegmentName(e.Name); ok && b > base && b < end {
-			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 				if err := removeIfExists(l.fs, segmentFileName(l.dir, b, suffix)); err != nil {
 					return err
 				}
@@ -165,7 +165,7 @@ func removeIfExists(fs vfs.FS, path string) error {
 // first at index at) by out, whose log file is the synced
 // <base>.log.cleaned. Callers hold syncMu and mu exclusively. A failure
 // after the swap was decided fails the log: Open finishes it.
-func (l *Log) swapLocked(at int, old []*segment, out *segment) error {
+func (l *Log) swapLocked(at int, old []*segment, out *segment, removedMarkers map[int64]bool) error {
 	base := old[0].base
 	end := l.segments[at+len(old)].base
 	if err := l.allowGapsLocked(); err != nil {
@@ -187,6 +187,21 @@ func (l *Log) swapLocked(at int, old []*segment, out *segment) error {
 	segs := append([]*segment{}, l.segments[:at]...)
 	segs = append(segs, out)
 	l.segments = append(segs, l.segments[at+len(old):]...)
+	// The merged segment holds its sources' markers, so their
+	// aborted-transaction entries, but for the markers the pass removed.
+	// A crash before this write leaves the base's file behind; the
+	// replica's check at the next open rewrites it.
+	out.aborted = nil
+	for _, s := range old {
+		for _, a := range s.aborted {
+			if !removedMarkers[a.LastOffset] {
+				out.aborted = append(out.aborted, a)
+			}
+		}
+	}
+	if err := l.writeTxnIndex(out); err != nil {
+		return l.failLocked(fmt.Errorf("compaction swap: %w", err))
+	}
 	if err := removeDurably(l.fs, l.dir, record); err != nil {
 		return l.failLocked(fmt.Errorf("compaction swap: %w", err))
 	}

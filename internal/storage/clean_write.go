@@ -89,7 +89,7 @@ func (l *Log) cleanGroup(plan cleanPlan, g [2]int, f *filter) error {
 			return discard(errLogChanged)
 		}
 	}
-	if err := l.swapLocked(at, srcs, out); err != nil {
+	if err := l.swapLocked(at, srcs, out, f.removedMarkers); err != nil {
 		if l.failed == nil {
 			return discard(err)
 		}

@@ -187,6 +187,9 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.walkTail(keep, pos); err != nil {
 		return l.failLocked(fmt.Errorf("truncate %s: re-read tail: %w", l.dir, err))
 	}
+	if err := l.truncateTxnIndex(keep, keep.next); err != nil {
+		return l.failLocked(fmt.Errorf("truncate %s: %w", l.dir, err))
+	}
 	l.durableEnd = min(l.durableEnd, keep.next)
 	l.lowerCleanedToLocked(keep.next)
 	l.logger.Info("truncated log", "dir", l.dir, "requested", offset, "log_end", keep.next)

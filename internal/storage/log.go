@@ -376,8 +376,20 @@ func (l *Log) syncLocked() (int64, error) {
 	}
 	active := l.active()
 	files = append(files, active.file)
+	type txnSync struct {
+		s       *segment
+		file    vfs.File
+		written int
+	}
+	var txnSegs []txnSync
+	for _, s := range l.segments {
+		if s.txnFile != nil && s.txnWritten > s.txnSynced {
+			txnSegs = append(txnSegs, txnSync{s, s.txnFile, s.txnWritten})
+			files = append(files, s.txnFile)
+		}
+	}
 	dirVersion, needDirSync := l.dirVersion, l.dirVersion != l.dirSynced
-	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync
+	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync && len(txnSegs) == 0
 	durable := l.durableEnd
 	l.mu.RUnlock()
 	if alreadyDurable {
@@ -412,6 +424,14 @@ func (l *Log) syncLocked() (int64, error) {
 	defer l.mu.Unlock()
 	for _, s := range l.unsynced[:rolled] {
 		s.closePendingIndexFiles()
+	}
+	for _, ts := range txnSegs {
+		// Entries written meanwhile stay counted as unsynced; a file
+		// closed and rewritten meanwhile (writeTxnIndex syncs it) is
+		// not this one.
+		if ts.s.txnFile == ts.file {
+			ts.s.txnSynced = max(ts.s.txnSynced, ts.written)
+		}
 	}
 	l.unsynced = l.unsynced[rolled:]
 	if needDirSync {

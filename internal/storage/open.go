@@ -72,6 +72,11 @@ func (l *Log) load() error {
 	if err := l.applyLogStart(logStartCheckpoint); err != nil {
 		return err
 	}
+	for _, s := range l.segments {
+		if err := l.loadTxnIndex(s); err != nil {
+			return err
+		}
+	}
 	if err := l.epochs.TruncateFromEnd(l.leo()); err != nil {
 		return err
 	}
@@ -129,6 +134,9 @@ func (l *Log) listSegments() ([]int64, error) {
 		stem, isIndex := strings.CutSuffix(e.Name, indexSuffix)
 		if !isIndex {
 			stem, isIndex = strings.CutSuffix(e.Name, timeIndexSuffix)
+		}
+		if !isIndex {
+			stem, isIndex = strings.CutSuffix(e.Name, txnIndexSuffix)
 		}
 		orphanIndex := isIndex && len(stem) == baseOffsetDigits && !logs[stem]
 		if orphanIndex || strings.HasSuffix(e.Name, tmpSuffix) {

@@ -245,6 +245,14 @@ func (l *Log) MaxTimestamp() (ts int64, offset int64) {
 // header fails the scan with ErrCorrupt and is noted as a read's would be
 // (see noteDamage): the log is cut there when it is next opened.
 func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
+	return l.ScanBatches(from, func(h batch.Header, _ []byte) error { return fn(h) })
+}
+
+// ScanBatches is ScanHeaders that also hands fn the whole bytes of every
+// control batch (transaction markers, whose outcome is in their record),
+// CRC-checked; nil for other batches. The bytes are valid during the call
+// only.
+func (l *Log) ScanBatches(from int64, fn func(h batch.Header, control []byte) error) error {
 	damaged, err := l.scanHeaders(from, fn)
 	if damaged >= 0 {
 		l.noteDamage(damaged, err)
@@ -252,9 +260,9 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 	return err
 }
 
-// scanHeaders does ScanHeaders' work; damaged is the base of a segment
+// scanHeaders does ScanBatches' work; damaged is the base of a segment
 // found corrupt, or -1.
-func (l *Log) scanHeaders(from int64, fn func(h batch.Header) error) (damaged int64, err error) {
+func (l *Log) scanHeaders(from int64, fn func(h batch.Header, control []byte) error) (damaged int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	damaged = -1
@@ -295,7 +303,17 @@ func (l *Log) scanHeaders(from int64, fn func(h batch.Header) error) (damaged in
 				return damaged, fmt.Errorf("scan %s: %w", s.logPath(), err)
 			}
 			expected = h.LastOffset() + 1
-			if err := fn(h); err != nil {
+			var control []byte
+			if h.IsControl() {
+				if control, err = sc.bytes(at, h.Size()); err == nil {
+					_, err = batch.ValidateStored(control)
+				}
+				if err != nil {
+					damaged = s.base
+					return damaged, fmt.Errorf("%w: %s: control batch at %d: %w", ErrCorrupt, s.logPath(), at, err)
+				}
+			}
+			if err := fn(h, control); err != nil {
 				return damaged, err
 			}
 		}

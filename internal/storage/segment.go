@@ -38,6 +38,14 @@ type segment struct {
 	// pendingIndexFiles hold index files written at roll time but not yet
 	// fsynced; the next Sync syncs and closes them.
 	pendingIndexFiles []vfs.File
+
+	// aborted is the segment's aborted-transaction index (txn_index.go),
+	// in marker order; txnFile is its .txnindex open for appends;
+	// txnWritten counts the entries written to it, txnSynced those a Sync
+	// covered.
+	aborted               []AbortedTxn
+	txnFile               vfs.File
+	txnWritten, txnSynced int
 }
 
 func newSegmentState(dir string, base int64, file vfs.File) *segment {
@@ -64,7 +72,7 @@ func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment %s: %w", path, err)
 	}
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		stale := segmentFileName(dir, base, suffix)
 		if err := fs.Remove(stale); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
@@ -182,6 +190,7 @@ func (s *segment) syncFiles() []vfs.File {
 // close closes every handle of the segment.
 func (s *segment) close() error {
 	s.closePendingIndexFiles()
+	s.closeTxnFile()
 	if err := s.file.Close(); err != nil {
 		return fmt.Errorf("close segment %s: %w", s.logPath(), err)
 	}
@@ -192,7 +201,7 @@ func (s *segment) close() error {
 // directory.
 func (s *segment) remove(fs vfs.FS) error {
 	closeErr := s.close()
-	for _, path := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+	for _, path := range []string{s.logPath(), s.indexPath(), s.timeIndexPath(), s.txnIndexPath()} {
 		if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", path, err)
 		}

@@ -136,3 +136,34 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Dynamic turns Props' static quorum into a dynamic one (KIP-853): every
+// node finds it through controller.quorum.bootstrap.servers (the
+// controllers' CONTROLLER listeners), and node 1 founds it alone
+// (controller.quorum.standalone); the other controllers wait to be added.
+func Dynamic(props []map[string]string) {
+	var boot []string
+	for _, p := range props {
+		if addr := ControllerAddr(p); addr != "" {
+			boot = append(boot, addr)
+		}
+	}
+	for i, p := range props {
+		delete(p, "controller.quorum.voters")
+		p["controller.quorum.bootstrap.servers"] = strings.Join(boot, ",")
+		if i == 0 {
+			p["controller.quorum.standalone"] = "true"
+		}
+	}
+}
+
+// ControllerAddr is the host:port of a node's CONTROLLER listener, "" if
+// it has none.
+func ControllerAddr(props map[string]string) string {
+	for _, l := range strings.Split(props["listeners"], ",") {
+		if addr, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
+			return addr
+		}
+	}
+	return ""
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/skein-log/skein/internal/node"
 	"github.com/skein-log/skein/internal/testcluster"
 	"github.com/skein-log/skein/internal/testport"
+	"github.com/skein-log/skein/internal/vfs"
 )
 
 // testCluster is n in-process brokers, each also a controller, on
@@ -99,13 +100,25 @@ func newRolesCluster(t testing.TB, roles []string, extra map[string]string, opts
 
 func (c *testCluster) start(i int) {
 	c.t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
 	opts := c.opts
-	opts.Logger = logger
+	opts.Logger = testLogger()
 	c.startWith(i, opts)
+}
+
+// startOn starts node i with the cluster's options on filesystem fs.
+func (c *testCluster) startOn(i int, fs vfs.FS) {
+	c.t.Helper()
+	opts := c.opts
+	opts.FS, opts.Logger = fs, testLogger()
+	c.startWith(i, opts)
+}
+
+// testLogger is a node's logger: on stderr with -v, else discarded.
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // startWith starts node i with opts instead of the cluster's (a test's own

@@ -174,10 +174,31 @@ func TestClusterCombinedNodesAndBrokerOnly(t *testing.T) {
 // answers ApiVersions on its controller listener with the controller's
 // APIs, and closes a connection that sends it a client request.
 func TestControllerOnlyNodeServesControllerAPIsOnly(t *testing.T) {
+	c := startRolesCluster(t, []string{controllerOnly, brokerOnly}, nil, node.Options{})
+	checkControllerListenerServesControllerAPIsOnly(t, "a controller-only node", strings.TrimPrefix(c.props[0]["listeners"], "CONTROLLER://"))
+}
+
+// TestCombinedNodeControllerListenerServesControllerAPIsOnly: so does the
+// controller listener of a node that is broker and controller both, as
+// in KRaft: a client that reaches it (kafka-go's TestErrorCannotConnect
+// dials localhost:9093, `skein dev`'s and Kafka's quickstart controller
+// port) is refused, not served as by a broker. Before, every client API
+// was served there.
+func TestCombinedNodeControllerListenerServesControllerAPIsOnly(t *testing.T) {
+	c := startRolesCluster(t, []string{combinedRoles}, nil, node.Options{})
+	var addr string
+	for _, l := range strings.Split(c.props[0]["listeners"], ",") {
+		if a, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
+			addr = a
+		}
+	}
+	checkControllerListenerServesControllerAPIsOnly(t, "a combined node's controller listener", addr)
+}
+
+func checkControllerListenerServesControllerAPIsOnly(t *testing.T, what, addr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := startRolesCluster(t, []string{controllerOnly, brokerOnly}, nil, node.Options{})
-	addr := strings.TrimPrefix(c.props[0]["listeners"], "CONTROLLER://")
 	conn, err := rpc.Dial(ctx, addr, "roles-test")
 	if err != nil {
 		t.Fatal(err)
@@ -195,18 +216,18 @@ func TestControllerOnlyNodeServesControllerAPIsOnly(t *testing.T) {
 	}
 	for _, want := range []int16{18, 19, 56, 59, 62, 63, 67} {
 		if !slices.Contains(keys, want) {
-			t.Errorf("ApiVersions of a controller-only node lacks %s: %v", kmsg.NameForKey(want), keys)
+			t.Errorf("ApiVersions of %s lacks %s: %v", what, kmsg.NameForKey(want), keys)
 		}
 	}
-	for _, unwanted := range []int16{0, 3, 2} {
+	for _, unwanted := range []int16{0, 3, 2, 10} {
 		if slices.Contains(keys, unwanted) {
-			t.Errorf("ApiVersions of a controller-only node offers %s", kmsg.NameForKey(unwanted))
+			t.Errorf("ApiVersions of %s offers %s", what, kmsg.NameForKey(unwanted))
 		}
 	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
 	if _, err := conn.Request(ctx, md); err == nil {
-		t.Fatal("a controller-only node answered Metadata")
+		t.Fatalf("%s answered Metadata", what)
 	}
 }
 

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -99,4 +101,34 @@ func awaitOutcome(ctx context.Context, t testing.TB, outcomes <-chan struct{}) {
 	case <-ctx.Done():
 		t.Fatalf("sarama did not report a produce outcome: %v", ctx.Err())
 	}
+}
+
+// TestClusterSaramaReassignment: sarama's ClusterAdmin moves a partition
+// (AlterPartitionReassignments v0, sent to the broker Metadata names as
+// controller, which forwards it) and lists it (ListPartitionReassignments);
+// the move completes.
+func TestClusterSaramaReassignment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	c := startCluster(t, 3, nil)
+	adm := observerClient(t, c.addrs())
+	const topic = "sarama-moved"
+	createReplicatedTopic(ctx, t, adm, topic, 1, 1, nil)
+	from := replicasOf(ctx, t, adm, topic, 0)
+	target := otherBrokers(3, from...)
+
+	sadm, err := sarama.NewClusterAdmin(c.addrs(), saramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sadm.Close()
+	if err := sadm.AlterPartitionReassignments(topic, [][]int32{target}); err != nil {
+		t.Fatalf("sarama AlterPartitionReassignments: %v", err)
+	}
+	awaitReplicas(ctx, t, adm, topic, 0, "the target", func(r []int32) bool { return slices.Equal(r, target) })
+	// The broker asked may apply the completing record a moment later.
+	awaitAdmin(ctx, t, "sarama listing no reassignment", func() (bool, any) {
+		status, err := sadm.ListPartitionReassignments(topic, []int32{0})
+		return err == nil && len(status[topic]) == 0, fmt.Sprintf("%+v (err %v)", status[topic], err)
+	})
 }

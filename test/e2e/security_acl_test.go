@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/node"
 )
 
@@ -198,6 +199,41 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 		t.Fatalf("follower fetch from a client answered %+v", fresp.Topics)
 	}
 
+	// Transactions, the partition side: WriteTxnMarkers only from brokers
+	// (CLUSTER_ACTION), a transactional produce only with WRITE on its
+	// transactional id.
+	wreq := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm := kmsg.NewWriteTxnMarkersRequestMarker()
+	wm.ProducerID, wm.Committed = 1, true
+	wmt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	wmt.Topic, wmt.Partitions = "acl-open", []int32{0}
+	wm.Topics = append(wm.Topics, wmt)
+	wreq.Markers = append(wreq.Markers, wm)
+	wresp, err := wreq.RequestWith(ctx, anon.Broker(int(leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := wresp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("WriteTxnMarkers from a client: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	preq := kmsg.NewPtrProduceRequest()
+	preq.TransactionID = kmsg.StringPtr("no-acl")
+	preq.Acks = -1
+	preq.TimeoutMillis = 5000
+	prt := kmsg.NewProduceRequestTopic()
+	prt.Topic, prt.TopicID = "acl-open", listed["acl-open"].ID
+	prp := kmsg.NewProduceRequestTopicPartition()
+	prp.Records = batch.BuildTransactional([][]byte{[]byte("x")}, time.Now().UnixMilli(), 1, 0, 0)
+	prt.Partitions = append(prt.Partitions, prp)
+	preq.Topics = append(preq.Topics, prt)
+	presp, err := preq.RequestWith(ctx, anon.Broker(int(leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional produce without WRITE on the transactional id: %v", kerr.ErrorForCode(code))
+	}
+
 	// Groups: READ on the group. A consumer group with an allowed name
 	// consumes and commits; another name is refused.
 	grp := c.client(kgo.ConsumeTopics("acl-open"), kgo.ConsumerGroup("ok-readers"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -331,6 +367,14 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 	if _, err := anonAdm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("elect leaders without ALTER on the cluster: %v", err)
 	}
+	var move kadm.AlterPartitionAssignmentsReq
+	move.Assign("acl-open", 0, []int32{1})
+	if res, err := anonAdm.AlterPartitionAssignments(ctx, move); !errors.Is(err, kerr.ClusterAuthorizationFailed) && !errors.Is(res["acl-open"][0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("reassign partitions without ALTER on the cluster: %v %+v", err, res)
+	}
+	if _, err := anonAdm.ListPartitionReassignments(ctx, set); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("list partition reassignments without DESCRIBE on the cluster: %v", err)
+	}
 	da := kmsg.NewPtrDescribeACLsRequest()
 	da.ResourceType, da.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	da.Operation, da.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
@@ -414,25 +458,7 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 
 // scrapeDenials sums skein_authorization_denials_total over the brokers.
 func scrapeDenials(t *testing.T, c *testCluster) float64 {
-	t.Helper()
-	var sum float64
-	for _, b := range c.brokers {
-		if b == nil {
-			continue
-		}
-		mfs, err := b.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "skein_authorization_denials_total" {
-				for _, m := range mf.GetMetric() {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return clusterCounter(t, c, "skein_authorization_denials_total", nil)
 }
 
 func TestACLsSurviveControllerFailoverAndRestart(t *testing.T) {

@@ -128,22 +128,7 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 // returns the INTERNAL addresses, the partition's new leader and a client.
 func startSecuredCluster(t *testing.T, props []map[string]string) (*testCluster, []string, int32, *kgo.Client) {
 	t.Helper()
-	internal := make([]string, len(props))
-	for i, p := range props {
-		internal[i] = fmt.Sprintf("127.0.0.1:%d", testport.One(t))
-		p["listeners"] += ",INTERNAL://" + internal[i]
-	}
-	c := &testCluster{t: t, brokers: make([]*node.Broker, len(props)), props: props}
-	t.Cleanup(func() {
-		for i := range c.brokers {
-			c.kill(i)
-		}
-	})
-	for i := range props {
-		c.start(i)
-	}
-	c.waitRegistered() // a controller elected and brokers registered, secured
-	t.Cleanup(c.dumpGoroutinesIfFailed)
+	c, internal := startInternalCluster(t, props)
 	ctx := testContext(t, 60*time.Second)
 
 	// An admin request sent to a node that is not the active controller
@@ -203,6 +188,31 @@ func startSecuredCluster(t *testing.T, props []map[string]string) (*testCluster,
 	}
 
 	return c, internal, next, cl
+}
+
+// startInternalCluster starts three combined nodes from props, each given
+// an INTERNAL listener (the inter-broker one), and waits until a
+// controller is elected and the brokers registered, over the secured
+// controller listeners. It returns the INTERNAL addresses.
+func startInternalCluster(t *testing.T, props []map[string]string) (*testCluster, []string) {
+	t.Helper()
+	internal := make([]string, len(props))
+	for i, p := range props {
+		internal[i] = fmt.Sprintf("127.0.0.1:%d", testport.One(t))
+		p["listeners"] += ",INTERNAL://" + internal[i]
+	}
+	c := &testCluster{t: t, brokers: make([]*node.Broker, len(props)), props: props}
+	t.Cleanup(func() {
+		for i := range c.brokers {
+			c.kill(i)
+		}
+	})
+	for i := range props {
+		c.start(i)
+	}
+	c.waitRegistered()
+	t.Cleanup(c.dumpGoroutinesIfFailed)
+	return c, internal
 }
 
 // assertNotBroker: a trusted client that is not a broker (upgrade secures

@@ -1,0 +1,338 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/node"
+	"github.com/skein-log/skein/internal/testcluster"
+)
+
+// A dynamic controller quorum (KIP-853): the voters are changed with
+// AddRaftVoter and RemoveRaftVoter while clients keep producing.
+
+// dynamicQuorumCluster is n combined nodes of a dynamic quorum that node
+// 1 founds (testcluster.Dynamic).
+func dynamicQuorumCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	c := newRolesCluster(t, testcluster.Combine(n), nil, node.Options{})
+	testcluster.Dynamic(c.props)
+	return c
+}
+
+// addVoterRequest is node i's AddRaftVoter: its id, the directory id its
+// first log directory recorded, its controller endpoint.
+func (c *testCluster) addVoterRequest(t *testing.T, i int) *kmsg.AddRaftVoterRequest {
+	t.Helper()
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.TimeoutMillis = 30_000
+	req.VoterID = int32(i + 1)
+	req.VoterDirectoryID = c.directoryID(t, i)
+	hostPort := testcluster.ControllerAddr(c.props[i])
+	host, portText, _ := strings.Cut(hostPort, ":")
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatalf("controller port of node %d: %v", i+1, err)
+	}
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(port)
+	req.Listeners = []kmsg.AddRaftVoterRequestListener{l}
+	return req
+}
+
+// directoryID reads node i's directory id from its meta.properties.
+func (c *testCluster) directoryID(t *testing.T, i int) [16]byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.props[i]["log.dirs"], "meta.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "directory.id="); ok {
+			id, err := metadata.ParseTopicID(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+	}
+	t.Fatalf("node %d: no directory.id", i+1)
+	return [16]byte{}
+}
+
+func addVoter(ctx context.Context, t *testing.T, cl *kgo.Client, req *kmsg.AddRaftVoterRequest) error {
+	t.Helper()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("AddRaftVoter %d: %v", req.VoterID, err)
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
+func removeVoter(ctx context.Context, t *testing.T, cl *kgo.Client, id int32, dir [16]byte) error {
+	t.Helper()
+	req := kmsg.NewPtrRemoveRaftVoterRequest()
+	req.VoterID, req.VoterDirectoryID = id, dir
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("RemoveRaftVoter %d: %v", id, err)
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
+// quorumVoters asks DescribeQuorum (v2) for the voters and observers.
+func quorumVoters(ctx context.Context, t *testing.T, cl *kgo.Client) (voters, observers []int32, resp *kmsg.DescribeQuorumResponse) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("DescribeQuorum: %v", err)
+	}
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("DescribeQuorum: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return nil, nil, resp
+	}
+	for _, v := range p.CurrentVoters {
+		voters = append(voters, v.ReplicaID)
+	}
+	for _, o := range p.Observers {
+		observers = append(observers, o.ReplicaID)
+	}
+	slices.Sort(voters)
+	slices.Sort(observers)
+	return voters, observers, resp
+}
+
+// awaitVoters waits until DescribeQuorum names exactly want as voters,
+// with a leader among them (a leader that removed itself hands over once
+// the change is committed).
+func awaitVoters(ctx context.Context, t *testing.T, cl *kgo.Client, want ...int32) *kmsg.DescribeQuorumResponse {
+	t.Helper()
+	var last []int32
+	for {
+		voters, _, resp := quorumVoters(ctx, t, cl)
+		if slices.Equal(voters, want) && slices.Contains(want, resp.Topics[0].Partitions[0].LeaderID) {
+			return resp
+		}
+		last = voters
+		select {
+		case <-ctx.Done():
+			t.Fatalf("voters never became %v; last %v", want, last)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
+// TestClusterQuorumGrowsAndShrinks: three voters grow to four and shrink
+// to three again (the founder, most likely the leader, leaves) while an
+// idempotent franz-go producer keeps writing; every acknowledged record is
+// read back once, and the membership survives a restart.
+func TestClusterQuorumGrowsAndShrinks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := dynamicQuorumCluster(t, 4)
+	c.start(0)
+	testcluster.WaitRegistered(t, c.brokers[:1])
+	for i := 1; i < 4; i++ {
+		c.start(i) // not voters yet: they wait to be added
+	}
+	admin := newSeededClient(t, c.addrs()[:1])
+	for i := 1; i < 3; i++ {
+		if err := addVoter(ctx, t, admin, c.addVoterRequest(t, i)); err != nil {
+			t.Fatalf("add node %d: %v", i+1, err)
+		}
+	}
+	awaitVoters(ctx, t, admin, 1, 2, 3)
+	testcluster.WaitRegistered(t, c.brokers[:3])
+	if err := addVoter(ctx, t, admin, c.addVoterRequest(t, 1)); !errorIs(err, kerr.DuplicateVoter) {
+		t.Fatalf("adding node 2 twice: %v, want DUPLICATE_VOTER", err)
+	}
+
+	const topic, partitions = "quorum-change", 3
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()[:3]), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
+	acks := newAckedRecords()
+	producer := idempotentProducer(t, c.addrs()[:3])
+	st := startStream(ctx, producer, topic, spreadOver(partitions), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 200)
+
+	// Grow to four voters under load.
+	began := time.Now()
+	if err := addVoter(ctx, t, admin, c.addVoterRequest(t, 3)); err != nil {
+		t.Fatalf("add node 4: %v", err)
+	}
+	t.Logf("AddRaftVoter of node 4 (learner, catch-up, promotion) answered in %v", time.Since(began))
+	awaitVoters(ctx, t, admin, 1, 2, 3, 4)
+	testcluster.WaitRegistered(t, c.brokers[3:])
+	awaitProgress(ctx, t, acks, 200)
+
+	// Shrink to three: node 1 leaves the voters (it stays a broker, and
+	// shows among the observers).
+	if err := removeVoter(ctx, t, admin, 1, [16]byte{1}); !errorIs(err, kerr.VoterNotFound) {
+		t.Fatalf("remove with a wrong directory id: %v, want VOTER_NOT_FOUND", err)
+	}
+	began = time.Now()
+	if err := removeVoter(ctx, t, admin, 1, c.directoryID(t, 0)); err != nil {
+		t.Fatalf("remove node 1: %v", err)
+	}
+	resp := awaitVoters(ctx, t, admin, 2, 3, 4)
+	t.Logf("RemoveRaftVoter of node 1 answered, and a new leader among the voters, in %v", time.Since(began))
+	if _, observers, _ := quorumVoters(ctx, t, admin); !slices.Contains(observers, 1) {
+		t.Fatalf("node 1 is not among the observers %v", observers)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.LeaderID == 1 || p.LeaderID < 0 || p.HighWatermark <= 0 {
+		t.Fatalf("after the removal: leader %d, high watermark %d", p.LeaderID, p.HighWatermark)
+	}
+	if len(resp.Nodes) != 3 {
+		t.Fatalf("DescribeQuorum v2 lists %d voter nodes, want 3", len(resp.Nodes))
+	}
+	awaitProgress(ctx, t, acks, 200)
+	sent := st.stopAndWait(t)
+	if n := acks.failures(); n > 0 {
+		_, _, errs := acks.snapshot()
+		t.Fatalf("%d of %d records failed: %v", n, sent, errs)
+	}
+	read := checkAckedRecords(ctx, t, c.addrs(), topic, acks)
+	t.Logf("%d records produced and read back across the membership changes", read)
+
+	// The membership is the quorum's state: a restarted voter keeps it.
+	c.kill(1)
+	c.start(1)
+	awaitVoters(ctx, t, admin, 2, 3, 4)
+}
+
+// errorIs reports whether err is the Kafka error want.
+func errorIs(err error, want *kerr.Error) bool { return errors.Is(err, want) }
+
+// TestClusterStaticQuorumRefusesVoterChanges: controller.quorum.voters is
+// Kafka's kraft.version 0; changing it answers UNSUPPORTED_VERSION, and
+// DescribeQuorum still describes it.
+func TestClusterStaticQuorumRefusesVoterChanges(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := startCluster(t, 3, nil)
+	cl := newSeededClient(t, c.addrs())
+	voters := awaitVoters(ctx, t, cl, 1, 2, 3)
+	if n := len(voters.Nodes); n != 3 || len(voters.Nodes[0].Listeners) != 1 {
+		t.Fatalf("static voters' nodes %+v", voters.Nodes)
+	}
+	req := c.addVoterRequest(t, 0)
+	req.VoterID = 9
+	if err := addVoter(ctx, t, cl, req); !errorIs(err, kerr.UnsupportedVersion) {
+		t.Fatalf("AddRaftVoter on a static quorum: %v", err)
+	}
+	if err := removeVoter(ctx, t, cl, 1, c.directoryID(t, 0)); !errorIs(err, kerr.UnsupportedVersion) {
+		t.Fatalf("RemoveRaftVoter on a static quorum: %v", err)
+	}
+}
+
+// TestClusterDynamicQuorumBrokerOnly: a broker-only node of a dynamic
+// quorum finds the controllers through controller.quorum.bootstrap.servers
+// alone, follows the metadata log and learns the voters from it, and
+// registers; DescribeQuorum lists it as an observer.
+func TestClusterDynamicQuorumBrokerOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := newRolesCluster(t, []string{controllerOnly, brokerOnly}, nil, node.Options{})
+	testcluster.Dynamic(c.props)
+	c.start(0)
+	c.start(1)
+	testcluster.WaitRegistered(t, c.brokers)
+	cl := newSeededClient(t, c.addrs())
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), "dyn-broker", 1, 1, nil)
+	acks := newAckedRecords()
+	produceNumbered(ctx, t, idempotentProducer(t, c.addrs()), acks, "dyn-broker", 1, 0, 50)
+	checkAckedRecords(ctx, t, c.addrs(), "dyn-broker", acks)
+	for {
+		voters, observers, _ := quorumVoters(ctx, t, cl)
+		if slices.Equal(voters, []int32{1}) && slices.Contains(observers, 2) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("voters %v observers %v, want [1] and 2 observing", voters, observers)
+		case <-time.After(externalPollInterval):
+		}
+	}
+}
+
+// TestClusterQuorumReplacesAControllerDisk: a controller's disk dies; the
+// operator removes its voter record (id, old directory id), starts it on
+// an empty disk and adds it again under its new directory id, while a
+// producer keeps writing to the other two.
+func TestClusterQuorumReplacesAControllerDisk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := dynamicQuorumCluster(t, 3)
+	c.start(0)
+	testcluster.WaitRegistered(t, c.brokers[:1])
+	c.start(1)
+	c.start(2)
+	admin := newSeededClient(t, c.addrs()[:1])
+	for i := 1; i < 3; i++ {
+		if err := addVoter(ctx, t, admin, c.addVoterRequest(t, i)); err != nil {
+			t.Fatalf("add node %d: %v", i+1, err)
+		}
+	}
+	awaitVoters(ctx, t, admin, 1, 2, 3)
+	c.waitRegistered()
+
+	const topic, partitions = "disk-replaced", 2
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
+	acks := newAckedRecords()
+	st := startStream(ctx, idempotentProducer(t, c.addrs()[:2]), topic, spreadOver(partitions), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 200)
+
+	oldDir := c.directoryID(t, 2)
+	c.kill(2)
+	if err := os.RemoveAll(c.props[2]["log.dirs"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeVoter(ctx, t, admin, 3, oldDir); err != nil {
+		t.Fatalf("remove the dead disk's voter: %v", err)
+	}
+	awaitVoters(ctx, t, admin, 1, 2)
+	awaitProgress(ctx, t, acks, 200)
+
+	c.start(2) // an empty disk: a new directory id
+	newDir := c.directoryID(t, 2)
+	if newDir == oldDir {
+		t.Fatal("the new disk kept the old directory id")
+	}
+	if err := addVoter(ctx, t, admin, c.addVoterRequest(t, 2)); err != nil {
+		t.Fatalf("add the new disk: %v", err)
+	}
+	resp := awaitVoters(ctx, t, admin, 1, 2, 3)
+	for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
+		if v.ReplicaID == 3 && v.ReplicaDirectoryID != newDir {
+			t.Fatalf("voter 3 has directory id %x, the new disk's is %x", v.ReplicaDirectoryID, newDir)
+		}
+	}
+	testcluster.WaitRegistered(t, c.brokers[2:])
+	awaitProgress(ctx, t, acks, 200)
+	st.stopAndWait(t)
+	if n := acks.failures(); n > 0 {
+		_, _, errs := acks.snapshot()
+		t.Fatalf("%d records failed: %v", n, errs)
+	}
+	t.Logf("%d records read back across the disk replacement", checkAckedRecords(ctx, t, c.addrs(), topic, acks))
+}
