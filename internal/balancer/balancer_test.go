@@ -103,7 +103,7 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
-			name: "moves are bounded by max concurrent moves, counting those in flight",
+			name:    "moves are bounded by max concurrent moves, counting those in flight",
 			brokers: up(1, 2, 3, 4),
 			partitions: func() []Partition {
 				ps := sixOnThree()
@@ -130,13 +130,13 @@ func TestDecide(t *testing.T) {
 			cfg: Config{MaxConcurrentMoves: 2, UnavailableTimeout: time.Minute, ImbalancePercent: 10},
 		},
 		{
-			name: "a broker unavailable for less than the timeout keeps its replicas",
+			name:    "a broker unavailable for less than the timeout keeps its replicas",
 			brokers: gone(up(1, 2, 3, 4), 3, 59*time.Second), partitions: []Partition{
 				synced("t", 0, 1, 3), synced("t", 1, 2, 4),
 			}, cfg: cfg,
 		},
 		{
-			name: "a broker unavailable past the timeout loses its replicas, even under-replicated",
+			name:    "a broker unavailable past the timeout loses its replicas, even under-replicated",
 			brokers: gone(up(1, 2, 3, 4), 3, time.Minute), partitions: withISR([]Partition{
 				synced("t", 0, 1, 3), synced("t", 1, 3, 2),
 			}, 1, 2),
@@ -147,18 +147,18 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
-			name: "never removes the last in-sync replica",
+			name:    "never removes the last in-sync replica",
 			brokers: gone(up(1, 2, 3), 3, time.Hour), partitions: withISR([]Partition{
 				synced("t", 0, 3, 1),
 			}, 0, 3),
 			cfg: cfg,
 		},
 		{
-			name: "under-replicated partitions are not moved for balance",
+			name:    "under-replicated partitions are not moved for balance",
 			brokers: up(1, 2, 3, 4), partitions: withISR([]Partition{
 				synced("t", 0, 1, 2), synced("t", 1, 1, 2),
 			}, 0, 1),
-			cfg: cfg,
+			cfg:  cfg,
 			want: []string{"t-1: move replica 1 -> 3 (target [3 2], replica imbalance)"},
 		},
 		{
@@ -190,17 +190,17 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
-			name: "small differences within the threshold stay",
+			name:    "small differences within the threshold stay",
 			brokers: up(1, 2, 3), partitions: fiveFourThree(),
 			cfg: Config{MaxConcurrentMoves: 10, UnavailableTimeout: time.Minute, ImbalancePercent: 50},
 		},
 		{
-			name: "differences over the threshold move one replica",
+			name:    "differences over the threshold move one replica",
 			brokers: up(1, 2, 3), partitions: fiveFourThree(), cfg: cfg,
 			want: []string{"t-0: move replica 1 -> 3 (target [3], replica imbalance)"},
 		},
 		{
-			name: "preferred leaders are elected when in sync and available",
+			name:    "preferred leaders are elected when in sync and available",
 			brokers: up(1, 2), partitions: []Partition{
 				{Topic: "t", Index: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2},
 				{Topic: "t", Index: 1, Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1},
