@@ -85,7 +85,8 @@ func (c *Core) Unreachable(id int32) {
 // Tick queues one maintenance pass unless one is queued already: fence
 // the brokers whose sessions expired (or are known dead), elect leaders
 // where there are none, and, every RebalanceInterval, move leaderships
-// back to preferred replicas. The pass judges sessions at its turn, with
+// back to preferred replicas, and every BalanceInterval run the automatic
+// balancer (balance.go). The pass judges sessions at its turn, with
 // the time of the event that runs it, against the image of that turn.
 func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	c.begin(now)
@@ -148,8 +149,9 @@ func (c *Core) maintenance(im *metadata.Image) ([]int32, []metadata.Record) {
 	next, recs = chain(next, recs, controller.ElectLeaderless(next, c.unclean))
 	if c.cfg.RebalanceInterval > 0 && c.now.Sub(c.lastRebalance) >= c.cfg.RebalanceInterval {
 		c.lastRebalance = c.now
-		_, recs = chain(next, recs, controller.PreferredLeaderElection(next))
+		next, recs = chain(next, recs, controller.PreferredLeaderElection(next))
 	}
+	_, recs = c.balance(next, recs)
 	return fenced, recs
 }
 
