@@ -17,11 +17,12 @@ import (
 )
 
 func init() {
-	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories; the controller quorum", run: clientCommand(runCluster)}
+	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories; the controller quorum; replica balance", run: clientCommand(runCluster)}
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs|quorum [flags]", map[string]clientRun{
+	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs|quorum|balance [flags]", map[string]clientRun{
+		"balance":  runClusterBalance,
 		"describe": runClusterDescribe,
 		"log-dirs": runClusterLogDirs,
 		"quorum":   runClusterQuorum,
