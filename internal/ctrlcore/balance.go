@@ -69,10 +69,10 @@ func (c *Core) trackUnavailable(im *metadata.Image) {
 // moves become reassignments (decided as AlterPartitionReassignments
 // entries are, without a replication factor change), then leaderships go
 // to the preferred replicas that can take them.
-func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Image, []metadata.Record) {
+func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.Image, moves int, _ []metadata.Record) {
 	c.trackUnavailable(im)
 	if c.cfg.BalanceInterval <= 0 || c.now.Sub(c.lastBalance) < c.cfg.BalanceInterval {
-		return im, recs
+		return im, 0, recs
 	}
 	c.lastBalance = c.now
 	bs, ps := View(im, func(id int32) time.Duration { return c.now.Sub(c.unavailableSince[id]) })
@@ -88,6 +88,7 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Im
 				c.note("balancer move refused", "move", plan.Moves[i].String(), "err", err)
 			} else {
 				c.note("balancer moves a replica", "move", plan.Moves[i].String())
+				moves++
 			}
 		}
 		im, recs = chain(im, recs, more)
@@ -95,5 +96,5 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Im
 	if len(plan.Elections) > 0 {
 		im, recs = chain(im, recs, controller.PreferredLeaderElection(im))
 	}
-	return im, recs
+	return im, moves, recs
 }

@@ -113,6 +113,9 @@ type Ready struct {
 	// Fenced counts brokers fenced for an expired session (a leader
 	// election each, for metrics).
 	Fenced int
+	// BalancerMoves counts reassignments the automatic balancer started
+	// (committed).
+	BalancerMoves int
 }
 
 // Proposal is one metadata entry to propose.

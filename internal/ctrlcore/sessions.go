@@ -93,14 +93,18 @@ func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	if c.active && !c.maintenanceQueued {
 		c.maintenanceQueued = true
 		var fenced []int32
+		moves := 0
 		c.enqueue(im, decision{what: "session expiry and elections",
 			decide: func(im *metadata.Image) ([]metadata.Record, error) {
 				c.maintenanceQueued = false
 				var recs []metadata.Record
-				fenced, recs = c.maintenance(im)
+				fenced, moves, recs = c.maintenance(im)
 				return recs, nil
 			},
 			settle: func(_ *metadata.Image, err error) func() {
+				if err == nil {
+					c.rd.BalancerMoves += moves
+				}
 				switch {
 				case err != nil:
 					c.note("controller maintenance failed", "err", err)
@@ -114,9 +118,7 @@ func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	return c.end()
 }
 
-func (c *Core) maintenance(im *metadata.Image) ([]int32, []metadata.Record) {
-	var recs []metadata.Record
-	var fenced []int32
+func (c *Core) maintenance(im *metadata.Image) (fenced []int32, moves int, recs []metadata.Record) {
 	next := im
 	for _, br := range im.Brokers() {
 		if br.Fenced || br.ID == c.cfg.Self {
@@ -151,8 +153,8 @@ func (c *Core) maintenance(im *metadata.Image) ([]int32, []metadata.Record) {
 		c.lastRebalance = c.now
 		next, recs = chain(next, recs, controller.PreferredLeaderElection(next))
 	}
-	_, recs = c.balance(next, recs)
-	return fenced, recs
+	_, moves, recs = c.balance(next, recs)
+	return fenced, moves, recs
 }
 
 // chain appends more, decided against im, to recs and returns the image
