@@ -81,7 +81,9 @@ func (m Move) String() string {
 }
 
 // Election is a partition whose leader should move to its preferred
-// replica (the first), which is available and in sync.
+// replica (the first), which is available and in sync: what the
+// controller's preferred-leader rebalance (auto.leader.rebalance.enable)
+// will do, reported by `skein cluster balance`.
 type Election struct {
 	Topic     string
 	Partition int32

@@ -295,7 +295,7 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "auto.replica.balance.enable", Kind: KindBool, Default: "false",
-		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage, then moves leaderships to the preferred replicas. Moves are KIP-455 reassignments, so replication throttles apply.",
+		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
 	},
 	{
 		Name: "replica.balance.check.interval.ms", Kind: KindLong, Default: "30000", Min: 1000, Max: math.MaxInt64,

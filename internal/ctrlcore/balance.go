@@ -67,8 +67,12 @@ func (c *Core) trackUnavailable(im *metadata.Image) {
 
 // balance runs the automatic balancer against im when it is due: its
 // moves become reassignments (decided as AlterPartitionReassignments
-// entries are, without a replication factor change), then leaderships go
-// to the preferred replicas that can take them.
+// entries are, without a replication factor change). The plan's elections
+// are left to auto.leader.rebalance.enable (maintenance): a move puts the
+// newcomer at the replaced replica's place, so a preferred leadership
+// passes to it and that rebalance elects it once it is in sync. Electing
+// here as well would run preferred-leader elections every check interval,
+// far more often than leader.imbalance.check.interval.seconds allows.
 func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.Image, moves int, _ []metadata.Record) {
 	c.trackUnavailable(im)
 	if c.cfg.BalanceInterval <= 0 || c.now.Sub(c.lastBalance) < c.cfg.BalanceInterval {
@@ -92,9 +96,6 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.
 			}
 		}
 		im, recs = chain(im, recs, more)
-	}
-	if len(plan.Elections) > 0 {
-		im, recs = chain(im, recs, controller.PreferredLeaderElection(im))
 	}
 	return im, moves, recs
 }
