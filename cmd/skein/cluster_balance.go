@@ -56,14 +56,11 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 	if *maxMoves < 1 || *pct < 0 {
 		return errors.New("--max-concurrent-moves must be at least 1 and --imbalance-percentage at least 0")
 	}
-	cl, err := newClient(bootstrap)
+	cl, adm, ctx, done, err := dialCluster(ctx, bootstrap, *timeout)
 	if err != nil {
 		return err
 	}
-	adm := kadm.NewClient(cl)
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
+	defer done()
 
 	cluster, err := describeCluster(ctx, cl)
 	if err != nil {
