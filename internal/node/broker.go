@@ -86,6 +86,9 @@ type Broker struct {
 	// groups hosts the group coordinators of the __consumer_offsets
 	// partitions this broker leads.
 	groups *groupRuntime
+	// txns hosts the transaction coordinators of the __transaction_state
+	// partitions this broker leads.
+	txns *txnRuntime
 	// jwks keeps the OAUTHBEARER key set current; nil without OAUTHBEARER.
 	jwks *jwksSource
 	brokerMaintenance
@@ -260,6 +263,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
 	b.groups = newGroupRuntime(b)
+	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
@@ -422,6 +426,7 @@ func (b *Broker) haltOnce() {
 	close(b.stop)
 	b.stopCancel()
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()
@@ -458,6 +463,7 @@ func (b *Broker) closeOnce() error {
 	close(b.stop)
 	b.stopCancel()
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()
