@@ -32,6 +32,11 @@ type Options struct {
 	// ACLs runs the StandardAuthorizer with an ACL toggler and prober
 	// (acl.go); Swarm never sets it, so swarm seeds keep their runs.
 	ACLs bool
+	// Balancer turns on the controllers' automatic balancer
+	// (auto.replica.balance.enable) with scaled-down timings: it moves
+	// replicas off brokers fenced for a few seconds and evens out the
+	// replica counts, beside whatever else the run does.
+	Balancer bool
 	// authorizerOff leaves the authorizer out of the brokers' config
 	// while the ACL checker runs: the test that shows the checker
 	// catches a broker that does not authorize.
@@ -130,6 +135,8 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	}
 	o.Consumers = 1 + r.IntN(2)
 	o.Groups = r.IntN(2) == 0
+	// A source of its own, as for Reassign: the seed's other choices stay.
+	o.Balancer = rand.New(rand.NewPCG(seed, 0xba1a)).IntN(3) == 0
 	return o
 }
 
