@@ -41,6 +41,7 @@ func TestSeeds(t *testing.T) {
 	}
 	var simulated time.Duration
 	var steps int64
+	var txnSeeds, committed, aborted, read int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
@@ -49,8 +50,13 @@ func TestSeeds(t *testing.T) {
 		})
 		simulated += r.SimTime
 		steps += r.Steps
+		if r.Options.TxnCoordinator {
+			txnSeeds++
+		}
+		committed, aborted, read = committed+r.Stats.TxnCoordCommitted, aborted+r.Stats.TxnCoordAborted, read+r.Stats.TxnCoordRead
 	}
-	t.Logf("%d seeds, %v simulated, %d events", seeds, simulated, steps)
+	t.Logf("%d seeds, %v simulated, %d events; %d with the transaction coordinator: %d transactions committed, %d aborted, %d transactional records read committed",
+		seeds, simulated, steps, txnSeeds, committed, aborted, read)
 }
 
 func report(t *testing.T, r Result) {
