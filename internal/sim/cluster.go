@@ -71,12 +71,15 @@ type Stats struct {
 	// InitProducerId and EndTxn answered with success, TxnCoordRead their
 	// records a read_committed reader delivered (Options.TxnCoordinator).
 	TxnCoordInits, TxnCoordEnds, TxnCoordRead int
-	Crashes, PowerLosses                      int
-	Partitions, Pauses                        int
-	DiskFull, BitFlips                        int
-	MessagesSent, Dropped                     int64
-	Elections                                 int
-	VotersAdded, VotersRemoved                int // the operator's completed changes (FaultMix.Membership)
+	// TxnCoordCommitted and TxnCoordAborted count the coordinator clients'
+	// transactions the converged logs hold committed and aborted.
+	TxnCoordCommitted, TxnCoordAborted int
+	Crashes, PowerLosses               int
+	Partitions, Pauses                 int
+	DiskFull, BitFlips                 int
+	MessagesSent, Dropped              int64
+	Elections                          int
+	VotersAdded, VotersRemoved         int // the operator's completed changes (FaultMix.Membership)
 	// Reassignments started and cancelled (KIP-455, asked of the active
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
