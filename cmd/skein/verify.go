@@ -26,7 +26,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	cfg := &chaos.Config{}
 	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long producers write while faults happen (then the cluster heals and consumers drain)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed so a run can be repeated)")
-	fs.StringVar(&cfg.NemesisName, "nemesis", "all", "faults: comma-separated kill (kill -9 and restart), pause (SIGSTOP/SIGCONT), restart (rolling, SIGTERM); or all, none")
+	fs.StringVar(&cfg.NemesisName, "nemesis", "all", "faults: comma-separated kill (kill -9 and restart), pause (SIGSTOP/SIGCONT), restart (rolling, SIGTERM); partition-leader, partition-controller, partition-minority, partition-client, slow, corrupt, disk-full, reassign (move a partition's replicas, its leader's among them); or groups all, process, partition, network, disk, none")
 	acks := fs.String("acks", "all", "producer acks: all, 1 or 0")
 	fs.BoolVar(&cfg.Idempotent, "idempotent", true, "idempotent producers (needs --acks all)")
 	fs.IntVar(&cfg.Partitions, "partitions", 3, "partitions of the topic")
