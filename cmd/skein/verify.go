@@ -40,6 +40,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	fs.StringVar(&cfg.Bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no faults then, unless --compose)")
 	commandConfig := fs.String("command-config", "", "Kafka client properties file securing the --bootstrap-server cluster's clients: security.protocol, ssl.truststore.location, ssl.keystore.location, sasl.mechanism, sasl.jaas.config (or sasl.username/sasl.password)")
 	fs.StringVar(&cfg.Compose, "compose", "", "Compose project of the --bootstrap-server cluster (deploy/docker-compose.yml): faults hit its containers with docker kill, pause, stop and network disconnect")
+	fs.IntVar(&cfg.Brokers, "brokers", chaos.LocalBrokers, "brokers of the local cluster (each a KRaft controller too)")
 	fs.IntVar(&cfg.Port, "port", 19092, "client port of local broker 1; broker N listens on port+100*(N-1), its controller on that +1")
 	fs.StringVar(&cfg.Topic, "topic", "", "topic to create (default: verify-<seed>-<time>); must not exist")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 60*time.Second, "how long consumers may take to read to the end after the faults")
