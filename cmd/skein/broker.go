@@ -61,12 +61,17 @@ func (c *brokerCommand) parse(args []string) (int32, error) {
 	return int32(*c.broker), nil
 }
 
-func (c *brokerCommand) open() (*kgo.Client, *kadm.Client, error) {
+// start parses args and opens the clients; the caller closes cl.
+func (c *brokerCommand) start(args []string) (int32, *kgo.Client, *kadm.Client, error) {
+	id, err := c.parse(args)
+	if err != nil {
+		return 0, nil, nil, err
+	}
 	cl, err := newClient(c.bootstrap)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, nil, err
 	}
-	return cl, kadm.NewClient(cl), nil
+	return id, cl, kadm.NewClient(cl), nil
 }
 
 // step bounds one round of requests by --timeout.
@@ -84,18 +89,14 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 	execute := c.fs.Bool("execute", false, "start the reassignments, wait for them and unregister the broker (without it, only print the plan)")
 	unregister := c.fs.Bool("unregister", true, "with --execute, unregister the broker once it holds no replica")
 	poll := c.fs.Duration("poll", time.Second, "with --execute, how often to report progress")
-	gone, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if *poll <= 0 {
-		return errors.New("--poll must be positive")
-	}
-	cl, adm, err := c.open()
+	gone, cl, adm, err := c.start(args)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if *poll <= 0 {
+		return errors.New("--poll must be positive")
+	}
 	sctx, cancel := c.step(ctx)
 	defer cancel()
 	md, err := adm.Metadata(sctx)
@@ -212,11 +213,7 @@ func decommissionProgress(ctx context.Context, c *brokerCommand, adm *kadm.Clien
 // their partitions return to their original replicas, the broker among them.
 func runRecommission(ctx context.Context, args []string, s streams) error {
 	c := newBrokerCommand("recommission", s)
-	back, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	cl, adm, err := c.open()
+	back, cl, adm, err := c.start(args)
 	if err != nil {
 		return err
 	}
@@ -258,11 +255,7 @@ func runRecommission(ctx context.Context, args []string, s streams) error {
 func runUnregister(ctx context.Context, args []string, s streams) error {
 	c := newBrokerCommand("unregister", s)
 	force := c.fs.Bool("force", false, "unregister even though partitions still name the broker as a replica (the controller accepts it only for a stopped broker)")
-	id, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	cl, adm, err := c.open()
+	id, cl, adm, err := c.start(args)
 	if err != nil {
 		return err
 	}
