@@ -78,6 +78,9 @@ type Broker struct {
 	// InterBrokerSASLMechanism is sasl.mechanism.inter.broker.protocol.
 	InterBrokerSASLMechanism  string
 	FailedAuthenticationDelay time.Duration // connection.failed.authentication.delay.ms
+	// OAuthBearer is the OAUTHBEARER token validation; nil unless
+	// sasl.enabled.mechanisms lists OAUTHBEARER.
+	OAuthBearer *OAuthBearer
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
@@ -121,6 +124,15 @@ type Broker struct {
 	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms
 	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms
 	GroupMaxSize                  int32         // group.max.size
+
+	TransactionStateLogReplicationFactor int16         // transaction.state.log.replication.factor
+	TransactionStateLogNumPartitions     int32         // transaction.state.log.num.partitions
+	TransactionStateLogMinISR            int32         // transaction.state.log.min.isr
+	TransactionStateLogSegmentBytes      int32         // transaction.state.log.segment.bytes
+	TransactionMaxTimeout                time.Duration // transaction.max.timeout.ms
+	TransactionalIDExpiration            time.Duration // transactional.id.expiration.ms
+	TransactionAbortCheckInterval        time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionExpireCheckInterval       time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
 
 	ProducerIDExpiration time.Duration // producer.id.expiration.ms
 
@@ -238,6 +250,15 @@ func (s *settings) build() (*Broker, error) {
 		GroupMinSessionTimeout:        r.durationMs("group.min.session.timeout.ms"),
 		GroupMaxSessionTimeout:        r.durationMs("group.max.session.timeout.ms"),
 		GroupMaxSize:                  r.int32("group.max.size"),
+
+		TransactionStateLogReplicationFactor: r.int16("transaction.state.log.replication.factor"),
+		TransactionStateLogNumPartitions:     r.int32("transaction.state.log.num.partitions"),
+		TransactionStateLogMinISR:            r.int32("transaction.state.log.min.isr"),
+		TransactionStateLogSegmentBytes:      r.int32("transaction.state.log.segment.bytes"),
+		TransactionMaxTimeout:                r.durationMs("transaction.max.timeout.ms"),
+		TransactionalIDExpiration:            r.durationMs("transactional.id.expiration.ms"),
+		TransactionAbortCheckInterval:        r.durationMs("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		TransactionExpireCheckInterval:       r.durationMs("transaction.remove.expired.transaction.cleanup.interval.ms"),
 
 		ProducerIDExpiration: r.durationMs("producer.id.expiration.ms"),
 

@@ -346,8 +346,16 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"fetch.response.max.inflight.bytes":         {"fetch.response.max.inflight.bytes": "2097152"},
 		"socket.request.read.timeout.ms":            {"socket.request.read.timeout.ms": "5"},
 		"connection.failed.authentication.delay.ms": {"connection.failed.authentication.delay.ms": "5"},
-		"controller.quorum.bootstrap.servers":       {"controller.quorum.bootstrap.servers": "c1:9093,c2:9093"},
-		"controller.quorum.standalone":              {"controller.quorum.bootstrap.servers": "localhost:9093", "controller.quorum.standalone": "true"},
+		"transaction.state.log.replication.factor":  {"transaction.state.log.replication.factor": "1"},
+		"transaction.state.log.num.partitions":      {"transaction.state.log.num.partitions": "1"},
+		"transaction.state.log.min.isr":             {"transaction.state.log.min.isr": "1"},
+		"transaction.state.log.segment.bytes":       {"transaction.state.log.segment.bytes": "1024"},
+		"transaction.max.timeout.ms":                {"transaction.max.timeout.ms": "1000"},
+		"transactional.id.expiration.ms":            {"transactional.id.expiration.ms": "1000"},
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"},
+		"transaction.remove.expired.transaction.cleanup.interval.ms":  {"transaction.remove.expired.transaction.cleanup.interval.ms": "1000"},
+		"controller.quorum.bootstrap.servers":                         {"controller.quorum.bootstrap.servers": "c1:9093,c2:9093"},
+		"controller.quorum.standalone":                                {"controller.quorum.bootstrap.servers": "localhost:9093", "controller.quorum.standalone": "true"},
 	}
 	base, err := NewBroker(nil)
 	if err != nil {

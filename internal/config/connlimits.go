@@ -32,7 +32,7 @@ func listenerScoped(key string) (listener, property string, ok bool) {
 			return strings.ToUpper(name), mechanism + "." + reauthProperty, true
 		}
 	}
-	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped(), jaasScoped()) {
+	for _, p := range slices.Concat(listenerScopedProperties, sslListenerScoped(), jaasScoped(), []string{callbackHandlerScoped}) {
 		if name, found := strings.CutSuffix(rest, "."+p); found && name != "" && !strings.Contains(name, ".") {
 			return strings.ToUpper(name), p, true
 		}

@@ -17,7 +17,7 @@ type registry struct {
 // duplicate names, so the maps below lose nothing.
 var theRegistry = sync.OnceValue(func() *registry {
 	r := &registry{byName: map[string]*Property{}, byTopic: map[string]*Property{}}
-	for _, table := range [][]Property{brokerProperties, securityProperties, saslProperties, topicProperties, compatProperties} {
+	for _, table := range [][]Property{brokerProperties, securityProperties, saslProperties, oauthProperties, topicProperties, compatProperties} {
 		for i := range table {
 			p := &table[i]
 			r.all = append(r.all, p)

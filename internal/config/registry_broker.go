@@ -65,7 +65,7 @@ var brokerProperties = []Property{
 		Name: "listener.security.protocol.map", Kind: KindList,
 		Default: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 		format:  "LISTENER:PROTOCOL", check: checkBy(ParseProtocolMap),
-		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL (SASL PLAIN) on client listeners; controller and inter-broker listeners may use any of them (docs/security.md).",
+		Doc: "Security protocol of each listener name. Skein serves PLAINTEXT and SSL (TLS, configured by the ssl.* properties); SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) on client listeners; controller and inter-broker listeners may use any of them (docs/security.md).",
 	},
 	{
 		Name: "controller.listener.names", Kind: KindList, Default: "CONTROLLER",
@@ -306,6 +306,38 @@ var brokerProperties = []Property{
 	{
 		Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
 		Doc: "segment.bytes of __consumer_offsets, set when the topic is created; smaller segments are compacted (and so loaded by a new coordinator) sooner.",
+	},
+	{
+		Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: "3", Min: 1, Max: maxReplicationFactor,
+		Doc: "Replicas of __transaction_state, created on the first FindCoordinator for a transactional id; until that many brokers are alive, transactions are unavailable. Capped at the number of voters in a cluster of combined nodes, as offsets.topic.replication.factor is.",
+	},
+	{
+		Name: "transaction.state.log.num.partitions", Kind: KindInt, Default: "50", Min: 1, Max: 10_000,
+		Doc: "Partitions of __transaction_state; fixed once the topic exists. A transactional id lives on partition abs(hash(transactional id)) modulo this count, as in Kafka.",
+	},
+	{
+		Name: "transaction.state.log.min.isr", Kind: KindInt, Default: "2", Min: 1, Max: math.MaxInt32,
+		Doc: "min.insync.replicas of __transaction_state, set when the topic is created (at most its replication factor).",
+	},
+	{
+		Name: "transaction.state.log.segment.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
+		Doc: "segment.bytes of __transaction_state, set when the topic is created.",
+	},
+	{
+		Name: "transaction.max.timeout.ms", Kind: KindDurationMs, Default: "900000", Min: 1, Max: math.MaxInt32,
+		Doc: "The largest transaction.timeout.ms a producer may ask for; InitProducerId above it fails with INVALID_TRANSACTION_TIMEOUT.",
+	},
+	{
+		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: math.MaxInt32,
+		Doc: "A transactional id with no transaction in progress and no update for this long is removed from __transaction_state.",
+	},
+	{
+		Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Kind: KindDurationMs, Default: "10000", Min: 1, Max: math.MaxInt32,
+		Doc: "How often the transaction coordinator looks for transactions past their timeout and aborts them.",
+	},
+	{
+		Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Kind: KindDurationMs, Default: "3600000", Min: 1, Max: math.MaxInt32,
+		Doc: "How often the transaction coordinator looks for transactional ids past transactional.id.expiration.ms.",
 	},
 	{
 		Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Min: 1, Max: math.MaxInt32,

@@ -128,10 +128,11 @@ var saslProperties = []Property{
 			"for PLAIN, a ScramLoginModule for SCRAM, whose user must exist as a SCRAM credential (Kafka's default, GSSAPI, is not served).",
 	},
 	{
-		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, NonEmpty: true,
+		Name: "sasl.enabled.mechanisms", Kind: KindList, Default: "PLAIN", Values: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}, NonEmpty: true,
 		Doc: "SASL mechanisms SASL listeners offer: PLAIN (users from the JAAS config), SCRAM-SHA-256 and " +
-			"SCRAM-SHA-512 (users from the replicated credentials AlterUserScramCredentials manages). Kafka's " +
-			"default, GSSAPI, is not served.",
+			"SCRAM-SHA-512 (users from the replicated credentials AlterUserScramCredentials manages), OAUTHBEARER " +
+			"(JWTs from an identity provider, verified against sasl.oauthbearer.jwks.endpoint.url; a listener may name Kafka's " +
+			"validator in listener.name.NAME.oauthbearer.sasl.server.callback.handler.class). Kafka's default, GSSAPI, is not served.",
 	},
 	{
 		Name: "sasl.jaas.config", Kind: KindString, Sensitive: true,

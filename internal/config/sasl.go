@@ -116,6 +116,9 @@ func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 	if err != nil {
 		return err
 	}
+	if err := b.resolveOAuth(r, scoped, mechanisms); err != nil {
+		return err
+	}
 	loginMechanism := r.text("sasl.mechanism.inter.broker.protocol")
 	for _, l := range b.securedListeners() {
 		if !UsesSASL(l.SecurityProtocol) {
@@ -148,6 +151,21 @@ func (b *Broker) resolveSASL(r *reader, scoped map[string]string) error {
 			}
 			if len(set.PlainUsers) == 0 {
 				return fail(`a PlainLoginModule entry with at least one user_NAME="password" option`)
+			}
+		}
+		if slices.Contains(mechanisms, sasl.MechanismOAuthBearer) {
+			// Kafka's broker reads an OAuthBearerLoginModule entry here;
+			// its options configure Kafka's unsecured validator, which
+			// Skein does not offer, so only its form is checked.
+			if key, ok := own[l.Name][jaasScopedOf(sasl.MechanismOAuthBearer)]; ok {
+				text := strings.TrimSpace(scoped[key])
+				j, err := sasl.ParseJAAS(text)
+				if err == nil && j.LoginModule != sasl.OAuthBearerLoginModule {
+					err = fmt.Errorf("an %s entry", sasl.OAuthBearerLoginModule)
+				}
+				if err != nil {
+					return &Error{Key: key, Value: text, Reason: err.Error(), Origin: b.origins[key]}
+				}
 			}
 		}
 		// SCRAM users live in the metadata, not in the JAAS config: it

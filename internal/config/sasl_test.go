@@ -75,7 +75,7 @@ func TestSASLRules(t *testing.T) {
 		{"scoped on plaintext", map[string]string{"listener.name.plaintext.plain.sasl.jaas.config": plainJAAS},
 			`config: listener.name.plaintext.plain.sasl.jaas.config=(hidden): must be set for a SASL listener only (PLAINTEXT uses PLAINTEXT)`},
 		{"GSSAPI not served", map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512,GSSAPI"},
-			`config: sasl.enabled.mechanisms="SCRAM-SHA-512,GSSAPI": must be a non-empty comma-separated list of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512: "GSSAPI" is not allowed`},
+			`config: sasl.enabled.mechanisms="SCRAM-SHA-512,GSSAPI": must be a non-empty comma-separated list of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER: "GSSAPI" is not allowed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,9 @@ type Options struct {
 	// use it to make brokers catch up from a snapshot); 0 keeps the
 	// quorum's defaults.
 	MetadataSnapshotEvery uint64
+	// JWKSRootCAs are the CAs an https:// sasl.oauthbearer.jwks.endpoint.url
+	// is trusted by; nil: the system's.
+	JWKSRootCAs *x509.CertPool
 }
 
 type partKey struct {
@@ -82,6 +86,11 @@ type Broker struct {
 	// groups hosts the group coordinators of the __consumer_offsets
 	// partitions this broker leads.
 	groups *groupRuntime
+	// txns hosts the transaction coordinators of the __transaction_state
+	// partitions this broker leads.
+	txns *txnRuntime
+	// jwks keeps the OAUTHBEARER key set current; nil without OAUTHBEARER.
+	jwks *jwksSource
 	brokerMaintenance
 }
 
@@ -254,6 +263,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
 	b.groups = newGroupRuntime(b)
+	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
@@ -313,6 +323,9 @@ func (b *Broker) Start() error {
 		b.shutdownStorage()
 		return err
 	}
+	// Keys before listeners: an OAUTHBEARER login is never refused for
+	// want of a JWKS that was only slow to read.
+	jwksErr := b.loadOAuth()
 	if err := b.listen(); err != nil {
 		b.shutdownStorage()
 		return err
@@ -361,6 +374,7 @@ func (b *Broker) Start() error {
 		go b.controllerSvc.loop()
 	}
 	b.startMaintenance()
+	b.runOAuth(jwksErr)
 	b.cleaner.start()
 	b.serving.Store(true)
 	b.log.Info("broker started", "cluster", clusterID, "listeners", b.describeListeners())
@@ -412,6 +426,7 @@ func (b *Broker) haltOnce() {
 	close(b.stop)
 	b.stopCancel()
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()
@@ -448,6 +463,7 @@ func (b *Broker) closeOnce() error {
 	close(b.stop)
 	b.stopCancel()
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()

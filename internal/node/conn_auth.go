@@ -29,6 +29,9 @@ func (b *Broker) newConnSASL(c *conn) *connSASL {
 	}
 	s := sasl.NewSession(set.Mechanisms, set.PlainUsers, b.scramLookup)
 	s.LimitLifetime(set.MaxReauth)
+	if b.jwks != nil {
+		s.ValidateOAuth(b.jwks.validator)
+	}
 	return &connSASL{c: c, s: s, mechanism: "none"}
 }
 
@@ -57,6 +60,9 @@ func (a *connSASL) Handshake(version int16, mechanism string, respond func([]str
 func (a *connSASL) Authenticate(version int16, token []byte, respond func(code int16, message string, token []byte, lifetime time.Duration)) {
 	reauth := a.s.Reauthenticating()
 	o := a.s.Authenticate(token, version, time.Now())
+	if o.RefreshKeys && a.c.b.jwks != nil {
+		a.c.b.jwks.kick()
+	}
 	finish := func() {
 		respond(o.Code, o.Message, o.Token, o.SessionLifetime)
 		if o.Close {
@@ -88,10 +94,15 @@ func (a *connSASL) Authenticate(version int16, token []byte, respond func(code i
 		finish() // a step of a longer exchange
 		return
 	}
-	// The token is never logged: for PLAIN it holds the password.
+	// The token is never logged: for PLAIN it holds the password, for
+	// OAUTHBEARER it is the bearer credential.
+	reason := o.Message
+	if o.Reason != "" {
+		reason = o.Reason
+	}
 	a.c.b.metrics.SASLAuthentication(a.c.listener, a.mechanism, failure)
 	a.c.b.log.Info("closing connection: SASL authentication failed", "listener", a.c.listener,
-		"remote", a.c.nc.RemoteAddr().String(), "mechanism", a.mechanism, "reason", o.Message, "reauthentication", reauth)
+		"remote", a.c.nc.RemoteAddr().String(), "mechanism", a.mechanism, "reason", reason, "reauthentication", reauth)
 	if d := a.c.b.cfg.FailedAuthenticationDelay; o.Delay && d > 0 {
 		// The connection's reader goes on (and closes the connection if
 		// the client sends anything else); one timer per failed

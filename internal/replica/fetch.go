@@ -118,8 +118,10 @@ const (
 // ReadLog serves a fetch from log: whole batches from offset, below the
 // high watermark hw for read_uncommitted consumers, below the last stable
 // offset lso for read_committed ones (with the aborted transactions whose
-// records the answer may hold), below the log end for followers.
-func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch bool, mode ReadMode) (api.FetchResult, error) {
+// records the answer may hold), below the log end for followers. With
+// pooled the records are read into a buffer from internal/bufpool
+// (storage.Log.ReadPooled) that the caller owns.
+func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch bool, mode ReadMode, pooled bool) (api.FetchResult, error) {
 	res := api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: log.LogStartOffset()}
 	leo := log.LogEndOffset()
 	if offset < res.LogStartOffset || offset > leo {
@@ -138,7 +140,11 @@ func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch 
 	if offset >= upTo {
 		return res, nil
 	}
-	data, err := log.Read(offset, maxBytes, upTo, minOneBatch)
+	read := log.Read
+	if pooled {
+		read = log.ReadPooled
+	}
+	data, err := read(offset, maxBytes, upTo, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange
@@ -199,7 +205,7 @@ func (r *Replica) Read(offset int64, maxBytes int, minOneBatch bool, mode ReadMo
 		return api.FetchResult{HighWatermark: r.hw, LastStableOffset: lso, LogStartOffset: r.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, r.name)
 	}
-	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode)
+	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode, false)
 }
 
 // Admit is Source.Admit for a wrapper without a lock of its own.

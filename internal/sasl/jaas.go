@@ -26,8 +26,11 @@ const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModul
 // LoginModuleOf is the JAAS login module a client logging in with the
 // mechanism is configured with.
 func LoginModuleOf(mechanism string) string {
-	if mechanism == MechanismPlain {
+	switch mechanism {
+	case MechanismPlain:
 		return PlainLoginModule
+	case MechanismOAuthBearer:
+		return OAuthBearerLoginModule
 	}
 	return ScramLoginModule
 }

@@ -15,7 +15,7 @@ import (
 const MechanismPlain = "PLAIN"
 
 // Mechanisms Skein can serve.
-var Mechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}
+var Mechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512, MechanismOAuthBearer}
 
 // API keys a connection may send before it has authenticated.
 const (
@@ -44,6 +44,10 @@ type Session struct {
 	enabled []string
 	users   map[string]string // PLAIN: user name -> password
 	scram   ScramLookup
+	oauth   OAuthLookup
+	// oauthRefusal is why the last OAUTHBEARER token was refused, once
+	// the error challenge was sent and the client's %x01 is awaited.
+	oauthRefusal string
 	// nonce makes the server's part of a SCRAM nonce; tests fix it.
 	nonce func() string
 	ss    *scramServer
@@ -75,7 +79,13 @@ func NewSession(enabled []string, plainUsers map[string]string, scram ScramLooku
 	if scram == nil {
 		scram = func(string, string) (ScramCredential, bool) { return ScramCredential{}, false }
 	}
-	return &Session{enabled: enabled, users: plainUsers, scram: scram, nonce: randomNonce}
+	noOAuth := func() OAuthValidator { return OAuthValidator{} }
+	return &Session{enabled: enabled, users: plainUsers, scram: scram, oauth: noOAuth, nonce: randomNonce}
+}
+
+// ValidateOAuth sets what OAUTHBEARER tokens are validated with.
+func (s *Session) ValidateOAuth(lookup OAuthLookup) {
+	s.oauth = lookup
 }
 
 // LimitLifetime sets connections.max.reauth.ms per mechanism: an
@@ -146,6 +156,12 @@ func (s *Session) Authenticated() (user string, ok bool) {
 type Outcome struct {
 	Code    int16
 	Message string // for SaslAuthenticate's error_message; never holds a secret
+	// Reason is for the broker's log when it differs from Message (an
+	// OAUTHBEARER client is told only invalid_token); never a secret.
+	Reason string
+	// RefreshKeys asks for the OAUTHBEARER key set to be fetched again
+	// soon: a token named a key it does not hold (or none is loaded).
+	RefreshKeys bool
 	// Token is the server's reply in the exchange (empty for PLAIN).
 	Token []byte
 	// Delay asks the connection to hold the answer for
@@ -217,6 +233,9 @@ func (s *Session) Authenticate(token []byte, version int16, now time.Time) Outco
 			s.mech, s.prevMech), false)
 	}
 	var o Outcome
+	// credentialExpires is when the credential itself ends (an
+	// OAUTHBEARER token's exp); zero for passwords.
+	var credentialExpires time.Time
 	switch s.mech {
 	case MechanismPlain:
 		user, ok := s.plain(token)
@@ -228,6 +247,10 @@ func (s *Session) Authenticate(token []byte, version int16, now time.Time) Outco
 		if o = s.scramStep(token); o.Code != 0 || s.ss != nil {
 			return o // a failure, or the first of SCRAM's two steps
 		}
+	case MechanismOAuthBearer:
+		if o, credentialExpires = s.oauthStep(token, now); o.Code != 0 || s.oauthRefusal != "" {
+			return o // a failure, or the error challenge of a refused token
+		}
 	default:
 		s.state = failed
 		return Outcome{Code: kerr.IllegalSaslState.Code, Message: "no mechanism chosen", Close: true}
@@ -238,11 +261,31 @@ func (s *Session) Authenticate(token []byte, version int16, now time.Time) Outco
 	s.state = authenticated
 	s.reauth = false
 	s.expires = time.Time{}
-	if d := s.maxLifetime[s.mech]; d > 0 {
+	if d, bounded := sessionLifetime(s.maxLifetime[s.mech], credentialExpires, now); bounded {
 		s.expires = now.Add(d)
 		o.SessionLifetime = d
 	}
 	return o
+}
+
+// sessionLifetime is how long an authentication lasts, as Kafka computes
+// it: connections.max.reauth.ms when positive, the credential's own
+// remaining lifetime (a token's exp) when it has one, the shorter when
+// both. A credential that is already past its end (it was accepted
+// within the clock skew) still gets a lifetime of 1ms, not 0, which
+// would tell the client the session never expires.
+func sessionLifetime(maxReauth time.Duration, credentialExpires, now time.Time) (time.Duration, bool) {
+	switch {
+	case credentialExpires.IsZero() && maxReauth <= 0:
+		return 0, false
+	case credentialExpires.IsZero():
+		return maxReauth, true
+	}
+	d := credentialExpires.Sub(now)
+	if maxReauth > 0 && maxReauth < d {
+		d = maxReauth
+	}
+	return max(d, time.Millisecond), true
 }
 
 // fail ends the exchange with SASL_AUTHENTICATION_FAILED; delay asks for
@@ -251,6 +294,7 @@ func (s *Session) fail(message string, delay bool) Outcome {
 	s.state = failed
 	s.reauth = false
 	s.ss = nil
+	s.oauthRefusal = ""
 	return Outcome{Code: kerr.SaslAuthenticationFailed.Code, Message: message, Delay: delay, Close: true}
 }
 

@@ -67,12 +67,16 @@ type Stats struct {
 	// transactions ended (markers committed everywhere), those aborted,
 	// and the transactional records its read_committed reader delivered.
 	TxnEnded, TxnAborted, TxnRead int64
-	Crashes, PowerLosses          int
-	Partitions, Pauses            int
-	DiskFull, BitFlips            int
-	MessagesSent, Dropped         int64
-	Elections                     int
-	VotersAdded, VotersRemoved    int // the operator's completed changes (FaultMix.Membership)
+	// TxnCoordInits and TxnCoordEnds count the coordinator clients'
+	// InitProducerId and EndTxn answered with success, TxnCoordRead their
+	// records a read_committed reader delivered (Options.TxnCoordinator).
+	TxnCoordInits, TxnCoordEnds, TxnCoordRead int
+	Crashes, PowerLosses                      int
+	Partitions, Pauses                        int
+	DiskFull, BitFlips                        int
+	MessagesSent, Dropped                     int64
+	Elections                                 int
+	VotersAdded, VotersRemoved                int // the operator's completed changes (FaultMix.Membership)
 	// Reassignments started and cancelled (KIP-455, asked of the active
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
@@ -315,6 +319,10 @@ func (c *Cluster) ensureTopic() {
 		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
 	if c.opts.Groups {
 		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+	}
+	if c.opts.TxnCoordinator {
+		want = append(want, controller.CreateTopicRequest{Name: txnStateTopic, NumPartitions: 1,
 			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
 	}
 	ids := make([]metadata.TopicID, len(want))

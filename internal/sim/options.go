@@ -22,6 +22,10 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
+	// TxnCoordinator adds transactional clients that drive the
+	// transaction coordinator over __transaction_state (client_txn_coord.go);
+	// Swarm never sets it, so swarm seeds keep their runs.
+	TxnCoordinator bool
 	// Transactions adds a transactional producer that writes its own
 	// markers and a read_committed reader (client_txn.go).
 	Transactions bool
@@ -134,6 +138,9 @@ func (o Options) String() string {
 		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Transactions)
 	if o.ACLs {
 		s += " acls=true"
+	}
+	if o.TxnCoordinator {
+		s += " txn-coordinator=true"
 	}
 	return s
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/testcert"
 	"github.com/skein-log/skein/internal/testcluster"
 )
@@ -206,18 +207,19 @@ func TestSASLPrincipalIsAuthorized(t *testing.T) {
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("alice without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("guarded").Operations(kadm.OpWrite))
-	if err != nil || len(res) != 1 || res[0].Err != nil {
-		t.Fatalf("create ACL: %v %+v", err, res)
-	}
-	for tb.b.Image().ACLs().Len() != 1 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the ACL never reached the broker's image")
-		case <-time.After(externalPollInterval):
-		}
-	}
+	grantWrite(ctx, t, tb, adm, "User:alice", "guarded")
 	if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("allowed")}).FirstErr(); err != nil {
 		t.Fatalf("alice with a WRITE ACL: %v", err)
 	}
+}
+
+// grantWrite creates an ACL allowing principal to WRITE to topic, and
+// waits until the broker applied it (the only ACL of the test's cluster).
+func grantWrite(ctx context.Context, t *testing.T, tb *testBroker, adm *kadm.Client, principal, topic string) {
+	t.Helper()
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow(principal).Topics(topic).Operations(kadm.OpWrite))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("create ACL: %v %+v", err, res)
+	}
+	awaitImage(ctx, t, tb.b, "the ACL", func(im *metadata.Image) bool { return im.ACLs().Len() == 1 })
 }
