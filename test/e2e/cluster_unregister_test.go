@@ -17,8 +17,8 @@ import (
 
 // unregister sends UnregisterBroker for id to broker via (so a request to
 // a broker that is not the controller is forwarded) and returns the
-// answer's error and message.
-func unregister(ctx context.Context, t *testing.T, cl *kgo.Client, via, id int32) (error, string) {
+// answer's message and error.
+func unregister(ctx context.Context, t *testing.T, cl *kgo.Client, via, id int32) (msg string, err error) {
 	t.Helper()
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = id
@@ -26,11 +26,10 @@ func unregister(ctx context.Context, t *testing.T, cl *kgo.Client, via, id int32
 	if err != nil {
 		t.Fatalf("UnregisterBroker(%d) via broker %d: %v", id, via, err)
 	}
-	msg := ""
 	if resp.ErrorMessage != nil {
 		msg = *resp.ErrorMessage
 	}
-	return kerr.ErrorForCode(resp.ErrorCode), msg
+	return msg, kerr.ErrorForCode(resp.ErrorCode)
 }
 
 // registeredBrokers lists the registered brokers, fenced ones included
@@ -77,10 +76,10 @@ func TestClusterUnregisterBroker(t *testing.T) {
 	awaitNoReassignments(ctx, t, adm, topic)
 	spare := int32(5)
 	for via := int32(1); via <= 5; via++ {
-		if err, msg := unregister(ctx, t, cl, via, 9); err != kerr.BrokerIDNotRegistered {
+		if msg, err := unregister(ctx, t, cl, via, 9); err != kerr.BrokerIDNotRegistered {
 			t.Fatalf("unknown broker via %d: %v %q", via, err, msg)
 		}
-		if err, msg := unregister(ctx, t, cl, via, replicas[0]); err != kerr.InvalidRequest || !strings.Contains(msg, topic+"-0") {
+		if msg, err := unregister(ctx, t, cl, via, replicas[0]); err != kerr.InvalidRequest || !strings.Contains(msg, topic+"-0") {
 			t.Fatalf("running replica holder via %d: %v %q", via, err, msg)
 		}
 	}
@@ -88,7 +87,7 @@ func TestClusterUnregisterBroker(t *testing.T) {
 	// The spare broker, stopped, holds nothing: it goes.
 	c.kill(int(spare - 1))
 	awaitFenced(ctx, t, cl, spare)
-	if err, msg := unregister(ctx, t, cl, 2, spare); err != nil {
+	if msg, err := unregister(ctx, t, cl, 2, spare); err != nil {
 		t.Fatalf("unregister stopped broker %d: %v %q", spare, err, msg)
 	}
 	if ids := registeredBrokers(ctx, t, cl.Broker(2)); slices.Contains(ids, spare) {
@@ -101,7 +100,7 @@ func TestClusterUnregisterBroker(t *testing.T) {
 	v := awaitPartition(ctx, t, adm, topic, 0, "broker 1 leading", func(v partitionView) bool { return v.Leader == 1 })
 	c.kill(int(follower - 1))
 	awaitFenced(ctx, t, cl, follower)
-	if err, msg := unregister(ctx, t, cl, v.Leader, follower); err != nil {
+	if msg, err := unregister(ctx, t, cl, v.Leader, follower); err != nil {
 		t.Fatalf("unregister stopped replica holder %d: %v %q", follower, err, msg)
 	}
 	awaitPartition(ctx, t, adm, topic, 0, "the other replica leading alone", func(v partitionView) bool {
