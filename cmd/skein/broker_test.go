@@ -11,6 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/node"
 )
 
 // awaitMetadata polls Metadata until ok holds for it.
@@ -29,6 +32,36 @@ func awaitMetadata(ctx context.Context, t *testing.T, adm *kadm.Client, what str
 	}
 }
 
+// awaitEveryImage polls the metadata image of every broker until ok holds
+// for all of them.
+func awaitEveryImage(ctx context.Context, t *testing.T, brokers []*node.Broker, what string, ok func(*metadata.Image) bool) {
+	t.Helper()
+	for {
+		all := true
+		for _, b := range brokers {
+			all = all && ok(b.Image())
+		}
+		if all {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for every broker's image to hold %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// movingOnto reports whether partition stays-0 is being moved onto broker id.
+func movingOnto(im *metadata.Image, id int32) bool {
+	tp, ok := im.Topic("stays")
+	if !ok {
+		return false
+	}
+	p, ok := tp.Partition(0)
+	return ok && slices.Contains(p.AddingReplicas, id)
+}
+
 func itoa(id int32) string { return strconv.Itoa(int(id)) }
 
 func listsBroker(md kadm.Metadata, id int32) bool {
@@ -45,6 +78,9 @@ func TestBrokerDecommission(t *testing.T) {
 	brokers := startTestCluster(t, 3)
 	addr := brokers[0].Addr("PLAINTEXT")
 	mustRun(t, runTopic, "", "create", "emptied", "--partitions", "3", "--replication-factor", "2", "-b", addr)
+	wait, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	awaitEveryImage(wait, t, brokers, "the topic", func(im *metadata.Image) bool { _, ok := im.Topic("emptied"); return ok })
 
 	r := runCLI(t, runBroker, "", "unregister", "--broker", "3", "-b", addr)
 	if r.err == nil || !strings.Contains(r.err.Error(), "still holds replicas") {
@@ -113,6 +149,7 @@ func TestBrokerRecommission(t *testing.T) {
 		t.Fatalf("partition on %v leaves out broker 1, the bootstrap broker", replicas)
 	}
 	brokers[stopped-1].Halt()
+	running := slices.Delete(slices.Clone(brokers), int(stopped-1), int(stopped))
 	awaitMetadata(ctx, t, adm, "the stopped broker fenced", func(md kadm.Metadata) bool { return !listsBroker(md, stopped) })
 	leaving := replicas[1]
 	target := []int32{replicas[0], stopped}
@@ -121,6 +158,9 @@ func TestBrokerRecommission(t *testing.T) {
 	if res, err := adm.AlterPartitionAssignments(ctx, req); err != nil || res.Error() != nil {
 		t.Fatalf("reassign: %v %v", err, res.Error())
 	}
+	// Each CLI command asks a broker of its client's choosing, which
+	// answers from its image: every image holds the move before one runs.
+	awaitEveryImage(ctx, t, running, "the move", func(im *metadata.Image) bool { return movingOnto(im, stopped) })
 
 	r := runCLI(t, runBroker, "", "unregister", "--broker", itoa(stopped), "-b", addr)
 	if r.err == nil || !strings.Contains(r.err.Error(), "stays-0") {
@@ -133,9 +173,18 @@ func TestBrokerRecommission(t *testing.T) {
 	if !strings.Contains(out, "Successfully cancelled partition reassignments for: stays-0") {
 		t.Fatalf("recommission:\n%s", out)
 	}
-	moving, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"stays": {0: {}}})
-	if err != nil || len(moving["stays"]) != 0 {
-		t.Fatalf("after recommission: %v %+v", err, moving)
+	// Any broker answers ListPartitionReassignments from its image, which
+	// may not hold the cancel yet.
+	for {
+		moving, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"stays": {0: {}}})
+		if err == nil && len(moving["stays"]) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after recommission: %v %+v", err, moving)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	md = awaitMetadata(ctx, t, adm, "the original replicas", func(md kadm.Metadata) bool {
 		return slices.Equal(md.Topics["stays"].Partitions[0].Replicas, replicas)
@@ -145,6 +194,9 @@ func TestBrokerRecommission(t *testing.T) {
 	if res, err := adm.AlterPartitionAssignments(ctx, req); err != nil || res.Error() != nil {
 		t.Fatalf("reassign: %v %v", err, res.Error())
 	}
+	// Each CLI command asks a broker of its client's choosing, which
+	// answers from its image: every image holds the move before one runs.
+	awaitEveryImage(ctx, t, running, "the move", func(im *metadata.Image) bool { return movingOnto(im, stopped) })
 	r = runCLI(t, runBroker, "", "unregister", "--broker", itoa(stopped), "--force", "-b", addr)
 	if r.err != nil || !strings.Contains(r.stdout, "unregistered") || strings.Contains(r.stdout, "still running") {
 		t.Fatalf("forced unregister of a stopped broker: %v\n%s", r.err, r.stdout)
