@@ -135,7 +135,7 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 		return nil
 	}
 	if len(plan) > 0 {
-		if err := reassignExecute(sctx, adm, s.out, reassignplan.Plan{Version: 1, Partitions: plan}); err != nil {
+		if err := reassignExecute(sctx, adm, s.out, reassignplan.Plan{Version: 1, Partitions: plan}, -1); err != nil {
 			return err
 		}
 		if err := awaitEmptied(ctx, c, adm, s.out, gone, *poll); err != nil {

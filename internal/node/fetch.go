@@ -66,8 +66,13 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 // read reads every partition with the shared fetch read plan
 // (replica.ReadFetch). enough is true when the answer should go now.
 // With params.Recycle set the records are read into pooled buffers,
-// which answer hands over and discard gives back.
+// which answer hands over and discard gives back. A follower's fetch is
+// held to the leader's replication throttle.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
+	var throttle replica.Throttle
+	if lr := w.b.throttle.leaderRead(w.b.Image(), w); lr != nil {
+		throttle = lr
+	}
 	return replica.ReadFetch(w.params, func(i int) (replica.Source, error) {
 		if p := w.parts[i]; p != nil {
 			if w.params.Recycle != nil {
@@ -77,7 +82,7 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 		}
 		fp := w.params.Partitions[i]
 		return nil, w.b.partitionError(fp.Topic, fp.Partition)
-	}, !w.positionRecorded)
+	}, !w.positionRecorded, throttle)
 }
 
 // Admit is replica.Source.Admit: this broker leads the partition, the

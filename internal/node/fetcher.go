@@ -212,7 +212,8 @@ func (f *replicaFetcher) run() {
 			continue
 		}
 		f.mu.Lock()
-		step := f.sess.Next(sessionNow(), f.b.Image().ClusterID())
+		hold, holdWait := f.followerHold()
+		step := f.sess.NextHolding(sessionNow(), f.b.Image().ClusterID(), hold, holdWait)
 		f.mu.Unlock()
 		for _, v := range step.Violations {
 			f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
@@ -263,6 +264,18 @@ func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.
 	return resp, release, nil
 }
 
+// followerHold is the follower's replication throttle for the next fetch:
+// nil when its quota is not spent, else which partitions to leave out and
+// how long until the quota allows a fetch again.
+func (f *replicaFetcher) followerHold() (func(*partition) bool, time.Duration) {
+	spent, wait := f.b.throttle.followerHold(time.Now())
+	if !spent {
+		return nil, 0
+	}
+	im := f.b.Image()
+	return func(p *partition) bool { return f.b.throttle.followerThrottled(im, p.id, p.index) }, wait
+}
+
 // carryOut does what an answer led to, on the partitions' follower side.
 func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 	for _, v := range rd.Violations {
@@ -275,6 +288,9 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 		err := replicafetch.Do(a)
 		if err == nil && a.Kind == replicafetch.Append {
 			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
+			if f.b.throttle.followerThrottled(f.b.Image(), a.P.id, a.P.index) {
+				f.b.throttle.followerTook(len(a.Batches), time.Now())
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
