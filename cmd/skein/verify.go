@@ -26,7 +26,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	cfg := &chaos.Config{}
 	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long producers write while faults happen (then the cluster heals and consumers drain)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed so a run can be repeated)")
-	fs.StringVar(&cfg.NemesisName, "nemesis", "all", "faults: comma-separated kill (kill -9 and restart), pause (SIGSTOP/SIGCONT), restart (rolling, SIGTERM); or all, none")
+	fs.StringVar(&cfg.NemesisName, "nemesis", "all", "faults: comma-separated kill (kill -9 and restart), pause (SIGSTOP/SIGCONT), restart (rolling, SIGTERM); partition-leader, partition-controller, partition-minority, partition-client, slow, corrupt, disk-full, reassign (move a partition's replicas, its leader's among them); or groups all, process, partition, network, disk, none")
 	acks := fs.String("acks", "all", "producer acks: all, 1 or 0")
 	fs.BoolVar(&cfg.Idempotent, "idempotent", true, "idempotent producers (needs --acks all)")
 	fs.IntVar(&cfg.Partitions, "partitions", 3, "partitions of the topic")
@@ -40,6 +40,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	fs.StringVar(&cfg.Bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no faults then, unless --compose)")
 	commandConfig := fs.String("command-config", "", "Kafka client properties file securing the --bootstrap-server cluster's clients: security.protocol, ssl.truststore.location, ssl.keystore.location, sasl.mechanism, sasl.jaas.config (or sasl.username/sasl.password)")
 	fs.StringVar(&cfg.Compose, "compose", "", "Compose project of the --bootstrap-server cluster (deploy/docker-compose.yml): faults hit its containers with docker kill, pause, stop and network disconnect")
+	fs.IntVar(&cfg.Brokers, "brokers", chaos.LocalBrokers, "brokers of the local cluster (each a KRaft controller too)")
 	fs.IntVar(&cfg.Port, "port", 19092, "client port of local broker 1; broker N listens on port+100*(N-1), its controller on that +1")
 	fs.StringVar(&cfg.Topic, "topic", "", "topic to create (default: verify-<seed>-<time>); must not exist")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 60*time.Second, "how long consumers may take to read to the end after the faults")

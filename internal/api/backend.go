@@ -34,6 +34,9 @@ type Backend interface {
 	// entry's outcome; err is the request's when nothing could be decided
 	// or the commit failed.
 	Reassign(reqs []controller.Reassignment, allowRFChange bool) (errs []error, err error)
+	// UnregisterBroker decides an UnregisterBroker request at its turn in
+	// the active controller's decision queue and commits it.
+	UnregisterBroker(id int32) error
 	// NewTopicID returns a fresh random topic id.
 	NewTopicID() metadata.TopicID
 	// AllocateProducerID hands out a new idempotent producer id, epoch 0.

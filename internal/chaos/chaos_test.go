@@ -160,7 +160,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 	}
 	// The command's defaults (cmd/skein/verify.go), but shorter and slower.
 	cfg := &Config{Duration: ciVerifyDuration, Seed: ciVerifySeed, Nemesis: kinds, NemesisName: ciVerifyNemesis, Acks: verify.AcksAll, Idempotent: true,
-		Partitions: 3, ReplicationFactor: 3, MinInsync: 2, Producers: 3, Consumers: 2, GroupMembers: 2, Rate: 100, Out: out, Port: port,
+		Partitions: 3, ReplicationFactor: 3, MinInsync: 2, Producers: 3, Consumers: 2, GroupMembers: 2, Rate: 100, Out: out, Port: port, Brokers: LocalBrokers,
 		Topic: fmt.Sprintf("verify-%d", ciVerifySeed), DrainTimeout: time.Minute, Bin: bin}
 	cfg.Group = cfg.Topic + "-group"
 	if err := cfg.Validate(); err != nil {

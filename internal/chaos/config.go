@@ -30,8 +30,11 @@ const (
 	MaxProducers  = 32
 	MaxConsumers  = 16
 	MaxRate       = 10_000
-	// LocalBrokers is the size of the local cluster.
-	LocalBrokers = 3
+	// LocalBrokers is the default size of the local cluster (--brokers);
+	// MaxLocalBrokers bounds it (each broker has its own loopback address
+	// and ports 100 apart).
+	LocalBrokers    = 3
+	MaxLocalBrokers = 9
 )
 
 // Config is one experiment.
@@ -54,6 +57,7 @@ type Config struct {
 	Bootstrap         string // empty: start a local cluster
 	Compose           string // Compose project whose containers the faults hit (with Bootstrap)
 	Port              int    // client port of local broker 1 (devcluster.BasePorts)
+	Brokers           int    // size of the local cluster
 	Topic             string
 	DrainTimeout      time.Duration
 	// Bin is the skein binary the local brokers run.
@@ -87,14 +91,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--group-members %d: want 0 to %d", c.GroupMembers, MaxConsumers)
 	case c.Rate < 1 || c.Rate > MaxRate:
 		return fmt.Errorf("--rate %d: want 1 to %d records per second per producer", c.Rate, MaxRate)
-	case c.ReplicationFactor < 1 || (c.Bootstrap == "" && c.ReplicationFactor > LocalBrokers):
-		return fmt.Errorf("--replication-factor %d: want 1 to %d", c.ReplicationFactor, LocalBrokers)
+	case c.Bootstrap == "" && (c.Brokers < 1 || c.Brokers > MaxLocalBrokers):
+		return fmt.Errorf("--brokers %d: want 1 to %d", c.Brokers, MaxLocalBrokers)
+	case c.ReplicationFactor < 1 || (c.Bootstrap == "" && c.ReplicationFactor > c.Brokers):
+		return fmt.Errorf("--replication-factor %d: want 1 to %d (--brokers)", c.ReplicationFactor, c.Brokers)
 	case c.MinInsync < 1 || c.MinInsync > c.ReplicationFactor:
 		return fmt.Errorf("--min-insync-replicas %d: want 1 to the replication factor (%d)", c.MinInsync, c.ReplicationFactor)
 	case c.DrainTimeout < time.Second || c.DrainTimeout > time.Hour:
 		return fmt.Errorf("--drain-timeout %v: want between 1s and 1h", c.DrainTimeout)
-	case c.Bootstrap == "" && (c.Port < 1024 || c.Port+100*(LocalBrokers-1)+2 > 65535):
-		return fmt.Errorf("--port %d: want 1024 to %d", c.Port, 65535-100*(LocalBrokers-1)-2)
+	case c.Bootstrap == "" && (c.Port < 1024 || c.Port+100*(c.Brokers-1)+2 > 65535):
+		return fmt.Errorf("--port %d: want 1024 to %d", c.Port, 65535-100*(c.Brokers-1)-2)
 	}
 	if sends := int64(c.Rate) * int64(c.Producers) * int64(c.Duration/time.Second); sends > MaxSends {
 		return fmt.Errorf("--rate %d x --producers %d x --duration %v is %d records; at most %d fit in memory to be checked: lower --rate",

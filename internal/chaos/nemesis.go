@@ -139,6 +139,8 @@ func (n *nemesis) run(ctx context.Context, plan []FaultStep, deadline time.Time)
 			err = n.corrupt(ctx, s)
 		case FaultDiskFull:
 			err = n.diskFullFor(ctx, s)
+		case FaultReassign:
+			err = n.reassign(ctx, s)
 		}
 		if err != nil {
 			return err

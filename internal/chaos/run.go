@@ -223,11 +223,11 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 // say, so clients and brokers reach each other only through them.
 func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devcluster.Cluster, *faultNetwork, error) {
 	ports := devcluster.BasePorts(cfg.Port)
-	dcfg := devcluster.Config{Bin: cfg.Bin, Dir: filepath.Join(cfg.Out, "cluster"), Brokers: LocalBrokers, Ports: ports, Props: brokerOverrides}
+	dcfg := devcluster.Config{Bin: cfg.Bin, Dir: filepath.Join(cfg.Out, "cluster"), Brokers: cfg.Brokers, Ports: ports, Props: brokerOverrides}
 	if cfg.BrokerOutput != nil {
 		dcfg.Output = func(int) io.Writer { return cfg.BrokerOutput }
 	}
-	for i := range LocalBrokers {
+	for i := range cfg.Brokers {
 		for _, port := range []int{ports(i).Client, ports(i).Controller} {
 			for _, host := range []string{proxyHost, nodeHost(i)} {
 				if err := devcluster.PortFree(host, port); err != nil {
@@ -236,7 +236,7 @@ func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devclu
 			}
 		}
 	}
-	vn, err := startFaultNetwork(ports, LocalBrokers)
+	vn, err := startFaultNetwork(ports, cfg.Brokers)
 	if err != nil {
 		return nil, nil, fmt.Errorf("local cluster: %w", err)
 	}
@@ -248,12 +248,12 @@ func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devclu
 	fmt.Fprintf(log, "verify: local brokers' admin (/metrics, /readyz) on %s\n", strings.Join(c.AdminAddrs(), ","))
 	// The proxies hold the client and controller ports on 127.0.0.1 now;
 	// the admin ports are the brokers' own.
-	for i := range LocalBrokers {
+	for i := range cfg.Brokers {
 		if err := devcluster.PortFree("127.0.0.1", ports(i).Admin); err != nil {
 			return nil, vn, fmt.Errorf("local cluster: %w; choose another --port", err)
 		}
 	}
-	for i := range LocalBrokers {
+	for i := range cfg.Brokers {
 		if err := c.Start(i); err != nil {
 			return c, vn, err
 		}

@@ -26,11 +26,13 @@ const (
 	// Disk faults.
 	FaultCorrupt  FaultKind = "corrupt"   // a follower stopped, a byte of a segment flipped or its tail cut, started again
 	FaultDiskFull FaultKind = "disk-full" // a broker's files may not grow (RLIMIT_FSIZE), as on a full disk
+	// Membership changes.
+	FaultReassign FaultKind = "reassign" // a partition's replicas moved (its leader's among them) with AlterPartitionReassignments
 )
 
 var AllFaults = []FaultKind{FaultKill, FaultPause, FaultRestart,
 	FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority, FaultCutClients, FaultSlow,
-	FaultCorrupt, FaultDiskFull}
+	FaultCorrupt, FaultDiskFull, FaultReassign}
 
 // FaultGroups are names for several kinds at once.
 var FaultGroups = map[string][]FaultKind{
@@ -111,6 +113,8 @@ func (s FaultStep) String() string {
 		return fmt.Sprintf("after %v quiet: cut clients from the leader of partition %d (%s) for %v", s.quiet, s.partition, mode, s.hold)
 	case FaultSlow:
 		return fmt.Sprintf("after %v quiet: delay links between brokers by %v for %v", s.quiet, s.delay, s.hold)
+	case FaultReassign:
+		return fmt.Sprintf("after %v quiet: reassign partition %d (its leader moved off) for up to %v", s.quiet, s.partition, s.hold)
 	case FaultCorrupt:
 		how := "flip a byte in"
 		if s.truncate {

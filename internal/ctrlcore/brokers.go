@@ -243,3 +243,14 @@ func (c *Core) Reassign(now time.Time, im *metadata.Image, reqs []controller.Rea
 		},
 		func(err error) { done(errs, err) })
 }
+
+// Unregister decides an UnregisterBroker request at its turn
+// (controller.UnregisterBroker against the image of that turn) and answers
+// once its records are applied. The broker's session is left to expire: a
+// broker still running finds its epoch stale at its next heartbeat and
+// registers again, as in Kafka.
+func (c *Core) Unregister(now time.Time, im *metadata.Image, id int32, done func(error)) Ready {
+	return c.Submit(now, im, fmt.Sprintf("unregistration of broker %d", id),
+		func(im *metadata.Image) ([]metadata.Record, error) { return controller.UnregisterBroker(im, id) },
+		done)
+}

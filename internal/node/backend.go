@@ -27,7 +27,8 @@ func (x backend) Commit(r []metadata.Record) error { return x.b.commit(r) }
 func (x backend) Reassign(reqs []controller.Reassignment, allowRFChange bool) ([]error, error) {
 	return x.b.reassign(reqs, allowRFChange)
 }
-func (x backend) NewTopicID() metadata.TopicID { return newTopicID() }
+func (x backend) UnregisterBroker(id int32) error { return x.b.unregisterBroker(id) }
+func (x backend) NewTopicID() metadata.TopicID    { return newTopicID() }
 func (x backend) AllocateProducerID() (int64, error) {
 	return x.b.allocateProducerID()
 }

@@ -125,6 +125,16 @@ func (b *Broker) reassign(reqs []controller.Reassignment, allowRFChange bool) ([
 	return o.errs, o.err
 }
 
+// unregisterBroker decides an UnregisterBroker request in the core's
+// queue and waits for its outcome (the handler is Blocking).
+func (b *Broker) unregisterBroker(id int32) error {
+	done := make(chan error, 1)
+	b.controllerSvc.Step(func(core *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+		return core.Unregister(now, im, id, func(err error) { done <- err })
+	})
+	return <-done
+}
+
 // connClosed is told when any controller-listener connection closes; if
 // it carried a broker's heartbeats, that broker is fenced at once.
 func (c *controllerService) connClosed(conn api.ConnID) {

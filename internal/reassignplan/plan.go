@@ -175,11 +175,15 @@ func BytesBehind(leaderSize, replicaSize int64) int64 {
 
 // Decommission moves every replica off broker gone: in each partition of
 // current that holds it, gone is replaced, at the same position (so a
-// preferred leadership passes to the newcomer), by the broker of brokers
-// holding the fewest replicas of current so far among those not already in
-// that partition (the lower id on a tie). Only the partitions that change
-// are returned; an error names a partition no broker can take.
-func Decommission(current []Assignment, gone int32, brokers []int32) ([]Assignment, error) {
+// preferred leadership passes to the newcomer), by one of brokers not
+// already in that partition. The choice spreads racks first: the broker
+// whose rack (rackOf; nil or "" for none) the fewest of the partition's
+// remaining replicas share, so a partition spread over racks stays spread
+// (a broker of gone's own rack always qualifies when there is one); then
+// the broker holding the fewest replicas of current so far; then the lower
+// id. Only the partitions that change are returned; an error names a
+// partition no broker can take.
+func Decommission(current []Assignment, gone int32, brokers []int32, rackOf map[int32]string) ([]Assignment, error) {
 	as := slices.Clone(current)
 	Sort(as)
 	load := map[int32]int{}
@@ -201,12 +205,23 @@ func Decommission(current []Assignment, gone int32, brokers []int32) ([]Assignme
 		if i < 0 {
 			continue
 		}
+		// sharing counts the partition's other replicas on b's rack;
+		// brokers without a rack share nothing with anyone.
+		sharing := func(b int32) int {
+			n := 0
+			for _, r := range a.Replicas {
+				if r != gone && rackOf[b] != "" && rackOf[r] == rackOf[b] {
+					n++
+				}
+			}
+			return n
+		}
 		best := int32(-1)
 		for _, b := range candidates {
 			if b == gone || slices.Contains(a.Replicas, b) {
 				continue
 			}
-			if best < 0 || load[b] < load[best] {
+			if best < 0 || sharing(b) < sharing(best) || (sharing(b) == sharing(best) && load[b] < load[best]) {
 				best = b
 			}
 		}

@@ -107,7 +107,7 @@ func TestDecommission(t *testing.T) {
 		{Topic: "t", Partition: 2, Replicas: []int32{2, 3}},
 		{Topic: "u", Partition: 0, Replicas: []int32{3, 4}},
 	}
-	plan, err := Decommission(current, 3, []int32{1, 2, 3, 4})
+	plan, err := Decommission(current, 3, []int32{1, 2, 3, 4}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,31 @@ func TestDecommission(t *testing.T) {
 	if string(Format(plan)) != string(Format(want)) {
 		t.Fatalf("plan %s\nwant %s", Format(plan), Format(want))
 	}
-	if _, err := Decommission([]Assignment{{Topic: "t", Replicas: []int32{1, 2}}}, 1, []int32{1, 2}); err == nil {
+	if _, err := Decommission([]Assignment{{Topic: "t", Replicas: []int32{1, 2}}}, 1, []int32{1, 2}, nil); err == nil {
 		t.Fatal("a partition with nowhere to go accepted")
+	}
+}
+
+// With racks, the replacement keeps a partition spread: broker 3 (rack a)
+// leaves t-0 = [3, 1] with 1 on rack b; broker 2 is the least loaded but
+// on rack b too, so broker 4, rack a, takes it. Where every candidate
+// shares a rack, the load decides as without racks.
+func TestDecommissionRespectsRacks(t *testing.T) {
+	current := []Assignment{
+		{Topic: "t", Partition: 0, Replicas: []int32{3, 1}},
+		{Topic: "t", Partition: 1, Replicas: []int32{1, 4}},
+		{Topic: "t", Partition: 2, Replicas: []int32{4, 1}},
+	}
+	racks := map[int32]string{1: "b", 2: "b", 3: "a", 4: "a"}
+	plan, err := Decommission(current, 3, []int32{1, 2, 3, 4}, racks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Assignment{{Topic: "t", Partition: 0, Replicas: []int32{4, 1}}}
+	if string(Format(plan)) != string(Format(want)) {
+		t.Fatalf("plan %s\nwant %s", Format(plan), Format(want))
+	}
+	if plan, _ := Decommission(current, 3, []int32{1, 2, 3, 4}, nil); plan[0].Replicas[0] != 2 {
+		t.Fatalf("without racks the least loaded broker 2 should take t-0: %s", Format(plan))
 	}
 }

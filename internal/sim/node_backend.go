@@ -101,6 +101,11 @@ func (x backend) Reassign([]controller.Reassignment, bool) ([]error, error) {
 	return nil, fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
 }
 
+// UnregisterBroker: simulated clients send no admin requests.
+func (x backend) UnregisterBroker(int32) error {
+	return fmt.Errorf("%w: admin requests are not simulated", kerr.InvalidRequest)
+}
+
 func (x backend) Forward(r *api.Request, respond api.Respond) {
 	respond(nil)
 }

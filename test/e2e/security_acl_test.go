@@ -375,6 +375,11 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 	if _, err := anonAdm.ListPartitionReassignments(ctx, set); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("list partition reassignments without DESCRIBE on the cluster: %v", err)
 	}
+	ub := kmsg.NewPtrUnregisterBrokerRequest()
+	ub.BrokerID = 1
+	if ubr, err := ub.RequestWith(ctx, anon); err != nil || ubr.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("unregister broker without ALTER on the cluster: %v %+v", err, ubr)
+	}
 	da := kmsg.NewPtrDescribeACLsRequest()
 	da.ResourceType, da.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	da.Operation, da.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
