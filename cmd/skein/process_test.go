@@ -86,6 +86,7 @@ func TestHelpExitsZeroForEveryCommand(t *testing.T) {
 		{"topic", "--help"}, {"topic", "-h"}, {"group", "--help"}, {"cluster", "--help"}, {"perf", "--help"},
 		{"topic", "create", "--help"}, {"topic", "list", "-h"}, {"topic", "describe", "-h"}, {"topic", "alter", "-h"}, {"topic", "delete", "-h"},
 		{"group", "list", "-h"}, {"group", "describe", "-h"}, {"group", "reset-offsets", "-h"}, {"group", "delete", "-h"},
+		{"txn", "--help"}, {"txn", "list", "-h"}, {"txn", "describe", "-h"}, {"txn", "abort", "-h"}, {"txn", "find-hanging", "-h"},
 		{"cluster", "describe", "-h"}, {"perf", "produce", "-h"}, {"perf", "consume", "--help"},
 		{"produce", "--help"}, {"consume", "-h"}, {"verify", "-h"}, {"dev", "--help"}, {"server", "-h"}, {"version", "-h"},
 	} {

@@ -3,9 +3,9 @@ package api
 // FindCoordinator: versions 0-6. v0 names one group; v1-v3 add the key
 // type; v4+ carry a list of keys and answer one coordinator per key. Key
 // type 0 is a group: its coordinator is the leader of the group's
-// __consumer_offsets partition, which the first request creates (as Kafka
-// does). Key type 1 (a transactional id) is refused: there are no
-// transactions here.
+// __consumer_offsets partition; key type 1 is a transactional id, whose
+// coordinator is the leader of its __transaction_state partition. The
+// first request of each type creates its topic, as Kafka does.
 
 import (
 	"fmt"
@@ -58,11 +58,14 @@ func handleFindCoordinator(s *Server, r *Request, respond Respond) {
 		}
 		respond(resp)
 	}
-	if req.CoordinatorType != coordinatorTypeGroup {
+	switch req.CoordinatorType {
+	case coordinatorTypeGroup:
+		s.Backend.Groups().EnsureOffsetsTopic(answer)
+	case coordinatorTypeTransaction:
+		s.Backend.Txns().EnsureTransactionTopic(answer)
+	default:
 		answer(nil)
-		return
 	}
-	s.Backend.Groups().EnsureOffsetsTopic(answer)
 }
 
 // findCoordinator answers one key. createErr is the outcome of creating
@@ -74,26 +77,31 @@ func findCoordinator(im *metadata.Image, listener string, keyType int8, key stri
 		c.ErrorCode, c.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 		return c
 	}
+	topic := OffsetsTopic
 	switch {
-	case keyType == coordinatorTypeTransaction:
-		return fail(fmt.Errorf("%w: transactions are not supported by this broker", kerr.CoordinatorNotAvailable))
-	case keyType != coordinatorTypeGroup:
+	case keyType != coordinatorTypeGroup && keyType != coordinatorTypeTransaction:
 		return fail(fmt.Errorf("%w: unknown coordinator key type %d", kerr.InvalidRequest, keyType))
 	case tooMany:
 		return fail(fmt.Errorf("%w: more than %d coordinator keys in one request", kerr.InvalidRequest, maxCoordinatorKeys))
-	case key == "":
+	case key == "" && keyType == coordinatorTypeGroup:
 		return fail(fmt.Errorf("%w: empty group id", kerr.InvalidGroupID))
+	case key == "":
+		return fail(fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest))
 	case createErr != nil:
 		return fail(createErr)
 	}
-	t, ok := im.Topic(OffsetsTopic)
-	if !ok || len(t.Partitions) == 0 {
-		return fail(fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, OffsetsTopic))
+	if keyType == coordinatorTypeTransaction {
+		topic = TransactionStateTopic
 	}
+	t, ok := im.Topic(topic)
+	if !ok || len(t.Partitions) == 0 {
+		return fail(fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, topic))
+	}
+	// Kafka hashes groups and transactional ids alike.
 	p := t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))]
 	b, ok := im.Broker(p.Leader)
 	if p.Leader < 0 || !ok || b.Fenced {
-		return fail(fmt.Errorf("%w: partition %d of %s has no leader", kerr.CoordinatorNotAvailable, p.Index, OffsetsTopic))
+		return fail(fmt.Errorf("%w: partition %d of %s has no leader", kerr.CoordinatorNotAvailable, p.Index, topic))
 	}
 	ep, ok := endpointFor(b, listener)
 	if !ok {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,7 +36,13 @@ func coordinatorImage(t *testing.T) *metadata.Image {
 	for i, l := range leaders {
 		parts = append(parts, metadata.Partition{Index: int32(i), Leader: l, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
 	}
-	return mustApply(t, im, metadata.CreateTopic{Name: OffsetsTopic, ID: metadata.TopicID{1, 2, 3}, Partitions: parts})
+	im = mustApply(t, im, metadata.CreateTopic{Name: OffsetsTopic, ID: metadata.TopicID{1, 2, 3}, Partitions: parts})
+	// __transaction_state's leaders are the other way round.
+	slices.Reverse(parts)
+	for i := range parts {
+		parts[i].Index = int32(i)
+	}
+	return mustApply(t, im, metadata.CreateTopic{Name: TransactionStateTopic, ID: metadata.TopicID{4, 5, 6}, Partitions: parts})
 }
 
 // groupOnPartition finds a group id that maps to the partition.
@@ -72,7 +79,11 @@ func TestFindCoordinatorAnswers(t *testing.T) {
 		{name: "no offsets topic", im: metadata.Empty("x"), key: "g", wantCode: kerr.CoordinatorNotAvailable.Code, wantNode: -1, wantPort: -1},
 		{name: "creation failed", im: im, key: "g", err: created, wantCode: kerr.UnknownServerError.Code, wantNode: -1, wantPort: -1},
 		{name: "creation refused", im: im, key: "g", err: kerr.CoordinatorNotAvailable, wantCode: kerr.CoordinatorNotAvailable.Code, wantNode: -1, wantPort: -1},
-		{name: "transactional id", im: im, keyType: coordinatorTypeTransaction, key: "tx", wantCode: kerr.CoordinatorNotAvailable.Code, wantNode: -1, wantPort: -1},
+		// The same hash, on __transaction_state: partition 1 is led by 3.
+		{name: "transactional id", im: im, keyType: coordinatorTypeTransaction, key: groupOnPartition(t, 1), wantNode: 3, wantPort: 19003},
+		{name: "transactional id without leader", im: im, keyType: coordinatorTypeTransaction, key: groupOnPartition(t, 0), wantCode: kerr.CoordinatorNotAvailable.Code, wantNode: -1, wantPort: -1},
+		{name: "empty transactional id", im: im, keyType: coordinatorTypeTransaction, key: "", wantCode: kerr.InvalidRequest.Code, wantNode: -1, wantPort: -1},
+		{name: "no transaction state topic", im: metadata.Empty("x"), keyType: coordinatorTypeTransaction, key: "tx", wantCode: kerr.CoordinatorNotAvailable.Code, wantNode: -1, wantPort: -1},
 		{name: "unknown key type", im: im, keyType: 7, key: "g", wantCode: kerr.InvalidRequest.Code, wantNode: -1, wantPort: -1},
 		{name: "empty group id", im: im, key: "", wantCode: kerr.InvalidGroupID.Code, wantNode: -1, wantPort: -1},
 		{name: "too many keys", im: im, key: "g", tooMany: true, wantCode: kerr.InvalidRequest.Code, wantNode: -1, wantPort: -1},

@@ -94,6 +94,8 @@ type Backend interface {
 
 	// Groups is the consumer-group coordinator runtime.
 	Groups() GroupBackend
+	// Txns is the transaction coordinator runtime.
+	Txns() TxnBackend
 
 	// EpochEndOffset answers OffsetForLeaderEpoch for one partition led
 	// here. currentLeaderEpoch is the caller's view (-1: unchecked).
@@ -153,6 +155,10 @@ type FetchParams struct {
 	MinBytes       int32
 	MaxBytes       int32
 	Partitions     []FetchPartition
+	// Recycle is the request's (Request.Recycle): when set, the backend
+	// may read records into buffers from internal/bufpool, handing each
+	// to Recycle before it calls done; when nil it must not.
+	Recycle func(buf []byte)
 }
 
 // FetchPartition is one partition to read.

@@ -108,11 +108,21 @@ type Broker struct {
 	ReplicaFetchMinBytes         int32         // replica.fetch.min.bytes
 	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
 	FetchSessionCacheSlots       int           // max.incremental.fetch.session.cache.slots
+	// Replication throttles in bytes per second (KIP-73), static here:
+	// Skein has no dynamic broker configuration yet.
+	LeaderReplicationThrottledRate   int64 // leader.replication.throttled.rate
+	FollowerReplicationThrottledRate int64 // follower.replication.throttled.rate
 
 	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms
 	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
 	AutoLeaderRebalanceEnable    bool          // auto.leader.rebalance.enable
 	LeaderImbalanceCheckInterval time.Duration // leader.imbalance.check.interval.seconds
+
+	AutoReplicaBalanceEnable         bool          // auto.replica.balance.enable
+	ReplicaBalanceCheckInterval      time.Duration // replica.balance.check.interval.ms
+	ReplicaBalanceMaxConcurrentMoves int           // replica.balance.max.concurrent.moves
+	ReplicaBalanceUnavailableTimeout time.Duration // replica.balance.broker.unavailable.timeout.ms
+	ReplicaImbalancePerBrokerPercent int           // replica.imbalance.per.broker.percentage
 
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
@@ -124,6 +134,15 @@ type Broker struct {
 	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms
 	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms
 	GroupMaxSize                  int32         // group.max.size
+
+	TransactionStateLogReplicationFactor int16         // transaction.state.log.replication.factor
+	TransactionStateLogNumPartitions     int32         // transaction.state.log.num.partitions
+	TransactionStateLogMinISR            int32         // transaction.state.log.min.isr
+	TransactionStateLogSegmentBytes      int32         // transaction.state.log.segment.bytes
+	TransactionMaxTimeout                time.Duration // transaction.max.timeout.ms
+	TransactionalIDExpiration            time.Duration // transactional.id.expiration.ms
+	TransactionAbortCheckInterval        time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionExpireCheckInterval       time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
 
 	ProducerIDExpiration time.Duration // producer.id.expiration.ms
 
@@ -219,17 +238,24 @@ func (s *settings) build() (*Broker, error) {
 		Authorizer:   authorizerClass(r.text("authorizer.class.name")),
 		AllowIfNoACL: r.bool("allow.everyone.if.no.acl.found"),
 
-		ReplicaLagTimeMax:            r.durationMs("replica.lag.time.max.ms"),
-		ReplicaFetchMaxBytes:         r.int32("replica.fetch.max.bytes"),
-		ReplicaFetchResponseMaxBytes: r.int32("replica.fetch.response.max.bytes"),
-		ReplicaFetchMinBytes:         r.int32("replica.fetch.min.bytes"),
-		ReplicaFetchWaitMax:          r.durationMs("replica.fetch.wait.max.ms"),
-		FetchSessionCacheSlots:       r.int("max.incremental.fetch.session.cache.slots"),
+		ReplicaLagTimeMax:                r.durationMs("replica.lag.time.max.ms"),
+		ReplicaFetchMaxBytes:             r.int32("replica.fetch.max.bytes"),
+		ReplicaFetchResponseMaxBytes:     r.int32("replica.fetch.response.max.bytes"),
+		ReplicaFetchMinBytes:             r.int32("replica.fetch.min.bytes"),
+		ReplicaFetchWaitMax:              r.durationMs("replica.fetch.wait.max.ms"),
+		FetchSessionCacheSlots:           r.int("max.incremental.fetch.session.cache.slots"),
+		LeaderReplicationThrottledRate:   r.int64("leader.replication.throttled.rate"),
+		FollowerReplicationThrottledRate: r.int64("follower.replication.throttled.rate"),
 
-		BrokerSessionTimeout:         r.durationMs("broker.session.timeout.ms"),
-		BrokerHeartbeatInterval:      r.durationMs("broker.heartbeat.interval.ms"),
-		AutoLeaderRebalanceEnable:    r.bool("auto.leader.rebalance.enable"),
-		LeaderImbalanceCheckInterval: r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
+		BrokerSessionTimeout:             r.durationMs("broker.session.timeout.ms"),
+		BrokerHeartbeatInterval:          r.durationMs("broker.heartbeat.interval.ms"),
+		AutoLeaderRebalanceEnable:        r.bool("auto.leader.rebalance.enable"),
+		LeaderImbalanceCheckInterval:     r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
+		AutoReplicaBalanceEnable:         r.bool("auto.replica.balance.enable"),
+		ReplicaBalanceCheckInterval:      r.durationMs("replica.balance.check.interval.ms"),
+		ReplicaBalanceMaxConcurrentMoves: r.int("replica.balance.max.concurrent.moves"),
+		ReplicaBalanceUnavailableTimeout: r.durationMs("replica.balance.broker.unavailable.timeout.ms"),
+		ReplicaImbalancePerBrokerPercent: r.int("replica.imbalance.per.broker.percentage"),
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),
@@ -241,6 +267,15 @@ func (s *settings) build() (*Broker, error) {
 		GroupMinSessionTimeout:        r.durationMs("group.min.session.timeout.ms"),
 		GroupMaxSessionTimeout:        r.durationMs("group.max.session.timeout.ms"),
 		GroupMaxSize:                  r.int32("group.max.size"),
+
+		TransactionStateLogReplicationFactor: r.int16("transaction.state.log.replication.factor"),
+		TransactionStateLogNumPartitions:     r.int32("transaction.state.log.num.partitions"),
+		TransactionStateLogMinISR:            r.int32("transaction.state.log.min.isr"),
+		TransactionStateLogSegmentBytes:      r.int32("transaction.state.log.segment.bytes"),
+		TransactionMaxTimeout:                r.durationMs("transaction.max.timeout.ms"),
+		TransactionalIDExpiration:            r.durationMs("transactional.id.expiration.ms"),
+		TransactionAbortCheckInterval:        r.durationMs("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		TransactionExpireCheckInterval:       r.durationMs("transaction.remove.expired.transaction.cleanup.interval.ms"),
 
 		ProducerIDExpiration: r.durationMs("producer.id.expiration.ms"),
 

@@ -40,7 +40,6 @@ func TestConnectionLimitPropertiesRefused(t *testing.T) {
 		{"num.replica.fetchers", "2"}:                             "one replica fetcher",
 		{"replica.fetch.backoff.ms", "1000"}:                      "fixed 100 ms",
 		{"controller.quorum.election.timeout.ms", "1000"}:         "fixed",
-		{"transactional.id.expiration.ms", "1"}:                   "no transactions",
 	} {
 		_, err := NewBroker(map[string]string{props[0]: props[1]})
 		var ce *Error

@@ -258,6 +258,14 @@ var brokerProperties = []Property{
 		Doc: "Bytes a follower asks for per partition in one fetch (at least one batch is always returned).",
 	},
 	{
+		Name: "leader.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
+		Doc: "Bytes per second this broker, as leader, sends to followers of the replicas its topics' leader.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+	},
+	{
+		Name: "follower.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
+		Doc: "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+	},
+	{
 		Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: "10485760", Min: 0, Max: math.MaxInt32,
 		Doc: "Bytes a follower asks for in one fetch over all partitions.",
 	},
@@ -293,6 +301,26 @@ var brokerProperties = []Property{
 		Name: "leader.imbalance.check.interval.seconds", Kind: KindLong, Default: "300", Min: 1, Max: math.MaxInt64,
 		Doc: "How often the controller looks for partitions not led by their preferred replica.",
 	},
+	{
+		Name: "auto.replica.balance.enable", Kind: KindBool, Default: "false",
+		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
+	},
+	{
+		Name: "replica.balance.check.interval.ms", Kind: KindLong, Default: "30000", Min: 1000, Max: math.MaxInt64,
+		Doc: "How often the balancer (auto.replica.balance.enable) looks at the cluster.",
+	},
+	{
+		Name: "replica.balance.max.concurrent.moves", Kind: KindInt, Default: "8", Min: 1, Max: 10_000,
+		Doc: "The balancer starts no reassignment while this many partitions are being reassigned (its own moves and an operator's alike).",
+	},
+	{
+		Name: "replica.balance.broker.unavailable.timeout.ms", Kind: KindLong, Default: "900000", Min: 1000, Max: math.MaxInt64,
+		Doc: "How long a broker must be fenced, as seen by the active controller, before the balancer moves its replicas to other brokers (Redpanda's partition_autobalancing_node_availability_timeout_sec). A controller change restarts the count.",
+	},
+	{
+		Name: "replica.imbalance.per.broker.percentage", Kind: KindInt, Default: "10", Min: 0, Max: 1000,
+		Doc: "The balancer moves replicas when a broker holds more, or fewer, than the cluster's mean replica count per available broker by more than this percentage (and by more than one replica). A broker holding none while another holds two or more always counts. Replica counts stand in for disk usage: brokers do not report log sizes to the controller.",
+	},
 
 	// Consumer groups.
 	{
@@ -306,6 +334,38 @@ var brokerProperties = []Property{
 	{
 		Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
 		Doc: "segment.bytes of __consumer_offsets, set when the topic is created; smaller segments are compacted (and so loaded by a new coordinator) sooner.",
+	},
+	{
+		Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: "3", Min: 1, Max: maxReplicationFactor,
+		Doc: "Replicas of __transaction_state, created on the first FindCoordinator for a transactional id; until that many brokers are alive, transactions are unavailable. Capped at the number of voters in a cluster of combined nodes, as offsets.topic.replication.factor is.",
+	},
+	{
+		Name: "transaction.state.log.num.partitions", Kind: KindInt, Default: "50", Min: 1, Max: 10_000,
+		Doc: "Partitions of __transaction_state; fixed once the topic exists. A transactional id lives on partition abs(hash(transactional id)) modulo this count, as in Kafka.",
+	},
+	{
+		Name: "transaction.state.log.min.isr", Kind: KindInt, Default: "2", Min: 1, Max: math.MaxInt32,
+		Doc: "min.insync.replicas of __transaction_state, set when the topic is created (at most its replication factor).",
+	},
+	{
+		Name: "transaction.state.log.segment.bytes", Kind: KindInt, Default: "104857600", Min: 1, Max: math.MaxInt32,
+		Doc: "segment.bytes of __transaction_state, set when the topic is created.",
+	},
+	{
+		Name: "transaction.max.timeout.ms", Kind: KindDurationMs, Default: "900000", Min: 1, Max: math.MaxInt32,
+		Doc: "The largest transaction.timeout.ms a producer may ask for; InitProducerId above it fails with INVALID_TRANSACTION_TIMEOUT.",
+	},
+	{
+		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: math.MaxInt32,
+		Doc: "A transactional id with no transaction in progress and no update for this long is removed from __transaction_state.",
+	},
+	{
+		Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Kind: KindDurationMs, Default: "10000", Min: 1, Max: math.MaxInt32,
+		Doc: "How often the transaction coordinator looks for transactions past their timeout and aborts them.",
+	},
+	{
+		Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Kind: KindDurationMs, Default: "3600000", Min: 1, Max: math.MaxInt32,
+		Doc: "How often the transaction coordinator looks for transactional ids past transactional.id.expiration.ms.",
 	},
 	{
 		Name: "offsets.retention.minutes", Kind: KindInt, Default: "10080", Min: 1, Max: math.MaxInt32,

@@ -4,7 +4,7 @@ import "math"
 
 // compatProperties appear in Kafka's stock server.properties but mean nothing
 // to Skein (Go schedules goroutines, not thread pools; Skein has no
-// transaction or share-group state topics). They are accepted, type-checked
+// share-group state topic). They are accepted, type-checked
 // and ignored so an operator's existing file loads unchanged.
 var compatProperties = []Property{
 	{
@@ -18,14 +18,6 @@ var compatProperties = []Property{
 	{
 		Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: "1", Min: 1, Max: math.MaxInt32, Ignored: true,
 		Doc: "Kafka's log recovery thread pool size.",
-	},
-	{
-		Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: "3", Min: 1, Max: maxReplicationFactor, Ignored: true,
-		Doc: "Replicas of Kafka's __transaction_state topic.",
-	},
-	{
-		Name: "transaction.state.log.min.isr", Kind: KindInt, Default: "2", Min: 1, Max: math.MaxInt32, Ignored: true,
-		Doc: "min.insync.replicas of Kafka's __transaction_state topic.",
 	},
 	{
 		Name: "share.coordinator.state.topic.replication.factor", Kind: KindShort, Default: "3", Min: 1, Max: maxReplicationFactor, Ignored: true,
@@ -48,5 +40,4 @@ var replacedKafkaProperties = map[string]string{
 	"replica.fetch.backoff.ms":                      "Skein's replica fetcher retries a failed fetch after a fixed 100 ms",
 	"num.replica.fetchers":                          "Skein runs one replica fetcher per source broker",
 	"controller.quorum.election.timeout.ms":         "Skein's quorum elects on a fixed 0.5-1 s timeout (10 ticks of 50 ms)",
-	"transactional.id.expiration.ms":                "Skein has no transactions, so no transactional ids to expire",
 }

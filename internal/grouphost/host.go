@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/writeorder"
+
 	"github.com/skein-log/skein/internal/group"
 )
 
@@ -45,8 +47,7 @@ type Host struct {
 	// whatever order they are reported in: the partition commits them in
 	// log order, and answers that depend on a later write also depend
 	// on the earlier ones.
-	pending  []*write
-	outcomes map[uint64]error
+	pending writeorder.Queue[*write]
 	// last is the latest write answers must wait for (a batch of the
 	// coordinator's records, or the loaded log tail).
 	last *write
@@ -114,7 +115,7 @@ func (r *Ready) merge(o Ready) {
 // New returns a Host for the partition named name, loading: requests get
 // COORDINATOR_LOAD_IN_PROGRESS until Activate.
 func New(name string) *Host {
-	return &Host{name: name, outcomes: map[uint64]error{}}
+	return &Host{name: name}
 }
 
 // Coordinator is the loaded coordinator (nil before Activate), for
@@ -164,7 +165,7 @@ func (h *Host) Activate(now int64, l Loaded) Ready {
 func (h *Host) newWrite(kind writeKind) *write {
 	h.nextID++
 	w := &write{id: h.nextID, kind: kind}
-	h.pending = append(h.pending, w)
+	h.pending.Add(w.id, w)
 	return w
 }
 
@@ -236,17 +237,7 @@ func (h *Host) carryOut(out group.Output, finish func(error)) Ready {
 // be reported after Stop: the answers waiting for it still go out.
 func (h *Host) Written(now int64, id uint64, err error) Ready {
 	var rd Ready
-	h.outcomes[id] = err
-	for len(h.pending) > 0 {
-		w := h.pending[0]
-		werr, ok := h.outcomes[w.id]
-		if !ok {
-			break
-		}
-		delete(h.outcomes, w.id)
-		h.pending = h.pending[1:]
-		rd.merge(h.finish(now, w, werr))
-	}
+	h.pending.Report(id, err, func(w *write, werr error) { rd.merge(h.finish(now, w, werr)) })
 	h.deadline(&rd)
 	return rd
 }

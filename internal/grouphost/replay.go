@@ -5,26 +5,17 @@ import (
 
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/group"
+	"github.com/skein-log/skein/internal/logreplay"
 	"github.com/skein-log/skein/internal/records"
 )
 
 // Log is what loading reads of a __consumer_offsets partition
 // (storage.Log has it).
-type Log interface {
-	LogStartOffset() int64
-	LogEndOffset() int64
-	Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error)
-}
+type Log = logreplay.Log
 
 // MaxLoadBatchBytes bounds the decompressed size of one batch read while
-// loading: a compressed batch of group records may be large (Kafka
-// accepts offset commits up to message.max.bytes before compression), and
-// refusing one would keep every group of the partition unavailable. Our
-// own batches are uncompressed and small.
-const MaxLoadBatchBytes = 64 << 20
-
-// loadReadBytes is how much one read of the log asks for.
-const loadReadBytes = 1 << 20
+// loading (logreplay.MaxBatchBytes).
+const MaxLoadBatchBytes = logreplay.MaxBatchBytes
 
 // Loaded is a coordinator rebuilt from its partition's log.
 type Loaded struct {
@@ -54,35 +45,19 @@ func Replay(cfg group.Config, nonce uint64, log Log, name string, now int64) (Lo
 		return Loaded{}, fmt.Errorf("load %s: %w", name, err)
 	}
 	l := Loaded{Coordinator: c}
-	end := log.LogEndOffset()
-	off := log.LogStartOffset()
-	for off < end {
-		data, err := log.Read(off, loadReadBytes, end, true)
-		if err != nil {
-			return Loaded{}, fmt.Errorf("read %s at %d: %w", name, off, err)
-		}
-		if len(data) == 0 {
-			break
-		}
-		err = batch.Split(data, func(b []byte) error {
-			h, recs, err := records.Decode(b, MaxLoadBatchBytes)
-			if err != nil {
-				return fmt.Errorf("batch at %d: %w", off, err)
-			}
-			off = h.LastOffset() + 1
-			if h.IsControl() {
-				return nil
-			}
-			for _, r := range recs {
-				if err := c.Apply(now, group.Record{Key: r.Key, Value: r.Value}); err != nil {
-					l.Problems = append(l.Problems, fmt.Sprintf("%s: skipping unreadable group record at %d: %v", name, r.Offset(h), err))
-				}
-			}
+	end, err := logreplay.Scan(log, name, func(h batch.Header, recs []records.Record) error {
+		if h.IsControl() {
 			return nil
-		})
-		if err != nil {
-			return Loaded{}, fmt.Errorf("load %s: %w", name, err)
 		}
+		for _, r := range recs {
+			if err := c.Apply(now, group.Record{Key: r.Key, Value: r.Value}); err != nil {
+				l.Problems = append(l.Problems, fmt.Sprintf("%s: skipping unreadable group record at %d: %v", name, r.Offset(h), err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Loaded{}, err
 	}
 	l.End = end
 	return l, nil

@@ -86,6 +86,9 @@ type Broker struct {
 	// groups hosts the group coordinators of the __consumer_offsets
 	// partitions this broker leads.
 	groups *groupRuntime
+	// txns hosts the transaction coordinators of the __transaction_state
+	// partitions this broker leads.
+	txns *txnRuntime
 	// jwks keeps the OAUTHBEARER key set current; nil without OAUTHBEARER.
 	jwks *jwksSource
 	brokerMaintenance
@@ -123,6 +126,8 @@ type brokerPartitions struct {
 
 	flusher  *flusher
 	fetchers *fetcherManager
+	// throttle is the replication quota (KIP-73) of leader and follower.
+	throttle *replicationThrottle
 	// suspects are brokers whose replication connection just broke
 	// (id -> time.Time until which they are reported unavailable).
 	suspects sync.Map
@@ -259,7 +264,9 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.controllerSvc = newControllerService(b)
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
+	b.throttle = newReplicationThrottle(cfg.NodeID, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
 	b.groups = newGroupRuntime(b)
+	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
@@ -422,6 +429,7 @@ func (b *Broker) haltOnce() {
 	close(b.stop)
 	b.stopCancel()
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()
@@ -458,6 +466,7 @@ func (b *Broker) closeOnce() error {
 	close(b.stop)
 	b.stopCancel()
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
 		b.quorum.Stop()

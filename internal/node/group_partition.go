@@ -44,6 +44,9 @@ func newGroupCoordinator(rt *groupRuntime, p *partition, epoch int32) *groupCoor
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
+func (gc *groupCoordinator) partitionOf() *partition { return gc.part }
+func (gc *groupCoordinator) leaderEpoch() int32      { return gc.epoch }
+
 func (gc *groupCoordinator) isStopped() bool {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()

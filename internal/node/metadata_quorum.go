@@ -170,6 +170,7 @@ func (b *Broker) reconcileLoop() {
 		}
 		b.fetchers.update()
 		b.groups.reconcile()
+		b.txns.reconcile()
 		b.imageCond.L.Lock()
 		b.reconciled = im.Version()
 		b.reconciledVersion.Store(im.Version())

@@ -29,6 +29,7 @@ type checker struct {
 	groups    groupChecks
 	quorum    quorumChecks
 	txns      txnChecks
+	txnCoord  txnCoordChecks
 }
 
 type nodePart struct {
@@ -49,7 +50,7 @@ type sentRecord struct {
 
 func newChecker(c *Cluster) *checker {
 	return &checker{c: c, epochLeader: map[partKey]map[int32]int32{}, values: map[string]*sentRecord{}, read: map[int32]map[int64]string{}, servedHW: map[nodePart]int64{}, servedLSO: map[nodePart]int64{},
-		droppedAt: map[nodePart]int32{}, groups: newGroupChecks(), quorum: newQuorumChecks()}
+		droppedAt: map[nodePart]int32{}, groups: newGroupChecks(), quorum: newQuorumChecks(), txnCoord: newTxnCoordChecks()}
 }
 
 // strict says whether acknowledged (acks=all) and consumed records must

@@ -56,9 +56,12 @@ func (c *Cluster) startTxnClients() {
 	c.check.txns = txnChecks{decided: map[string]bool{}, txnOf: map[string]string{}}
 	d := &txnDriver{c: c, pid: -1, seq: map[int32]int32{},
 		lc: &leaderCache{c: c, self: txnDriverEndpoint, leaders: map[int32]int32{}, topic: topicName}}
-	r := &txnReader{c: c, next: map[int32]int64{}, busy: map[int32]bool{},
+	c.clients = append(c.clients, d, c.newTxnReader())
+}
+
+func (c *Cluster) newTxnReader() *txnReader {
+	return &txnReader{c: c, next: map[int32]int64{}, busy: map[int32]bool{},
 		lc: &leaderCache{c: c, self: txnReaderEndpoint, leaders: map[int32]int32{}, topic: topicName}}
-	c.clients = append(c.clients, d, r)
 }
 
 func (d *txnDriver) start() { d.c.s.after(d.c.s.between(time.Second, 2*time.Second), d.loop) }
@@ -138,24 +141,31 @@ func (d *txnDriver) begin() {
 // idempotent producer does; done(false) when it gave up (the batch's fate
 // is unknown: the transaction is aborted).
 func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) {
-	c := d.c
+	sendTxnBatch(d.c, d.lc, "sim-txn", part, b, attempt, done)
+}
+
+// sendTxnBatch sends one transactional batch of the producer of txnID to
+// the partition's leader, retrying up to maxSendAttempts times (through
+// lc, whose endpoint it sends from); done(false) when it gave up or the
+// sequence was refused.
+func sendTxnBatch(c *Cluster, lc *leaderCache, txnID string, part int32, b []byte, attempt int, done func(bool)) {
 	retry := func() {
 		if attempt >= maxSendAttempts || c.stopped {
 			done(false)
 			return
 		}
-		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { d.produce(part, b, attempt+1, done) })
+		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { sendTxnBatch(c, lc, txnID, part, b, attempt+1, done) })
 	}
-	leader, ok := d.lc.leader(part)
+	leader, ok := lc.leader(part)
 	if !ok {
-		d.lc.refresh()
+		lc.refresh()
 		retry()
 		return
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 9
 	req.Acks = -1
-	req.TransactionID = kmsg.StringPtr("sim-txn")
+	req.TransactionID = kmsg.StringPtr(txnID)
 	req.TimeoutMillis = int32(produceTimeout.Milliseconds())
 	t := kmsg.NewProduceRequestTopic()
 	t.Topic = topicName
@@ -163,7 +173,7 @@ func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) 
 	p.Partition, p.Records = part, b
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	c.call(d.lc.self, leader, req, produceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
+	c.call(lc.self, leader, req, produceTimeout+rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
 			code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 			if err = kerr.ErrorForCode(code); err == nil {
@@ -175,7 +185,7 @@ func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) 
 				return
 			}
 		}
-		d.lc.forget(part)
+		lc.forget(part)
 		retry()
 	})
 }
@@ -342,6 +352,7 @@ func (r *txnReader) consume(part int32, rp kmsg.FetchResponseTopicPartition, lea
 // the driver's must belong to a committed transaction.
 func (r *txnReader) delivered(part int32, off int64, v string, leader int32) {
 	k := r.c.check
+	k.txnCoordDelivered(v, part, off, leader)
 	name, ok := k.txns.txnOf[v]
 	if !ok {
 		return // not transactional

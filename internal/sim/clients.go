@@ -112,6 +112,12 @@ func (c *Cluster) startClients() {
 		c.clients = append(c.clients, &aclToggler{c: c}, &aclProber{c: c,
 			lc: &leaderCache{c: c, self: aclProbeEndpoint + 1, leaders: map[int32]int32{}, topic: topicName}})
 	}
+	if c.opts.TxnCoordinator {
+		c.clients = append(c.clients, c.newTxnClients()...)
+		if !c.opts.Transactions {
+			c.clients = append(c.clients, c.newTxnReader())
+		}
+	}
 	for _, cl := range c.clients {
 		cl.start()
 	}

@@ -21,14 +21,25 @@ type logEntry struct {
 
 func readAll(r *replica, upTo int64) ([]logEntry, error) {
 	var out []logEntry
+	err := scanBatches(r, upTo, func(h batch.Header, recs []records.Record) {
+		for _, rec := range recs {
+			out = append(out, logEntry{string(rec.Value), h.LeaderEpoch})
+		}
+	})
+	return out, err
+}
+
+// scanBatches hands every batch of a replica's log below upTo to fn, in
+// offset order, checking that offsets are contiguous.
+func scanBatches(r *replica, upTo int64, fn func(h batch.Header, recs []records.Record)) error {
 	next := r.log.LogStartOffset()
 	for next < upTo {
 		data, err := r.log.Read(next, 1<<20, upTo, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(data) == 0 {
-			return nil, fmt.Errorf("empty read at %d below %d", next, upTo)
+			return fmt.Errorf("empty read at %d below %d", next, upTo)
 		}
 		err = batch.Split(data, func(b []byte) error {
 			h, recs, err := records.Decode(b, 1<<20)
@@ -38,17 +49,15 @@ func readAll(r *replica, upTo int64) ([]logEntry, error) {
 			if h.BaseOffset != next {
 				return fmt.Errorf("batch at %d follows offset %d: offsets not contiguous", h.BaseOffset, next-1)
 			}
-			for _, rec := range recs {
-				out = append(out, logEntry{string(rec.Value), h.LeaderEpoch})
-			}
+			fn(h, recs)
 			next = h.LastOffset() + 1
 			return nil
 		})
 		if err != nil && !errors.Is(err, batch.ErrTruncated) {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // final checks the converged logs against everything that was
@@ -75,7 +84,7 @@ func (k *checker) final() {
 			}
 		}
 	}
-	if !k.finalGroupCheck(ctl) {
+	if !k.finalGroupCheck(ctl) || !k.finalTxnCheck(ctl) {
 		return
 	}
 	t, _ := ctl.image.Topic(topicName)

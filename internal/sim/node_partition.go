@@ -29,6 +29,9 @@ type replica struct {
 	// coord is the group coordinator while this replica leads an offsets
 	// partition (node_group.go).
 	coord *coordinator
+	// txnCoord is the transaction coordinator while this replica leads a
+	// __transaction_state partition (node_txn.go).
+	txnCoord *txnCoordinator
 }
 
 const maxProducersPerPartition = 1000
@@ -71,9 +74,13 @@ func (r *replica) ready(rd rcore.Ready) {
 	if rd.Resigned {
 		n.tracef("no longer leads %s, epoch %d", r.name(), rd.LeaderEpoch)
 		r.stopCoordinator("leadership moved")
+		r.stopTxnCoordinator("leadership moved")
 	}
 	if rd.BecameLeader && r.topic == offsetsTopic {
 		r.startCoordinator()
+	}
+	if rd.BecameLeader && r.topic == txnStateTopic {
+		r.startTxnCoordinator()
 	}
 	if rd.Wake {
 		r.p.pokeFetches()

@@ -22,12 +22,21 @@ type Options struct {
 	Producers         []ProducerSpec
 	Consumers         int
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
+	// TxnCoordinator adds transactional clients that drive the
+	// transaction coordinator over __transaction_state (client_txn_coord.go);
+	// Swarm never sets it, so swarm seeds keep their runs.
+	TxnCoordinator bool
 	// Transactions adds a transactional producer that writes its own
 	// markers and a read_committed reader (client_txn.go).
 	Transactions bool
 	// ACLs runs the StandardAuthorizer with an ACL toggler and prober
 	// (acl.go); Swarm never sets it, so swarm seeds keep their runs.
 	ACLs bool
+	// Balancer turns on the controllers' automatic balancer
+	// (auto.replica.balance.enable) with scaled-down timings: it moves
+	// replicas off brokers fenced for a few seconds and evens out the
+	// replica counts, beside whatever else the run does.
+	Balancer bool
 	// authorizerOff leaves the authorizer out of the brokers' config
 	// while the ACL checker runs: the test that shows the checker
 	// catches a broker that does not authorize.
@@ -126,6 +135,8 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	}
 	o.Consumers = 1 + r.IntN(2)
 	o.Groups = r.IntN(2) == 0
+	// A source of its own, as for Reassign: the seed's other choices stay.
+	o.Balancer = rand.New(rand.NewPCG(seed, 0xba1a)).IntN(3) == 0
 	return o
 }
 
@@ -134,6 +145,9 @@ func (o Options) String() string {
 		o.Nodes, o.Partitions, o.ReplicationFactor, o.MinISR, o.WriteCaching, o.SegmentBytes, o.Net, o.Faults, o.Producers, o.Consumers, o.Groups, o.Transactions)
 	if o.ACLs {
 		s += " acls=true"
+	}
+	if o.TxnCoordinator {
+		s += " txn-coordinator=true"
 	}
 	return s
 }

@@ -1,0 +1,231 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/batch"
+)
+
+// txnCoordClientEndpoint is the first of the coordinator clients'
+// endpoints (after client_txn.go's driver and reader).
+const txnCoordClientEndpoint = clientEndpointBase + 410
+
+// txnClients share txnIDs, so that an InitProducerId of one fences
+// another's transaction, as a restarted instance fences its predecessor.
+const (
+	txnClients = 3
+	txnIDs     = 2
+	// txnTimeoutMs is the clients' transaction.timeout.ms: a client that
+	// stalls (its coordinator unreachable) past it is aborted by the
+	// coordinator.
+	txnTimeoutMs = 3000
+)
+
+// txnClient drives the transaction coordinator's APIs as a transactional
+// producer does: FindCoordinator (key type 1), InitProducerId (now and
+// then with its own producer id and epoch, KIP-360's recovery),
+// AddPartitionsToTxn of the data topic's partitions, one transactional
+// batch to each, EndTxn commit or abort (abort whenever a batch's fate is
+// unknown).
+type txnClient struct {
+	c     *Cluster
+	self  int32
+	id    string
+	coord int32 // -1: to be found
+	pid   int64
+	epoch int16
+	state txnClientState
+	busy  bool
+	// lc finds the data topic's leaders for the transaction's batches;
+	// seq is the next sequence per partition for pid and epoch.
+	lc  *leaderCache
+	seq map[int32]int32
+	// n numbers this client's transactions; txn names the open one and
+	// parts are its partitions; clean is false once a batch's fate is
+	// unknown (the transaction must then abort).
+	n     int
+	txn   string
+	parts []int32
+	clean bool
+}
+
+type txnClientState int8
+
+const (
+	txnNeedInit txnClientState = iota
+	txnIdle                    // initialized, no transaction open
+	txnOpen                    // partitions added
+)
+
+func (c *Cluster) newTxnClients() []client {
+	var out []client
+	for i := range txnClients {
+		self := int32(txnCoordClientEndpoint + i)
+		out = append(out, &txnClient{c: c, self: self, id: fmt.Sprintf("sim-tx-%d", i%txnIDs), coord: -1, pid: -1, epoch: -1,
+			lc: &leaderCache{c: c, self: self, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{}})
+	}
+	return out
+}
+
+func (tc *txnClient) start() { tc.c.s.after(tc.c.s.between(time.Second, 2*time.Second), tc.loop) }
+
+func (tc *txnClient) loop() {
+	c := tc.c
+	if c.stopped || c.healed {
+		return
+	}
+	c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), tc.loop)
+	if tc.busy {
+		return
+	}
+	tc.busy = true
+	switch {
+	case tc.coord < 0:
+		tc.findCoordinator()
+	case tc.state == txnNeedInit:
+		tc.initProducer()
+	case tc.state == txnIdle:
+		tc.addPartitions()
+	default:
+		tc.endTxn(c.s.chance(0.7))
+	}
+}
+
+// failed handles an error answer or a lost request: the coordinator is
+// looked for again after NOT_COORDINATOR and kin; a fenced producer
+// starts over as a new instance.
+func (tc *txnClient) failed(err error) {
+	tc.busy = false
+	switch {
+	case errors.Is(err, errTimeout), errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable),
+		errors.Is(err, kerr.CoordinatorLoadInProgress):
+		tc.coord = -1
+	case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.InvalidProducerIDMapping),
+		errors.Is(err, kerr.InvalidTxnState):
+		tc.state, tc.pid, tc.epoch = txnNeedInit, -1, -1
+	}
+}
+
+func (tc *txnClient) findCoordinator() {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 3
+	req.CoordinatorType, req.CoordinatorKey = 1, tc.id
+	to := tc.c.ids[tc.c.s.rng.IntN(len(tc.c.ids))]
+	tc.c.call(tc.self, to, req, rpcTimeout, func(resp kmsg.Response, err error) {
+		tc.busy = false
+		if err != nil {
+			return
+		}
+		if r := resp.(*kmsg.FindCoordinatorResponse); r.ErrorCode == 0 {
+			tc.coord = r.NodeID
+		}
+	})
+}
+
+func (tc *txnClient) initProducer() {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
+	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(tc.id), txnTimeoutMs
+	if tc.pid >= 0 && tc.c.s.chance(0.5) {
+		req.ProducerID, req.ProducerEpoch = tc.pid, tc.epoch // KIP-360
+	}
+	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			r := resp.(*kmsg.InitProducerIDResponse)
+			if err = kerr.ErrorForCode(r.ErrorCode); err == nil {
+				tc.c.check.txnInitAnswered(tc.id, r.ProducerID, r.ProducerEpoch)
+				tc.busy, tc.pid, tc.epoch, tc.state = false, r.ProducerID, r.ProducerEpoch, txnIdle
+				clear(tc.seq)
+				return
+			}
+		}
+		tc.failed(err)
+		if errors.Is(err, kerr.ProducerFenced) {
+			tc.pid = -1
+		}
+	})
+}
+
+func (tc *txnClient) addPartitions() {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = tc.id, tc.pid, tc.epoch
+	t := kmsg.NewAddPartitionsToTxnRequestTopic()
+	t.Topic = topicName
+	for p := range tc.c.opts.Partitions {
+		if tc.c.s.chance(0.6) || len(t.Partitions) == 0 && p == tc.c.opts.Partitions-1 {
+			t.Partitions = append(t.Partitions, int32(p))
+		}
+	}
+	req.Topics = append(req.Topics, t)
+	parts := t.Partitions
+	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+				for _, p := range rt.Partitions {
+					if err == nil {
+						err = kerr.ErrorForCode(p.ErrorCode)
+					}
+				}
+			}
+			if err == nil {
+				tc.state = txnOpen
+				tc.n++
+				tc.txn, tc.parts, tc.clean = fmt.Sprintf("c%d-%d", tc.self, tc.n), parts, true
+				tc.produceAll()
+				return
+			}
+		}
+		tc.failed(err)
+	})
+}
+
+// produceAll writes one transactional batch to each partition of the
+// open transaction, then frees the client for EndTxn.
+func (tc *txnClient) produceAll() {
+	left := len(tc.parts)
+	for _, p := range tc.parts {
+		count := 1 + tc.c.s.rng.IntN(3)
+		values := make([][]byte, count)
+		for i := range values {
+			v := fmt.Sprintf("%s-%d-%d", tc.txn, p, i)
+			values[i] = []byte(v)
+			tc.c.check.txnCoordRecord(v, tc.txn)
+		}
+		b := batch.BuildTransactional(values, tc.c.nowMs(), tc.pid, tc.epoch, tc.seq[p])
+		tc.seq[p] += int32(count)
+		sendTxnBatch(tc.c, tc.lc, tc.id, p, b, 1, func(ok bool) {
+			tc.clean = tc.clean && ok
+			if left--; left == 0 {
+				tc.busy = false
+			}
+		})
+	}
+}
+
+func (tc *txnClient) endTxn(commit bool) {
+	commit = commit && tc.clean
+	if commit {
+		tc.c.check.txnCoordCommitSent(tc.txn)
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = tc.id, tc.pid, tc.epoch, commit
+	sentAt := tc.c.s.now
+	pid, epoch := tc.pid, tc.epoch
+	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
+		if err == nil {
+			if err = kerr.ErrorForCode(resp.(*kmsg.EndTxnResponse).ErrorCode); err == nil {
+				tc.c.check.txnEndAcked(tc.id, pid, epoch, commit, sentAt)
+				tc.busy, tc.state = false, txnIdle
+				return
+			}
+		}
+		tc.failed(err)
+	})
+}
