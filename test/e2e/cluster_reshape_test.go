@@ -46,7 +46,7 @@ const (
 )
 
 func TestClusterReshapeUnderLoad(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// Node 1 is the controller (a dedicated one, so emptying and stopping
 	// brokers never touches the metadata quorum); nodes 2-4 are the
