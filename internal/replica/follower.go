@@ -67,6 +67,9 @@ func (r *Replica) AppendFromLeader(data []byte, epoch int32, nowMs int64) (accep
 // fsync's result (zero and nil when none was needed).
 func (r *Replica) FollowerSynced(durable int64, syncErr error, leaderHW int64) (Ready, error) {
 	var rd Ready
+	if r.closed {
+		return rd, nil // closed under the fsync, as in Synced
+	}
 	if syncErr != nil {
 		r.fail(syncErr, &rd)
 		return rd, syncErr

@@ -609,6 +609,13 @@ func (r *Replica) FlushTimer() Ready {
 // durable end after it.
 func (r *Replica) Synced(durable int64, err error) Ready {
 	var rd Ready
+	if r.closed {
+		// Stopped while the fsync ran (its wrapper runs it outside its
+		// lock): the log was closed under it, deliberately (a replica
+		// reassigned away, a broker stopping), which is no disk failure,
+		// and Close already answered every waiting produce.
+		return rd
+	}
 	if err != nil {
 		r.fail(err, &rd)
 		return rd

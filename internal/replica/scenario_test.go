@@ -44,7 +44,9 @@ import (
 //	follow epoch=E records=N leaderhw=H [pid=P seq=S txn | marker=commit|abort pid=P] t=T
 //	                             append a batch from the leader at the log
 //	                             end, fsync, FollowerSynced
+//	     [closesync]             (closesync: the replica closes before the fsync)
 //	truncate offset=N            TruncateTo
+//	close                        Close, then close the log (a replica removed)
 //	diskfull, diskfree           the disk has no room left, has room again
 //	offline                      SetOffline (the log directory failed)
 //	crash                        the disk keeps only what was fsynced
@@ -323,6 +325,11 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		if !accepted {
 			return appendErr
 		}
+		if _, ok := kv["closesync"]; ok {
+			if err := s.close(); err != nil {
+				return err
+			}
+		}
 		var durable int64
 		var syncErr error
 		if needSync {
@@ -335,6 +342,8 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		rd, err := s.r.TruncateTo(num(kv, "offset", 0))
 		s.step(rd)
 		return err
+	case "close":
+		return s.close()
 	case "diskfull":
 		s.fs.SetCapacity(s.fs.Usage())
 		return nil
@@ -497,3 +506,13 @@ func idList(l []int32) string {
 }
 
 func invariantPanics() bool { return invariant.Panics }
+
+// close stops the replica as the broker does when its image drops it:
+// the core first, then its log.
+func (s *scenario) close() error {
+	s.step(s.r.Close())
+	if err := s.r.Log().Close(); err != nil {
+		return fmt.Errorf("close the log: %w", err)
+	}
+	return nil
+}

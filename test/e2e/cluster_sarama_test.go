@@ -26,18 +26,7 @@ func TestClusterSaramaIdempotentFailover(t *testing.T) {
 	createReplicatedTopic(ctx, t, adm, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	leader := c.leaderOf(ctx, topic, 0)
 
-	cfg := sarama.NewConfig()
-	cfg.ClientID = "skein-e2e-cluster-sarama"
-	cfg.Version = sarama.DefaultVersion
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Retry.Max = 100
-	cfg.Producer.Retry.Backoff = 50 * time.Millisecond
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
-	producer, err := sarama.NewAsyncProducer(c.addrs(), cfg)
+	producer, err := sarama.NewAsyncProducer(c.addrs(), saramaIdempotentConfig("skein-e2e-cluster-sarama"))
 	if err != nil {
 		t.Fatalf("sarama producer: %v", err)
 	}
@@ -91,6 +80,23 @@ func TestClusterSaramaIdempotentFailover(t *testing.T) {
 		t.Fatalf("nothing acknowledged")
 	}
 	checkAckedRecords(ctx, t, c.addrs(), topic, acks)
+}
+
+// saramaIdempotentConfig is sarama's idempotent producer (Idempotent=true,
+// which needs MaxOpenRequests=1; acks=all; many quick retries) with
+// records routed by their Partition field, reporting every outcome.
+func saramaIdempotentConfig(clientID string) *sarama.Config {
+	cfg := saramaConfig()
+	cfg.ClientID = clientID
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Retry.Max = 100
+	cfg.Producer.Retry.Backoff = 50 * time.Millisecond
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	return cfg
 }
 
 // awaitOutcome waits for one produce outcome from sarama.
