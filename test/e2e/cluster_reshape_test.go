@@ -103,7 +103,7 @@ func TestClusterReshapeUnderLoad(t *testing.T) {
 	live := []int32{2, 3, 4, 5, 6}
 	for _, gone := range []int32{2, 3} {
 		live = slices.DeleteFunc(live, func(b int32) bool { return b == gone })
-		plan, err := reassignplan.Decommission(assignmentsOf(ctx, t, adm, reshapeRF2, reshapeRF3, offsetsTopic), gone, live)
+		plan, err := reassignplan.Decommission(assignmentsOf(ctx, t, adm, reshapeRF2, reshapeRF3, offsetsTopic), gone, live, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
