@@ -70,15 +70,8 @@ func handleOffsetCommit(s *Server, r *Request, respond Respond) {
 			rt.Topic = t.Topic
 			for pi, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[ti][pi]
-				if rp.ErrorCode == -1 {
-					if err != nil {
-						rp.ErrorCode = ErrorCode(err)
-					} else {
-						rp.ErrorCode = ErrorCode(results[next].Err)
-					}
-					next++
-				}
+				rp.Partition = p.Partition
+				rp.ErrorCode, next = decidedCode(codes[ti][pi], results, next, err)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

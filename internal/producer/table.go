@@ -130,6 +130,30 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 	return appendIt, e.checkTxnState(h)
 }
 
+// CheckCoordinator is Check for a batch a coordinator of this broker
+// writes (Kafka's AppendOrigin.COORDINATOR: the group coordinator's
+// transactional offset commits, base sequence 0 each): only the
+// producer's epoch is checked, as Kafka checks only it for such a batch;
+// sequences and duplicates are the client's concern, and the coordinator
+// is not a client.
+func (t *Table) CheckCoordinator(h batch.Header) (Decision, error) {
+	appendIt := Decision{Action: Append}
+	if !h.HasProducerID() {
+		return appendIt, nil
+	}
+	e, known := t.producers[h.ProducerID]
+	if !known {
+		if len(t.producers) >= t.maxProducers {
+			return Decision{}, fmt.Errorf("%w: producer %d refused, table holds %d", ErrTooManyProducers, h.ProducerID, len(t.producers))
+		}
+		return appendIt, nil
+	}
+	if h.ProducerEpoch < e.Epoch {
+		return Decision{}, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
+	}
+	return appendIt, nil
+}
+
 // checkTxnState refuses a non-transactional batch while the producer's
 // transaction is open here, as Kafka's ProducerAppendInfo does after the
 // sequence checks (a retry of a batch already written is a duplicate
