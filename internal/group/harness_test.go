@@ -31,7 +31,7 @@ type step struct {
 type op func(h *harness)
 
 type harness struct {
-	t       *testing.T
+	t   *testing.T
 	c   *Coordinator
 	now int64
 	// log is what the coordinator wrote, in log order: failover replays it.
