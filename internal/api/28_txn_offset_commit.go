@@ -47,59 +47,35 @@ func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
 	case req.ProducerID < 0 || req.ProducerEpoch < 0:
 		whole = kerr.InvalidProducerIDMapping.Code
 	}
-	total := 0
-	for _, t := range req.Topics {
-		total += len(t.Partitions)
-	}
-	// codes holds each partition's answer in request order; -1 marks the
-	// ones the coordinator decides.
-	var codes [][]int16
-	var commit []group.CommitOffset
-	im := s.Backend.Image()
-	for _, t := range req.Topics {
-		tc := make([]int16, len(t.Partitions))
-		topic, known := im.Topic(t.Topic)
-		topicOK := whole == 0 && s.allowed(r, authz.OpRead, authz.ResourceTopic, t.Topic)
-		for i, p := range t.Partitions {
-			switch {
-			case whole != 0:
-				tc[i] = whole
-			case !topicOK:
-				tc[i] = kerr.TopicAuthorizationFailed.Code
-			case total > maxCommitPartitions:
-				tc[i] = kerr.InvalidRequest.Code
-			case !known || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
-				tc[i] = kerr.UnknownTopicOrPartition.Code
-			default:
-				tc[i] = -1
-				epoch := p.LeaderEpoch
-				if r.Version < 2 {
-					epoch = -1
-				}
-				commit = append(commit, group.CommitOffset{
-					Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
-					LeaderEpoch: epoch, Metadata: deref(p.Metadata),
-				})
+	topics := make([]commitTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i].name = t.Topic
+		for _, p := range t.Partitions {
+			epoch := p.LeaderEpoch
+			if r.Version < 2 {
+				epoch = -1 // v2 added it
 			}
+			topics[i].offsets = append(topics[i].offsets, group.CommitOffset{
+				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+				LeaderEpoch: epoch, Metadata: deref(p.Metadata),
+			})
 		}
-		codes = append(codes, tc)
 	}
+	plan := s.planCommit(r, whole, topics)
 	answer := func(results []group.PartitionError, err error) {
-		next := 0
-		for ti, t := range req.Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for pi, p := range t.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode, next = decidedCode(codes[ti][pi], results, next, err)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
+		resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+		for i, t := range req.Topics {
+			resp.Topics[i] = kmsg.NewTxnOffsetCommitResponseTopic()
+			resp.Topics[i].Topic = t.Topic
 		}
+		plan.answer(results, err, func(ti int, p int32, code int16) {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+		})
 		respond(resp)
 	}
-	if len(commit) == 0 {
+	if len(plan.commit) == 0 {
 		answer(nil, nil)
 		return
 	}
@@ -108,23 +84,10 @@ func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
 		ProducerID:    req.ProducerID,
 		ProducerEpoch: req.ProducerEpoch,
 		Generation:    -1,
-		Offsets:       commit,
+		Offsets:       plan.commit,
 	}
 	if r.Version >= 3 {
 		creq.MemberID, creq.InstanceID, creq.Generation = req.MemberID, deref(req.InstanceID), req.Generation
 	}
 	s.Backend.Groups().TxnCommitOffsets(creq, answer)
-}
-
-// decidedCode is a partition's answer in an offset commit: code when the
-// handler decided it, else (code -1) the coordinator's result at next, or
-// err for the whole request; it returns the next result's index.
-func decidedCode(code int16, results []group.PartitionError, next int, err error) (int16, int) {
-	if code != -1 {
-		return code, next
-	}
-	if err != nil {
-		return ErrorCode(err), next + 1
-	}
-	return ErrorCode(results[next].Err), next + 1
 }

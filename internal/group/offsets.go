@@ -82,8 +82,22 @@ func (c *Coordinator) CommitOffsets(now int64, req CommitRequest) ([]PartitionEr
 	default:
 		err = g.validateCommit(now, req)
 	}
-	results := make([]PartitionError, len(req.Offsets))
-	for i, o := range req.Offsets {
+	results := c.eachOffset(now, req.Offsets, err, func(tp TopicPartition, e offsetEntry) {
+		g.offsets[tp] = e
+		out.Records = append(out.Records, offsetCommitRecord(g.id, tp, e))
+	})
+	if g != nil {
+		c.changed(g)
+	}
+	return results, out
+}
+
+// eachOffset answers each offset of a commit: err for every one when set,
+// OFFSET_METADATA_TOO_LARGE for one with too much metadata; store gets the
+// others' entries, in request order.
+func (c *Coordinator) eachOffset(now int64, offsets []CommitOffset, err error, store func(TopicPartition, offsetEntry)) []PartitionError {
+	results := make([]PartitionError, len(offsets))
+	for i, o := range offsets {
 		results[i] = PartitionError{Topic: o.Topic, Partition: o.Partition, Err: err}
 		if err != nil {
 			continue
@@ -92,15 +106,10 @@ func (c *Coordinator) CommitOffsets(now int64, req CommitRequest) ([]PartitionEr
 			results[i].Err = kerr.OffsetMetadataTooLarge
 			continue
 		}
-		tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		e := offsetEntry{offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitTime: now, expireTime: -1, order: c.nextCommit()}
-		g.offsets[tp] = e
-		out.Records = append(out.Records, offsetCommitRecord(g.id, tp, e))
+		store(TopicPartition{Topic: o.Topic, Partition: o.Partition},
+			offsetEntry{offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitTime: now, expireTime: -1, order: c.nextCommit()})
 	}
-	if g != nil {
-		c.changed(g)
-	}
-	return results, out
+	return results
 }
 
 // validateCommit is Kafka's check of who may commit: anyone for an empty

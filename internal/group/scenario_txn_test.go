@@ -40,15 +40,8 @@ func txnEnd(pid int64, epoch int16, commit bool) op {
 // one with transactional offsets pending.
 func fetchStable(tps ...string) op {
 	return func(h *harness) {
-		var req []TopicPartition
-		for _, s := range tps {
-			topic, part, _ := strings.Cut(s, "-")
-			var p int32
-			fmt.Sscan(part, &p)
-			req = append(req, TopicPartition{Topic: topic, Partition: p})
-		}
 		var fs []string
-		for _, f := range h.c.FetchOffsets(testGroup, req) {
+		for _, f := range h.c.FetchOffsets(testGroup, parseTPs(tps)) {
 			e := fmt.Sprintf("%s-%d=%d", f.Topic, f.Partition, f.Offset)
 			if f.Unstable {
 				e += " unstable"

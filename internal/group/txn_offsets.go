@@ -92,24 +92,11 @@ func (c *Coordinator) TxnCommitOffsets(now int64, req TxnCommitRequest) ([]Parti
 			err = kerr.InvalidProducerEpoch
 		}
 	}
-	results := make([]PartitionError, len(req.Offsets))
-	written := 0
-	for i, o := range req.Offsets {
-		results[i] = PartitionError{Topic: o.Topic, Partition: o.Partition, Err: err}
-		if err != nil {
-			continue
-		}
-		if len(o.Metadata) > c.cfg.MaxOffsetMetadataBytes {
-			results[i].Err = kerr.OffsetMetadataTooLarge
-			continue
-		}
-		tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		e := offsetEntry{offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitTime: now, expireTime: -1, order: c.nextCommit()}
+	results := c.eachOffset(now, req.Offsets, err, func(tp TopicPartition, e offsetEntry) {
 		g.addTxnOffset(req.ProducerID, tp, e)
 		out.Records = append(out.Records, offsetCommitRecord(g.id, tp, e))
-		written++
-	}
-	if written > 0 {
+	})
+	if len(out.Records) > 0 {
 		p := c.producer(req.ProducerID, req.ProducerEpoch)
 		p.groups[g.id] = struct{}{}
 		out.Txn = &TxnBatch{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}

@@ -50,7 +50,7 @@ func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 			session := func() *kgo.GroupTransactSession {
 				s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.addrs()...),
 					kgo.TransactionalID("eos-"+grp), kgo.TransactionTimeout(20*time.Second),
-					kgo.ConsumerGroup(grp), kgo.ConsumeTopics(in), kgo.RequireStableFetchOffsets(),
+					kgo.ConsumerGroup(grp), kgo.ConsumeTopics(in),
 					kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic(out))
 				if err != nil {
 					t.Fatal(err)
