@@ -76,7 +76,7 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 		fmt.Fprintln(s.out, "Nothing changed: run again with --execute, or save the plan for skein partitions reassign --execute --plan FILE.")
 		return nil
 	}
-	if err := reassignExecute(ctx, adm, s.out, reassignplan.Plan{Version: 1, Partitions: plan}); err != nil {
+	if err := reassignExecute(ctx, adm, s.out, reassignplan.Plan{Version: 1, Partitions: plan}, -1); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.out, "Save the plan above and follow it with skein partitions reassign --verify --plan FILE.")

@@ -158,8 +158,14 @@ func TestClusterDescribeThreeBrokers(t *testing.T) {
 // metadata quorum, and waits until all registered.
 func startTestCluster(t *testing.T, n int) []*node.Broker {
 	t.Helper()
-	props := testcluster.Props(t, testcluster.Combine(n), map[string]string{"offsets.topic.num.partitions": "3"})
-	out := make([]*node.Broker, n)
+	return startClusterOf(t, testcluster.Props(t, testcluster.Combine(n), map[string]string{"offsets.topic.num.partitions": "3"}))
+}
+
+// startClusterOf starts one in-process node per entry of props and waits
+// until every broker registered.
+func startClusterOf(t *testing.T, props []map[string]string) []*node.Broker {
+	t.Helper()
+	out := make([]*node.Broker, len(props))
 	for i := range out {
 		out[i] = testcluster.Start(t, props[i], node.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		t.Cleanup(out[i].Halt)

@@ -43,6 +43,8 @@ func runReassign(ctx context.Context, args []string, s streams) error {
 	rf := fs.Int("replication-factor", 0, "--generate: the new replication factor (default: each partition keeps its own)")
 	plan := fs.String("plan", "", "--execute, --verify, --cancel: the reassignment JSON file (kafka-reassign-partitions' format)")
 	fs.StringVar(plan, "reassignment-json-file", "", "the same as --plan (kafka-reassign-partitions' name)")
+	throttle := fs.Int64("throttle", -1, "--execute: throttle the copying to this many bytes/s: sets the moving partitions' leader/follower.replication.throttled.replicas; the brokers' *.replication.throttled.rate are static properties, checked against it")
+	preserve := fs.Bool("preserve-throttles", false, "--verify: keep the throttled-replicas lists when every reassignment of the plan completed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +59,9 @@ func runReassign(ctx context.Context, args []string, s streams) error {
 	}
 	if actions != 1 {
 		return errors.New("give exactly one of --generate, --execute, --verify, --cancel")
+	}
+	if *throttle != -1 && (!*execute || *throttle <= 0) {
+		return errors.New("--throttle takes a positive number of bytes/s, with --execute")
 	}
 	var p reassignplan.Plan
 	if !*generate {
@@ -89,9 +94,9 @@ func runReassign(ctx context.Context, args []string, s streams) error {
 		}
 		return reassignGenerate(ctx, adm, s.out, strings.Split(*topics, ","), ids, *rf)
 	case *execute:
-		return reassignExecute(ctx, adm, s.out, p)
+		return reassignExecute(ctx, adm, s.out, p, *throttle)
 	case *verify:
-		return reassignVerify(ctx, adm, s.out, p)
+		return reassignVerify(ctx, adm, s.out, p, !*preserve)
 	default:
 		return reassignCancel(ctx, adm, s.out, p)
 	}
@@ -174,10 +179,17 @@ func planTopics(p reassignplan.Plan) []string {
 	return names
 }
 
-func reassignExecute(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan) error {
+func reassignExecute(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan, throttle int64) error {
 	current, err := currentAssignment(ctx, adm, planTopics(p))
 	if err != nil {
 		return err
+	}
+	if throttle > 0 {
+		// Before the moves start, as Kafka's tool does: no byte is
+		// copied unthrottled.
+		if err := setThrottles(ctx, adm, out, current, p.Partitions, throttle); err != nil {
+			return err
+		}
 	}
 	var rollback []reassignplan.Assignment
 	var req kadm.AlterPartitionAssignmentsReq
@@ -247,7 +259,7 @@ func sortResults(res kadm.AlterPartitionAssignmentsResponses, apart error) (ok, 
 // reassignVerify reports each partition of the plan: completed, still in
 // progress (with how many bytes each added replica's log is behind the
 // leader's), or idle with other replicas than the plan's.
-func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan) error {
+func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan, clearThrottles bool) error {
 	set := kadm.TopicsSet{}
 	for _, a := range p.Partitions {
 		set.Add(a.Topic, a.Partition)
@@ -270,9 +282,11 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 		d, ok := sizes[broker].LookupPartition(topic, part)
 		return d.Size, ok
 	}
+	done := true
 	for _, a := range p.Partitions {
 		name := fmt.Sprintf("%s-%d", a.Topic, a.Partition)
 		if m, ok := moving[a.Topic][a.Partition]; ok {
+			done = false
 			leader := md.Topics[a.Topic].Partitions[a.Partition].Leader
 			var parts []string
 			for _, r := range m.AddingReplicas {
@@ -294,13 +308,18 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 		pd, ok := md.Topics[a.Topic].Partitions[a.Partition]
 		switch {
 		case !ok:
+			done = false
 			fmt.Fprintf(out, "Partition %s does not exist.\n", name)
 		case slices.Equal(pd.Replicas, a.Replicas):
 			fmt.Fprintf(out, "Reassignment of partition %s is completed.\n", name)
 		default:
+			done = false
 			fmt.Fprintf(out, "There is no active reassignment of partition %s, but replica set is %s rather than %s.\n",
 				name, int32List(pd.Replicas), int32List(a.Replicas))
 		}
+	}
+	if done && clearThrottles {
+		return clearThrottleLists(ctx, adm, out, planTopics(p))
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 		MaxWait:        clampDuration(time.Duration(req.MaxWaitMillis)*time.Millisecond, 0, maxFetchWait),
 		MinBytes:       req.MinBytes,
 		MaxBytes:       req.MaxBytes,
+		Recycle:        r.Recycle,
 	}
 	if params.MaxBytes <= 0 || params.MaxBytes > maxFetchResponseBytes {
 		params.MaxBytes = maxFetchResponseBytes

@@ -160,6 +160,10 @@ type FetchParams struct {
 	MinBytes       int32
 	MaxBytes       int32
 	Partitions     []FetchPartition
+	// Recycle is the request's (Request.Recycle): when set, the backend
+	// may read records into buffers from internal/bufpool, handing each
+	// to Recycle before it calls done; when nil it must not.
+	Recycle func(buf []byte)
 }
 
 // FetchPartition is one partition to read.

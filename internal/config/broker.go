@@ -108,6 +108,10 @@ type Broker struct {
 	ReplicaFetchMinBytes         int32         // replica.fetch.min.bytes
 	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
 	FetchSessionCacheSlots       int           // max.incremental.fetch.session.cache.slots
+	// Replication throttles in bytes per second (KIP-73), static here:
+	// Skein has no dynamic broker configuration yet.
+	LeaderReplicationThrottledRate   int64 // leader.replication.throttled.rate
+	FollowerReplicationThrottledRate int64 // follower.replication.throttled.rate
 
 	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms
 	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
@@ -228,12 +232,14 @@ func (s *settings) build() (*Broker, error) {
 		Authorizer:   authorizerClass(r.text("authorizer.class.name")),
 		AllowIfNoACL: r.bool("allow.everyone.if.no.acl.found"),
 
-		ReplicaLagTimeMax:            r.durationMs("replica.lag.time.max.ms"),
-		ReplicaFetchMaxBytes:         r.int32("replica.fetch.max.bytes"),
-		ReplicaFetchResponseMaxBytes: r.int32("replica.fetch.response.max.bytes"),
-		ReplicaFetchMinBytes:         r.int32("replica.fetch.min.bytes"),
-		ReplicaFetchWaitMax:          r.durationMs("replica.fetch.wait.max.ms"),
-		FetchSessionCacheSlots:       r.int("max.incremental.fetch.session.cache.slots"),
+		ReplicaLagTimeMax:                r.durationMs("replica.lag.time.max.ms"),
+		ReplicaFetchMaxBytes:             r.int32("replica.fetch.max.bytes"),
+		ReplicaFetchResponseMaxBytes:     r.int32("replica.fetch.response.max.bytes"),
+		ReplicaFetchMinBytes:             r.int32("replica.fetch.min.bytes"),
+		ReplicaFetchWaitMax:              r.durationMs("replica.fetch.wait.max.ms"),
+		FetchSessionCacheSlots:           r.int("max.incremental.fetch.session.cache.slots"),
+		LeaderReplicationThrottledRate:   r.int64("leader.replication.throttled.rate"),
+		FollowerReplicationThrottledRate: r.int64("follower.replication.throttled.rate"),
 
 		BrokerSessionTimeout:         r.durationMs("broker.session.timeout.ms"),
 		BrokerHeartbeatInterval:      r.durationMs("broker.heartbeat.interval.ms"),

@@ -330,6 +330,8 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"queued.max.requests":                       {"queued.max.requests": "1"},
 		"max.incremental.fetch.session.cache.slots": {"max.incremental.fetch.session.cache.slots": "7"},
 		"replica.fetch.max.bytes":                   {"replica.fetch.max.bytes": "1"},
+		"leader.replication.throttled.rate":         {"leader.replication.throttled.rate": "1048576"},
+		"follower.replication.throttled.rate":       {"follower.replication.throttled.rate": "1048576"},
 		"replica.fetch.min.bytes":                   {"replica.fetch.min.bytes": "2"},
 		"replica.fetch.response.max.bytes":          {"replica.fetch.response.max.bytes": "1"},
 		"replica.fetch.wait.max.ms":                 {"replica.fetch.wait.max.ms": "1"},

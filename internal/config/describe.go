@@ -137,8 +137,13 @@ func brokerSynonyms(values map[string]string, p *Property) []ConfigSynonym {
 		}
 	}
 	if len(out) == 0 {
-		// A property with neither a value nor a default (cluster.id).
-		out = append(out, ConfigSynonym{Name: p.Name, Source: SourceDefault})
+		// A property with neither a value nor a default (cluster.id), or
+		// a topic-only one with its empty default.
+		name := p.Name
+		if name == "" {
+			name = p.TopicName
+		}
+		out = append(out, ConfigSynonym{Name: name, Value: p.Default, Source: SourceDefault})
 	}
 	return out
 }

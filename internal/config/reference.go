@@ -33,6 +33,9 @@ func Reference() string {
 	for _, name := range TopicPropertyNames() {
 		p := theRegistry().byTopic[name]
 		from := "`" + p.Name + "`"
+		if p.Name == "" {
+			from = "(none: set per topic only)"
+		}
 		for _, f := range p.Fallbacks {
 			from += ", `" + f.Name + "`"
 		}

@@ -258,6 +258,14 @@ var brokerProperties = []Property{
 		Doc: "Bytes a follower asks for per partition in one fetch (at least one batch is always returned).",
 	},
 	{
+		Name: "leader.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
+		Doc: "Bytes per second this broker, as leader, sends to followers of the replicas its topics' leader.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+	},
+	{
+		Name: "follower.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
+		Doc: "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+	},
+	{
 		Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: "10485760", Min: 0, Max: math.MaxInt32,
 		Doc: "Bytes a follower asks for in one fetch over all partitions.",
 	},

@@ -1,6 +1,10 @@
 package config
 
-import "math"
+import (
+	"math"
+
+	"github.com/skein-log/skein/internal/replthrottle"
+)
 
 // Millisecond scales for Kafka's retention and roll fallbacks.
 const (
@@ -37,6 +41,16 @@ var topicProperties = []Property{
 		Name: "log.cleaner.max.compaction.lag.ms", TopicName: "max.compaction.lag.ms", Kind: KindDurationMs, Default: "9223372036854775807",
 		Min: 1, Max: math.MaxInt64,
 		Doc: "Compact a partition whatever its dirty ratio once its oldest not yet compacted record (in a sealed segment) is this old.",
+	},
+	{
+		TopicName: "leader.replication.throttled.replicas", Kind: KindString, Default: "",
+		format: `"*" or partition:broker,...`, check: checkBy(replthrottle.ParseReplicas),
+		Doc: "Replicas whose leader throttles the replication traffic to followers out of the ISR to leader.replication.throttled.rate: partition:broker pairs naming the leader's broker, or * for all. kafka-reassign-partitions --throttle and skein partitions reassign --throttle set it.",
+	},
+	{
+		TopicName: "follower.replication.throttled.replicas", Kind: KindString, Default: "",
+		format: `"*" or partition:broker,...`, check: checkBy(replthrottle.ParseReplicas),
+		Doc: "Replicas whose follower throttles its fetching, while out of the ISR, to follower.replication.throttled.rate: partition:broker pairs naming the follower's broker, or * for all.",
 	},
 	{
 		Name: "compression.type", TopicName: "compression.type", Kind: KindEnum, Default: "producer",

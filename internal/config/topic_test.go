@@ -318,3 +318,44 @@ func TestDescribeBroker(t *testing.T) {
 		t.Errorf("SourceStaticBroker.String() = %s", got)
 	}
 }
+
+// TestThrottledReplicasOverrides: the throttled-replicas lists are topic
+// overrides with no broker synonym; "*" and partition:broker lists are
+// accepted, anything else refused, and DescribeTopic shows them.
+func TestThrottledReplicasOverrides(t *testing.T) {
+	for _, key := range []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
+		for _, ok := range []string{"", "*", "0:1", "0:1,1:2, 2:3"} {
+			if err := ValidateTopicOverrides(map[string]string{key: ok}); err != nil {
+				t.Errorf("%s=%q refused: %v", key, ok, err)
+			}
+		}
+		for _, bad := range []string{"0", "a:1", "0:-1", "*,0:1", "0:1,"} {
+			if err := ValidateTopicOverrides(map[string]string{key: bad}); err == nil {
+				t.Errorf("%s=%q accepted", key, bad)
+			}
+		}
+	}
+	b := mustBroker(t, nil)
+	entries, err := DescribeTopic(b, map[string]string{"leader.replication.throttled.replicas": "0:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range entries {
+		switch e.Name {
+		case "leader.replication.throttled.replicas":
+			seen++
+			if e.Value != "0:1" || e.Source != SourceDynamicTopic {
+				t.Errorf("leader list described as %+v", e)
+			}
+		case "follower.replication.throttled.replicas":
+			seen++
+			if e.Value != "" || e.Source != SourceDefault || len(e.Synonyms) != 1 || e.Synonyms[0].Name != e.Name {
+				t.Errorf("unset follower list described as %+v", e)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("DescribeTopic lists %d of the two throttled-replicas lists", seen)
+	}
+}

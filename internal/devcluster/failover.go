@@ -6,14 +6,37 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// steadyBeforeKill is how long the producer writes before each kill.
+// steadyBeforeKill is how long the producer writes before each kill, and
+// how old its last metadata refresh must be by then: longer than
+// franz-go's MetadataMinAge (5 s), before which franz-go refreshes again
+// only on a timer, whatever the cluster answers. A failover can leave
+// such a refresh behind (a produce retry that failed while the first
+// refresh was under way asks for another, which runs 5 s after that
+// one), so the steady writing lasts until the refresh is that old too;
+// otherwise one kill's number would measure the previous kill's client
+// timer rather than the cluster.
 const steadyBeforeKill = 6 * time.Second
+
+// metadataSeen records when the client last read a Metadata answer.
+type metadataSeen struct{ at atomic.Int64 }
+
+var _ kgo.HookBrokerRead = (*metadataSeen)(nil)
+
+func (m *metadataSeen) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == int16(kmsg.Metadata) && err == nil {
+		m.at.Store(time.Now().UnixNano())
+	}
+}
+
+func (m *metadataSeen) since() time.Duration { return time.Since(time.Unix(0, m.at.Load())) }
 
 // MeasureFailover kills the leader of a replicated partition runs times
 // and reports, for each, the time from the kill -9 to the first acks=all
@@ -39,7 +62,8 @@ func (c *Cluster) MeasureFailover(ctx context.Context, runs int, out io.Writer) 
 	// One long-lived producer with default settings, as an application
 	// would have: its metadata is as old as its last refresh, not fresh
 	// from a warm-up (franz-go refreshes at most every MetadataMinAge, 5 s).
-	cl, err := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	seen := &metadataSeen{}
+	cl, err := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(seen))
 	if err != nil {
 		return err
 	}
@@ -55,10 +79,11 @@ func (c *Cluster) MeasureFailover(ctx context.Context, runs int, out io.Writer) 
 			return err
 		}
 		// The producer writes steadily to the current leader when it dies,
-		// and has done so for longer than franz-go's MetadataMinAge (5 s):
-		// a client that refreshed metadata moments ago may not refresh
-		// again before then, whatever the cluster does.
-		for steady := time.Now(); time.Since(steady) < steadyBeforeKill; {
+		// and has done so (and last refreshed its metadata) longer ago
+		// than franz-go's MetadataMinAge (5 s): a client that refreshed
+		// metadata moments ago may not refresh again before then,
+		// whatever the cluster does.
+		for steady := time.Now(); time.Since(steady) < steadyBeforeKill || seen.since() < steadyBeforeKill; {
 			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("before-kill-" + strconv.Itoa(run))}).FirstErr(); err != nil {
 				return err
 			}

@@ -126,6 +126,8 @@ type brokerPartitions struct {
 
 	flusher  *flusher
 	fetchers *fetcherManager
+	// throttle is the replication quota (KIP-73) of leader and follower.
+	throttle *replicationThrottle
 	// suspects are brokers whose replication connection just broke
 	// (id -> time.Time until which they are reported unavailable).
 	suspects sync.Map
@@ -262,6 +264,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.controllerSvc = newControllerService(b)
 	b.ctrl = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
+	b.throttle = newReplicationThrottle(cfg.NodeID, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
 	b.groups = newGroupRuntime(b)
 	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/quorum"
 	"github.com/skein-log/skein/internal/wire"
@@ -50,6 +51,30 @@ type slot struct {
 	// rawToken is sent as a bare size-prefixed frame if rawOK.
 	raw, rawOK bool
 	rawToken   []byte
+	// recycle are pooled buffers the answer refers to (a fetch answer's
+	// records, api.Request.Recycle), given back to internal/bufpool once
+	// the answer is encoded. recycleMu: handlers add them on their
+	// goroutines.
+	recycleMu sync.Mutex
+	recycle   [][]byte
+}
+
+func (s *slot) keep(buf []byte) {
+	s.recycleMu.Lock()
+	s.recycle = append(s.recycle, buf)
+	s.recycleMu.Unlock()
+}
+
+// giveBack returns the answer's pooled buffers: nothing refers to them
+// once it is encoded (or dropped).
+func (s *slot) giveBack() {
+	s.recycleMu.Lock()
+	bufs := s.recycle
+	s.recycle = nil
+	s.recycleMu.Unlock()
+	for _, b := range bufs {
+		bufpool.Put(b)
+	}
 }
 
 func (s *slot) respond(resp kmsg.Response) {
@@ -87,6 +112,9 @@ type conn struct {
 	// a handler's goroutine (the reader's own sends need no lock).
 	queueMu     sync.Mutex
 	queueClosed bool
+	// frameDone tells the reader, after dispatch, that the frame it read
+	// may go back to the buffer pool (a Produce's; owned by the reader).
+	frameDone bool
 
 	// pending counts answers queued but not yet written (or dropped): a
 	// connection waiting for one is not idle. lastActive is the time, in
@@ -188,6 +216,10 @@ func (c *conn) readLoop() {
 		if !handedOff {
 			release()
 		}
+		if c.frameDone {
+			c.frameDone = false
+			wire.ReleaseFrame(frame)
+		}
 		if !keepOpen {
 			return
 		}
@@ -243,7 +275,7 @@ func (c *conn) readFrame(br *bufio.Reader, maxFrame int32) (frame []byte, releas
 	if count, ok = requestCount.acquireBy(1, c.b.stop, timer.C); !ok {
 		return nil, nil, c.budgetWaitEnded()
 	}
-	frame, err = wire.ReadFrameBodyCharged(br, size, func(n int) error {
+	frame, err = wire.ReadFrameBodyPooled(br, size, func(n int) error {
 		got, ok := requestBytes.acquireBy(int64(n), c.b.stop, timer.C)
 		held += got
 		if !ok {
@@ -389,7 +421,8 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	c.enqueue(s)
 	req := &api.Request{Version: hdr.Version, ClientID: hdr.ClientID, Host: c.host, Listener: c.listener,
-		Principal: c.principal, SASL: c.saslSession(), ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers}
+		Principal: c.principal, SASL: c.saslSession(), ControllerListener: c.controller, Conn: c, Body: body, CloseConn: c.closeAfterAnswers,
+		Recycle: s.keep}
 	if spec.Blocking {
 		go func() {
 			defer release()
@@ -402,6 +435,12 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		// on the reader, so later requests stay behind (metadata_wait.go).
 		c.b.awaitMetadataFor(body)
 	}
+	// A Produce handler is done with the frame when it returns: every
+	// batch is appended (copied into the log) by then, and what waits
+	// for acks holds no byte of it. Other handlers may keep byte fields
+	// of their request (group protocol metadata, assignments), so only
+	// a Produce frame goes back to the pool.
+	c.frameDone = hdr.Key == int16(kmsg.Produce)
 	return c.serve(req, s), false
 }
 
@@ -557,6 +596,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 	}
 	switch {
 	case failed:
+		s.giveBack()
 		return
 	case s.raw && s.rawOK:
 		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(s.rawToken)))
@@ -568,6 +608,7 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		buf = wire.AppendResponse(wire.ResponseBuffer(buf, s.resp), s.hdr, s.resp)
 	}
 	s.resp = nil // the encoded copy is all that is needed now
+	s.giveBack()
 	c.fetchEncoded(s, len(buf))
 	if _, err := bw.Write(buf); err != nil {
 		failed = true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/replica"
 )
 
@@ -38,9 +39,11 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	w.positionRecorded = true
 	if enough || params.MaxWait <= 0 {
 		w.countOut(results)
+		w.handOver(results)
 		done(results)
 		return
 	}
+	w.discard(results)
 	// Counted before any partition can poke it: from here on only answer
 	// finishes it, and uncounts it.
 	b.metrics.FetchParked(w.follower())
@@ -62,14 +65,24 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 
 // read reads every partition with the shared fetch read plan
 // (replica.ReadFetch). enough is true when the answer should go now.
+// With params.Recycle set the records are read into pooled buffers,
+// which answer hands over and discard gives back. A follower's fetch is
+// held to the leader's replication throttle.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
+	var throttle replica.Throttle
+	if lr := w.b.throttle.leaderRead(w.b.Image(), w); lr != nil {
+		throttle = lr
+	}
 	return replica.ReadFetch(w.params, func(i int) (replica.Source, error) {
 		if p := w.parts[i]; p != nil {
+			if w.params.Recycle != nil {
+				return pooledReads{p}, nil
+			}
 			return p, nil
 		}
 		fp := w.params.Partitions[i]
 		return nil, w.b.partitionError(fp.Topic, fp.Partition)
-	}, !w.positionRecorded)
+	}, !w.positionRecorded, throttle)
 }
 
 // Admit is replica.Source.Admit: this broker leads the partition, the
@@ -92,7 +105,26 @@ func (p *partition) Bounds() (hw, lso, logStart int64) {
 
 // Read is replica.Source.Read.
 func (p *partition) Read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode) (api.FetchResult, error) {
-	return p.read(offset, maxBytes, minOneBatch, mode)
+	return p.read(offset, maxBytes, minOneBatch, mode, false)
+}
+
+// pooledReads is a partition whose reads go into pooled buffers, for a
+// fetch whose answer gives them back (api.FetchParams.Recycle).
+type pooledReads struct{ *partition }
+
+func (p pooledReads) Read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode) (api.FetchResult, error) {
+	return p.read(offset, maxBytes, minOneBatch, mode, true)
+}
+
+// discard gives back the pooled buffers of reads that are not answered
+// (a long poll that goes on waiting reads again later).
+func (w *fetchWaiter) discard(results []api.FetchResult) {
+	if w.params.Recycle == nil {
+		return
+	}
+	for _, r := range results {
+		bufpool.Put(r.Records)
+	}
 }
 
 // Divergence is replica.Source.Divergence (KIP-595's DivergingEpoch).
@@ -122,6 +154,7 @@ func (w *fetchWaiter) reread() {
 		if w.finished {
 			w.reading = false
 			w.mu.Unlock()
+			w.discard(results)
 			return
 		}
 		if enough {
@@ -130,6 +163,7 @@ func (w *fetchWaiter) reread() {
 			w.answer(results)
 			return
 		}
+		w.discard(results)
 		if !w.again {
 			w.reading = false
 			w.mu.Unlock()
@@ -159,7 +193,21 @@ func (w *fetchWaiter) expire() {
 func (w *fetchWaiter) answer(results []api.FetchResult) {
 	w.b.metrics.FetchUnparked(w.follower())
 	w.countOut(results)
+	w.handOver(results)
 	w.done(results)
+}
+
+// handOver gives the answer's pooled buffers to the request, which gives
+// them back once the answer is encoded.
+func (w *fetchWaiter) handOver(results []api.FetchResult) {
+	if w.params.Recycle == nil {
+		return
+	}
+	for _, r := range results {
+		if len(r.Records) > 0 {
+			w.params.Recycle(r.Records)
+		}
+	}
 }
 
 // follower reports whether a broker replica sent this fetch.

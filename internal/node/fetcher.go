@@ -75,6 +75,25 @@ func (m *fetcherManager) update() {
 	}
 }
 
+// checkLeaderConns makes a suspect of every leader whose replication
+// connection the peer has closed, as the kernel knows it now: a Metadata
+// answer checks first, because a client that saw the leader's connection
+// break asks for metadata within a millisecond or two, which may be before
+// the fetcher's own reader has noticed the same thing.
+func (m *fetcherManager) checkLeaderConns() {
+	m.mu.Lock()
+	var gone []int32
+	for id, f := range m.fetchers {
+		if c := f.current.Load(); c != nil && c.PeerClosed() {
+			gone = append(gone, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range gone {
+		m.b.suspect(id)
+	}
+}
+
 func (m *fetcherManager) stopAll() {
 	m.mu.Lock()
 	m.stopped = true
@@ -102,6 +121,8 @@ type replicaFetcher struct {
 	done chan struct{}
 	once sync.Once
 	conn *rpc.Conn
+	// current is conn, for checkLeaderConns on other goroutines.
+	current atomic.Pointer[rpc.Conn]
 	// roundMu is held for each exchange and its actions, so a pause can
 	// wait for the one in flight to end.
 	roundMu sync.Mutex
@@ -191,7 +212,8 @@ func (f *replicaFetcher) run() {
 			continue
 		}
 		f.mu.Lock()
-		step := f.sess.Next(sessionNow(), f.b.Image().ClusterID())
+		hold, holdWait := f.followerHold()
+		step := f.sess.NextHolding(sessionNow(), f.b.Image().ClusterID(), hold, holdWait)
 		f.mu.Unlock()
 		for _, v := range step.Violations {
 			f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
@@ -204,12 +226,15 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
-		resp, err := f.exchange(ctx, conn, step.Request)
+		resp, release, err := f.exchange(ctx, conn, step.Request)
 		cancel()
 		f.mu.Lock()
 		rd := f.sess.Answer(sessionNow(), resp, err)
 		f.mu.Unlock()
 		f.carryOut(rd)
+		// The appends copied the batches into the logs; nothing of
+		// the answer is used after this.
+		release()
 		f.roundMu.Unlock()
 		if rd.Backoff {
 			f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
@@ -224,18 +249,31 @@ func (f *replicaFetcher) run() {
 // reached, or whose connection breaks under a pending request (its
 // process most likely died), becomes a suspect; one that answers is
 // cleared.
-func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.Request) (kmsg.Response, error) {
-	resp, err := conn.Request(ctx, req)
+// The answer's frame goes back to the buffer pool with release (never nil).
+func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.Request) (kmsg.Response, func(), error) {
+	resp, release, err := conn.RequestPooled(ctx, req)
 	if err != nil {
 		select {
 		case <-conn.Done():
 			f.b.suspect(f.leader)
 		default:
 		}
-		return nil, err
+		return nil, release, err
 	}
 	f.b.clearSuspect(f.leader)
-	return resp, nil
+	return resp, release, nil
+}
+
+// followerHold is the follower's replication throttle for the next fetch:
+// nil when its quota is not spent, else which partitions to leave out and
+// how long until the quota allows a fetch again.
+func (f *replicaFetcher) followerHold() (func(*partition) bool, time.Duration) {
+	spent, wait := f.b.throttle.followerHold(time.Now())
+	if !spent {
+		return nil, 0
+	}
+	im := f.b.Image()
+	return func(p *partition) bool { return f.b.throttle.followerThrottled(im, p.id, p.index) }, wait
 }
 
 // carryOut does what an answer led to, on the partitions' follower side.
@@ -250,6 +288,9 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 		err := replicafetch.Do(a)
 		if err == nil && a.Kind == replicafetch.Append {
 			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
+			if f.b.throttle.followerThrottled(f.b.Image(), a.P.id, a.P.index) {
+				f.b.throttle.followerTook(len(a.Batches), time.Now())
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
@@ -284,6 +325,7 @@ func (f *replicaFetcher) connect(ctx context.Context) (*rpc.Conn, error) {
 		return nil, err
 	}
 	f.conn = conn
+	f.current.Store(conn)
 	f.mu.Lock()
 	f.sess.NewConnection()
 	f.mu.Unlock()

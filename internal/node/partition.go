@@ -289,15 +289,16 @@ func (p *partition) controllerChanged() {
 
 // read serves a fetch: whole batches from offset, below the high watermark
 // (or the last stable offset, read_committed) for consumers, below the log
-// end for followers.
-func (p *partition) read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode) (api.FetchResult, error) {
+// end for followers; with pooled into a buffer from internal/bufpool
+// (replica.ReadLog).
+func (p *partition) read(offset int64, maxBytes int, minOneBatch bool, mode replica.ReadMode, pooled bool) (api.FetchResult, error) {
 	lso := p.lastStable.Load()
 	hw := p.highWatermark.Load()
 	if p.offline.Load() {
 		return api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: p.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, p.name())
 	}
-	res, err := replica.ReadLog(p.log, hw, lso, offset, maxBytes, minOneBatch, mode)
+	res, err := replica.ReadLog(p.log, hw, lso, offset, maxBytes, minOneBatch, mode, pooled)
 	if errors.Is(err, kerr.KafkaStorageError) {
 		p.b.log.Error("read failed", "partition", p.name(), "offset", offset, "err", err)
 	}

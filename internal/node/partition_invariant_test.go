@@ -22,13 +22,13 @@ func TestBrokenInvariantFencesPartition(t *testing.T) {
 	if err := p.apply(leading, metadata.RoleLeader, tcfg, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.read(0, 1<<20, true, replica.ReadHighWatermark); err != nil {
+	if _, err := p.read(0, 1<<20, true, replica.ReadHighWatermark, false); err != nil {
 		t.Fatalf("read before: %v", err)
 	}
 	p.mu.Lock()
 	p.readyLocked(replica.Ready{Violations: []string{"fenced-0: leader high watermark 3 below the published 5"}})
 	p.mu.Unlock()
-	if _, err := p.read(0, 1<<20, true, replica.ReadHighWatermark); !errors.Is(err, kerr.KafkaStorageError) {
+	if _, err := p.read(0, 1<<20, true, replica.ReadHighWatermark, false); !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("read of a fenced partition: %v", err)
 	}
 }

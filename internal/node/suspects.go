@@ -50,6 +50,7 @@ const settleWait = 2 * time.Second
 // settleSuspects waits until no broker is suspect (each was fenced, came
 // back, or its suspicion expired), or settleWait passes.
 func (b *Broker) settleSuspects() {
+	b.fetchers.checkLeaderConns()
 	anySuspect := func(*metadata.Image) bool {
 		found := false
 		b.suspects.Range(func(k, _ any) bool {

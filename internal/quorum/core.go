@@ -207,6 +207,14 @@ func (c *Core) Tick() {
 // tooling; elections otherwise start on their own after ElectionTicks).
 func (c *Core) Campaign() error { return c.rn.Campaign() }
 
+// ForgetLeader makes a follower leaderless in its term without
+// campaigning (etcd raft's ForgetLeader): with PreVote and CheckQuorum a
+// follower refuses pre-votes while it believes in a leader it heard from
+// within an election timeout, so followers that know the leader is dead
+// forget it to elect another at once instead of waiting that timeout out.
+// A leader that is in fact alive is followed again at its next message.
+func (c *Core) ForgetLeader() error { return c.rn.ForgetLeader() }
+
 // Step hands Raft a message from a peer. Messages from unknown nodes, to
 // another node, or of local-only types are refused.
 func (c *Core) Step(m *raftpb.Message) error {

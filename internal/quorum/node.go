@@ -67,6 +67,9 @@ type Node struct {
 	seq         uint64
 	waiters     map[uint64]*waiter // by proposal sequence number
 	appliedTerm uint64             // term of the last entry applied
+	// campaignDue: the leader died and this node campaigns at the next
+	// tick (peerDown).
+	campaignDue bool
 	readIdx     readIndexes
 	// changeDone resolves the membership change in flight, nil if none.
 	changeDone chan error
@@ -95,7 +98,8 @@ type waiter struct {
 
 type report struct {
 	id        uint64
-	snapshot  bool // a MsgSnap outcome (else: unreachable)
+	snapshot  bool // a MsgSnap outcome
+	down      bool // id's process is gone (Reporter.ReportDown)
 	delivered bool
 }
 
@@ -219,6 +223,9 @@ func (n *Node) StepFrom(m *raftpb.Message, sender string) error {
 // ReportUnreachable implements Reporter.
 func (n *Node) ReportUnreachable(id uint64) { n.queueReport(report{id: id}) }
 
+// ReportDown implements Reporter.
+func (n *Node) ReportDown(id uint64) { n.queueReport(report{id: id, down: true}) }
+
 // ReportSnapshot implements Reporter.
 func (n *Node) ReportSnapshot(id uint64, delivered bool) {
 	n.queueReport(report{id: id, snapshot: true, delivered: delivered})
@@ -283,6 +290,7 @@ func (n *Node) run() {
 			return
 		case <-ticker.C:
 			n.core.Tick()
+			n.campaignIfDue()
 			n.readTick()
 		case m := <-n.inbound:
 			n.step(m)
@@ -339,11 +347,57 @@ func (n *Node) step(in inboundMsg) {
 }
 
 func (n *Node) report(r report) {
+	if r.down {
+		n.peerDown(r.id)
+		return
+	}
 	if r.snapshot {
 		n.core.ReportSnapshot(r.id, r.delivered)
 		return
 	}
 	n.core.ReportUnreachable(r.id)
+}
+
+// peerDown is told that a peer's process is gone. If it was the leader,
+// this follower forgets it, so that it grants pre-votes at once, and the
+// follower with the lowest id among the other voters campaigns at the
+// next tick: one campaigner, so that the survivors do not split the vote,
+// and a tick later, so that the others have heard of the death and
+// forgotten the leader too (they saw the same connection close). Without
+// this a dead controller is replaced only after an election timeout
+// (ElectionTicks to twice that), which every client waiting for a new
+// partition leader then waits out as well.
+func (n *Node) peerDown(id uint64) {
+	if n.core.IsLeader() || n.core.Leader() != id {
+		return
+	}
+	if err := n.core.ForgetLeader(); err != nil {
+		n.logger.Warn("cannot forget the dead leader", "leader", NodeID(id), "err", err)
+		return
+	}
+	lowest := uint64(0)
+	for _, r := range n.core.confState.GetVoters() { // the current voters (KIP-853 may change them)
+		if r != id && (lowest == 0 || r < lowest) {
+			lowest = r
+		}
+	}
+	n.campaignDue = lowest == n.core.ID()
+	n.logger.Info("the quorum leader's process is gone; forgot it", "leader", NodeID(id), "campaigning", n.campaignDue)
+}
+
+// campaignIfDue starts the election peerDown asked for, unless a leader
+// is known again by now.
+func (n *Node) campaignIfDue() {
+	if !n.campaignDue {
+		return
+	}
+	n.campaignDue = false
+	if n.core.Leader() != 0 {
+		return
+	}
+	if err := n.core.Campaign(); err != nil {
+		n.logger.Warn("campaign after the leader's death failed", "err", err)
+	}
 }
 
 // propose hands one proposal to Raft and registers its waiter.

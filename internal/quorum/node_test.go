@@ -46,11 +46,20 @@ type tcpCluster struct {
 	voters []config.Voter
 	nodes  map[int32]*tcpNode
 	events chan struct{} // poked on every apply, leader change and rejection
+	// electionTicks gives node id's ElectionTicks (nil: 10 for all).
+	electionTicks func(id int32) int
 }
 
 func newTCPCluster(t *testing.T, clusterIDs ...string) *tcpCluster {
 	t.Helper()
-	c := &tcpCluster{t: t, nodes: map[int32]*tcpNode{}, events: make(chan struct{}, 1)}
+	return newTCPClusterTicks(t, nil, clusterIDs...)
+}
+
+// newTCPClusterTicks is newTCPCluster with each node's ElectionTicks
+// given by electionTicks.
+func newTCPClusterTicks(t *testing.T, electionTicks func(id int32) int, clusterIDs ...string) *tcpCluster {
+	t.Helper()
+	c := &tcpCluster{t: t, nodes: map[int32]*tcpNode{}, events: make(chan struct{}, 1), electionTicks: electionTicks}
 	lns := map[int32]net.Listener{}
 	for i := range clusterIDs {
 		// A reserved port, not port 0: a restarted node listens on its
@@ -107,10 +116,14 @@ func (c *tcpCluster) start(id int32, ln net.Listener) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	electionTicks := 10
+	if c.electionTicks != nil {
+		electionTicks = c.electionTicks(id)
+	}
 	node, err := StartNode(NodeConfig{
 		NodeID: id, ClusterID: n.clusterID, Voters: c.voters,
 		Dir: n.dir, FS: vfs.OS{},
-		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 1,
+		TickInterval: 10 * time.Millisecond, ElectionTicks: electionTicks, HeartbeatTicks: 1,
 		Snapshotter: &machine{},
 		Apply: func(index uint64, data []byte) {
 			n.mu.Lock()
@@ -334,4 +347,29 @@ func TestNodeRejectsOtherCluster(t *testing.T) {
 	if got := stranger.appliedCopy(); len(got) != 0 || stranger.node.Leader() != -1 {
 		t.Fatalf("stranger applied %v, follows %d", got, stranger.node.Leader())
 	}
+}
+
+// TestDeadLeaderReplacedAtOnce: when the leader's process is gone (its
+// connections closed, its port refusing), the followers forget it and one
+// of them campaigns, without waiting out an election timeout. Here the
+// followers' timeout is 10,000 s: only that path can elect a new leader.
+func TestDeadLeaderReplacedAtOnce(t *testing.T) {
+	c := newTCPClusterTicks(t, func(id int32) int {
+		if id == 0 {
+			return 10 // node 0 is elected first, the usual way
+		}
+		return 1_000_000
+	}, testClusterID, testClusterID, testClusterID)
+	all := []int32{0, 1, 2}
+	if leader := c.waitLeader(all...); leader != 0 {
+		t.Fatalf("node %d leads, want node 0 (the others never time out)", leader)
+	}
+	c.propose("a", all...)
+	c.waitSameApplied(1, all...)
+	c.stop(0)
+	if leader := c.waitLeader(1, 2); leader != 1 {
+		t.Fatalf("node %d leads, want node 1 (the lowest id left campaigns)", leader)
+	}
+	c.propose("b", 1, 2)
+	c.waitSameApplied(2, 1, 2)
 }

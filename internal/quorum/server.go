@@ -93,11 +93,13 @@ func (s *Server) track(conn net.Conn) bool {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.done = true
+	// The listener first, as a process exit does: a peer that sees its
+	// connection end finds the port refusing (TCPTransport's watch).
+	err := s.ln.Close()
 	for c := range s.conns {
 		c.Close()
 	}
 	s.mu.Unlock()
-	err := s.ln.Close()
 	s.wg.Wait()
 	return err
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
@@ -21,6 +23,10 @@ type Reporter interface {
 	ReportUnreachable(id uint64)
 	// ReportSnapshot: a MsgSnap to id was written out, or was lost.
 	ReportSnapshot(id uint64, delivered bool)
+	// ReportDown: id's process is gone: the connection to it closed and
+	// nothing listens at its address any more (a refused connection), so
+	// it will send nothing until it restarts.
+	ReportDown(id uint64)
 }
 
 // Transport carries Raft messages to peers. Send must never block: the Raft
@@ -234,7 +240,8 @@ func (p *peer) run() {
 	defer p.t.wg.Done()
 	var (
 		conn    net.Conn
-		unwatch func() bool // stops closing conn when the transport closes
+		unwatch func() bool     // stops closing conn when the transport closes
+		closed  <-chan struct{} // closed when the peer closes conn
 		w       *bufio.Writer
 		buf     []byte
 		backoff = p.t.cfg.MinBackoff
@@ -271,6 +278,18 @@ func (p *peer) run() {
 		if len(batch) == 0 {
 			continue
 		}
+		if conn != nil {
+			select {
+			case <-closed:
+				// The peer closed it (it died or restarted, or
+				// closed an idle connection): writing there would
+				// lose the batch without an error, so dial afresh.
+				unwatch()
+				conn.Close()
+				conn, w = nil, nil
+			default:
+			}
+		}
 		if conn == nil {
 			if time.Now().Before(retryAt) {
 				p.lost(batch) // still backing off: Raft will retry later
@@ -289,6 +308,7 @@ func (p *peer) run() {
 			}
 			// Close must not wait out a write deadline on a stuck peer.
 			conn, w, unwatch = c, bufio.NewWriterSize(c, 64<<10), context.AfterFunc(p.ctx, func() { c.Close() })
+			closed = p.watch(c)
 		}
 		if err := p.write(conn, w, buf); err != nil {
 			if !failing {
@@ -312,6 +332,68 @@ func (p *peer) run() {
 			}
 		}
 	}
+}
+
+// watch reads conn until it ends (the peer sends nothing on it: a read
+// returns only when the peer closes it or conn is closed here) and closes
+// the returned channel then. A peer whose process died closes its
+// sockets, so this notices at once what a write would only notice one
+// lost batch later; and if nothing listens at the peer's address any
+// more, the Reporter hears that the peer is down.
+func (p *peer) watch(conn net.Conn) <-chan struct{} {
+	closed := make(chan struct{})
+	p.t.wg.Add(1)
+	go func() {
+		defer p.t.wg.Done()
+		_, err := io.Copy(io.Discard, conn)
+		close(closed)
+		if errors.Is(err, net.ErrClosed) || p.ctx.Err() != nil {
+			return // closed here
+		}
+		// A process being killed closes its sockets in no set order:
+		// its listener may still take a connection for a moment after
+		// this one ended, so a probe that connects is tried again.
+		for try := range downProbes {
+			if try > 0 {
+				select {
+				case <-p.ctx.Done():
+					return
+				case <-time.After(downProbeGap):
+				}
+			}
+			if p.refused() {
+				p.logger.Info("raft peer closed its connection and its port refuses connections: treating it as down")
+				if p.reporter != nil {
+					p.reporter.ReportDown(p.id)
+				}
+				return
+			}
+		}
+	}()
+	return closed
+}
+
+// downProbes and downProbeGap bound how a peer whose connection ended is
+// probed: a live peer (one that closed an idle connection) costs this
+// many connections, a dead one is known within downProbeGap or two.
+const (
+	downProbes   = 3
+	downProbeGap = 20 * time.Millisecond
+)
+
+// refused reports whether a connection to the peer's address is refused:
+// no process listens there.
+func (p *peer) refused() bool {
+	d := net.Dialer{Timeout: p.t.cfg.DialTimeout}
+	if p.t.cfg.LocalAddr != nil {
+		d.LocalAddr = &net.TCPAddr{IP: p.t.cfg.LocalAddr}
+	}
+	c, err := d.DialContext(p.ctx, "tcp", p.addr)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // encode appends the frames of msgs to buf, dropping (and reporting) any

@@ -45,7 +45,12 @@ type Source interface {
 // it exceeds the limits, so a consumer never stalls on one large batch.
 // enough is true when the answer should go now: min_bytes reached, or an
 // error or a divergence to report.
-func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), record bool) (results []api.FetchResult, enough bool) {
+//
+// throttle, when not nil, caps the partitions it throttles (Kafka's
+// replication quota, KIP-73): one whose allowance is spent is answered
+// with its bounds and no records, as Kafka's leader answers a throttled
+// replica, and the others of the same fetch are read as usual.
+func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), record bool, throttle Throttle) (results []api.FetchResult, enough bool) {
 	results = make([]api.FetchResult, len(params.Partitions))
 	budget := int(params.MaxBytes)
 	total := 0
@@ -83,6 +88,17 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 				continue
 			}
 		}
+		throttled := false
+		if throttle != nil {
+			allowed, ok := throttle.Allowance(i)
+			if ok && allowed <= 0 {
+				results[i] = api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: logStart}
+				continue
+			}
+			if ok {
+				throttled, limit = true, min(limit, allowed)
+			}
+		}
 		res, err := src.Read(fp.Offset, max(limit, 0), !gotData, mode)
 		res.Err = err
 		if err != nil {
@@ -92,6 +108,9 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 			gotData = true
 			total += n
 			budget -= n
+			if throttled {
+				throttle.Took(i, n)
+			}
 		}
 		results[i] = res
 	}
@@ -99,6 +118,16 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 		enough = true
 	}
 	return results, enough
+}
+
+// Throttle is the replication throttle of one fetch read, by request
+// partition index.
+type Throttle interface {
+	// Allowance reports whether partition i is throttled (ok) and how
+	// many bytes it may return now; 0 holds it back.
+	Allowance(i int) (bytes int, ok bool)
+	// Took counts the n bytes a throttled partition i returned.
+	Took(i int, n int)
 }
 
 // ReadMode is how far a fetch may read.
@@ -118,8 +147,10 @@ const (
 // ReadLog serves a fetch from log: whole batches from offset, below the
 // high watermark hw for read_uncommitted consumers, below the last stable
 // offset lso for read_committed ones (with the aborted transactions whose
-// records the answer may hold), below the log end for followers.
-func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch bool, mode ReadMode) (api.FetchResult, error) {
+// records the answer may hold), below the log end for followers. With
+// pooled the records are read into a buffer from internal/bufpool
+// (storage.Log.ReadPooled) that the caller owns.
+func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch bool, mode ReadMode, pooled bool) (api.FetchResult, error) {
 	res := api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: log.LogStartOffset()}
 	leo := log.LogEndOffset()
 	if offset < res.LogStartOffset || offset > leo {
@@ -138,7 +169,11 @@ func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch 
 	if offset >= upTo {
 		return res, nil
 	}
-	data, err := log.Read(offset, maxBytes, upTo, minOneBatch)
+	read := log.Read
+	if pooled {
+		read = log.ReadPooled
+	}
+	data, err := read(offset, maxBytes, upTo, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange
@@ -199,7 +234,7 @@ func (r *Replica) Read(offset int64, maxBytes int, minOneBatch bool, mode ReadMo
 		return api.FetchResult{HighWatermark: r.hw, LastStableOffset: lso, LogStartOffset: r.log.LogStartOffset()},
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, r.name)
 	}
-	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode)
+	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode, false)
 }
 
 // Admit is Source.Admit for a wrapper without a lock of its own.

@@ -27,7 +27,7 @@ import (
 //	                                    a followed partition of topic t, on a
 //	                                    real storage.Log holding those batches
 //	assign p0@EPOCH ...                 Session.Assign
-//	next t=MS                           Session.Next: prints the request
+//	next t=MS [hold=p0,.. holdwait=MS]  Session.Next (NextHolding with hold): prints the request
 //	                                    (`epochs p0(current=3,epoch=2) ...`,
 //	                                    `fetch p0(offset=10,current=3,last=2) ...`)
 //	                                    or `wait=DURATION`
@@ -196,8 +196,16 @@ func (s *scenario) run(cmd string, fields []string) error {
 		s.sess.Assign(as)
 		s.out = ""
 	case "next":
-		s.now = time.Duration(atoi(kv(fields)["t"])) * time.Millisecond
-		s.out = s.describeStep(s.sess.Next(s.now, "cluster"))
+		args := kv(fields)
+		s.now = time.Duration(atoi(args["t"])) * time.Millisecond
+		if args["hold"] == "" {
+			s.out = s.describeStep(s.sess.Next(s.now, "cluster"))
+			break
+		}
+		held := strings.Split(args["hold"], ",")
+		hold := func(f *testFollower) bool { return slices.Contains(held, f.name) }
+		wait := time.Duration(atoi(args["holdwait"])) * time.Millisecond
+		s.out = s.describeStep(s.sess.NextHolding(s.now, "cluster", hold, wait))
 	case "answer-epochs":
 		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()

@@ -17,6 +17,7 @@ package replicafetch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -204,6 +205,15 @@ type Step struct {
 // OffsetForLeaderEpoch for every partition that must reconcile, until
 // each has; then one Fetch for every partition not held back.
 func (s *Session[P]) Next(now time.Duration, clusterID string) Step {
+	return s.NextHolding(now, clusterID, nil, 0)
+}
+
+// NextHolding is Next with the follower's replication throttle (KIP-73):
+// hold reports the partitions whose fetching must wait (throttled, with
+// the follower's quota spent); they are left out of this fetch, as
+// Kafka's follower leaves them out, and the others are fetched as usual.
+// When every partition is held the step waits holdWait.
+func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(P) bool, holdWait time.Duration) Step {
 	var step Step
 	if s.flight != nil {
 		step.Violations = append(step.Violations, "replica fetcher asked for a request with one in flight")
@@ -267,6 +277,13 @@ func (s *Session[P]) Next(now time.Duration, clusterID string) Step {
 	if len(fetchable) == 0 {
 		step.Wait = s.cfg.RefusalPause
 		return step
+	}
+	if hold != nil {
+		fetchable = slices.DeleteFunc(fetchable, hold)
+		if len(fetchable) == 0 {
+			step.Wait = max(holdWait, time.Millisecond)
+			return step
+		}
 	}
 
 	req := kmsg.NewPtrFetchRequest()

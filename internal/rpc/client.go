@@ -22,6 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // MaxResponseBytes bounds one response frame.
@@ -38,6 +40,9 @@ type call struct {
 	resp kmsg.Response
 	err  error
 	done chan struct{}
+	// frame is the response frame resp was decoded from (and whose bytes
+	// resp's byte fields are), from internal/bufpool.
+	frame []byte
 }
 
 // Conn is one connection to a peer.
@@ -178,6 +183,21 @@ func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
 // Done is closed when the connection breaks or is closed.
 func (c *Conn) Done() <-chan struct{} { return c.closed }
 
+// PeerClosed reports whether the connection broke or the peer has closed
+// it, as far as the kernel knows right now (on Linux: the socket's TCP
+// state, which moves as soon as the peer's FIN or reset arrives, before
+// this connection's reader has run). A peer process that dies closes its
+// sockets at once, so this tells of its death about as early as its other
+// connections, a client's included, do.
+func (c *Conn) PeerClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+	}
+	return tcpPeerClosed(c.nc)
+}
+
 // Err is why the connection broke, once Done is closed.
 func (c *Conn) Err() error {
 	c.mu.Lock()
@@ -195,8 +215,19 @@ func (c *Conn) Close() error {
 // answer or for ctx. A context that ends leaves the connection usable; the
 // late answer is discarded.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := c.RequestPooled(ctx, req)
+	return resp, err
+}
+
+// RequestPooled is Request for a caller that is done with the answer at
+// some point: release gives the response frame (which the answer's byte
+// fields, a fetch answer's records, point into) back to internal/bufpool,
+// after which nothing of the answer may be used. A follower's fetch
+// answers are megabytes each and copied into its log; without this, each
+// cost a fresh buffer of its size. release is never nil.
+func (c *Conn) RequestPooled(ctx context.Context, req kmsg.Request) (kmsg.Response, func(), error) {
 	if err := c.renewLogin(ctx); err != nil {
-		return nil, err
+		return nil, func() {}, err
 	}
 	c.gate.RLock()
 	return c.sendHolding(ctx, req, c.gate.RUnlock)
@@ -205,12 +236,15 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 // send is Request without the gate: for the re-authentication, which
 // holds it.
 func (c *Conn) send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	return c.sendHolding(ctx, req, func() {})
+	resp, _, err := c.sendHolding(ctx, req, func() {})
+	return resp, err
 }
 
 // sendHolding writes req and waits for its answer; written is called
-// once the request is on the wire (or failed to get there).
-func (c *Conn) sendHolding(ctx context.Context, req kmsg.Request, written func()) (kmsg.Response, error) {
+// once the request is on the wire (or failed to get there). release gives
+// the answer's frame back to the pool (RequestPooled).
+func (c *Conn) sendHolding(ctx context.Context, req kmsg.Request, written func()) (_ kmsg.Response, release func(), _ error) {
+	noop := func() {}
 	cl := &call{req: req, resp: req.ResponseKind(), done: make(chan struct{})}
 	cl.resp.SetVersion(req.GetVersion())
 	c.mu.Lock()
@@ -218,12 +252,12 @@ func (c *Conn) sendHolding(ctx context.Context, req kmsg.Request, written func()
 		err := c.err
 		c.mu.Unlock()
 		written()
-		return nil, err
+		return nil, noop, err
 	}
 	if len(c.pending) >= maxPending {
 		c.mu.Unlock()
 		written()
-		return nil, fmt.Errorf("rpc: %d requests already in flight to %s", maxPending, c.RemoteAddr())
+		return nil, noop, fmt.Errorf("rpc: %d requests already in flight to %s", maxPending, c.RemoteAddr())
 	}
 	id := c.nextID
 	c.nextID++
@@ -249,12 +283,12 @@ func (c *Conn) sendHolding(ctx context.Context, req kmsg.Request, written func()
 
 	select {
 	case <-cl.done:
-		return cl.resp, cl.err
+		return cl.resp, func() { bufpool.Put(cl.frame); cl.frame = nil }, cl.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
-		return nil, ctx.Err()
+		return nil, noop, ctx.Err()
 	}
 }
 
@@ -272,8 +306,10 @@ func (c *Conn) readLoop() {
 		delete(c.pending, id)
 		c.mu.Unlock()
 		if !ok {
+			bufpool.Put(frame)
 			continue // the caller gave up on it
 		}
+		cl.frame = frame
 		cl.err = decodeResponse(cl.req, cl.resp, frame)
 		close(cl.done)
 	}
@@ -290,7 +326,10 @@ func readFrame(r io.Reader, limit int32) ([]byte, error) {
 	if n < 4 || n > limit {
 		return nil, fmt.Errorf("response frame of %d bytes", n)
 	}
-	frame := make([]byte, n)
+	// The peer is a node of this cluster and n is bounded: the buffer is
+	// taken whole (from the pool; a caller that keeps the answer simply
+	// never gives it back) rather than grown as bytes arrive.
+	frame := bufpool.Get(int(n))
 	if _, err := io.ReadFull(r, frame); err != nil {
 		return nil, err
 	}

@@ -231,7 +231,7 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 			return nil, err
 		}
 		return r, nil
-	}, !w.positionRecorded)
+	}, !w.positionRecorded, nil) // simulated brokers replicate unthrottled
 }
 
 // Admit is replica.Source.Admit.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -44,6 +45,12 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkRead reads 1 MiB at a time: "fresh" (Read) allocates each
+// read's buffer, "pooled" (ReadPooled, what the broker's fetch path uses)
+// takes it from internal/bufpool and gives it back, as the connection
+// does once the answer is encoded.
+//
+//	go test -run '^$' -bench 'Read$' -benchmem -count 6 ./internal/storage/
 func BenchmarkRead(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 64 << 20
@@ -57,21 +64,32 @@ func BenchmarkRead(b *testing.B) {
 	}
 	end := l.LogEndOffset()
 	const maxBytes = 1 << 20
-	b.ResetTimer()
-	var total int64
-	offset := int64(0)
-	for i := 0; i < b.N; i++ {
-		out, err := l.Read(offset, maxBytes, end, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		total += int64(len(out))
-		offset += int64(len(out)/len(data)) * 16
-		if offset >= end {
-			offset = 0
-		}
+	for _, pooled := range []bool{false, true} {
+		b.Run(map[bool]string{false: "fresh", true: "pooled"}[pooled], func(b *testing.B) {
+			b.ReportAllocs()
+			var total int64
+			offset := int64(0)
+			for i := 0; i < b.N; i++ {
+				read := l.Read
+				if pooled {
+					read = l.ReadPooled
+				}
+				out, err := read(offset, maxBytes, end, true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += int64(len(out))
+				offset += int64(len(out)/len(data)) * 16
+				if offset >= end {
+					offset = 0
+				}
+				if pooled {
+					bufpool.Put(out)
+				}
+			}
+			b.SetBytes(total / int64(b.N))
+		})
 	}
-	b.SetBytes(total / int64(b.N))
 }
 
 // BenchmarkAppendReplica is the follower's append of batches copied from

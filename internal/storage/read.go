@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // MaxReadBytes caps one Read whatever maxBytes asks for, so a client's
@@ -29,7 +30,20 @@ const MaxReadBytes = 64 << 20
 // its next open re-validates the damaged segment and cuts the log there
 // (see noteDamage); the replica then copies the rest back from the leader.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
-	data, damaged, err := l.read(offset, maxBytes, upTo, minOneBatch)
+	return l.readWith(offset, maxBytes, upTo, minOneBatch, false)
+}
+
+// ReadPooled is Read into a buffer from internal/bufpool, which the caller
+// owns and gives back with bufpool.Put once nothing refers to its bytes
+// (a fetch answer's, once it is encoded): the fetch path otherwise
+// allocated a fresh buffer of every read's size, most of the heap a
+// leader serving followers allocates.
+func (l *Log) ReadPooled(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
+	return l.readWith(offset, maxBytes, upTo, minOneBatch, true)
+}
+
+func (l *Log) readWith(offset int64, maxBytes int, upTo int64, minOneBatch, pooled bool) ([]byte, error) {
+	data, damaged, err := l.read(offset, maxBytes, upTo, minOneBatch, pooled)
 	if damaged >= 0 {
 		l.noteDamage(damaged, err)
 	}
@@ -38,7 +52,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]
 
 // read does Read's work; damaged is the base of a segment found corrupt,
 // or -1.
-func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch bool) (data []byte, damaged int64, err error) {
+func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch, pooled bool) (data []byte, damaged int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	damaged = -1
@@ -63,7 +77,7 @@ func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch bool) (da
 		if first.LastOffset() >= upTo {
 			return nil, damaged, nil
 		}
-		data, err := s.readBatches(pos, first, maxBytes, upTo, minOneBatch, l.gaps)
+		data, err := s.readBatches(pos, first, maxBytes, upTo, minOneBatch, l.gaps, pooled)
 		if errors.Is(err, ErrCorrupt) {
 			damaged = s.base
 		}
@@ -113,7 +127,7 @@ func (l *Log) segmentFor(offset int64) int {
 // readBatches reads whole batches from pos, where first (already parsed)
 // starts, with one pread of at most maxBytes (or exactly the first batch
 // when it alone is larger and minOneBatch is set).
-func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo int64, minOneBatch, gaps bool) ([]byte, error) {
+func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo int64, minOneBatch, gaps, pooled bool) (data []byte, err error) {
 	window := min(int64(min(max(maxBytes, 0), MaxReadBytes)), s.size-pos)
 	if int64(first.Size()) > window {
 		if !minOneBatch {
@@ -121,7 +135,17 @@ func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo 
 		}
 		window = int64(first.Size())
 	}
-	buf := make([]byte, window)
+	var buf []byte
+	if pooled {
+		buf = bufpool.Get(int(window))
+		defer func() {
+			if len(data) == 0 {
+				bufpool.Put(buf) // nothing returned refers to it
+			}
+		}()
+	} else {
+		buf = make([]byte, window)
+	}
 	if n, err := s.file.ReadAt(buf, pos); err != nil && !(errors.Is(err, io.EOF) && int64(n) == window) {
 		return nil, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
 	}
@@ -150,6 +174,9 @@ func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo 
 	}
 	if end == 0 {
 		return nil, nil
+	}
+	if pooled {
+		return buf[:end], nil // the capacity tells bufpool.Put its class
 	}
 	return buf[:end:end], nil
 }

@@ -1,28 +1,23 @@
 package wire
 
 import (
-	"math/bits"
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // Large response buffers (fetch responses carry up to fetch.max.bytes of
-// records) are pooled by power-of-two size class instead of being
+// records) come from the buffer pool (internal/bufpool) instead of being
 // allocated for each response: a connection does not keep one (that would
 // pin memory per idle connection), and a fresh one per response was half
 // of the heap the fetch path allocated, plus its growth copies while
-// encoding. Pooled buffers that stay unused are freed by the GC, as
-// sync.Pool does.
+// encoding.
 const (
-	minPooledShift = 20 // 1 MiB: smaller responses use the connection's own buffer
-	maxPooledShift = 27 // 128 MiB: beyond, allocated and dropped
+	minPooledResponse = 1 << 20 // smaller responses use the connection's own buffer
 	// responseSlack covers what a fetch response holds besides records:
 	// headers, topic names, partition fields, aborted transactions.
 	responseSlack = 64 << 10
 )
-
-var encodePools [maxPooledShift - minPooledShift + 1]sync.Pool
 
 // ResponseBuffer returns dst when it can hold resp, else a pooled
 // buffer large enough for resp's records (a fetch response's), or dst
@@ -33,33 +28,20 @@ func ResponseBuffer(dst []byte, resp kmsg.Response) []byte {
 		return dst[:0]
 	}
 	need += responseSlack
-	if need <= cap(dst) || need < 1<<minPooledShift {
+	if need <= cap(dst) || need < minPooledResponse {
 		return dst[:0]
 	}
-	class := max(bits.Len(uint(need-1)), minPooledShift)
-	if class > maxPooledShift {
-		return make([]byte, 0, need)
-	}
-	if b, ok := encodePools[class-minPooledShift].Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, 1<<class)
+	return bufpool.Get(need)[:0]
 }
 
 // ReleaseResponseBuffer takes back a buffer of at least 1 MiB once it is
 // written, and returns the buffer a connection may keep: b when small,
 // else nil.
 func ReleaseResponseBuffer(b []byte) []byte {
-	if cap(b) < 1<<minPooledShift {
+	if cap(b) < minPooledResponse {
 		return b
 	}
-	// Pool it in the largest class it fills, so a Get never returns a
-	// buffer smaller than its class.
-	class := bits.Len(uint(cap(b))) - 1
-	if class <= maxPooledShift {
-		b = b[:0]
-		encodePools[class-minPooledShift].Put(&b)
-	}
+	bufpool.Put(b)
 	return nil
 }
 

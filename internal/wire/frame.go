@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // DefaultMaxFrameBytes is Kafka's socket.request.max.bytes default (100 MiB).
@@ -85,19 +87,51 @@ func ReadFrameBodyCharged(r io.Reader, size int32, charge func(n int) error) ([]
 	return buf, nil
 }
 
+// ReadFrameBodyPooled is ReadFrameBodyCharged with every buffer of 64 KiB
+// or more (the frame's, and those it grows through) taken from the buffer
+// pool: a 1 MiB produce request allocated 2 MiB before. Give the frame
+// back with ReleaseFrame once nothing refers to its bytes any more.
+func ReadFrameBodyPooled(r io.Reader, size int32, charge func(n int) error) ([]byte, error) {
+	buf, err := readGrowingWith(r, int(size), charge, bufpool.Get, bufpool.Put)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading %d-byte frame: %w", size, err)
+	}
+	return buf, nil
+}
+
+// FrameBuffer is a buffer of length n from the buffer pool, for a frame
+// whose size is trusted (an answer from another node of the cluster, with
+// a bounded size); give it back with ReleaseFrame.
+func FrameBuffer(n int) []byte { return bufpool.Get(n) }
+
+// ReleaseFrame gives a frame of ReadFrameBodyPooled or FrameBuffer back
+// to the pool.
+// Nothing may use its bytes afterwards.
+func ReleaseFrame(frame []byte) { bufpool.Put(frame) }
+
 // readGrowing reads exactly size bytes into a buffer that starts at
 // frameChunkBytes and doubles each time it fills, so memory follows the
 // bytes received rather than the size the peer announced. The copies cost
 // at most one extra pass over a large frame.
 func readGrowing(r io.Reader, size int, charge func(n int) error) ([]byte, error) {
+	return readGrowingWith(r, size, charge, func(n int) []byte { return make([]byte, n) }, func([]byte) {})
+}
+
+// readGrowingWith is readGrowing with the buffers from get, and those
+// outgrown handed to put.
+func readGrowingWith(r io.Reader, size int, charge func(n int) error, get func(int) []byte, put func([]byte)) ([]byte, error) {
 	first := min(size, frameChunkBytes)
 	if charge != nil {
 		if err := charge(first); err != nil {
 			return nil, err
 		}
 	}
-	buf := make([]byte, first)
+	buf := get(first)
 	if _, err := io.ReadFull(r, buf); err != nil {
+		put(buf)
 		return nil, err
 	}
 	for len(buf) < size {
@@ -105,13 +139,16 @@ func readGrowing(r io.Reader, size int, charge func(n int) error) ([]byte, error
 		grown := min(size, 2*have)
 		if charge != nil {
 			if err := charge(grown - have); err != nil {
+				put(buf)
 				return nil, err
 			}
 		}
-		next := make([]byte, grown)
+		next := get(grown)
 		copy(next, buf)
+		put(buf)
 		buf = next
 		if _, err := io.ReadFull(r, buf[have:]); err != nil {
+			put(buf)
 			return nil, err
 		}
 	}
