@@ -162,11 +162,10 @@ func (c *Coordinator) applyGroupMetadata(now int64, rec Record) error {
 	}
 	delete(c.groups, k.Group)
 	if rec.Value == nil {
-		// Offsets have tombstones of their own, and a transaction's end
-		// their markers.
-		if len(offsets) > 0 || len(txnOffsets) > 0 {
-			g := c.loadedGroup(k.Group, now)
-			g.offsets, g.txnOffsets = offsets, txnOffsets
+		// Offsets have tombstones of their own. Pending transactional
+		// offsets went with the group, as removeGroup drops them.
+		if len(offsets) > 0 {
+			c.loadedGroup(k.Group, now).offsets = offsets
 		}
 		return nil
 	}

@@ -139,6 +139,14 @@ func TestTxnOffsetScenarios(t *testing.T) {
 				"commit: REBALANCE_IN_PROGRESS", "txn 1/0 record offset g t-0=8", "txn commit: ok",
 			}},
 		}},
+		{name: "deleting a group drops its pending offsets, also on replay", steps: []step{
+			{0, commit("", -1, "t-0=1"), []string{"record offset g t-0=1", "commit: ok"}},
+			{10, txnCommit(1, 0, "", -1, "t-0=5"), []string{"txn 1/0 record offset g t-0=5", "txn commit: ok"}},
+			{20, deleteGroup(), []string{"tombstone offset g t-0", "tombstone group g", "delete group: ok"}},
+			{30, failover(), []string{"failover"}},
+			{40, txnEnd(1, 0, true), nil},
+			{50, groups(), []string{"groups: "}},
+		}},
 		{name: "pending offsets keep a group; metadata is bounded", steps: []step{
 			{0, txnCommit(1, 0, "", -1, "t-0=5", "t-1=6/0123456789abcdefX"), []string{
 				"txn 1/0 record offset g t-0=5", "txn commit: ok,OFFSET_METADATA_TOO_LARGE",
