@@ -12,13 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestTxnACLs: Kafka's checks on transactional ids. FindCoordinator and
-// DescribeTransactions need DESCRIBE on the id, InitProducerId,
-// AddPartitionsToTxn and EndTxn WRITE, and each added partition WRITE on
-// its topic; ListTransactions shows only the ids one may DESCRIBE.
-func TestTxnACLs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+// startTxnACLCluster starts the ACL cluster with a client of the brokers'
+// principal (allowed everything) and a topic of partitions partitions.
+func startTxnACLCluster(ctx context.Context, t *testing.T, topic string, partitions int32) (*testCluster, *kgo.Client, *kadm.Client) {
+	t.Helper()
 	c := startACLCluster(t)
 	brokerCl, err := kgo.NewClient(kgo.SeedBrokers(replicationAddrs(c)...))
 	if err != nil {
@@ -26,9 +23,20 @@ func TestTxnACLs(t *testing.T) {
 	}
 	t.Cleanup(brokerCl.Close)
 	admin := kadm.NewClient(brokerCl)
-	if _, err := admin.CreateTopic(ctx, 1, 3, nil, "txn-out"); err != nil {
+	if _, err := admin.CreateTopic(ctx, partitions, 3, nil, topic); err != nil {
 		t.Fatalf("create: %v", err)
 	}
+	return c, brokerCl, admin
+}
+
+// TestTxnACLs: Kafka's checks on transactional ids. FindCoordinator and
+// DescribeTransactions need DESCRIBE on the id, InitProducerId,
+// AddPartitionsToTxn and EndTxn WRITE, and each added partition WRITE on
+// its topic; ListTransactions shows only the ids one may DESCRIBE.
+func TestTxnACLs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, brokerCl, admin := startTxnACLCluster(ctx, t, "txn-out", 1)
 	anon := c.client()
 
 	init := func(id string) (*kmsg.InitProducerIDResponse, error) {
@@ -101,16 +109,7 @@ func TestTxnACLs(t *testing.T) {
 func TestTxnOffsetCommitACLs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := startACLCluster(t)
-	brokerCl, err := kgo.NewClient(kgo.SeedBrokers(replicationAddrs(c)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brokerCl.Close)
-	admin := kadm.NewClient(brokerCl)
-	if _, err := admin.CreateTopic(ctx, 2, 3, nil, "txo-in"); err != nil {
-		t.Fatalf("create: %v", err)
-	}
+	c, _, admin := startTxnACLCluster(ctx, t, "txo-in", 2)
 	anon := c.client()
 	commit := func() []int16 {
 		t.Helper()
