@@ -324,7 +324,9 @@ func (h *Host) TxnCompleted(now int64, producerID int64, commit bool) Ready {
 		if len(h.completions) < maxHeldCompletions {
 			h.completions = append(h.completions, completion{producerID: producerID, commit: commit})
 		} else {
-			rd.Warnings = append(rd.Warnings, fmt.Sprintf("%s: too many transaction ends while loading; producer %d's is left to the log", h.name, producerID))
+			// Dropped: if its marker is past the replay's end, the
+			// producer's offsets stay pending until the next load.
+			rd.Warnings = append(rd.Warnings, fmt.Sprintf("%s: too many transaction ends while loading; producer %d's is dropped", h.name, producerID))
 		}
 	case active:
 		h.c.TxnCompleted(producerID, commit)
