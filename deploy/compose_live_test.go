@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,15 +140,27 @@ func TestComposeClusterSurvivesBrokerKill(t *testing.T) {
 }
 
 // buildImage builds skein:dev from the code under test.
+// buildImage builds the image once per test process: both live tests run
+// the same binary, and a second build only costs time on a loaded machine.
 func buildImage(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), imageBuildTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", "build-image.sh", composeImage).CombinedOutput()
-	if err != nil {
-		t.Fatalf("build-image.sh: %v\n%s", err, out)
+	imageOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), imageBuildTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "bash", "build-image.sh", composeImage).CombinedOutput()
+		if err != nil {
+			imageErr = fmt.Errorf("build-image.sh: %w\n%s", err, out)
+		}
+	})
+	if imageErr != nil {
+		t.Fatal(imageErr)
 	}
 }
+
+var (
+	imageOnce sync.Once
+	imageErr  error
+)
 
 // tearDown removes the containers, network and volumes, first logging the
 // brokers' output if the test failed.

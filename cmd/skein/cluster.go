@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,11 +18,12 @@ import (
 )
 
 func init() {
-	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories; the controller quorum", run: clientCommand(runCluster)}
+	commands["cluster"] = command{summary: "describe the cluster: brokers, controller, partition health; log directories; the controller quorum; replica balance", run: clientCommand(runCluster)}
 }
 
 func runCluster(ctx context.Context, args []string, s streams) error {
-	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs|quorum [flags]", map[string]clientRun{
+	return runSubcommand(ctx, args, s, "usage: skein cluster describe|log-dirs|quorum|balance [flags]", map[string]clientRun{
+		"balance":  runClusterBalance,
 		"describe": runClusterDescribe,
 		"log-dirs": runClusterLogDirs,
 		"quorum":   runClusterQuorum,
@@ -38,14 +40,11 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cl, err := newClient(bootstrap)
+	cl, adm, ctx, done, err := dialCluster(ctx, bootstrap, *timeout)
 	if err != nil {
 		return err
 	}
-	adm := kadm.NewClient(cl)
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
+	defer done()
 
 	md, err := adm.Metadata(ctx)
 	if err != nil {
@@ -65,6 +64,18 @@ func runClusterDescribe(ctx context.Context, args []string, s streams) error {
 	}
 	printClusterDescription(s.out, md, cluster, minISR)
 	return nil
+}
+
+// dialCluster is the client (raw, for DescribeCluster, and kadm's) and
+// the bounded context of a cluster command; done closes both.
+func dialCluster(ctx context.Context, bootstrap *clusterFlags, timeout time.Duration) (*kgo.Client, *kadm.Client, context.Context, func(), error) {
+	cl, err := newClient(bootstrap)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return cl, adm, ctx, func() { cancel(); adm.Close() }, nil
 }
 
 // clusterView is DescribeCluster's answer: the active controller (Metadata

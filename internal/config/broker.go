@@ -118,6 +118,12 @@ type Broker struct {
 	AutoLeaderRebalanceEnable    bool          // auto.leader.rebalance.enable
 	LeaderImbalanceCheckInterval time.Duration // leader.imbalance.check.interval.seconds
 
+	AutoReplicaBalanceEnable         bool          // auto.replica.balance.enable
+	ReplicaBalanceCheckInterval      time.Duration // replica.balance.check.interval.ms
+	ReplicaBalanceMaxConcurrentMoves int           // replica.balance.max.concurrent.moves
+	ReplicaBalanceUnavailableTimeout time.Duration // replica.balance.broker.unavailable.timeout.ms
+	ReplicaImbalancePerBrokerPercent int           // replica.imbalance.per.broker.percentage
+
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
 	OffsetsTopicSegmentBytes      int32         // offsets.topic.segment.bytes
@@ -241,10 +247,15 @@ func (s *settings) build() (*Broker, error) {
 		LeaderReplicationThrottledRate:   r.int64("leader.replication.throttled.rate"),
 		FollowerReplicationThrottledRate: r.int64("follower.replication.throttled.rate"),
 
-		BrokerSessionTimeout:         r.durationMs("broker.session.timeout.ms"),
-		BrokerHeartbeatInterval:      r.durationMs("broker.heartbeat.interval.ms"),
-		AutoLeaderRebalanceEnable:    r.bool("auto.leader.rebalance.enable"),
-		LeaderImbalanceCheckInterval: r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
+		BrokerSessionTimeout:             r.durationMs("broker.session.timeout.ms"),
+		BrokerHeartbeatInterval:          r.durationMs("broker.heartbeat.interval.ms"),
+		AutoLeaderRebalanceEnable:        r.bool("auto.leader.rebalance.enable"),
+		LeaderImbalanceCheckInterval:     r.durationUnits("leader.imbalance.check.interval.seconds", time.Second),
+		AutoReplicaBalanceEnable:         r.bool("auto.replica.balance.enable"),
+		ReplicaBalanceCheckInterval:      r.durationMs("replica.balance.check.interval.ms"),
+		ReplicaBalanceMaxConcurrentMoves: r.int("replica.balance.max.concurrent.moves"),
+		ReplicaBalanceUnavailableTimeout: r.durationMs("replica.balance.broker.unavailable.timeout.ms"),
+		ReplicaImbalancePerBrokerPercent: r.int("replica.imbalance.per.broker.percentage"),
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),

@@ -301,6 +301,26 @@ var brokerProperties = []Property{
 		Name: "leader.imbalance.check.interval.seconds", Kind: KindLong, Default: "300", Min: 1, Max: math.MaxInt64,
 		Doc: "How often the controller looks for partitions not led by their preferred replica.",
 	},
+	{
+		Name: "auto.replica.balance.enable", Kind: KindBool, Default: "false",
+		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
+	},
+	{
+		Name: "replica.balance.check.interval.ms", Kind: KindLong, Default: "30000", Min: 1000, Max: math.MaxInt64,
+		Doc: "How often the balancer (auto.replica.balance.enable) looks at the cluster.",
+	},
+	{
+		Name: "replica.balance.max.concurrent.moves", Kind: KindInt, Default: "8", Min: 1, Max: 10_000,
+		Doc: "The balancer starts no reassignment while this many partitions are being reassigned (its own moves and an operator's alike).",
+	},
+	{
+		Name: "replica.balance.broker.unavailable.timeout.ms", Kind: KindLong, Default: "900000", Min: 1000, Max: math.MaxInt64,
+		Doc: "How long a broker must be fenced, as seen by the active controller, before the balancer moves its replicas to other brokers (Redpanda's partition_autobalancing_node_availability_timeout_sec). A controller change restarts the count.",
+	},
+	{
+		Name: "replica.imbalance.per.broker.percentage", Kind: KindInt, Default: "10", Min: 0, Max: 1000,
+		Doc: "The balancer moves replicas when a broker holds more, or fewer, than the cluster's mean replica count per available broker by more than this percentage (and by more than one replica). A broker holding none while another holds two or more always counts. Replica counts stand in for disk usage: brokers do not report log sizes to the controller.",
+	},
 
 	// Consumer groups.
 	{

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -21,6 +22,10 @@ type Config struct {
 	// RebalanceInterval is leader.imbalance.check.interval.seconds (at
 	// least a second) when auto.leader.rebalance.enable is set, else 0.
 	RebalanceInterval time.Duration
+	// Balancer configures the automatic balancer, run every
+	// BalanceInterval (0: auto.replica.balance.enable is off).
+	Balancer        balancer.Config
+	BalanceInterval time.Duration
 	// PIDBlockSize is how many producer ids one AllocateProducerIds hands
 	// out.
 	PIDBlockSize int32
@@ -35,6 +40,7 @@ func ConfigFor(b *config.Broker, pidBlockSize int32) Config {
 	if b.AutoLeaderRebalanceEnable {
 		cfg.RebalanceInterval = max(b.LeaderImbalanceCheckInterval, time.Second)
 	}
+	cfg.Balancer, cfg.BalanceInterval = balancerConfig(b)
 	return cfg
 }
 
@@ -67,6 +73,11 @@ type Core struct {
 	maintenanceQueued bool
 	lastRebalance     time.Time
 	sessions          map[int32]*session
+	// lastBalance is when the automatic balancer last ran; unavailableSince
+	// when this controller first saw each fenced (or shutting down) broker
+	// so.
+	lastBalance      time.Time
+	unavailableSince map[int32]time.Time
 
 	now time.Time // of the event being handled
 	rd  Ready
@@ -102,6 +113,9 @@ type Ready struct {
 	// Fenced counts brokers fenced for an expired session (a leader
 	// election each, for metrics).
 	Fenced int
+	// BalancerMoves counts reassignments the automatic balancer started
+	// (committed).
+	BalancerMoves int
 }
 
 // Proposal is one metadata entry to propose.
@@ -120,7 +134,7 @@ type Note struct {
 
 // New returns an inactive core.
 func New(cfg Config) *Core {
-	return &Core{cfg: cfg, sessions: map[int32]*session{}}
+	return &Core{cfg: cfg, sessions: map[int32]*session{}, unavailableSince: map[int32]time.Time{}}
 }
 
 // Active reports whether this node acts as the active controller.
@@ -135,8 +149,9 @@ func (c *Core) Activate(now time.Time, im *metadata.Image) Ready {
 	c.begin(now)
 	c.abandon(kerr.NotController)
 	c.active, c.caughtUp = true, false
-	c.lastRebalance = now
+	c.lastRebalance, c.lastBalance = now, now
 	clear(c.sessions)
+	clear(c.unavailableSince)
 	for _, br := range im.Brokers() {
 		c.sessions[br.ID] = &session{seen: now}
 	}

@@ -85,21 +85,26 @@ func (c *Core) Unreachable(id int32) {
 // Tick queues one maintenance pass unless one is queued already: fence
 // the brokers whose sessions expired (or are known dead), elect leaders
 // where there are none, and, every RebalanceInterval, move leaderships
-// back to preferred replicas. The pass judges sessions at its turn, with
+// back to preferred replicas, and every BalanceInterval run the automatic
+// balancer (balance.go). The pass judges sessions at its turn, with
 // the time of the event that runs it, against the image of that turn.
 func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	c.begin(now)
 	if c.active && !c.maintenanceQueued {
 		c.maintenanceQueued = true
 		var fenced []int32
+		moves := 0
 		c.enqueue(im, decision{what: "session expiry and elections",
 			decide: func(im *metadata.Image) ([]metadata.Record, error) {
 				c.maintenanceQueued = false
 				var recs []metadata.Record
-				fenced, recs = c.maintenance(im)
+				fenced, moves, recs = c.maintenance(im)
 				return recs, nil
 			},
 			settle: func(_ *metadata.Image, err error) func() {
+				if err == nil {
+					c.rd.BalancerMoves += moves
+				}
 				switch {
 				case err != nil:
 					c.note("controller maintenance failed", "err", err)
@@ -113,9 +118,7 @@ func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	return c.end()
 }
 
-func (c *Core) maintenance(im *metadata.Image) ([]int32, []metadata.Record) {
-	var recs []metadata.Record
-	var fenced []int32
+func (c *Core) maintenance(im *metadata.Image) (fenced []int32, moves int, recs []metadata.Record) {
 	next := im
 	for _, br := range im.Brokers() {
 		if br.Fenced || br.ID == c.cfg.Self {
@@ -148,9 +151,10 @@ func (c *Core) maintenance(im *metadata.Image) ([]int32, []metadata.Record) {
 	next, recs = chain(next, recs, controller.ElectLeaderless(next, c.unclean))
 	if c.cfg.RebalanceInterval > 0 && c.now.Sub(c.lastRebalance) >= c.cfg.RebalanceInterval {
 		c.lastRebalance = c.now
-		_, recs = chain(next, recs, controller.PreferredLeaderElection(next))
+		next, recs = chain(next, recs, controller.PreferredLeaderElection(next))
 	}
-	return fenced, recs
+	_, moves, recs = c.balance(next, recs)
+	return fenced, moves, recs
 }
 
 // chain appends more, decided against im, to recs and returns the image

@@ -23,6 +23,11 @@ type txnCoordChecks struct {
 	// only those can ever be committed.
 	txnOf      map[string]string
 	commitSent map[string]bool
+	// outcomes are the acknowledged batches and EndTxn answers per
+	// transaction; reader is the read_committed reader whose deliveries
+	// the all-or-nothing check judges (checker_txn_atomic.go).
+	outcomes map[string]*txnOutcome
+	reader   *txnReader
 }
 
 type txnInit struct {
@@ -32,7 +37,7 @@ type txnInit struct {
 }
 
 func newTxnCoordChecks() txnCoordChecks {
-	return txnCoordChecks{inits: map[string][]txnInit{}, txnOf: map[string]string{}, commitSent: map[string]bool{}}
+	return txnCoordChecks{inits: map[string][]txnInit{}, txnOf: map[string]string{}, commitSent: map[string]bool{}, outcomes: map[string]*txnOutcome{}}
 }
 
 func (k *checker) txnCoordRecord(v, txnName string) { k.txnCoord.txnOf[v] = txnName }

@@ -60,8 +60,10 @@ func (c *Cluster) startTxnClients() {
 }
 
 func (c *Cluster) newTxnReader() *txnReader {
-	return &txnReader{c: c, next: map[int32]int64{}, busy: map[int32]bool{},
+	r := &txnReader{c: c, next: map[int32]int64{}, busy: map[int32]bool{}, got: map[string]bool{},
 		lc: &leaderCache{c: c, self: txnReaderEndpoint, leaders: map[int32]int32{}, topic: topicName}}
+	c.check.txnCoord.reader = r
+	return r
 }
 
 func (d *txnDriver) start() { d.c.s.after(d.c.s.between(time.Second, 2*time.Second), d.loop) }
@@ -256,6 +258,7 @@ type txnReader struct {
 	lc   *leaderCache
 	next map[int32]int64
 	busy map[int32]bool
+	got  map[string]bool // the values delivered
 }
 
 func (r *txnReader) start() { r.c.s.after(r.c.s.between(time.Second, 2*time.Second), r.loop) }
@@ -337,6 +340,8 @@ func (r *txnReader) consume(part int32, rp kmsg.FetchResponseTopicPartition, lea
 			return nil
 		case h.IsTransactional() && abortedProducers[h.ProducerID]:
 			return nil
+		case h.IsTransactional() && c.opts.txnReaderSkipsLast:
+			recs = recs[:len(recs)-1]
 		}
 		for _, rec := range recs {
 			r.delivered(part, rec.Offset(h), string(rec.Value), leader)
@@ -352,6 +357,7 @@ func (r *txnReader) consume(part int32, rp kmsg.FetchResponseTopicPartition, lea
 // the driver's must belong to a committed transaction.
 func (r *txnReader) delivered(part int32, off int64, v string, leader int32) {
 	k := r.c.check
+	r.got[v] = true
 	k.txnCoordDelivered(v, part, off, leader)
 	name, ok := k.txns.txnOf[v]
 	if !ok {

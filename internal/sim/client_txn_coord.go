@@ -199,7 +199,11 @@ func (tc *txnClient) produceAll() {
 		}
 		b := batch.BuildTransactional(values, tc.c.nowMs(), tc.pid, tc.epoch, tc.seq[p])
 		tc.seq[p] += int32(count)
+		name := tc.txn
 		sendTxnBatch(tc.c, tc.lc, tc.id, p, b, 1, func(ok bool) {
+			if ok {
+				tc.c.check.txnBatchAcked(name, p, count)
+			}
 			tc.clean = tc.clean && ok
 			if left--; left == 0 {
 				tc.busy = false
@@ -217,11 +221,12 @@ func (tc *txnClient) endTxn(commit bool) {
 	req.Version = 3
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = tc.id, tc.pid, tc.epoch, commit
 	sentAt := tc.c.s.now
-	pid, epoch := tc.pid, tc.epoch
+	pid, epoch, name := tc.pid, tc.epoch, tc.txn
 	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
 			if err = kerr.ErrorForCode(resp.(*kmsg.EndTxnResponse).ErrorCode); err == nil {
 				tc.c.check.txnEndAcked(tc.id, pid, epoch, commit, sentAt)
+				tc.c.check.txnEndOutcome(name, commit)
 				tc.busy, tc.state = false, txnIdle
 				return
 			}

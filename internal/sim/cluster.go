@@ -71,16 +71,20 @@ type Stats struct {
 	// InitProducerId and EndTxn answered with success, TxnCoordRead their
 	// records a read_committed reader delivered (Options.TxnCoordinator).
 	TxnCoordInits, TxnCoordEnds, TxnCoordRead int
-	Crashes, PowerLosses                      int
-	Partitions, Pauses                        int
-	DiskFull, BitFlips                        int
-	MessagesSent, Dropped                     int64
-	Elections                                 int
-	VotersAdded, VotersRemoved                int // the operator's completed changes (FaultMix.Membership)
+	// TxnCoordCommitted and TxnCoordAborted count the coordinator clients'
+	// transactions the converged logs hold committed and aborted.
+	TxnCoordCommitted, TxnCoordAborted int
+	Crashes, PowerLosses               int
+	Partitions, Pauses                 int
+	DiskFull, BitFlips                 int
+	MessagesSent, Dropped              int64
+	Elections                          int
+	VotersAdded, VotersRemoved         int // the operator's completed changes (FaultMix.Membership)
 	// Reassignments started and cancelled (KIP-455, asked of the active
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
 	Reassignments, Cancels, Retired int
+	BalancerMoves                   int           // reassignments the controllers' balancer started (Options.Balancer)
 	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
 	Converged                       time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied           int64         // the ACL prober's writes served and refused (Options.ACLs)
@@ -154,6 +158,12 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		"broker.session.timeout.ms":               strconv.Itoa(int(sessionTimeout.Milliseconds())),
 		"broker.heartbeat.interval.ms":            strconv.Itoa(int(heartbeatInterval.Milliseconds())),
 		"leader.imbalance.check.interval.seconds": "5",
+	}
+	if c.opts.Balancer {
+		props["auto.replica.balance.enable"] = "true"
+		props["replica.balance.check.interval.ms"] = "1000"
+		props["replica.balance.max.concurrent.moves"] = "2"
+		props["replica.balance.broker.unavailable.timeout.ms"] = "3000"
 	}
 	if c.opts.ACLs && !c.opts.authorizerOff {
 		props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

@@ -35,6 +35,7 @@ func (c *Cluster) wallNow() time.Time { return time.UnixMilli(simEpochMs).Add(c.
 // returns (ctrlcore.Runtime).
 func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlcore.Ready) {
 	rd := ev(p.ctl, p.n.c.wallNow(), p.image)
+	p.n.c.check.stats.BalancerMoves += rd.BalancerMoves
 	for _, n := range rd.Notes {
 		p.n.tracef("controller: %s %v", n.Msg, n.Args)
 	}

@@ -24,7 +24,7 @@ type Options struct {
 	Groups            bool // group members consume through a consumer group; a simple consumer commits offsets
 	// TxnCoordinator adds transactional clients that drive the
 	// transaction coordinator over __transaction_state (client_txn_coord.go);
-	// Swarm never sets it, so swarm seeds keep their runs.
+	// Swarm sets it in a third of the seeds, from a source of its own.
 	TxnCoordinator bool
 	// Transactions adds a transactional producer that writes its own
 	// markers and a read_committed reader (client_txn.go).
@@ -32,10 +32,19 @@ type Options struct {
 	// ACLs runs the StandardAuthorizer with an ACL toggler and prober
 	// (acl.go); Swarm never sets it, so swarm seeds keep their runs.
 	ACLs bool
+	// Balancer turns on the controllers' automatic balancer
+	// (auto.replica.balance.enable) with scaled-down timings: it moves
+	// replicas off brokers fenced for a few seconds and evens out the
+	// replica counts, beside whatever else the run does.
+	Balancer bool
 	// authorizerOff leaves the authorizer out of the brokers' config
 	// while the ACL checker runs: the test that shows the checker
 	// catches a broker that does not authorize.
 	authorizerOff bool
+	// txnReaderSkipsLast has the read_committed reader drop the last
+	// record of every transactional batch: the test that shows the
+	// all-or-nothing checker catches a partial read.
+	txnReaderSkipsLast bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -130,6 +139,10 @@ func Swarm(seed uint64, duration time.Duration) Options {
 	}
 	o.Consumers = 1 + r.IntN(2)
 	o.Groups = r.IntN(2) == 0
+	// A source of its own, as for Reassign: the seed's other choices stay.
+	o.Balancer = rand.New(rand.NewPCG(seed, 0xba1a)).IntN(3) == 0
+	// Its own source too: the seeds without it keep their runs.
+	o.TxnCoordinator = rand.New(rand.NewPCG(seed, 0x7c00d)).IntN(3) == 0
 	return o
 }
 

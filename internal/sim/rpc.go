@@ -37,6 +37,9 @@ func (c *Cluster) call(from, to int32, req kmsg.Request, timeout time.Duration, 
 			if err := decoded.ReadFrom(body); err != nil {
 				panic(fmt.Sprintf("sim: decode %s: %v", kmsg.NameForKey(key), err))
 			}
+			if oc, ok := decoded.(*kmsg.OffsetCommitRequest); ok {
+				c.check.groupCommitDelivered(oc)
+			}
 			target.handle(from, decoded, func(resp kmsg.Response) {
 				if resp == nil {
 					return // acks=0: nothing goes back

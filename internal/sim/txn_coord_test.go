@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"testing/cryptotest"
 	"time"
@@ -17,7 +18,7 @@ func TestTxnCoordinator(t *testing.T) {
 	if testing.Short() {
 		seeds = 5
 	}
-	var inits, ends, read int
+	var inits, ends, read, committed, aborted int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		o := Options{Seed: seed, Nodes: 3, Partitions: 2, ReplicationFactor: 3, MinISR: 2, Duration: *flagDuration, TxnCoordinator: true,
 			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
@@ -29,10 +30,25 @@ func TestTxnCoordinator(t *testing.T) {
 			inits += r.Stats.TxnCoordInits
 			ends += r.Stats.TxnCoordEnds
 			read += r.Stats.TxnCoordRead
+			committed += r.Stats.TxnCoordCommitted
+			aborted += r.Stats.TxnCoordAborted
 		})
 	}
-	if inits == 0 || ends == 0 || read == 0 {
-		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded, %d records read committed: the run checked nothing", seeds, inits, ends, read)
+	if inits == 0 || ends == 0 || read == 0 || committed == 0 || aborted == 0 {
+		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded, %d records read committed, %d transactions committed and %d aborted: the run checked nothing",
+			seeds, inits, ends, read, committed, aborted)
 	}
-	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered, %d transactional records read committed", seeds, inits, ends, read)
+	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered, %d transactions committed, %d aborted, %d transactional records read committed", seeds, inits, ends, committed, aborted, read)
+}
+
+// TestTxnAtomicCheckerCatchesAPartialRead: a read_committed reader that
+// drops the last record of every transactional batch delivers part of
+// committed transactions, and the all-or-nothing checker says so.
+func TestTxnAtomicCheckerCatchesAPartialRead(t *testing.T) {
+	o := Options{Seed: 1, Nodes: 3, Partitions: 2, Duration: *flagDuration, TxnCoordinator: true, Consumers: 1, txnReaderSkipsLast: true}
+	cryptotest.SetGlobalRandom(t, o.Seed)
+	r := Run(o)
+	if len(r.Violations) == 0 || !strings.Contains(r.Violations[0], "read_committed read past it and delivered") {
+		t.Fatalf("violations %q, want a partial read of a committed transaction", r.Violations)
+	}
 }

@@ -1,0 +1,337 @@
+// Package balancer is the pure decision of Skein's automatic balancer
+// (auto.replica.balance.enable; Redpanda's continuous data balancing and
+// Cruise Control are the anchors): from a view of the cluster it picks a
+// bounded set of replica moves and the preferred-leader elections to make.
+// The active controller runs it on a timer and submits the moves as KIP-455
+// reassignments; `skein cluster balance` runs it on a client-side view. It
+// does no I/O and reads no clock: how long a broker has been unavailable is
+// part of the view.
+package balancer
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Broker is one registered broker as the balancer sees it.
+type Broker struct {
+	ID   int32
+	Rack string
+	// Available brokers may take replicas: unfenced and not in a
+	// controlled shutdown.
+	Available bool
+	// UnavailableFor is how long the broker has been unavailable, as far
+	// as the caller knows (0 when available or unknown).
+	UnavailableFor time.Duration
+}
+
+// Partition is one partition's replica state.
+type Partition struct {
+	Topic string
+	Index int32
+	// Replicas in preference order; during a reassignment the target
+	// followed by the replicas being removed.
+	Replicas []int32
+	ISR      []int32
+	Leader   int32
+	// Reassigning is set while a reassignment of the partition is in
+	// progress: the balancer leaves it alone and counts it as a move in
+	// flight.
+	Reassigning bool
+}
+
+// Config is the balancer's part of the broker configuration.
+type Config struct {
+	// MaxConcurrentMoves is replica.balance.max.concurrent.moves: no move
+	// starts while this many partitions are being reassigned.
+	MaxConcurrentMoves int
+	// UnavailableTimeout is replica.balance.broker.unavailable.timeout.ms.
+	UnavailableTimeout time.Duration
+	// ImbalancePercent is replica.imbalance.per.broker.percentage.
+	ImbalancePercent int
+}
+
+// Reason says why a move was chosen.
+type Reason string
+
+const (
+	// BrokerGone: the source broker was unavailable past the timeout; the
+	// move restores the replication factor on available brokers.
+	BrokerGone Reason = "broker unavailable"
+	// Imbalance: the source holds more replicas than the destination by
+	// more than the threshold (a broker that joined holds none).
+	Imbalance Reason = "replica imbalance"
+)
+
+// Move replaces one replica of a partition: Target is the new replica
+// list (the reassignment's target), From is replaced by To at its place,
+// so a preferred leadership passes to the newcomer.
+type Move struct {
+	Topic     string
+	Partition int32
+	From, To  int32
+	Target    []int32
+	Reason    Reason
+}
+
+func (m Move) String() string {
+	return fmt.Sprintf("%s-%d: move replica %d -> %d (target %v, %s)", m.Topic, m.Partition, m.From, m.To, m.Target, m.Reason)
+}
+
+// Election is a partition whose leader should move to its preferred
+// replica (the first), which is available and in sync: what the
+// controller's preferred-leader rebalance (auto.leader.rebalance.enable)
+// will do, reported by `skein cluster balance`.
+type Election struct {
+	Topic     string
+	Partition int32
+	From, To  int32
+}
+
+func (e Election) String() string {
+	return fmt.Sprintf("%s-%d: elect preferred leader %d (now %d)", e.Topic, e.Partition, e.To, e.From)
+}
+
+// Plan is what the balancer would do now.
+type Plan struct {
+	Moves     []Move
+	Elections []Election
+	// InFlight is how many partitions were being reassigned already.
+	InFlight int
+}
+
+// Decide plans the moves and elections for the cluster described by
+// brokers and partitions.
+//
+// First, every partition with a replica on a broker unavailable for at
+// least cfg.UnavailableTimeout gets that replica moved to an available
+// broker; this is the only move made on an under-replicated partition,
+// since it restores the replication factor. Then, while the available
+// brokers' replica counts are uneven (see imbalanced), one replica moves
+// from the most to the least loaded broker, taken from a fully in-sync
+// partition. Never more moves than cfg.MaxConcurrentMoves minus those in
+// flight. Every move keeps the partition's rack spread (it never puts two
+// replicas on a rack when another rack was free), and none removes a
+// partition's last in-sync replica: the reassignment could then never
+// complete. Ties go to the lower topic, partition and broker id, so the
+// plan is the same on every run.
+func Decide(brokers []Broker, partitions []Partition, cfg Config) Plan {
+	s := newState(brokers, partitions)
+	plan := Plan{InFlight: s.inFlight}
+	budget := max(0, cfg.MaxConcurrentMoves) - s.inFlight
+	for _, p := range s.parts {
+		if budget <= 0 {
+			break
+		}
+		if p.Reassigning {
+			continue
+		}
+		for _, r := range p.Replicas {
+			b, known := s.brokers[r]
+			gone := !known || !b.Available && b.UnavailableFor >= cfg.UnavailableTimeout
+			if !gone || !keepsInSync(p, r) {
+				continue
+			}
+			to, ok := s.destination(p, r)
+			if !ok {
+				continue
+			}
+			plan.Moves = append(plan.Moves, s.move(p, r, to, BrokerGone))
+			budget--
+			break
+		}
+	}
+	for budget > 0 {
+		m, ok := s.rebalanceOne(cfg.ImbalancePercent)
+		if !ok {
+			break
+		}
+		plan.Moves = append(plan.Moves, m)
+		budget--
+	}
+	for _, p := range s.parts {
+		if len(p.Replicas) == 0 || p.moved {
+			continue
+		}
+		pref := p.Replicas[0]
+		if b, ok := s.brokers[pref]; p.Leader != pref && ok && b.Available && slices.Contains(p.ISR, pref) {
+			plan.Elections = append(plan.Elections, Election{Topic: p.Topic, Partition: p.Index, From: p.Leader, To: pref})
+		}
+	}
+	return plan
+}
+
+type part struct {
+	Partition
+	moved bool // a move of this plan starts its reassignment
+}
+
+type state struct {
+	brokers  map[int32]Broker
+	ids      []int32 // available brokers, ascending
+	load     map[int32]int
+	parts    []*part
+	inFlight int
+}
+
+func newState(brokers []Broker, partitions []Partition) *state {
+	s := &state{brokers: map[int32]Broker{}, load: map[int32]int{}}
+	for _, b := range brokers {
+		s.brokers[b.ID] = b
+		if b.Available {
+			s.ids = append(s.ids, b.ID)
+			s.load[b.ID] = 0
+		}
+	}
+	slices.Sort(s.ids)
+	for _, p := range partitions {
+		p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+		s.parts = append(s.parts, &part{Partition: p})
+		if p.Reassigning {
+			s.inFlight++
+		}
+		for _, r := range p.Replicas {
+			if _, ok := s.load[r]; ok {
+				s.load[r]++
+			}
+		}
+	}
+	slices.SortFunc(s.parts, func(a, b *part) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
+	})
+	return s
+}
+
+// keepsInSync: removing r leaves p an in-sync replica, so a reassignment
+// replacing r can complete without losing committed records.
+func keepsInSync(p *part, r int32) bool {
+	return slices.ContainsFunc(p.ISR, func(i int32) bool { return i != r })
+}
+
+// fullyInSync: every replica is in the ISR and on an available broker.
+func (s *state) fullyInSync(p *part) bool {
+	for _, r := range p.Replicas {
+		if b, ok := s.brokers[r]; !ok || !b.Available || !slices.Contains(p.ISR, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// racksAfter counts the distinct racks p's replicas would span with from
+// replaced by to (a broker without a rack counts as its own).
+func (s *state) racksAfter(p *part, from, to int32) int {
+	racks := map[string]bool{}
+	for _, r := range p.Replicas {
+		if r == from {
+			r = to
+		}
+		rack := s.brokers[r].Rack
+		if rack == "" {
+			rack = fmt.Sprintf("\x00broker-%d", r)
+		}
+		racks[rack] = true
+	}
+	return len(racks)
+}
+
+// canTake: to is available and not already a replica of p.
+func (s *state) canTake(p *part, to int32) bool {
+	return !slices.Contains(p.Replicas, to) && s.brokers[to].Available
+}
+
+// destination is the available broker to take from's replica of p: the
+// one giving the most distinct racks, then the least loaded, then the
+// lowest id.
+func (s *state) destination(p *part, from int32) (int32, bool) {
+	best, bestRacks := int32(-1), 0
+	for _, b := range s.ids {
+		if !s.canTake(p, b) {
+			continue
+		}
+		racks := s.racksAfter(p, from, b)
+		if best < 0 || racks > bestRacks || racks == bestRacks && s.load[b] < s.load[best] {
+			best, bestRacks = b, racks
+		}
+	}
+	return best, best >= 0
+}
+
+func (s *state) move(p *part, from, to int32, why Reason) Move {
+	target := slices.Clone(p.Replicas)
+	target[slices.Index(target, from)] = to
+	p.moved = true
+	if _, ok := s.load[from]; ok {
+		s.load[from]--
+	}
+	s.load[to]++
+	return Move{Topic: p.Topic, Partition: p.Index, From: from, To: to, Target: target, Reason: why}
+}
+
+// imbalanced reports whether moving one replica from most to least loaded
+// is worth it: they differ by more than one, and either the least loaded
+// holds none while the other holds two or more (a broker that joined), or
+// one of them is off the mean by more than pct percent.
+func imbalanced(most, least int, mean float64, pct int) bool {
+	if most-least <= 1 {
+		return false
+	}
+	if least == 0 && most >= 2 {
+		return true
+	}
+	limit := mean * float64(pct) / 100
+	return float64(most)-mean > limit || mean-float64(least) > limit
+}
+
+// rebalanceOne picks one move from the most loaded available broker to
+// the least loaded one that can take a replica from it, if the counts are
+// imbalanced. The replica comes from a fully in-sync partition not being
+// moved, preferring one the source does not lead (no leadership change),
+// whose rack spread does not shrink.
+func (s *state) rebalanceOne(pct int) (Move, bool) {
+	if len(s.ids) < 2 {
+		return Move{}, false
+	}
+	total := 0
+	for _, id := range s.ids {
+		total += s.load[id]
+	}
+	mean := float64(total) / float64(len(s.ids))
+	// s.ids is ascending, so equally loaded brokers stay in id order.
+	most := slices.Clone(s.ids)
+	slices.SortStableFunc(most, func(a, b int32) int { return cmp.Compare(s.load[b], s.load[a]) })
+	least := slices.Clone(s.ids)
+	slices.SortStableFunc(least, func(a, b int32) int { return cmp.Compare(s.load[a], s.load[b]) })
+	for _, from := range most {
+		for _, to := range least {
+			if !imbalanced(s.load[from], s.load[to], mean, pct) {
+				break
+			}
+			if p, ok := s.movable(from, to); ok {
+				return s.move(p, from, to, Imbalance), true
+			}
+		}
+	}
+	return Move{}, false
+}
+
+func (s *state) movable(from, to int32) (*part, bool) {
+	var pick *part
+	for _, p := range s.parts {
+		if p.Reassigning || p.moved || !slices.Contains(p.Replicas, from) || !s.fullyInSync(p) || !s.canTake(p, to) {
+			continue
+		}
+		if s.racksAfter(p, from, to) < s.racksAfter(p, from, from) {
+			continue
+		}
+		if p.Leader != from {
+			return p, true
+		}
+		if pick == nil {
+			pick = p
+		}
+	}
+	return pick, pick != nil
+}
