@@ -2,8 +2,12 @@ package api
 
 // OffsetFetch: versions 1-8. v2+ fetches every committed offset of the
 // group when the topic list is null and answers a top-level error; v5+
-// returns the leader epoch; v7 asks for stable offsets, which all are
-// here (no transactions); v8 fetches for several groups at once, each
+// returns the leader epoch; v7+ may ask for stable offsets
+// (require_stable, KIP-447): a partition with offsets committed by a
+// transaction that has not ended yet (TxnOffsetCommit) then answers
+// UNSTABLE_OFFSET_COMMIT, offset -1, so that the client retries until the
+// transaction's outcome is known; without it the committed offset is
+// answered, as Kafka does. v8 fetches for several groups at once, each
 // answered on its own. A partition without a committed offset answers
 // offset -1.
 
@@ -34,7 +38,7 @@ func handleOffsetFetch(s *Server, r *Request, respond Respond) {
 				return req.Topics[i].Topic, req.Topics[i].Partitions
 			})
 		}
-		s.fetchOffsets(r, req.Group, parts, func(fetched []fetchedOffset, err error) {
+		s.fetchOffsets(r, req.Group, parts, req.RequireStable, func(fetched []fetchedOffset, err error) {
 			if err != nil {
 				resp.ErrorCode = ErrorCode(err)
 				if r.Version < 2 {
@@ -89,7 +93,7 @@ func handleOffsetFetch(s *Server, r *Request, respond Respond) {
 				return g.Topics[i].Topic, g.Topics[i].Partitions
 			})
 		}
-		s.fetchOffsets(r, g.Group, parts, func(fetched []fetchedOffset, err error) {
+		s.fetchOffsets(r, g.Group, parts, req.RequireStable, func(fetched []fetchedOffset, err error) {
 			rg.ErrorCode = ErrorCode(err)
 			for _, f := range groupByTopic(fetched) {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -130,8 +134,9 @@ type fetchedOffset struct {
 // fetchOffsets reads a group's offsets for a principal with DESCRIBE on
 // the group: of the topics it may not DESCRIBE, requested ones answer
 // TOPIC_AUTHORIZATION_FAILED and, when all offsets are asked for, the
-// others are left out, as Kafka does.
-func (s *Server) fetchOffsets(r *Request, groupID string, parts []group.TopicPartition, done func([]fetchedOffset, error)) {
+// others are left out, as Kafka does. requireStable answers partitions
+// with pending transactional offsets UNSTABLE_OFFSET_COMMIT.
+func (s *Server) fetchOffsets(r *Request, groupID string, parts []group.TopicPartition, requireStable bool, done func([]fetchedOffset, error)) {
 	if groupID == "" {
 		done(nil, kerr.InvalidGroupID)
 		return
@@ -154,6 +159,9 @@ func (s *Server) fetchOffsets(r *Request, groupID string, parts []group.TopicPar
 				topicOK[f.Topic] = ok
 			}
 			switch {
+			case ok && requireStable && f.Unstable:
+				f.Offset, f.LeaderEpoch, f.Metadata = -1, -1, ""
+				out = append(out, fetchedOffset{FetchedOffset: f, err: kerr.UnstableOffsetCommit})
 			case ok:
 				out = append(out, fetchedOffset{FetchedOffset: f})
 			case parts != nil:

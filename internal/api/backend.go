@@ -119,6 +119,11 @@ type ProduceParams struct {
 	Batches   [][]byte // each validated by records.Validate (or built with a fresh CRC): the log does not compute the CRC again
 	Acks      int16
 	Timeout   time.Duration
+	// Coordinator marks a write of this broker's own coordinator (Kafka's
+	// AppendOrigin.COORDINATOR): a producer's batch is checked for its
+	// epoch only, not its sequences (the group coordinator's
+	// transactional offset commits carry base sequence 0, as Kafka's).
+	Coordinator bool
 }
 
 // ProduceResult answers ProduceParams.

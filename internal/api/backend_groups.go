@@ -25,6 +25,10 @@ type GroupBackend interface {
 	// CommitOffsets answers with an error for the whole request (the
 	// coordinator is not here) or one result per offset, in order.
 	CommitOffsets(req group.CommitRequest, done func([]group.PartitionError, error))
+	// TxnCommitOffsets is CommitOffsets for TxnOffsetCommit: the offsets
+	// are pending, invisible to FetchOffsets but for
+	// FetchedOffset.Unstable, until the producer's transaction commits.
+	TxnCommitOffsets(req group.TxnCommitRequest, done func([]group.PartitionError, error))
 	// FetchOffsets: nil partitions means every committed offset. The
 	// answer waits for the coordinator's writes in flight, so it never
 	// shows an offset that is not committed yet.

@@ -24,6 +24,14 @@ func BuildKeyed(kvs []KeyValue, timestampMs int64) []byte {
 	return assemble(kvs, timestampMs, 0, -1, -1, -1)
 }
 
+// BuildKeyedTransactional is BuildKeyed for a transactional batch of a
+// producer, base sequence 0: the group coordinator's offsets committed in
+// a transaction (TxnOffsetCommit), written as Kafka's coordinator writes
+// them.
+func BuildKeyedTransactional(kvs []KeyValue, timestampMs int64, producerID int64, producerEpoch int16) []byte {
+	return assemble(kvs, timestampMs, TransactionalBit, producerID, producerEpoch, 0)
+}
+
 // BuildProducer is Build for an idempotent producer: the batch carries its
 // producer id, epoch and first sequence (-1, -1, -1 for none). The
 // simulator's clients write with it.

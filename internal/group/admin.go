@@ -108,7 +108,9 @@ func (c *Coordinator) removeGroup(g *Group, out *Output) {
 	for _, tp := range tps {
 		out.Records = append(out.Records, offsetTombstone(g.id, tp))
 	}
-	if g.persisted {
+	// A group with pending transactional offsets gets a tombstone even if
+	// its metadata was never written: the replay drops them at it.
+	if g.persisted || len(g.txnOffsets) > 0 {
 		out.Records = append(out.Records, groupTombstone(g.id))
 	}
 	g.state = Dead

@@ -20,6 +20,14 @@ type Coordinator struct {
 	idSeq   uint64
 	// writeSeq numbers AssignmentWrites.
 	writeSeq WriteID
+	// commitSeq orders offset commits as the log does (records are
+	// written in the order the coordinator makes them, and replayed in
+	// that order): a transaction's offsets replace a committed offset only
+	// if they were written after it, as Kafka compares log offsets.
+	commitSeq uint64
+	// txnProducers are the producers that wrote transactional offset
+	// commits to this partition.
+	txnProducers map[int64]*txnProducer
 }
 
 // New returns an empty coordinator. memberIDNonce must differ between
@@ -29,7 +37,7 @@ func New(cfg Config, memberIDNonce uint64) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Coordinator{cfg: cfg, groups: make(map[string]*Group), idNonce: memberIDNonce}, nil
+	return &Coordinator{cfg: cfg, groups: make(map[string]*Group), txnProducers: make(map[int64]*txnProducer), idNonce: memberIDNonce}, nil
 }
 
 func (c *Coordinator) newMemberID(g *Group, prefix string) string {
@@ -48,7 +56,7 @@ func (c *Coordinator) newMemberID(g *Group, prefix string) string {
 
 // changed re-arms g's timer and drops a group that never held anything.
 func (c *Coordinator) changed(g *Group) {
-	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && !g.persisted {
+	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 && !g.persisted {
 		delete(c.groups, g.id)
 		return
 	}
@@ -185,6 +193,7 @@ func (c *Coordinator) Unload() Output {
 		}
 	}
 	c.groups = make(map[string]*Group)
+	c.txnProducers = make(map[int64]*txnProducer)
 	c.timers = timerHeap{}
 	return out
 }

@@ -59,6 +59,11 @@ type Group struct {
 	subscribed map[string]struct{}
 
 	offsets map[TopicPartition]offsetEntry
+	// txnOffsets are offsets committed in transactions that have not
+	// ended yet, by producer id (TxnOffsetCommit): not visible until the
+	// producer's COMMIT marker, dropped at its ABORT (Kafka's
+	// pendingTransactionalOffsetCommits).
+	txnOffsets map[int64]map[TopicPartition]offsetEntry
 
 	// persisted is true once a group metadata record has been written or
 	// loaded: removing the group then needs a tombstone.
@@ -80,6 +85,7 @@ func newGroup(c *Coordinator, id string, now int64) *Group {
 		votes:       make(map[string]int),
 		pendingSync: make(map[string]struct{}),
 		offsets:     make(map[TopicPartition]offsetEntry),
+		txnOffsets:  make(map[int64]map[TopicPartition]offsetEntry),
 		timerAt:     noDeadline,
 	}
 }

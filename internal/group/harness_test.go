@@ -31,10 +31,11 @@ type step struct {
 type op func(h *harness)
 
 type harness struct {
-	t       *testing.T
-	c       *Coordinator
-	now     int64
-	records []Record
+	t   *testing.T
+	c   *Coordinator
+	now int64
+	// log is what the coordinator wrote, in log order: failover replays it.
+	log     []logEntry
 	events  []string
 	nextReq RequestID
 	reqWho  map[RequestID]string
@@ -114,9 +115,15 @@ func (h *harness) take(out Output) {
 			h.ids[h.reqWho[j.To]] = r.MemberID
 		}
 	}
-	h.records = append(h.records, out.Records...)
+	if len(out.Records) > 0 {
+		h.log = append(h.log, logEntry{recs: out.Records, txn: out.Txn})
+	}
 	for _, r := range out.Records {
-		h.events = append(h.events, h.renderRecord(r))
+		e := h.renderRecord(r)
+		if out.Txn != nil {
+			e = fmt.Sprintf("txn %d/%d %s", out.Txn.ProducerID, out.Txn.ProducerEpoch, e)
+		}
+		h.events = append(h.events, e)
 	}
 	for _, j := range out.Joins {
 		who := h.reqWho[j.To]
@@ -161,7 +168,7 @@ func (h *harness) take(out Output) {
 
 // commitWrite is the runtime seeing an assignment's record committed.
 func (h *harness) commitWrite(w AssignmentWrite) {
-	h.records = append(h.records, w.Record)
+	h.log = append(h.log, logEntry{recs: []Record{w.Record}})
 	h.events = append(h.events, h.renderRecord(w.Record))
 	h.take(h.c.AssignmentWritten(h.now, w, nil))
 }
@@ -339,24 +346,34 @@ func commit(who string, gen int32, offsets ...string) op {
 		if gen == -2 {
 			gen = h.gens[who]
 		}
-		req := CommitRequest{GroupID: testGroup, MemberID: h.ids[who], InstanceID: instance, Generation: gen}
-		for _, o := range offsets {
-			var tp TopicPartition
-			var off int64
-			spec, meta, _ := strings.Cut(o, "/")
-			if _, err := fmt.Sscanf(strings.Replace(spec, "-", " ", 1), "%s %d=%d", &tp.Topic, &tp.Partition, &off); err != nil {
-				h.t.Fatalf("bad offset spec %q: %v", o, err)
-			}
-			req.Offsets = append(req.Offsets, CommitOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: off, LeaderEpoch: 3, Metadata: meta})
-		}
+		req := CommitRequest{GroupID: testGroup, MemberID: h.ids[who], InstanceID: instance, Generation: gen, Offsets: h.parseOffsets(offsets)}
 		res, out := h.c.CommitOffsets(h.now, req)
 		h.take(out)
-		var errs []string
-		for _, r := range res {
-			errs = append(errs, errName(r.Err))
-		}
-		h.events = append(h.events, "commit: "+strings.Join(errs, ","))
+		h.events = append(h.events, "commit: "+joinErrs(res))
 	}
+}
+
+// parseOffsets reads "topic-partition=offset[/metadata]" specs.
+func (h *harness) parseOffsets(specs []string) []CommitOffset {
+	var out []CommitOffset
+	for _, o := range specs {
+		var tp TopicPartition
+		var off int64
+		spec, meta, _ := strings.Cut(o, "/")
+		if _, err := fmt.Sscanf(strings.Replace(spec, "-", " ", 1), "%s %d=%d", &tp.Topic, &tp.Partition, &off); err != nil {
+			h.t.Fatalf("bad offset spec %q: %v", o, err)
+		}
+		out = append(out, CommitOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: off, LeaderEpoch: 3, Metadata: meta})
+	}
+	return out
+}
+
+func joinErrs(res []PartitionError) string {
+	var errs []string
+	for _, r := range res {
+		errs = append(errs, errName(r.Err))
+	}
+	return strings.Join(errs, ",")
 }
 
 func fetchAll() op {
@@ -399,8 +416,8 @@ func failover() op {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		for _, r := range h.records {
-			if err := rebuilt.Apply(h.now, r); err != nil {
+		for _, e := range h.log {
+			if err := e.apply(rebuilt, h.now); err != nil {
 				h.t.Fatalf("apply: %v", err)
 			}
 		}
@@ -413,6 +430,37 @@ func failover() op {
 		}
 		h.events = append(h.events, "failover")
 	}
+}
+
+// logEntry is one batch of the partition: the coordinator's records (a
+// transactional batch when txn is set), or a producer's marker.
+type logEntry struct {
+	recs   []Record
+	txn    *TxnBatch
+	marker *markerEntry
+}
+
+type markerEntry struct {
+	producerID int64
+	epoch      int16
+	commit     bool
+}
+
+// apply loads e as grouphost's replay does.
+func (e logEntry) apply(c *Coordinator, now int64) error {
+	switch {
+	case e.marker != nil:
+		c.ApplyMarker(e.marker.producerID, e.marker.epoch, e.marker.commit)
+	case e.txn != nil:
+		return c.ApplyTxnBatch(now, *e.txn, e.recs)
+	default:
+		for _, r := range e.recs {
+			if err := c.Apply(now, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 type snapshot struct {

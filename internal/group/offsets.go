@@ -22,6 +22,8 @@ type offsetEntry struct {
 	// expireTime is an explicit expiry from an OffsetCommitValue v1 record
 	// written by an old Kafka; -1 (the rule of KIP-211 applies) otherwise.
 	expireTime int64
+	// order is the commit's place in the log (Coordinator.commitSeq).
+	order uint64
 }
 
 // CommitRequest is an OffsetCommit request. Generation -1 with an empty
@@ -53,12 +55,16 @@ type PartitionError struct {
 }
 
 // FetchedOffset is a committed offset, or Offset -1 when there is none.
+// Unstable is set when a transaction that has not ended yet committed an
+// offset for the partition: OffsetFetch with require_stable (v7+,
+// KIP-447) answers it UNSTABLE_OFFSET_COMMIT instead.
 type FetchedOffset struct {
 	Topic       string
 	Partition   int32
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
+	Unstable    bool
 }
 
 // CommitOffsets handles OffsetCommit. The answer may be sent once the
@@ -76,8 +82,22 @@ func (c *Coordinator) CommitOffsets(now int64, req CommitRequest) ([]PartitionEr
 	default:
 		err = g.validateCommit(now, req)
 	}
-	results := make([]PartitionError, len(req.Offsets))
-	for i, o := range req.Offsets {
+	results := c.eachOffset(now, req.Offsets, err, func(tp TopicPartition, e offsetEntry) {
+		g.offsets[tp] = e
+		out.Records = append(out.Records, offsetCommitRecord(g.id, tp, e))
+	})
+	if g != nil {
+		c.changed(g)
+	}
+	return results, out
+}
+
+// eachOffset answers each offset of a commit: err for every one when set,
+// OFFSET_METADATA_TOO_LARGE for one with too much metadata; store gets the
+// others' entries, in request order.
+func (c *Coordinator) eachOffset(now int64, offsets []CommitOffset, err error, store func(TopicPartition, offsetEntry)) []PartitionError {
+	results := make([]PartitionError, len(offsets))
+	for i, o := range offsets {
 		results[i] = PartitionError{Topic: o.Topic, Partition: o.Partition, Err: err}
 		if err != nil {
 			continue
@@ -86,15 +106,10 @@ func (c *Coordinator) CommitOffsets(now int64, req CommitRequest) ([]PartitionEr
 			results[i].Err = kerr.OffsetMetadataTooLarge
 			continue
 		}
-		tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		e := offsetEntry{offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitTime: now, expireTime: -1}
-		g.offsets[tp] = e
-		out.Records = append(out.Records, offsetCommitRecord(g.id, tp, e))
+		store(TopicPartition{Topic: o.Topic, Partition: o.Partition},
+			offsetEntry{offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitTime: now, expireTime: -1, order: c.nextCommit()})
 	}
-	if g != nil {
-		c.changed(g)
-	}
-	return results, out
+	return results
 }
 
 // validateCommit is Kafka's check of who may commit: anyone for an empty
@@ -145,6 +160,7 @@ func (c *Coordinator) FetchOffsets(groupID string, partitions []TopicPartition) 
 		if e, ok := g.offsets[tp]; ok {
 			out[i].Offset, out[i].LeaderEpoch, out[i].Metadata = e.offset, e.leaderEpoch, e.metadata
 		}
+		out[i].Unstable = g.hasTxnOffset(tp)
 	}
 	return out
 }
@@ -202,7 +218,7 @@ func (c *Coordinator) ExpireOffsets(now int64) Output {
 			delete(g.offsets, tp)
 			out.Records = append(out.Records, offsetTombstone(g.id, tp))
 		}
-		if g.state == Empty && len(g.offsets) == 0 && len(g.pending) == 0 {
+		if g.state == Empty && len(g.offsets) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0 {
 			c.removeGroup(g, &out)
 			continue
 		}

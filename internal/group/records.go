@@ -132,17 +132,22 @@ func (c *Coordinator) applyOffsetCommit(now int64, rec Record) error {
 	if err := v.ReadFrom(rec.Value); err != nil {
 		return fmt.Errorf("group record: offset commit of group %q %s-%d: %w", k.Group, k.Topic, k.Partition, err)
 	}
-	e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: -1}
+	g := c.loadedGroup(k.Group, now)
+	g.offsets[tp] = c.loadedOffset(v)
+	c.changed(g)
+	return nil
+}
+
+// loadedOffset is the entry of an offset commit value read from the log.
+func (c *Coordinator) loadedOffset(v kmsg.OffsetCommitValue) offsetEntry {
+	e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: -1, order: c.nextCommit()}
 	if v.Version >= 3 {
 		e.leaderEpoch = v.LeaderEpoch
 	}
 	if v.Version == 1 {
 		e.expireTime = v.ExpireTimestamp
 	}
-	g := c.loadedGroup(k.Group, now)
-	g.offsets[tp] = e
-	c.changed(g)
-	return nil
+	return e
 }
 
 func (c *Coordinator) applyGroupMetadata(now int64, rec Record) error {
@@ -151,12 +156,15 @@ func (c *Coordinator) applyGroupMetadata(now int64, rec Record) error {
 		return fmt.Errorf("group record: group metadata key: %w", err)
 	}
 	var offsets map[TopicPartition]offsetEntry
+	var txnOffsets map[int64]map[TopicPartition]offsetEntry
 	if old := c.groups[k.Group]; old != nil {
-		offsets = old.offsets
+		offsets, txnOffsets = old.offsets, old.txnOffsets
 	}
 	delete(c.groups, k.Group)
 	if rec.Value == nil {
-		if len(offsets) > 0 { // offsets have tombstones of their own
+		// Offsets have tombstones of their own. Pending transactional
+		// offsets went with the group, as removeGroup drops them.
+		if len(offsets) > 0 {
 			c.loadedGroup(k.Group, now).offsets = offsets
 		}
 		return nil
@@ -167,7 +175,7 @@ func (c *Coordinator) applyGroupMetadata(now int64, rec Record) error {
 	}
 	g := c.loadedGroup(k.Group, now)
 	if offsets != nil {
-		g.offsets = offsets
+		g.offsets, g.txnOffsets = offsets, txnOffsets
 	}
 	g.persisted = true
 	g.generation = v.Generation

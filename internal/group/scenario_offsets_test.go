@@ -16,14 +16,7 @@ func deleteGroup() op {
 
 func deleteOffsets(tps ...string) op {
 	return func(h *harness) {
-		var req []TopicPartition
-		for _, s := range tps {
-			topic, part, _ := strings.Cut(s, "-")
-			var p int32
-			fmt.Sscan(part, &p)
-			req = append(req, TopicPartition{Topic: topic, Partition: p})
-		}
-		resp, out := h.c.DeleteOffsets(testGroup, req)
+		resp, out := h.c.DeleteOffsets(testGroup, parseTPs(tps))
 		h.take(out)
 		if resp.Err != nil {
 			h.events = append(h.events, "delete offsets: "+errName(resp.Err))
@@ -35,6 +28,18 @@ func deleteOffsets(tps ...string) op {
 		}
 		h.events = append(h.events, "delete offsets: "+strings.Join(errs, ","))
 	}
+}
+
+// parseTPs reads "topic-partition" specs.
+func parseTPs(specs []string) []TopicPartition {
+	var out []TopicPartition
+	for _, s := range specs {
+		topic, part, _ := strings.Cut(s, "-")
+		var p int32
+		fmt.Sscan(part, &p)
+		out = append(out, TopicPartition{Topic: topic, Partition: p})
+	}
+	return out
 }
 
 func TestOffsetScenarios(t *testing.T) {

@@ -165,7 +165,10 @@ type AssignmentWrite struct {
 // after Records and report each one's outcome (the answers do not wait for
 // them). See the package comment.
 type Output struct {
-	Records          []Record
+	Records []Record
+	// Txn, when set, makes Records one transactional batch of its
+	// producer (TxnCommitOffsets's; no other record is in such an Output).
+	Txn              *TxnBatch
 	AssignmentWrites []AssignmentWrite
 	Joins            []JoinResult
 	Syncs            []SyncResult

@@ -33,6 +33,10 @@ type Hosts interface {
 	All() ([]Handle, error)
 	// EnsureOffsetsTopic is api.GroupBackend's.
 	EnsureOffsetsTopic(done func(error))
+	// ForPartition is the Handle of the coordinator of the
+	// __consumer_offsets partition here, if this broker has one (loading
+	// or not).
+	ForPartition(partition int32) (Handle, bool)
 }
 
 // Backend is the api.GroupBackend of a broker: each request goes to the
@@ -44,7 +48,10 @@ type Backend struct {
 	Fetched func(h Handle, groupID string, fetched []group.FetchedOffset)
 }
 
-var _ api.GroupBackend = Backend{}
+var (
+	_ api.GroupBackend          = Backend{}
+	_ api.TxnCompletionListener = Backend{}
+)
 
 // writeTo is Do for requests whose purpose is to write (offset commits,
 // deletions): when the partition cannot take an acks=all write now (its
@@ -136,12 +143,20 @@ func (b Backend) Leave(req group.LeaveRequest, done func(group.LeaveResponse)) {
 }
 
 func (b Backend) CommitOffsets(req group.CommitRequest, done func([]group.PartitionError, error)) {
-	h, err := b.Hosts.For(req.GroupID)
+	b.commit(req.GroupID, func(c *group.Coordinator, now int64) ([]group.PartitionError, group.Output) {
+		return c.CommitOffsets(now, req)
+	}, done)
+}
+
+// commit runs an offset commit of groupID's coordinator and answers once
+// its records are committed.
+func (b Backend) commit(groupID string, fn func(c *group.Coordinator, now int64) ([]group.PartitionError, group.Output), done func([]group.PartitionError, error)) {
+	h, err := b.Hosts.For(groupID)
 	if err == nil {
 		var results []group.PartitionError
 		err = writeTo(h, func(c *group.Coordinator, now int64) group.Output {
 			var out group.Output
-			results, out = c.CommitOffsets(now, req)
+			results, out = fn(c, now)
 			return out
 		}, func(err error) {
 			if err != nil {
@@ -153,6 +168,26 @@ func (b Backend) CommitOffsets(req group.CommitRequest, done func([]group.Partit
 	if err != nil {
 		done(nil, err)
 	}
+}
+
+// TxnCommitOffsets is CommitOffsets for TxnOffsetCommit: the offsets are
+// written as a transactional batch of the request's producer and stay
+// pending until its transaction ends (TxnCompleted).
+func (b Backend) TxnCommitOffsets(req group.TxnCommitRequest, done func([]group.PartitionError, error)) {
+	b.commit(req.GroupID, func(c *group.Coordinator, now int64) ([]group.PartitionError, group.Output) {
+		return c.TxnCommitOffsets(now, req)
+	}, done)
+}
+
+// TxnCompleted is api.TxnCompletionListener's: the producer's marker is
+// committed on partition, so its pending offsets there are committed or
+// dropped.
+func (b Backend) TxnCompleted(partition int32, producerID int64, commit bool) {
+	h, ok := b.Hosts.ForPartition(partition)
+	if !ok {
+		return // not the coordinator here: the one that loads replays the marker
+	}
+	_ = h.Do(func(host *Host, now int64) (Ready, error) { return host.TxnCompleted(now, producerID, commit), nil })
 }
 
 func (b Backend) FetchOffsets(groupID string, partitions []group.TopicPartition, done func([]group.FetchedOffset, error)) {

@@ -85,6 +85,13 @@ func (x testHosts) All() ([]Handle, error) {
 	return out, nil
 }
 
+func (x testHosts) ForPartition(p int32) (Handle, bool) {
+	if p < 0 || int(p) >= len(x.parts) {
+		return nil, false
+	}
+	return x.parts[p], true
+}
+
 func (testHosts) EnsureOffsetsTopic(done func(error)) { done(nil) }
 
 func openLog(t *testing.T, cfg storage.Config) *storage.Log {

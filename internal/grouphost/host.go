@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/writeorder"
 
 	"github.com/skein-log/skein/internal/group"
@@ -51,6 +52,17 @@ type Host struct {
 	// last is the latest write answers must wait for (a batch of the
 	// coordinator's records, or the loaded log tail).
 	last *write
+	// completions are transaction ends (TxnCompleted) reported while
+	// loading: the marker may lie beyond the end the replay read, so they
+	// are applied once loaded (a second end of a transaction that the
+	// replay already ended finds nothing pending: loading serves no
+	// commits that could have started another).
+	completions []completion
+}
+
+type completion struct {
+	producerID int64
+	commit     bool
 }
 
 type writeKind int8
@@ -80,6 +92,23 @@ type Write struct {
 	ID             uint64
 	Records        []group.Record
 	AwaitCommitted int64
+	// Txn, when set, makes Records a transactional batch of its producer
+	// (group.Output.Txn): build it with batch.BuildKeyedTransactional and
+	// append it as a coordinator's write (api.ProduceParams.Coordinator).
+	Txn *group.TxnBatch
+}
+
+// BuildBatch is the batch a Write's records are appended as: a
+// transactional batch of txn's producer when txn is set, else a plain one.
+func BuildBatch(recs []group.Record, txn *group.TxnBatch, timestampMs int64) []byte {
+	kvs := make([]batch.KeyValue, len(recs))
+	for i, r := range recs {
+		kvs[i] = batch.KeyValue{Key: r.Key, Value: r.Value}
+	}
+	if txn != nil {
+		return batch.BuildKeyedTransactional(kvs, timestampMs, txn.ProducerID, txn.ProducerEpoch)
+	}
+	return batch.BuildKeyed(kvs, timestampMs)
 }
 
 // Ready is what the runtime must do after a call into a Host.
@@ -154,6 +183,10 @@ func (h *Host) Activate(now int64, l Loaded) Ready {
 	}
 	h.state = active
 	h.c = l.Coordinator
+	for _, tc := range h.completions {
+		h.c.TxnCompleted(tc.producerID, tc.commit)
+	}
+	h.completions = nil
 	rd.Problems = append(rd.Problems, l.Problems...)
 	w := h.newWrite(loadedWrite)
 	h.last = w
@@ -213,7 +246,7 @@ func (h *Host) carryOut(out group.Output, finish func(error)) Ready {
 		w := h.newWrite(recordsWrite)
 		w.waiters = append(w.waiters, deliver)
 		h.last = w
-		rd.Writes = append(rd.Writes, Write{ID: w.id, Records: out.Records})
+		rd.Writes = append(rd.Writes, Write{ID: w.id, Records: out.Records, Txn: out.Txn})
 	case last != nil && !last.finished:
 		last.waiters = append(last.waiters, deliver)
 	case last != nil:
@@ -279,6 +312,31 @@ func (h *Host) finish(now int64, w *write, err error) Ready {
 	}
 	return rd
 }
+
+// TxnCompleted ends producerID's transactional offset commits once its
+// marker is committed on the partition (api.TxnCompletionListener): held
+// while loading, ignored once stopped (the next Host replays the marker).
+// Nothing is written and no answer waits: the marker is the record.
+func (h *Host) TxnCompleted(now int64, producerID int64, commit bool) Ready {
+	var rd Ready
+	switch h.state {
+	case loading:
+		if len(h.completions) < maxHeldCompletions {
+			h.completions = append(h.completions, completion{producerID: producerID, commit: commit})
+		} else {
+			// Dropped: if its marker is past the replay's end, the
+			// producer's offsets stay pending until the next load.
+			rd.Warnings = append(rd.Warnings, fmt.Sprintf("%s: too many transaction ends while loading; producer %d's is dropped", h.name, producerID))
+		}
+	case active:
+		h.c.TxnCompleted(producerID, commit)
+		h.deadline(&rd)
+	}
+	return rd
+}
+
+// maxHeldCompletions bounds the transaction ends held while loading.
+const maxHeldCompletions = 100_000
 
 // Tick runs the coordinator's timers (call it at Ready.TickAt).
 func (h *Host) Tick(now int64) (Ready, error) {

@@ -34,8 +34,11 @@ type Loaded struct {
 // storage directly and may take a while; it touches no Host, so a runtime
 // calls it outside its serialisation and then Activate.
 //
-// Control batches (transaction markers) carry no group state and are
-// skipped. A read that returns nothing below the log end ends the replay:
+// Transactional batches hold offsets committed in transactions
+// (TxnOffsetCommit): they load as pending offsets of their producer, and
+// the producer's control batch (its COMMIT or ABORT marker, read with
+// batch.ParseMarker) commits or drops them, so a new coordinator holds
+// the same committed and pending offsets as the one before. A read that returns nothing below the log end ends the replay:
 // compaction removed everything from there on (the active segment, never
 // compacted, is empty). One unreadable record is skipped and reported,
 // since it must not keep every group of the partition unavailable.
@@ -45,13 +48,26 @@ func Replay(cfg group.Config, nonce uint64, log Log, name string, now int64) (Lo
 		return Loaded{}, fmt.Errorf("load %s: %w", name, err)
 	}
 	l := Loaded{Coordinator: c}
-	end, err := logreplay.Scan(log, name, func(h batch.Header, recs []records.Record) error {
-		if h.IsControl() {
-			return nil
-		}
-		for _, r := range recs {
-			if err := c.Apply(now, group.Record{Key: r.Key, Value: r.Value}); err != nil {
-				l.Problems = append(l.Problems, fmt.Sprintf("%s: skipping unreadable group record at %d: %v", name, r.Offset(h), err))
+	end, err := logreplay.ScanRaw(log, name, func(raw []byte, h batch.Header, recs []records.Record) error {
+		switch {
+		case h.IsControl():
+			m, err := batch.ParseMarker(raw)
+			if err != nil {
+				l.Problems = append(l.Problems, fmt.Sprintf("%s: skipping unreadable control batch at %d: %v", name, h.BaseOffset, err))
+				return nil
+			}
+			c.ApplyMarker(h.ProducerID, h.ProducerEpoch, m.Commit)
+		case h.IsTransactional():
+			recs := groupRecords(recs)
+			tb := group.TxnBatch{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch}
+			if err := c.ApplyTxnBatch(now, tb, recs); err != nil {
+				l.Problems = append(l.Problems, fmt.Sprintf("%s: skipping unreadable transactional group record in batch at %d: %v", name, h.BaseOffset, err))
+			}
+		default:
+			for _, r := range recs {
+				if err := c.Apply(now, group.Record{Key: r.Key, Value: r.Value}); err != nil {
+					l.Problems = append(l.Problems, fmt.Sprintf("%s: skipping unreadable group record at %d: %v", name, r.Offset(h), err))
+				}
 			}
 		}
 		return nil
@@ -61,4 +77,12 @@ func Replay(cfg group.Config, nonce uint64, log Log, name string, now int64) (Lo
 	}
 	l.End = end
 	return l, nil
+}
+
+func groupRecords(recs []records.Record) []group.Record {
+	out := make([]group.Record, len(recs))
+	for i, r := range recs {
+		out[i] = group.Record{Key: r.Key, Value: r.Value}
+	}
+	return out
 }

@@ -35,6 +35,12 @@ const readBytes = 1 << 20
 // nothing below the end stops the scan: compaction removed everything
 // from there on (the active segment, never compacted, is empty).
 func Scan(log Log, name string, fn func(h batch.Header, recs []records.Record) error) (int64, error) {
+	return ScanRaw(log, name, func(_ []byte, h batch.Header, recs []records.Record) error { return fn(h, recs) })
+}
+
+// ScanRaw is Scan that also hands fn each whole batch as stored (for
+// readers of control batches: batch.ParseMarker).
+func ScanRaw(log Log, name string, fn func(raw []byte, h batch.Header, recs []records.Record) error) (int64, error) {
 	end := log.LogEndOffset()
 	off := log.LogStartOffset()
 	for off < end {
@@ -51,7 +57,7 @@ func Scan(log Log, name string, fn func(h batch.Header, recs []records.Record) e
 				return fmt.Errorf("batch at %d: %w", off, err)
 			}
 			off = h.LastOffset() + 1
-			return fn(h, recs)
+			return fn(b, h, recs)
 		})
 		if err != nil {
 			return 0, fmt.Errorf("load %s: %w", name, err)

@@ -130,6 +130,14 @@ func (s *coordinatorSet[C]) lookup(key string) (C, error) {
 	return none, kerr.NotCoordinator
 }
 
+// byPartition is the coordinator of the partition index here, if any.
+func (s *coordinatorSet[C]) byPartition(index int32) (C, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.coords[index]
+	return c, ok
+}
+
 // all lists the coordinators here (those still loading answer
 // COORDINATOR_LOAD_IN_PROGRESS themselves).
 func (s *coordinatorSet[C]) all() []C {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
-	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/group"
 	"github.com/skein-log/skein/internal/grouphost"
 )
@@ -141,7 +140,7 @@ func (gc *groupCoordinator) startLocked(rd grouphost.Ready) {
 			gc.part.awaitCommitted(w.AwaitCommitted, groupWriteTimeout, done)
 			continue
 		}
-		gc.appendLocked(w.Records, done)
+		gc.appendLocked(w.Records, w.Txn, done)
 	}
 	if gc.tick == nil || !gc.host.Active() {
 		return
@@ -174,18 +173,15 @@ func (gc *groupCoordinator) written(id uint64, err error) {
 	_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.Written(now, id, err), nil })
 }
 
-// appendLocked appends records as one batch with acks=all; done gets the
-// outcome. produce appends under the partition lock before it returns, so
-// the log order is the order of calls under gc.mu.
-func (gc *groupCoordinator) appendLocked(recs []group.Record, done func(error)) {
-	kvs := make([]batch.KeyValue, len(recs))
-	for i, r := range recs {
-		kvs[i] = batch.KeyValue{Key: r.Key, Value: r.Value}
-	}
+// appendLocked appends records as one batch with acks=all (a
+// transactional one when txn is set); done gets the outcome. produce
+// appends under the partition lock before it returns, so the log order is
+// the order of calls under gc.mu.
+func (gc *groupCoordinator) appendLocked(recs []group.Record, txn *group.TxnBatch, done func(error)) {
 	req := api.ProduceParams{
 		Topic: gc.part.id, Partition: gc.part.index,
-		Batches: [][]byte{batch.BuildKeyed(kvs, nowMs())},
-		Acks:    -1, Timeout: groupWriteTimeout,
+		Batches: [][]byte{grouphost.BuildBatch(recs, txn, nowMs())},
+		Acks:    -1, Timeout: groupWriteTimeout, Coordinator: true,
 	}
 	gc.part.produce(req, func(res api.ProduceResult) { done(res.Err) })
 }

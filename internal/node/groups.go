@@ -56,6 +56,15 @@ func (rt *groupRuntime) For(groupID string) (grouphost.Handle, error) {
 	return gc, nil
 }
 
+// ForPartition is grouphost.Hosts': the coordinator of a partition here.
+func (rt *groupRuntime) ForPartition(partition int32) (grouphost.Handle, bool) {
+	gc, ok := rt.byPartition(partition)
+	if !ok {
+		return nil, false
+	}
+	return gc, true
+}
+
 // All is grouphost.Hosts': the coordinators on this broker.
 func (rt *groupRuntime) All() ([]grouphost.Handle, error) {
 	var out []grouphost.Handle

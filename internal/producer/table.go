@@ -93,19 +93,16 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 	if !h.HasProducerID() {
 		return appendIt, nil
 	}
-	e, known := t.producers[h.ProducerID]
-	if !known {
-		if len(t.producers) >= t.maxProducers {
-			return Decision{}, fmt.Errorf("%w: producer %d refused, table holds %d", ErrTooManyProducers, h.ProducerID, len(t.producers))
-		}
+	e, err := t.fenced(h)
+	if err != nil {
+		return Decision{}, err
+	}
+	if e == nil {
 		if !h.IsControl() && h.BaseSequence < 0 {
 			return Decision{}, badSequence(h, "an idempotent batch needs a sequence")
 		}
 		// KIP-360: no state (never seen, or expired): accept any sequence.
 		return appendIt, nil
-	}
-	if h.ProducerEpoch < e.Epoch {
-		return Decision{}, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
 	}
 	if h.IsControl() {
 		// Transaction markers carry no sequence; only fencing applies
@@ -128,6 +125,39 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 		return Decision{}, badSequence(h, fmt.Sprintf("expected sequence after %d", last))
 	}
 	return appendIt, e.checkTxnState(h)
+}
+
+// CheckCoordinator is Check for a batch a coordinator of this broker
+// writes (Kafka's AppendOrigin.COORDINATOR: the group coordinator's
+// transactional offset commits, base sequence 0 each): only the
+// producer's epoch is checked, as Kafka checks only it for such a batch;
+// sequences and duplicates are the client's concern, and the coordinator
+// is not a client.
+func (t *Table) CheckCoordinator(h batch.Header) (Decision, error) {
+	if !h.HasProducerID() {
+		return Decision{Action: Append}, nil
+	}
+	if _, err := t.fenced(h); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Action: Append}, nil
+}
+
+// fenced returns the entry of h's producer (nil if it has none) unless h
+// is refused before any sequence check: a new producer while the table is
+// full, or an epoch older than the producer's.
+func (t *Table) fenced(h batch.Header) (*Entry, error) {
+	e, known := t.producers[h.ProducerID]
+	if !known {
+		if len(t.producers) >= t.maxProducers {
+			return nil, fmt.Errorf("%w: producer %d refused, table holds %d", ErrTooManyProducers, h.ProducerID, len(t.producers))
+		}
+		return nil, nil
+	}
+	if h.ProducerEpoch < e.Epoch {
+		return nil, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
+	}
+	return e, nil
 }
 
 // checkTxnState refuses a non-transactional batch while the producer's

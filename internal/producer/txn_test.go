@@ -99,3 +99,24 @@ func TestOpenTransactionNotExpired(t *testing.T) {
 		t.Fatal("producer with an open transaction expired")
 	}
 }
+
+// TestCoordinatorBatchChecksOnlyTheEpoch: the group coordinator's
+// transactional offset commits all carry base sequence 0 (as Kafka's); a
+// client's batch with that sequence would be a duplicate or out of order,
+// a coordinator's is appended, and an older epoch is still fenced.
+func TestCoordinatorBatchChecksOnlyTheEpoch(t *testing.T) {
+	tab := NewTable(1)
+	tab.Apply(txnHdr(1, 2, 0, 3, 10))
+	if d, err := tab.Check(txnHdr(1, 2, 0, 3, 0)); err != nil || d.Action != Duplicate {
+		t.Fatalf("client check of a repeated sequence: %v %v, want a duplicate", d, err)
+	}
+	if d, err := tab.CheckCoordinator(txnHdr(1, 2, 0, 3, 0)); err != nil || d.Action != Append {
+		t.Fatalf("coordinator check: %v %v, want append", d, err)
+	}
+	if _, err := tab.CheckCoordinator(txnHdr(1, 1, 0, 1, 0)); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("coordinator check of an older epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if _, err := tab.CheckCoordinator(txnHdr(2, 0, 0, 1, 0)); !errors.Is(err, ErrTooManyProducers) {
+		t.Fatalf("coordinator check of a producer past the limit: %v", err)
+	}
+}

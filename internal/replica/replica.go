@@ -448,7 +448,11 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 			rd.Answers = append(rd.Answers, failed(id, done, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)))
 			return id, rd
 		}
-		dec, err := r.producers.Check(h)
+		check := r.producers.Check
+		if req.Coordinator {
+			check = r.producers.CheckCoordinator
+		}
+		dec, err := check(h)
 		if err != nil {
 			rd.Answers = append(rd.Answers, failed(id, done, err))
 			return id, rd

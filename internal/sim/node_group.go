@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/api"
-	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/group"
 	"github.com/skein-log/skein/internal/grouphost"
 )
@@ -134,7 +133,7 @@ func (gc *coordinator) carryOut(rd grouphost.Ready) {
 			})
 			continue
 		}
-		gc.append(w.Records, done)
+		gc.append(w.Records, w.Txn, done)
 	}
 	for _, p := range rd.Problems {
 		r.p.n.c.violation("%s", p)
@@ -155,16 +154,12 @@ func (gc *coordinator) written(id uint64, err error) {
 	_ = gc.Do(func(h *grouphost.Host, now int64) (grouphost.Ready, error) { return h.Written(now, id, err), nil })
 }
 
-// append appends records as one acks=all batch; the checker follows the
-// committed ones.
-func (gc *coordinator) append(recs []group.Record, done func(error)) {
+// append appends records as one acks=all batch (transactional when txn
+// is set); the checker follows the committed ones.
+func (gc *coordinator) append(recs []group.Record, txn *group.TxnBatch, done func(error)) {
 	r := gc.r
-	kvs := make([]batch.KeyValue, len(recs))
-	for i, rec := range recs {
-		kvs[i] = batch.KeyValue{Key: rec.Key, Value: rec.Value}
-	}
-	r.produce(api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{batch.BuildKeyed(kvs, r.nowMs())},
-		Acks: -1, Timeout: groupWriteTimeout},
+	r.produce(api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{grouphost.BuildBatch(recs, txn, r.nowMs())},
+		Acks: -1, Timeout: groupWriteTimeout, Coordinator: true},
 		func(res api.ProduceResult) {
 			if res.Err == nil {
 				gc.wroteCommits = true

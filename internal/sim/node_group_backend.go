@@ -47,6 +47,17 @@ func (g groupHosts) For(groupID string) (grouphost.Handle, error) {
 	return nil, kerr.NotCoordinator
 }
 
+func (g groupHosts) ForPartition(partition int32) (grouphost.Handle, bool) {
+	t, ok := g.p.image.Topic(offsetsTopic)
+	if !ok {
+		return nil, false
+	}
+	if r := g.p.parts[partKey{t.ID, partition}]; r != nil && r.coord != nil {
+		return r.coord, true
+	}
+	return nil, false
+}
+
 func (g groupHosts) All() ([]grouphost.Handle, error) {
 	t, ok := g.p.image.Topic(offsetsTopic)
 	if !ok {

@@ -12,13 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestTxnACLs: Kafka's checks on transactional ids. FindCoordinator and
-// DescribeTransactions need DESCRIBE on the id, InitProducerId,
-// AddPartitionsToTxn and EndTxn WRITE, and each added partition WRITE on
-// its topic; ListTransactions shows only the ids one may DESCRIBE.
-func TestTxnACLs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+// startTxnACLCluster starts the ACL cluster with a client of the brokers'
+// principal (allowed everything) and a topic of partitions partitions.
+func startTxnACLCluster(ctx context.Context, t *testing.T, topic string, partitions int32) (*testCluster, *kgo.Client, *kadm.Client) {
+	t.Helper()
 	c := startACLCluster(t)
 	brokerCl, err := kgo.NewClient(kgo.SeedBrokers(replicationAddrs(c)...))
 	if err != nil {
@@ -26,9 +23,20 @@ func TestTxnACLs(t *testing.T) {
 	}
 	t.Cleanup(brokerCl.Close)
 	admin := kadm.NewClient(brokerCl)
-	if _, err := admin.CreateTopic(ctx, 1, 3, nil, "txn-out"); err != nil {
+	if _, err := admin.CreateTopic(ctx, partitions, 3, nil, topic); err != nil {
 		t.Fatalf("create: %v", err)
 	}
+	return c, brokerCl, admin
+}
+
+// TestTxnACLs: Kafka's checks on transactional ids. FindCoordinator and
+// DescribeTransactions need DESCRIBE on the id, InitProducerId,
+// AddPartitionsToTxn and EndTxn WRITE, and each added partition WRITE on
+// its topic; ListTransactions shows only the ids one may DESCRIBE.
+func TestTxnACLs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, brokerCl, admin := startTxnACLCluster(ctx, t, "txn-out", 1)
 	anon := c.client()
 
 	init := func(id string) (*kmsg.InitProducerIDResponse, error) {
@@ -93,4 +101,66 @@ func TestTxnACLs(t *testing.T) {
 	if err != nil || len(adminList) != 2 {
 		t.Fatalf("broker principal lists %v: %v", adminList.TransactionalIDs(), err)
 	}
+}
+
+// TestTxnOffsetCommitACLs: TxnOffsetCommit needs, as in Kafka, WRITE on
+// the transactional id, then READ on the group (each refusal answered for
+// every partition), then READ on each topic.
+func TestTxnOffsetCommitACLs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, _, admin := startTxnACLCluster(ctx, t, "txo-in", 2)
+	anon := c.client()
+	commit := func() []int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx-o", "g-o", 4242, 0
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "txo-in"
+		for p := range int32(2) {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, 5
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		for {
+			resp, err := req.RequestWith(ctx, anon)
+			if err != nil {
+				t.Fatalf("TxnOffsetCommit: %v", err)
+			}
+			codes := []int16{resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[1].ErrorCode}
+			// The coordinator may still be loading, or its partition's ISR
+			// below min.insync.replicas right after creation.
+			if err := kerr.ErrorForCode(codes[0]); !errors.Is(err, kerr.CoordinatorLoadInProgress) && !errors.Is(err, kerr.CoordinatorNotAvailable) {
+				return codes
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("TxnOffsetCommit: still %v", kerr.ErrorForCode(codes[0]))
+			case <-time.After(externalPollInterval):
+			}
+		}
+	}
+	want := func(step string, code int16) {
+		t.Helper()
+		if got := commit(); got[0] != code || got[1] != code {
+			t.Fatalf("%s: codes %v, want %v for both", step, got, kerr.ErrorForCode(code))
+		}
+	}
+	// The client finds the group's coordinator first: DESCRIBE on the group.
+	acls := 0
+	grant := func(b *kadm.ACLBuilder) {
+		t.Helper()
+		mustCreateACLs(ctx, t, admin, b.Allow(anonymous).AllowHosts("*").ResourcePatternType(kadm.ACLPatternLiteral))
+		acls++
+		awaitACLs(ctx, t, c, acls)
+	}
+	grant(kadm.NewACLs().Groups("g-o").Operations(kadm.OpDescribe))
+	want("no WRITE on the transactional id", kerr.TransactionalIDAuthorizationFailed.Code)
+	grant(kadm.NewACLs().TransactionalIDs("tx-o").Operations(kadm.OpWrite))
+	want("no READ on the group", kerr.GroupAuthorizationFailed.Code)
+	grant(kadm.NewACLs().Groups("g-o").Operations(kadm.OpRead))
+	want("no READ on the topic", kerr.TopicAuthorizationFailed.Code)
+	grant(kadm.NewACLs().Topics("txo-in").Operations(kadm.OpRead))
+	want("all granted", 0)
 }

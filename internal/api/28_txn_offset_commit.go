@@ -1,0 +1,93 @@
+package api
+
+// TxnOffsetCommit: versions 0-3 (v3 is flexible and adds the member id,
+// generation and group.instance.id of KIP-447; franz-go, sarama and
+// librdkafka send v0-3). A transactional producer commits a group's
+// offsets inside its transaction, after AddOffsetsToTxn added the group's
+// __consumer_offsets partition to it: the group coordinator writes them as
+// a transactional batch of the producer and holds them pending, invisible
+// to OffsetFetch, until the transaction's COMMIT marker is committed on
+// that partition (an ABORT drops them); OffsetFetch v7+ with
+// require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile.
+//
+// As Kafka checks: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+// (GROUP_AUTHORIZATION_FAILED), for every partition; then READ on each
+// topic (TOPIC_AUTHORIZATION_FAILED) and the partition's existence
+// (UNKNOWN_TOPIC_OR_PARTITION). The coordinator answers v3's group checks
+// with FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, a
+// producer epoch older than one it saw with INVALID_PRODUCER_EPOCH, and
+// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
+// COORDINATOR_NOT_AVAILABLE as OffsetCommit does. v4+ (KIP-890's
+// transaction version 2) is not served.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/group"
+)
+
+func init() {
+	register(Spec{Key: 28, MinVersion: 0, MaxVersion: 3, Handle: handleTxnOffsetCommit})
+}
+
+func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	var whole int16 // an error for every partition
+	switch {
+	case !s.allowed(r, authz.OpWrite, authz.ResourceTransactionalID, req.TransactionalID):
+		whole = kerr.TransactionalIDAuthorizationFailed.Code
+	case !s.allowed(r, authz.OpRead, authz.ResourceGroup, req.Group):
+		whole = kerr.GroupAuthorizationFailed.Code
+	case req.Group == "":
+		whole = kerr.InvalidGroupID.Code
+	case req.ProducerID < 0 || req.ProducerEpoch < 0:
+		whole = kerr.InvalidProducerIDMapping.Code
+	}
+	topics := make([]commitTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i].name = t.Topic
+		for _, p := range t.Partitions {
+			epoch := p.LeaderEpoch
+			if r.Version < 2 {
+				epoch = -1 // v2 added it
+			}
+			topics[i].offsets = append(topics[i].offsets, group.CommitOffset{
+				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+				LeaderEpoch: epoch, Metadata: deref(p.Metadata),
+			})
+		}
+	}
+	plan := s.planCommit(r, whole, topics)
+	answer := func(results []group.PartitionError, err error) {
+		resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+		for i, t := range req.Topics {
+			resp.Topics[i] = kmsg.NewTxnOffsetCommitResponseTopic()
+			resp.Topics[i].Topic = t.Topic
+		}
+		plan.answer(results, err, func(ti int, p int32, code int16) {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+		})
+		respond(resp)
+	}
+	if len(plan.commit) == 0 {
+		answer(nil, nil)
+		return
+	}
+	creq := group.TxnCommitRequest{
+		GroupID:       req.Group,
+		ProducerID:    req.ProducerID,
+		ProducerEpoch: req.ProducerEpoch,
+		Generation:    -1,
+		Offsets:       plan.commit,
+	}
+	if r.Version >= 3 {
+		creq.MemberID, creq.InstanceID, creq.Generation = req.MemberID, deref(req.InstanceID), req.Generation
+	}
+	s.Backend.Groups().TxnCommitOffsets(creq, answer)
+}
