@@ -1,8 +1,13 @@
-// Package bufpool pools byte buffers of 64 KiB and more by power-of-two
-// size class: request frames, fetch answers, the log reads that fill
-// them. A buffer has one owner at a time; whoever gives it back with Put
-// must be sure nothing refers to its bytes any more. Pooled buffers that
-// stay unused are freed by the GC, as sync.Pool does.
+// Package bufpool pools byte buffers of 64 KiB and more by size class:
+// request frames, fetch answers, the log reads that fill them. A buffer
+// has one owner at a time; whoever gives it back with Put must be sure
+// nothing refers to its bytes any more. Pooled buffers that stay unused
+// are freed by the GC, as sync.Pool does.
+//
+// Each power of two is split into four classes (2^s, 1.25·2^s, 1.5·2^s,
+// 1.75·2^s), so a buffer is at most 25% larger than asked. Power-of-two
+// classes alone would let a fetch answer's buffer be nearly twice what
+// fetch.response.max.inflight.bytes charged for it.
 package bufpool
 
 import (
@@ -13,24 +18,57 @@ import (
 const (
 	minShift = 16 // 64 KiB: smaller buffers are allocated and dropped
 	maxShift = 27 // 128 MiB: so are larger ones
+
+	perDoubling = 4
+	classes     = (maxShift-minShift)*perDoubling + 1
 )
 
 // Min is the smallest buffer Get takes from the pool.
 const Min = 1 << minShift
 
-var pools [maxShift - minShift + 1]sync.Pool
+// Max is the largest.
+const Max = 1 << maxShift
+
+var pools [classes]sync.Pool
+
+// size is class i's capacity.
+func size(i int) int {
+	s := minShift + i/perDoubling
+	return (perDoubling + i%perDoubling) << (s - 2)
+}
+
+// ceilClass is the smallest class holding n bytes (Min <= n <= Max).
+func ceilClass(n int) int {
+	if n <= Min {
+		return 0
+	}
+	s := bits.Len(uint(n-1)) - 1 // 2^s < n <= 2^(s+1)
+	step := 1 << (s - 2)
+	k := (n - 1<<s + step - 1) / step // 1..4
+	return (s-minShift)*perDoubling + k
+}
+
+// floorClass is the largest class a capacity c (Min <= c) fills.
+func floorClass(c int) int {
+	s := bits.Len(uint(c)) - 1 // 2^s <= c < 2^(s+1)
+	if s >= maxShift {
+		return classes - 1
+	}
+	k := (c - 1<<s) >> (s - 2) // 0..3
+	return (s-minShift)*perDoubling + k
+}
 
 // Get returns a buffer of length n: pooled, of its size class's capacity,
 // when n is in the pooled range; else freshly allocated.
 func Get(n int) []byte {
-	class := bits.Len(uint(n - 1))
-	if n < Min || class > maxShift {
+	if n < Min || n > Max {
 		return make([]byte, n)
 	}
-	if b, ok := pools[class-minShift].Get().(*[]byte); ok {
+	i := ceilClass(n)
+	if b, ok := pools[i].Get().(*[]byte); ok {
 		return (*b)[:n]
 	}
-	return make([]byte, n, 1<<class)
+	return make([]byte, n, size(i))
 }
 
 // Put pools b, in the largest class its capacity fills (so that a Get
@@ -40,8 +78,7 @@ func Put(b []byte) {
 	if cap(b) < Min {
 		return
 	}
-	if class := bits.Len(uint(cap(b))) - 1; class <= maxShift {
-		b = b[:0]
-		pools[class-minShift].Put(&b)
-	}
+	i := floorClass(cap(b))
+	b = b[:0]
+	pools[i].Put(&b)
 }

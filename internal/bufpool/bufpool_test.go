@@ -11,8 +11,11 @@ func TestGetPut(t *testing.T) {
 			if len(b) != n {
 				t.Fatalf("Get(%d): length %d", n, len(b))
 			}
-			if n >= Min && cap(b)&(cap(b)-1) != 0 {
-				t.Fatalf("Get(%d): capacity %d is not a size class", n, cap(b))
+			if n >= Min && cap(b) != size(ceilClass(n)) {
+				t.Fatalf("Get(%d): capacity %d is not its size class %d", n, cap(b), size(ceilClass(n)))
+			}
+			if n >= Min && cap(b) > n+n/4 {
+				t.Fatalf("Get(%d): capacity %d is more than 25%% over", n, cap(b))
 			}
 			Put(b)
 		}
@@ -22,5 +25,28 @@ func TestGetPut(t *testing.T) {
 	Put(make([]byte, 0, 3*Min))
 	if b := Get(2 * Min); cap(b) < 2*Min {
 		t.Fatalf("Get(%d) returned capacity %d", 2*Min, cap(b))
+	}
+}
+
+// The classes grow, each Get fits in its class, and each capacity's floor
+// class fits in that capacity.
+func TestClasses(t *testing.T) {
+	for i := 1; i < classes; i++ {
+		if size(i) <= size(i-1) {
+			t.Fatalf("class %d (%d) not above class %d (%d)", i, size(i), i-1, size(i-1))
+		}
+	}
+	if size(0) != Min || size(classes-1) != Max {
+		t.Fatalf("classes span %d..%d, want %d..%d", size(0), size(classes-1), Min, Max)
+	}
+	for n := Min; n <= Max; n += 4093 * 7 {
+		c := ceilClass(n)
+		if size(c) < n || (c > 0 && size(c-1) >= n) {
+			t.Fatalf("ceilClass(%d) = %d (size %d)", n, c, size(c))
+		}
+		f := floorClass(n)
+		if size(f) > n || (f+1 < classes && size(f+1) <= n) {
+			t.Fatalf("floorClass(%d) = %d (size %d)", n, f, size(f))
+		}
 	}
 }
