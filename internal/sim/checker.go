@@ -30,6 +30,8 @@ type checker struct {
 	quorum    quorumChecks
 	txns      txnChecks
 	txnCoord  txnCoordChecks
+	// chainState is the chain's (checker_chain.go), made on first use.
+	chainState *chainChecks
 }
 
 type nodePart struct {

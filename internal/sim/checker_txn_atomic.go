@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/binary"
 	"maps"
 	"slices"
 
@@ -81,7 +80,7 @@ func (k *checker) finalTxnAtomicCheck(ctl *process) bool {
 		err := scanBatches(lr, lr.core.HighWatermark(), func(h batch.Header, recs []records.Record) {
 			switch {
 			case h.IsControl():
-				commit := len(recs) > 0 && len(recs[0].Key) >= 4 && int16(binary.BigEndian.Uint16(recs[0].Key[2:4])) == batch.ControlTypeCommit
+				commit := len(recs) > 0 && isCommitMarker(recs[0])
 				for _, sp := range open[h.ProducerID] {
 					if sp.marker < 0 {
 						sp.marker, sp.commit = h.BaseOffset, commit

@@ -170,7 +170,7 @@ func sendTxnBatch(c *Cluster, lc *leaderCache, txnID string, part int32, b []byt
 	req.TransactionID = kmsg.StringPtr(txnID)
 	req.TimeoutMillis = int32(produceTimeout.Milliseconds())
 	t := kmsg.NewProduceRequestTopic()
-	t.Topic = topicName
+	t.Topic = lc.topic
 	p := kmsg.NewProduceRequestTopicPartition()
 	p.Partition, p.Records = part, b
 	t.Partitions = append(t.Partitions, p)
@@ -304,43 +304,20 @@ func (r *txnReader) loop() {
 	})
 }
 
-// consume delivers what a Kafka read_committed consumer would: aborted
-// transactions' records are dropped, from a transaction's first offset
-// (the answer's list) to its producer's ABORT marker; control batches are
-// not records.
+// consume delivers what a Kafka read_committed consumer would
+// (readCommittedBatches).
 func (r *txnReader) consume(part int32, rp kmsg.FetchResponseTopicPartition, leader int32) {
 	c := r.c
-	abortedList := slices.Clone(rp.AbortedTransactions)
-	slices.SortFunc(abortedList, func(a, b kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
-		return int(a.FirstOffset - b.FirstOffset)
-	})
-	abortedProducers := map[int64]bool{}
-	err := batch.Split(rp.RecordBatches, func(b []byte) error {
-		h, recs, err := records.Decode(b, 1<<20)
-		if err != nil {
-			return err
-		}
-		if h.LastOffset() < r.next[part] {
-			return nil
-		}
+	err := readCommittedBatches(rp, r.next[part], func(h batch.Header, recs []records.Record, deliver bool) error {
 		if h.BaseOffset >= rp.LastStableOffset {
 			c.violation("read_committed fetch of partition %d from n%d returned a batch at %d, at or past its last stable offset %d", part, leader, h.BaseOffset, rp.LastStableOffset)
 			return errors.New("past the LSO")
 		}
-		for len(abortedList) > 0 && abortedList[0].FirstOffset <= h.LastOffset() {
-			abortedProducers[abortedList[0].ProducerID] = true
-			abortedList = abortedList[1:]
-		}
 		r.next[part] = h.LastOffset() + 1
-		switch {
-		case h.IsControl():
-			if m, err := batch.ParseMarker(b); err == nil && !m.Commit {
-				delete(abortedProducers, h.ProducerID)
-			}
+		if !deliver {
 			return nil
-		case h.IsTransactional() && abortedProducers[h.ProducerID]:
-			return nil
-		case h.IsTransactional() && c.opts.txnReaderSkipsLast:
+		}
+		if h.IsTransactional() && c.opts.txnReaderSkipsLast {
 			recs = recs[:len(recs)-1]
 		}
 		for _, rec := range recs {
@@ -351,6 +328,42 @@ func (r *txnReader) consume(part int32, rp kmsg.FetchResponseTopicPartition, lea
 	if err != nil && !errors.Is(err, batch.ErrTruncated) && !c.stopped && !strings.Contains(err.Error(), "LSO") {
 		c.violation("read_committed reader: partition %d from n%d: bad batch: %v", part, leader, err)
 	}
+}
+
+// readCommittedBatches walks a read_committed fetch answer's batches
+// that end at or past from as Kafka's consumer does: a batch of an
+// aborted transaction (from the answer's list to its producer's ABORT
+// marker) and a control batch are visited with deliver false. An error
+// from visit stops the walk and is returned.
+func readCommittedBatches(rp kmsg.FetchResponseTopicPartition, from int64, visit func(h batch.Header, recs []records.Record, deliver bool) error) error {
+	abortedList := slices.Clone(rp.AbortedTransactions)
+	slices.SortFunc(abortedList, func(a, b kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
+		return int(a.FirstOffset - b.FirstOffset)
+	})
+	abortedProducers := map[int64]bool{}
+	return batch.Split(rp.RecordBatches, func(b []byte) error {
+		h, recs, err := records.Decode(b, 1<<20)
+		if err != nil {
+			return err
+		}
+		if h.LastOffset() < from {
+			return nil
+		}
+		for len(abortedList) > 0 && abortedList[0].FirstOffset <= h.LastOffset() {
+			abortedProducers[abortedList[0].ProducerID] = true
+			abortedList = abortedList[1:]
+		}
+		switch {
+		case h.IsControl():
+			if m, err := batch.ParseMarker(b); err == nil && !m.Commit {
+				delete(abortedProducers, h.ProducerID)
+			}
+			return visit(h, recs, false)
+		case h.IsTransactional() && abortedProducers[h.ProducerID]:
+			return visit(h, recs, false)
+		}
+		return visit(h, recs, true)
+	})
 }
 
 // delivered checks one record a read_committed reader hands on: one of

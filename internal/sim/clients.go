@@ -114,6 +114,7 @@ func (c *Cluster) startClients() {
 	}
 	if c.opts.TxnCoordinator {
 		c.clients = append(c.clients, c.newTxnClients()...)
+		c.clients = append(c.clients, c.newChainClients()...)
 		if !c.opts.Transactions {
 			c.clients = append(c.clients, c.newTxnReader())
 		}

@@ -74,12 +74,16 @@ type Stats struct {
 	// TxnCoordCommitted and TxnCoordAborted count the coordinator clients'
 	// transactions the converged logs hold committed and aborted.
 	TxnCoordCommitted, TxnCoordAborted int
-	Crashes, PowerLosses               int
-	Partitions, Pauses                 int
-	DiskFull, BitFlips                 int
-	MessagesSent, Dropped              int64
-	Elections                          int
-	VotersAdded, VotersRemoved         int // the operator's completed changes (FaultMix.Membership)
+	// ChainCommitted and ChainAborted count the chain's transactions
+	// (client_chain.go) committed and aborted, ChainRecords the input
+	// records its committed output transformed exactly once.
+	ChainCommitted, ChainAborted, ChainRecords int
+	Crashes, PowerLosses                       int
+	Partitions, Pauses                         int
+	DiskFull, BitFlips                         int
+	MessagesSent, Dropped                      int64
+	Elections                                  int
+	VotersAdded, VotersRemoved                 int // the operator's completed changes (FaultMix.Membership)
 	// Reassignments started and cancelled (KIP-455, asked of the active
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
@@ -327,13 +331,15 @@ func (c *Cluster) ensureTopic() {
 	}
 	want := []controller.CreateTopicRequest{{Name: topicName, NumPartitions: int32(c.opts.Partitions),
 		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
-	if c.opts.Groups {
+	if c.opts.Groups || c.opts.TxnCoordinator {
 		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
 			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
 	}
 	if c.opts.TxnCoordinator {
 		want = append(want, controller.CreateTopicRequest{Name: txnStateTopic, NumPartitions: 1,
-			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}},
+			controller.CreateTopicRequest{Name: chainOutputTopic, NumPartitions: 1,
+				ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
 	}
 	ids := make([]metadata.TopicID, len(want))
 	for i := range ids {

@@ -84,7 +84,7 @@ func (k *checker) final() {
 			}
 		}
 	}
-	if !k.finalGroupCheck(ctl) || !k.finalTxnCheck(ctl) || !k.finalTxnAtomicCheck(ctl) {
+	if !k.finalGroupCheck(ctl) || !k.finalTxnCheck(ctl) || !k.finalTxnAtomicCheck(ctl) || !k.finalChainCheck(ctl) {
 		return
 	}
 	t, _ := ctl.image.Topic(topicName)

@@ -45,6 +45,10 @@ type Options struct {
 	// record of every transactional batch: the test that shows the
 	// all-or-nothing checker catches a partial read.
 	txnReaderSkipsLast bool
+	// chainCommitsStart has the chain commit the input position its
+	// transaction started from: the test that shows the exactly-once
+	// checker catches input transformed twice.
+	chainCommitsStart bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`

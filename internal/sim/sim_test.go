@@ -41,7 +41,7 @@ func TestSeeds(t *testing.T) {
 	}
 	var simulated time.Duration
 	var steps int64
-	var txnSeeds, committed, aborted, read int
+	var txnSeeds, committed, aborted, read, chainCommitted, chainAborted, chainRecords int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
@@ -54,9 +54,10 @@ func TestSeeds(t *testing.T) {
 			txnSeeds++
 		}
 		committed, aborted, read = committed+r.Stats.TxnCoordCommitted, aborted+r.Stats.TxnCoordAborted, read+r.Stats.TxnCoordRead
+		chainCommitted, chainAborted, chainRecords = chainCommitted+r.Stats.ChainCommitted, chainAborted+r.Stats.ChainAborted, chainRecords+r.Stats.ChainRecords
 	}
-	t.Logf("%d seeds, %v simulated, %d events; %d with the transaction coordinator: %d transactions committed, %d aborted, %d transactional records read committed",
-		seeds, simulated, steps, txnSeeds, committed, aborted, read)
+	t.Logf("%d seeds, %v simulated, %d events; %d with the transaction coordinator: %d transactions committed, %d aborted, %d transactional records read committed; chain: %d transactions committed, %d aborted, %d input records transformed exactly once",
+		seeds, simulated, steps, txnSeeds, committed, aborted, read, chainCommitted, chainAborted, chainRecords)
 }
 
 func report(t *testing.T, r Result) {
