@@ -22,12 +22,7 @@ import (
 // replacement). The read_committed output holds each input once.
 func TestTxnGroupTransactSessionChain(t *testing.T) {
 	requirePartitionSide(t)
-	c := startCluster(t, 3, map[string]string{
-		"offsets.topic.num.partitions":         "3",
-		"transaction.state.log.num.partitions": "3",
-		"group.min.session.timeout.ms":         "1000", // clientGroupSession: a member gone is noticed quickly
-		"group.initial.rebalance.delay.ms":     "0",
-	})
+	c := startCluster(t, 3, eosClusterProps)
 	ctx := testContext(t, 30*time.Second)
 	adm := kadm.NewClient(c.client())
 	topics := []string{"chain-in", "chain-a", "chain-b", "chain-out"}
