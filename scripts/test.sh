@@ -58,10 +58,12 @@ go test -count=1 -timeout 15m -skip '^TestCluster' ./...
 
 # confluent-kafka-go links the librdkafka its module bundles, so its part
 # of the security client matrix (TestSecureClients, skipped above where
-# cgo is off) runs here with cgo; gcc is on every machine of this kind.
+# cgo is off) and its transactional producer and read_committed consumer
+# (TestTxnConfluent, only built with cgo) run here with cgo; gcc is on
+# every machine of this kind.
 echo "== test (cgo: confluent-kafka-go)"
 CGO_ENABLED=1 go vet ./test/e2e/
-CGO_ENABLED=1 go test -count=1 -run '^TestSecureClients$/^confluent-kafka-go/' ./test/e2e/
+CGO_ENABLED=1 go test -count=1 -run '^(TestSecureClients|TestTxnConfluent)$/^confluent-kafka-go/' ./test/e2e/
 
 # Once more with broken invariants panicking where they are found
 # (internal/invariant): the replica core, the simulator's seeds and the

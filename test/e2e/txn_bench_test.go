@@ -71,3 +71,59 @@ func BenchmarkTxnProduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTxnConsume measures a consumer's throughput on one broker,
+// read_committed against read_uncommitted, over the same kind of log:
+// records of 100 bytes written in committed transactions of 1,000 (so
+// one commit marker per 1,000 records per partition touched), produced
+// before the timer starts; records/s is the number to compare.
+//
+//	go test ./test/e2e/ -run '^$' -bench BenchmarkTxnConsume -benchtime 20000x
+func BenchmarkTxnConsume(b *testing.B) {
+	if !servesMarkers() {
+		b.Skip("the partition side of transactions (WriteTxnMarkers) is not in this build")
+	}
+	tb := startBroker(b)
+	val := make([]byte, 100)
+	for _, level := range []struct {
+		name string
+		iso  kgo.IsolationLevel
+	}{{"read_uncommitted", kgo.ReadUncommitted()}, {"read_committed", kgo.ReadCommitted()}} {
+		b.Run(level.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			topic := fmt.Sprintf("bench-consume-%s-%d", level.name, b.N)
+			tb.createTopic(topic, 3, nil)
+			p := tb.client(kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic))
+			for done := 0; done < b.N; {
+				k := min(b.N-done, 1000)
+				if err := p.BeginTransaction(); err != nil {
+					b.Fatal(err)
+				}
+				recs := make([]*kgo.Record, k)
+				for i := range recs {
+					recs[i] = &kgo.Record{Value: val}
+				}
+				if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+				if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+					b.Fatal(err)
+				}
+				done += k
+			}
+			cl := tb.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.FetchIsolationLevel(level.iso))
+			b.ResetTimer()
+			for seen := 0; seen < b.N; {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					b.Fatalf("consumed %d of %d records", seen, b.N)
+				}
+				fs.EachError(func(t string, p int32, err error) { b.Fatalf("fetch %s-%d: %v", t, p, err) })
+				seen += fs.NumRecords()
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}

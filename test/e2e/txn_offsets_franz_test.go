@@ -13,6 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// eosClusterProps configures the 3-broker clusters of the exactly-once
+// tests: small __consumer_offsets and __transaction_state (quick to
+// start on two cores), no initial rebalance delay, and sessions as short
+// as clientGroupSession allowed, so a member gone is noticed quickly.
+var eosClusterProps = map[string]string{
+	"offsets.topic.num.partitions":         "3",
+	"transaction.state.log.num.partitions": "3",
+	"group.min.session.timeout.ms":         "1000",
+	"group.initial.rebalance.delay.ms":     "0",
+}
+
 // TestTxnGroupTransactSessionExactlyOnce: franz-go's GroupTransactSession
 // reads one topic, writes each record to another and commits its group's
 // offsets in the same transaction (TxnOffsetCommit), on a 3-broker
@@ -24,10 +35,7 @@ import (
 // move with committed transactions).
 func TestTxnGroupTransactSessionExactlyOnce(t *testing.T) {
 	requirePartitionSide(t)
-	c := startCluster(t, 3, map[string]string{
-		"offsets.topic.num.partitions":         "3",
-		"transaction.state.log.num.partitions": "3",
-	})
+	c := startCluster(t, 3, eosClusterProps)
 	adm := kadm.NewClient(c.client())
 	for _, tc := range []struct {
 		name   string
