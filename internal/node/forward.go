@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,83 +93,40 @@ func answersNotController(resp kmsg.Response) bool {
 	nc := kerr.NotController.Code
 	switch rs := resp.(type) {
 	case *kmsg.CreateTopicsResponse:
-		for _, t := range rs.Topics {
-			if t.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Topics, nc, func(t kmsg.CreateTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.DeleteTopicsResponse:
-		for _, t := range rs.Topics {
-			if t.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Topics, nc, func(t kmsg.DeleteTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.CreatePartitionsResponse:
-		for _, t := range rs.Topics {
-			if t.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Topics, nc, func(t kmsg.CreatePartitionsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.AlterConfigsResponse:
-		for _, r := range rs.Resources {
-			if r.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Resources, nc, func(r kmsg.AlterConfigsResponseResource) int16 { return r.ErrorCode })
 	case *kmsg.IncrementalAlterConfigsResponse:
-		for _, r := range rs.Resources {
-			if r.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Resources, nc, func(r kmsg.IncrementalAlterConfigsResponseResource) int16 { return r.ErrorCode })
 	case *kmsg.CreateACLsResponse:
-		for _, r := range rs.Results {
-			if r.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Results, nc, func(r kmsg.CreateACLsResponseResult) int16 { return r.ErrorCode })
 	case *kmsg.DeleteACLsResponse:
-		for _, r := range rs.Results {
-			if r.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Results, nc, func(r kmsg.DeleteACLsResponseResult) int16 { return r.ErrorCode })
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
-		for _, r := range rs.Results {
-			if r.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Results, nc, func(r kmsg.AlterUserSCRAMCredentialsResponseResult) int16 { return r.ErrorCode })
 	case *kmsg.AlterClientQuotasResponse:
-		for _, e := range rs.Entries {
-			if e.ErrorCode == nc {
-				return true
-			}
-		}
+		return anyCode(rs.Entries, nc, func(e kmsg.AlterClientQuotasResponseEntry) int16 { return e.ErrorCode })
 	case *kmsg.AlterPartitionAssignmentsResponse:
-		if rs.ErrorCode == nc {
-			return true
-		}
-		for _, t := range rs.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode == nc {
-					return true
-				}
-			}
-		}
+		return rs.ErrorCode == nc || slices.ContainsFunc(rs.Topics, func(t kmsg.AlterPartitionAssignmentsResponseTopic) bool {
+			return anyCode(t.Partitions, nc, func(p kmsg.AlterPartitionAssignmentsResponseTopicPartition) int16 { return p.ErrorCode })
+		})
+	case *kmsg.UnregisterBrokerResponse:
+		return rs.ErrorCode == nc
 	case *kmsg.ElectLeadersResponse:
-		if rs.ErrorCode == nc {
-			return true
-		}
-		for _, t := range rs.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode == nc {
-					return true
-				}
-			}
-		}
+		return rs.ErrorCode == nc || slices.ContainsFunc(rs.Topics, func(t kmsg.ElectLeadersResponseTopic) bool {
+			return anyCode(t.Partitions, nc, func(p kmsg.ElectLeadersResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	}
 	return false
+}
+
+// anyCode reports whether any item's error code (code) is want.
+func anyCode[T any](items []T, want int16, code func(T) int16) bool {
+	return slices.ContainsFunc(items, func(t T) bool { return code(t) == want })
 }
 
 // tagImageVersion adds the image version to a controller's answer.

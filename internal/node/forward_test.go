@@ -32,6 +32,14 @@ func TestAnswersNotController(t *testing.T) {
 	us.Results = []kmsg.AlterUserSCRAMCredentialsResponseResult{{User: "a"}, {User: "b", ErrorCode: nc}}
 	acq := kmsg.NewPtrAlterClientQuotasResponse()
 	acq.Entries = []kmsg.AlterClientQuotasResponseEntry{{}, {ErrorCode: nc}}
+	apa := kmsg.NewPtrAlterPartitionAssignmentsResponse()
+	apa.Topics = []kmsg.AlterPartitionAssignmentsResponseTopic{{Topic: "a", Partitions: []kmsg.AlterPartitionAssignmentsResponseTopicPartition{{}, {ErrorCode: nc}}}}
+	ub := kmsg.NewPtrUnregisterBrokerResponse()
+	ub.ErrorCode = nc
+	ca := kmsg.NewPtrCreateACLsResponse()
+	ca.Results = []kmsg.CreateACLsResponseResult{{ErrorCode: nc}}
+	da := kmsg.NewPtrDeleteACLsResponse()
+	da.Results = []kmsg.DeleteACLsResponseResult{{ErrorCode: nc}}
 	for _, tc := range []struct {
 		name string
 		resp kmsg.Response
@@ -48,6 +56,12 @@ func TestAnswersNotController(t *testing.T) {
 		{"ElectLeaders decided", kmsg.NewPtrElectLeadersResponse(), false},
 		{"AlterUserScramCredentials", us, true},
 		{"AlterClientQuotas", acq, true},
+		{"AlterPartitionReassignments", apa, true},
+		{"AlterPartitionReassignments decided", kmsg.NewPtrAlterPartitionAssignmentsResponse(), false},
+		{"UnregisterBroker", ub, true},
+		{"UnregisterBroker decided", kmsg.NewPtrUnregisterBrokerResponse(), false},
+		{"CreateAcls", ca, true},
+		{"DeleteAcls", da, true},
 	} {
 		if got := answersNotController(tc.resp); got != tc.want {
 			t.Errorf("%s: answersNotController = %v, want %v", tc.name, got, tc.want)
