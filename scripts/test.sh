@@ -47,7 +47,8 @@ fi
 
 # A bounded chaos run: skein verify against a local 3-broker cluster for
 # 20 s of kill -9, SIGSTOP and network-partition faults must be VALID with
-# nothing lost or duplicated (TestVerifyLocalCluster in internal/chaos).
+# nothing lost or duplicated (TestVerifyLocalCluster in internal/chaos),
+# and its txn workload all-or-nothing (TestVerifyLocalClusterTxn).
 export SKEINTEST_VERIFY=1
 
 echo "== test"

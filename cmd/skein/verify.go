@@ -27,6 +27,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long producers write while faults happen (then the cluster heals and consumers drain)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed so a run can be repeated)")
 	fs.StringVar(&cfg.NemesisName, "nemesis", "all", "faults: comma-separated kill (kill -9 and restart), pause (SIGSTOP/SIGCONT), restart (rolling, SIGTERM); partition-leader, partition-controller, partition-minority, partition-client, slow, corrupt, disk-full, reassign (move a partition's replicas, its leader's among them); or groups all, process, partition, network, disk, none")
+	workload := fs.String("workload", "plain", "plain: idempotent (or not) producers, assigned consumers and a group; txn: transactional producers (some transactions aborted on purpose, chosen by the seed) and read_committed consumers, checked for all-or-nothing transactions")
 	acks := fs.String("acks", "all", "producer acks: all, 1 or 0")
 	fs.BoolVar(&cfg.Idempotent, "idempotent", true, "idempotent producers (needs --acks all)")
 	fs.IntVar(&cfg.Partitions, "partitions", 3, "partitions of the topic")
@@ -68,6 +69,16 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 			return nil, fmt.Errorf("--idempotent needs --acks all (got --acks %s)", cfg.Acks)
 		}
 		cfg.Idempotent = false
+	}
+	switch *workload {
+	case "plain":
+	case verify.WorkloadTxn:
+		cfg.Workload = verify.WorkloadTxn
+		if !explicit["group-members"] {
+			cfg.GroupMembers = 0 // the txn workload has no group
+		}
+	default:
+		return nil, fmt.Errorf("--workload %q: want plain or txn", *workload)
 	}
 	kinds, err := chaos.ParseNemesis(cfg.NemesisName)
 	if err != nil {

@@ -41,6 +41,15 @@ func TestParseVerifyFlags(t *testing.T) {
 			}
 			return ""
 		}},
+		{args: []string{"--workload", "txn"}, check: func(c *chaos.Config) string {
+			if c.Workload != verify.WorkloadTxn || c.GroupMembers != 0 {
+				return fmt.Sprintf("txn workload: %q with %d group members", c.Workload, c.GroupMembers)
+			}
+			return ""
+		}},
+		{args: []string{"--workload", "txn", "--acks", "1"}, wantErr: "--workload txn"},
+		{args: []string{"--workload", "txn", "--group-members", "2"}, wantErr: "--group-members 0"},
+		{args: []string{"--workload", "bank"}, wantErr: `--workload "bank"`},
 		{args: []string{"--acks", "-1"}, check: func(c *chaos.Config) string {
 			if c.Acks != verify.AcksAll {
 				return "-1 means all"

@@ -143,10 +143,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 	// inherit the environment and read every SKEIN_* variable as a server
 	// property, refusing unknown ones.
 	outDir := os.Getenv("SKEINTEST_VERIFY_OUT")
-	bin := filepath.Join(t.TempDir(), "skein")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/skein-log/skein/cmd/skein").CombinedOutput(); err != nil {
-		t.Fatalf("build skein: %v\n%s", err, out)
-	}
+	bin := buildSkein(t)
 	port := freeBasePort(t)
 	// SKEINTEST_VERIFY_OUT keeps the history, timeline and broker logs after
 	// the test (for CI artifacts); by default they go with the test.
@@ -163,16 +160,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 		Partitions: 3, ReplicationFactor: 3, MinInsync: 2, Producers: 3, Consumers: 2, GroupMembers: 2, Rate: 100, Out: out, Port: port, Brokers: LocalBrokers,
 		Topic: fmt.Sprintf("verify-%d", ciVerifySeed), DrainTimeout: time.Minute, Bin: bin}
 	cfg.Group = cfg.Topic + "-group"
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var logs bytes.Buffer
-	h, err := Run(ctx, cfg, &logs)
-	if err != nil {
-		t.Fatalf("verify: %v\n%s", err, logs.String())
-	}
+	h, logs := runLocalVerify(t, cfg)
 	res := verify.Check(h)
 	verdict := res.Verdict(h.Meta)
 	t.Log(verdict)
@@ -214,7 +202,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 			t.Errorf("no connection on link %s went through the proxies: %v", link, h.Meta.Connections)
 		}
 	}
-	if err := Report(cfg, h, &logs); err != nil {
+	if err := Report(cfg, h, logs); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	for _, name := range []string{"history.json", "timeline.html", "verdict.txt"} {
@@ -222,6 +210,33 @@ func TestVerifyLocalCluster(t *testing.T) {
 			t.Errorf("no %s: %v", name, err)
 		}
 	}
+}
+
+// buildSkein builds the skein binary the local brokers run.
+func buildSkein(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "skein")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/skein-log/skein/cmd/skein").CombinedOutput(); err != nil {
+		t.Fatalf("build skein: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runLocalVerify runs the experiment cfg, returning its history and the
+// run's log.
+func runLocalVerify(t *testing.T, cfg *Config) (*verify.History, *bytes.Buffer) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	h, err := Run(ctx, cfg, &logs)
+	if err != nil {
+		t.Fatalf("verify: %v\n%s", err, logs.String())
+	}
+	return h, &logs
 }
 
 // freeBasePort reserves a base port whose client and controller ports
@@ -288,5 +303,39 @@ func TestDamageSegment(t *testing.T) {
 	}
 	if _, err := damageSegment(t.TempDir(), false); err == nil {
 		t.Fatal("an empty directory was damaged")
+	}
+}
+
+// TestVerifyLocalClusterTxn is TestVerifyLocalCluster for the txn
+// workload: transactional producers and read_committed consumers under
+// the same faults, judged by verify.CheckTxn. Asked for like it:
+// SKEINTEST_VERIFY=1 go test ./internal/chaos -run TestVerifyLocalClusterTxn
+func TestVerifyLocalClusterTxn(t *testing.T) {
+	if testing.Short() || os.Getenv("SKEINTEST_VERIFY") != "1" {
+		t.Skip("set SKEINTEST_VERIFY=1 (and no -short) to run verify against a local cluster")
+	}
+	bin := buildSkein(t)
+	out := t.TempDir()
+	kinds, err := ParseNemesis(ciVerifyNemesis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Workload: verify.WorkloadTxn, Duration: ciVerifyDuration, Seed: ciVerifySeed, Nemesis: kinds, NemesisName: ciVerifyNemesis,
+		Acks: verify.AcksAll, Idempotent: true, Partitions: 3, ReplicationFactor: 3, MinInsync: 2, Producers: 3, Consumers: 2,
+		Rate: 100, Out: out, Port: freeBasePort(t), Brokers: LocalBrokers, Topic: fmt.Sprintf("verify-txn-%d", ciVerifySeed),
+		DrainTimeout: time.Minute, Bin: bin}
+	h, logs := runLocalVerify(t, cfg)
+	res := verify.CheckTxn(h)
+	verdict := res.Verdict(h.Meta)
+	t.Log(verdict)
+	if !res.Valid || !h.Meta.DrainComplete {
+		t.Fatalf("verify found problems (data in %s):\n%s\n%s", out, verdict, logs.String())
+	}
+	// Both outcomes happened and were checked: commits read, aborts not.
+	if res.TxnCommitted == 0 || res.TxnAborted == 0 || res.ReadValues == 0 {
+		t.Fatalf("too little traffic checked:\n%s", verdict)
+	}
+	if err := Report(cfg, h, logs); err != nil {
+		t.Fatalf("report: %v", err)
 	}
 }

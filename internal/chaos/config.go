@@ -8,6 +8,7 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,8 @@ const (
 
 // Config is one experiment.
 type Config struct {
+	// Workload is "" (plain producers) or verify.WorkloadTxn.
+	Workload          string
 	Duration          time.Duration
 	Seed              int64
 	Nemesis           []FaultKind
@@ -97,6 +100,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--replication-factor %d: want 1 to %d (--brokers)", c.ReplicationFactor, c.Brokers)
 	case c.MinInsync < 1 || c.MinInsync > c.ReplicationFactor:
 		return fmt.Errorf("--min-insync-replicas %d: want 1 to the replication factor (%d)", c.MinInsync, c.ReplicationFactor)
+	case c.Workload != "" && c.Workload != verify.WorkloadTxn:
+		return fmt.Errorf("--workload %q: want plain or txn", c.Workload)
+	case c.Workload == verify.WorkloadTxn && (c.GroupMembers > 0 || !c.Idempotent || c.Acks != verify.AcksAll):
+		return errors.New("--workload txn: transactional producers need --acks all and --idempotent, and the group members are not part of it (--group-members 0)")
 	case c.DrainTimeout < time.Second || c.DrainTimeout > time.Hour:
 		return fmt.Errorf("--drain-timeout %v: want between 1s and 1h", c.DrainTimeout)
 	case c.Bootstrap == "" && (c.Port < 1024 || c.Port+100*(c.Brokers-1)+2 > 65535):
@@ -113,7 +120,11 @@ func (c *Config) Validate() error {
 // into c.Out, prints the verdict to out, and fails when the history is
 // invalid.
 func Report(c *Config, h *verify.History, out io.Writer) error {
-	res := verify.Check(h)
+	check := verify.Check
+	if h.Meta.Workload == verify.WorkloadTxn {
+		check = verify.CheckTxn
+	}
+	res := check(h)
 	verdict := res.Verdict(h.Meta)
 	write := func(name string, fill func(f *os.File) error) error {
 		f, err := os.Create(filepath.Join(c.Out, name))

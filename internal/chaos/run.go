@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 	seeds := seedList(cfg.Bootstrap)
 	var driver faultDriver
 	var local *nemesis // the local cluster's driver, when there is one
-	meta := verify.Meta{Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers, Consumers: cfg.Consumers,
+	meta := verify.Meta{Workload: cfg.Workload, Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers, Consumers: cfg.Consumers,
 		GroupMembers: cfg.GroupMembers, Group: cfg.Group,
 		Acks: cfg.Acks, Idempotent: cfg.Idempotent, Seed: cfg.Seed, Nemesis: cfg.NemesisName, Duration: cfg.Duration,
 		Started: started.UTC(), Cluster: cfg.Bootstrap}
@@ -119,16 +119,22 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 			}
 		})
 	}
-	producers := make([]*verifyProducer, 0, cfg.Producers)
+	producers := make([]workloadProducer, 0, cfg.Producers)
 	for id := 1; id <= cfg.Producers; id++ {
 		var dial []kgo.Opt
 		if local != nil {
 			dial = append(dial, clientDialer(producerNet+strconv.Itoa(id)))
 		}
-		p, err := newVerifyProducer(id, cfg, seeds, rec, dial...)
+		var p workloadProducer
+		var err error
+		if cfg.Workload == verify.WorkloadTxn {
+			p, err = newTxnProducer(id, cfg, seeds, rec, dial...)
+		} else {
+			p, err = newVerifyProducer(id, cfg, seeds, rec, dial...)
+		}
 		if err != nil {
 			for _, q := range producers {
-				q.cl.Close()
+				q.close()
 			}
 			return nil, err
 		}
@@ -165,7 +171,7 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 		abandon()
 		sending.Wait()
 		for _, p := range producers {
-			p.cl.Close()
+			p.close()
 		}
 		stopConsumers()
 		consumers.Wait()
@@ -212,6 +218,17 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 		return nil, fmt.Errorf("the history outgrew %d events (%d dropped), so it cannot be checked: lower --rate or --duration", maxEvents, dropped)
 	}
 	return &verify.History{Meta: meta, Events: events}, nil
+}
+
+// workloadProducer is one producer of the workload: plain
+// (verifyProducer) or transactional (txnProducer).
+type workloadProducer interface {
+	// run produces until stop is closed; produceCtx ends only to abandon
+	// what is unanswered.
+	run(produceCtx context.Context, stop <-chan struct{})
+	// finish waits, bounded, for the last answers and closes the client.
+	finish(timeout time.Duration)
+	close()
 }
 
 // startLocalCluster starts the local brokers in <out>/cluster and waits

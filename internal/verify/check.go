@@ -103,10 +103,16 @@ func Check(h *History) *Result {
 	if c.group != nil {
 		c.checkGroupAcked()
 	}
-	c.checkOffsets()
-	c.checkValues()
 	c.checkOrder()
 	c.checkFailed()
+	return c.finish()
+}
+
+// finish runs the checks every workload shares, on offsets and values,
+// and settles the verdict.
+func (c *checker) finish() *Result {
+	c.checkOffsets()
+	c.checkValues()
 	c.res.ReadValues = len(c.readSet)
 	c.res.Valid = c.res.Anomalies() == 0
 	return c.res
@@ -164,18 +170,29 @@ func (c *checker) read(e *Event) {
 			c.maxSeqRead[pp] = s.seq
 		}
 	}
-	cp := consumerPartition{e.Consumer, e.Partition}
-	last, ok := c.lastRead[cp]
-	c.lastRead[cp] = e.Offset
+	last, ok := c.stepRead(e)
 	switch {
 	case !ok:
-	case e.Offset <= last:
-		c.res.add(Anomaly{Kind: NonMonotonicPoll, Value: e.Value, Partition: e.Partition, Offset: e.Offset, Consumer: e.Consumer,
-			Detail: fmt.Sprintf("consumer %d read partition %d offset %d (poll %d) after offset %d", e.Consumer, e.Partition, e.Offset, e.Poll, last)})
 	case e.Offset > last+1:
 		c.res.add(Anomaly{Kind: PollSkip, Value: e.Value, Partition: e.Partition, Offset: e.Offset, Consumer: e.Consumer,
 			Detail: fmt.Sprintf("consumer %d jumped in partition %d from offset %d to %d (poll %d), skipping %d", e.Consumer, e.Partition, last, e.Offset, e.Poll, e.Offset-last-1)})
 	}
+}
+
+// stepRead moves consumer e.Consumer's place in e.Partition to e.Offset,
+// reporting a read at or before the last one as NonMonotonicPoll. It
+// returns the last offset read before, and whether there was one and the
+// read went forward from it.
+func (c *checker) stepRead(e *Event) (int64, bool) {
+	cp := consumerPartition{e.Consumer, e.Partition}
+	last, ok := c.lastRead[cp]
+	c.lastRead[cp] = e.Offset
+	if ok && e.Offset <= last {
+		c.res.add(Anomaly{Kind: NonMonotonicPoll, Value: e.Value, Partition: e.Partition, Offset: e.Offset, Consumer: e.Consumer,
+			Detail: fmt.Sprintf("consumer %d read partition %d offset %d (poll %d) after offset %d", e.Consumer, e.Partition, e.Offset, e.Poll, last)})
+		return last, false
+	}
+	return last, ok
 }
 
 // observe records that value was seen at a position, keeping at most

@@ -63,6 +63,15 @@ const (
 	// EventCommitDone: that commit was answered; Err is empty when the
 	// coordinator accepted it.
 	EventCommitDone EventType = "commit-done"
+
+	// In the txn workload (Meta.Workload "txn"), sends, acks and fails
+	// also carry Txn, the transaction the record was produced in, and:
+
+	// EventTxnEnd: producer Producer ended transaction Txn. Note is what
+	// it asked for, "commit" or "abort"; Err is empty when the coordinator
+	// confirmed it. A commit that errored has an unknown outcome; an abort
+	// (or a transaction never asked to commit) cannot have committed.
+	EventTxnEnd EventType = "txn-end"
 )
 
 // Event is one entry of a history. Only the fields its Type uses are set;
@@ -88,7 +97,14 @@ type Event struct {
 	// Group is the consumer group of a group member's events.
 	Group      string  `json:"group,omitempty"`
 	Partitions []int32 `json:"partitions,omitempty"` // assign and revoke
+	// Txn names the transaction of a send, ack, fail or txn-end in the
+	// txn workload ("p1.t7": producer 1's seventh).
+	Txn string `json:"txn,omitempty"`
 }
+
+// WorkloadTxn is Meta.Workload for transactional producers and
+// read_committed consumers, judged by CheckTxn.
+const WorkloadTxn = "txn"
 
 // Acks is the producers' acknowledgement setting.
 type Acks string
@@ -102,6 +118,9 @@ const (
 // Meta describes the run that produced a history: what the checker may
 // expect (acks, idempotence) and what a reader needs to reproduce it.
 type Meta struct {
+	// Workload is "" for plain producers (judged by Check) or
+	// WorkloadTxn.
+	Workload   string `json:"workload,omitempty"`
 	Topic      string `json:"topic"`
 	Partitions int    `json:"partitions"`
 	Producers  int    `json:"producers"`

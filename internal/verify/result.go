@@ -48,6 +48,24 @@ const (
 	CommitRegressed Kind = "commit-regressed"
 )
 
+// Anomalies of the txn workload (CheckTxn).
+const (
+	// TxnLost: a record of a committed transaction that a read_committed
+	// consumer never read by the end.
+	TxnLost Kind = "txn-lost"
+	// TxnPartial: a transaction whose outcome is unknown, of which a
+	// consumer read some records but not all.
+	TxnPartial Kind = "txn-partial"
+	// AbortedRead: a record of an aborted transaction (or of one never
+	// asked to commit) delivered to a read_committed consumer.
+	AbortedRead Kind = "aborted-read"
+	// ReadTwice: one consumer read one value more than once.
+	ReadTwice Kind = "read-twice"
+)
+
+// TxnKinds lists the kinds CheckTxn looks for, in report order.
+var TxnKinds = []Kind{TxnLost, TxnPartial, AbortedRead, ReadTwice, Duplicated, InconsistentOffset, NonMonotonicPoll, Phantom}
+
 // Kinds lists every anomaly kind in the order reports show them.
 var Kinds = []Kind{Lost, Unseen, Duplicated, InconsistentOffset, Reordered, FailedButPresent, PollSkip, NonMonotonicPoll, Phantom,
 	GroupLost, GroupUnseen, GroupResumeSkip, CommitRegressed}
@@ -107,6 +125,19 @@ type Result struct {
 	// acknowledged records; a non-idempotent producer may duplicate and
 	// reorder on retry); they are reported but do not make a run invalid.
 	Tolerated []Kind `json:"tolerated,omitempty"`
+
+	// Transactions of the txn workload by outcome: committed (confirmed),
+	// aborted (asked to abort, or never asked to commit) and unknown (a
+	// commit that errored).
+	TxnCommitted int `json:"txn_committed,omitempty"`
+	TxnAborted   int `json:"txn_aborted,omitempty"`
+	TxnUnknown   int `json:"txn_unknown,omitempty"`
+	// TxnUnknownCommitted counts unknown transactions every consumer read
+	// whole (the commit happened); the rest were read by none.
+	TxnUnknownCommitted int `json:"txn_unknown_committed,omitempty"`
+
+	// kinds are the kinds the verdict lists (Kinds when nil).
+	kinds []Kind
 }
 
 func newResult(m Meta) *Result {

@@ -57,7 +57,15 @@ func (r *Result) Verdict(m Meta) string {
 	if r.IndefiniteButPresent > 0 {
 		fmt.Fprintf(&b, "  %d sends reported failed with an unknown outcome were written after all (allowed)\n", r.IndefiniteButPresent)
 	}
-	for _, k := range Kinds {
+	if m.Workload == WorkloadTxn {
+		fmt.Fprintf(&b, "  transactions: %d committed, %d aborted, %d with unknown outcome (%d of them read whole, the rest not at all)\n",
+			r.TxnCommitted, r.TxnAborted, r.TxnUnknown, r.TxnUnknownCommitted)
+	}
+	kinds := r.kinds
+	if kinds == nil {
+		kinds = Kinds
+	}
+	for _, k := range kinds {
 		n := r.Counts[k]
 		suffix := ""
 		if n > 0 && r.IsTolerated(k) {
