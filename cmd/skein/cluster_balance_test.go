@@ -23,7 +23,7 @@ func TestClusterBalance(t *testing.T) {
 	}
 	defer adm.Close()
 
-	mustRun(t, runBroker, "", "decommission", "--broker", "3", "--execute", "-b", addr)
+	mustRun(t, runBroker, "", "decommission", "--broker", "3", "--execute", "--unregister=false", "-b", addr)
 	awaitLoad(ctx, t, adm, "spread", func(load map[int32]int) bool { return load[3] == 0 && load[1]+load[2] == 6 })
 
 	out := mustRun(t, runCluster, "", "balance", "--dry-run", "-b", addr)

@@ -272,7 +272,7 @@ func (b *builder) changePartition(r PartitionChange) error {
 	if !ok {
 		return fmt.Errorf("partition change: topic %q has no partition %d", t.Name, r.Partition)
 	}
-	oldLeader := p.Leader
+	oldLeader, oldReplicas := p.Leader, p.Replicas
 	if r.Replicas != nil {
 		p.Replicas = slices.Clone(*r.Replicas)
 	}
@@ -298,7 +298,15 @@ func (b *builder) changePartition(r PartitionChange) error {
 		return fmt.Errorf("partition change %q/%d: epoch exhausted", t.Name, r.Partition)
 	}
 	p.PartitionEpoch++
-	if p.Leader != oldLeader {
+	// A new leader epoch also when a replica leaves the replica set (a
+	// completed or cancelled reassignment), as Kafka's controller bumps it:
+	// the leader then starts its followers' state afresh. Without it a
+	// leader that missed the change which removed a replica (and let it
+	// delete its log) and sees the one adding it back keeps that replica's
+	// old fetch position, counts the empty newcomer in sync, and the
+	// controller can make it leader: acknowledged records lost (sim seed
+	// 580).
+	if p.Leader != oldLeader || slices.ContainsFunc(oldReplicas, func(id int32) bool { return !slices.Contains(p.Replicas, id) }) {
 		p.LeaderEpoch++
 	}
 	t = b.ownTopic(t)

@@ -123,6 +123,28 @@ func TestApplyAccepts(t *testing.T) {
 			},
 		},
 		{
+			// Kafka's rule: the leader starts its followers' state afresh
+			// (sim seed 580 in TestRegressions lost records without it).
+			name: "a replica leaving the set bumps the leader epoch",
+			recs: []Record{PartitionChange{TopicID: idOf(1), Partition: 0, Replicas: ptr([]int32{1, 2}), ISR: ptr([]int32{1, 2})}},
+			check: func(t *testing.T, im *Image) {
+				p := mustPartition(t, im, "orders", 0)
+				if p.Leader != 1 || p.LeaderEpoch != 1 || p.PartitionEpoch != 1 {
+					t.Fatalf("p = %+v", p)
+				}
+			},
+		},
+		{
+			name: "a replica joining the set bumps only the partition epoch",
+			recs: []Record{broker(4, 40), PartitionChange{TopicID: idOf(1), Partition: 0, Replicas: ptr([]int32{1, 2, 3, 4}), AddingReplicas: ptr([]int32{4})}},
+			check: func(t *testing.T, im *Image) {
+				p := mustPartition(t, im, "orders", 0)
+				if p.LeaderEpoch != 0 || p.PartitionEpoch != 1 {
+					t.Fatalf("p = %+v", p)
+				}
+			},
+		},
+		{
 			name: "isr shrink bumps only partition epoch",
 			recs: []Record{PartitionChange{TopicID: idOf(1), Partition: 0, ISR: ptr([]int32{1, 2})}},
 			check: func(t *testing.T, im *Image) {
