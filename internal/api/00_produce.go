@@ -23,6 +23,7 @@ package api
 // refused here with INVALID_RECORD, as Kafka refuses them from clients.
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -92,6 +93,12 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		st.TopicID = rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t, terr := s.lookupAuthorized(r, authz.OpWrite, im, req.Version >= 13, rt.Topic, rt.TopicID)
+		if terr == nil && isInternalTopic(t.Name) {
+			// As Kafka: only the coordinators write their own topics (not
+			// through Produce); a client batch there would be replayed as
+			// coordinator state.
+			terr = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, t.Name)
+		}
 		tc := s.Backend.Config().TopicDefaults
 		if terr == nil {
 			if c, err := s.Backend.TopicConfig(t); err == nil {
