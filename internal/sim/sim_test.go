@@ -242,6 +242,13 @@ func TestRegressions(t *testing.T) {
 		// which drops what reaches a later incarnation, and a dead
 		// process's replica stepping at all is a violation.
 		Swarm(684, 10*time.Second),
+		// Not a broker bug: the chain's EndTxn(commit) was acknowledged
+		// (its PrepareCommit written) while a one-way cut held its COMMIT
+		// marker back; the run counted as converged 250ms after healing,
+		// before the marker's next retry, and the exactly-once check
+		// found the committed transaction's output still open.
+		// Convergence now waits until no transaction awaits its markers.
+		Swarm(3423, 10*time.Second),
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
