@@ -258,7 +258,7 @@ func TestSourceNameTellsNodesAndClientsApart(t *testing.T) {
 		ip   string
 		want string
 	}{
-		{"127.0.1.1", "n1"}, {"127.0.1.3", "n3"}, {"127.0.2.7", "p7"}, {"127.0.3.2", "c2"},
+		{"127.0.1.1", "n1"}, {"127.0.1.3", "n3"}, {"127.0.2.7", "p7"}, {"127.0.3.2", "c2"}, {"127.0.4.2", "x2"},
 		{"127.0.0.1", otherSource}, {"10.0.1.1", otherSource}, {"127.0.1.0", otherSource}, {"::1", otherSource},
 	} {
 		if got := sourceName(&net.TCPAddr{IP: net.ParseIP(tt.ip), Port: 5000}); got != tt.want {

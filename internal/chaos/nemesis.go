@@ -95,8 +95,10 @@ type nemesis struct {
 	rf        int
 	producers int
 	consumers int // assigned consumers and group members, all from the consumers' network
-	paused    []bool
-	limited   []bool // file size limited (disk-full)
+	// transformers of the txn workload's chain
+	transformers int
+	paused       []bool
+	limited      []bool // file size limited (disk-full)
 	// stopping: the run ends without its history being judged (Ctrl-C),
 	// so heal starts no broker that is down only to stop it again.
 	stopping bool
@@ -104,7 +106,7 @@ type nemesis struct {
 
 func newNemesis(c *devcluster.Cluster, vn *faultNetwork, rec *recorder, cfg *Config, log io.Writer) *nemesis {
 	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.Topic, parts: cfg.Partitions, rf: cfg.ReplicationFactor,
-		producers: cfg.Producers, consumers: cfg.Consumers + cfg.GroupMembers, paused: make([]bool, c.Brokers()), limited: make([]bool, c.Brokers())}
+		producers: cfg.Producers, consumers: cfg.Consumers + cfg.GroupMembers, transformers: cfg.Transformers, paused: make([]bool, c.Brokers()), limited: make([]bool, c.Brokers())}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be

@@ -50,8 +50,8 @@ func (n *nemesis) networkFault(ctx context.Context, s FaultStep) error {
 	case FaultCutClients:
 		partition := s.partition % int32(n.parts)
 		target = n.leaderOr(ctx, partition, s.broker)
-		links = clientLinks(n.producers, n.consumers, nodeName(target))
-		note = fmt.Sprintf("cut producers and consumers off broker %d, leader of partition %d (%s)", target+1, partition, mode)
+		links = clientLinks(n.producers, n.consumers, n.transformers, nodeName(target))
+		note = fmt.Sprintf("cut producers, consumers and transformers off broker %d, leader of partition %d (%s)", target+1, partition, mode)
 	case FaultSlow:
 		rule = faultnet.Rule{Fault: faultnet.Delay, Delay: s.delay}
 		links = faultnet.Between(n.vn.nodes, n.vn.nodes)
