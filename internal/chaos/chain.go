@@ -57,6 +57,9 @@ type transformer struct {
 	txn  int
 }
 
+// transformerTxnID is transformer x's transactional id.
+func transformerTxnID(topic string, x int) string { return fmt.Sprintf("%s-x%d", topic, x) }
+
 func newTransformer(id int, cfg *Config, seeds []string, rec *recorder, extra ...kgo.Opt) *transformer {
 	opts := append(cfg.clientOpts(seeds), kgo.ConsumerGroup(cfg.ChainGroup), kgo.ConsumeTopics(cfg.Topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond),
@@ -64,7 +67,7 @@ func newTransformer(id int, cfg *Config, seeds []string, rec *recorder, extra ..
 		// One transactional id per transformer (KIP-447: the group's
 		// generation fences a member that lost its partitions); its
 		// successor takes it over and fences it.
-		kgo.TransactionalID(fmt.Sprintf("%s-x%d", cfg.Topic, id)),
+		kgo.TransactionalID(transformerTxnID(cfg.Topic, id)),
 		kgo.TransactionTimeout(txnTimeout), kgo.RecordDeliveryTimeout(txnRecordTimeout),
 		kgo.DefaultProduceTopic(cfg.OutputTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	return &transformer{id: id, cfg: cfg, rec: rec, opts: append(opts, extra...),

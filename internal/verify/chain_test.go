@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"maps"
 	"strings"
 	"testing"
 )
@@ -195,21 +194,7 @@ func TestCheckChain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := tt.build().h
 			r := CheckTxn(&h)
-			got := map[Kind]int{}
-			for k, n := range r.Counts {
-				if n > 0 {
-					got[k] = n
-				}
-			}
-			if tt.want == nil {
-				tt.want = map[Kind]int{}
-			}
-			if !maps.Equal(got, tt.want) {
-				t.Fatalf("counts %v, want %v\n%s", got, tt.want, r.Verdict(h.Meta))
-			}
-			if r.Valid != (len(tt.want) == 0) {
-				t.Fatalf("valid %t with %v", r.Valid, got)
-			}
+			expectKinds(t, r, h.Meta, tt.want)
 			if tt.check != nil {
 				tt.check(t, r)
 			}
