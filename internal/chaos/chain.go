@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,9 +29,11 @@ const (
 	// purpose (which ones, the seed decides).
 	chainAbortOneIn = 6
 	// chainZombieOneIn: before ending one chain transaction in this many
-	// (of those meant to commit), the transformer starts its successor
-	// with the same transactional id, whose InitProducerId fences it; it
-	// then tries to commit anyway, as a zombie would.
+	// (of those meant to commit), another client initializes the
+	// transformer's transactional id, as a successor would, which fences
+	// it; it then tries to commit anyway, as a zombie would: half the
+	// time through its session (AddOffsetsToTxn, TxnOffsetCommit, EndTxn),
+	// half with a bare EndTxn(commit). Then a new session takes over.
 	chainZombieOneIn = 8
 	// chainInitTimeout bounds one InitProducerId (through the client's
 	// retries); chainRetryWait is the pause before trying again after
@@ -52,25 +56,29 @@ type transformer struct {
 	cfg  *Config
 	rec  *recorder
 	opts []kgo.Opt
-	sess *kgo.GroupTransactSession
-	rng  *rand.Rand
-	txn  int
+	// fencerOpts make a client of the transformer's transactional id
+	// outside the group: it fences the transformer without taking its
+	// partitions, so the zombie's end is not cut short by a rebalance.
+	fencerOpts []kgo.Opt
+	sess       *kgo.GroupTransactSession
+	rng        *rand.Rand
+	txn        int
 }
 
 // transformerTxnID is transformer x's transactional id.
 func transformerTxnID(topic string, x int) string { return fmt.Sprintf("%s-x%d", topic, x) }
 
 func newTransformer(id int, cfg *Config, seeds []string, rec *recorder, extra ...kgo.Opt) *transformer {
-	opts := append(cfg.clientOpts(seeds), kgo.ConsumerGroup(cfg.ChainGroup), kgo.ConsumeTopics(cfg.Topic),
+	// One transactional id per transformer (KIP-447: the group's
+	// generation fences a member that lost its partitions); its
+	// successor takes it over and fences it.
+	txnOpts := append(cfg.clientOpts(seeds), kgo.TransactionalID(transformerTxnID(cfg.Topic, id)),
+		kgo.TransactionTimeout(txnTimeout), kgo.RecordDeliveryTimeout(txnRecordTimeout))
+	opts := append(slices.Clone(txnOpts), kgo.ConsumerGroup(cfg.ChainGroup), kgo.ConsumeTopics(cfg.Topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat), kgo.RebalanceTimeout(groupRebalanceTimeout),
-		// One transactional id per transformer (KIP-447: the group's
-		// generation fences a member that lost its partitions); its
-		// successor takes it over and fences it.
-		kgo.TransactionalID(transformerTxnID(cfg.Topic, id)),
-		kgo.TransactionTimeout(txnTimeout), kgo.RecordDeliveryTimeout(txnRecordTimeout),
 		kgo.DefaultProduceTopic(cfg.OutputTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	return &transformer{id: id, cfg: cfg, rec: rec, opts: append(opts, extra...),
+	return &transformer{id: id, cfg: cfg, rec: rec, opts: append(opts, extra...), fencerOpts: append(txnOpts, extra...),
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id)))}
 }
 
@@ -91,6 +99,26 @@ func (t *transformer) newSession(ctx context.Context) (*kgo.GroupTransactSession
 	}
 	t.rec.add(verify.Event{Type: verify.EventChainInit, Consumer: t.id, Group: t.cfg.ChainGroup, ProducerID: pid, Epoch: epoch})
 	return s, nil
+}
+
+// fence initializes the transformer's transactional id from another
+// client, recording the answer, as a successor starting up would; false
+// when it could not.
+func (t *transformer) fence(ctx context.Context) bool {
+	cl, err := kgo.NewClient(t.fencerOpts...)
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	ictx, cancel := context.WithTimeout(ctx, chainInitTimeout)
+	defer cancel()
+	pid, epoch, err := cl.ProducerID(ictx)
+	if err != nil {
+		return false
+	}
+	t.rec.add(verify.Event{Type: verify.EventChainInit, Consumer: t.id, Group: t.cfg.ChainGroup, ProducerID: pid, Epoch: epoch,
+		Note: "a successor fences transformer " + strconv.Itoa(t.id)})
+	return true
 }
 
 // run transforms until stop is closed, then leaves no transaction open:
@@ -192,12 +220,8 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 	for p, eo := range cl.UncommittedOffsets()[t.cfg.Topic] {
 		t.rec.add(verify.Event{Type: verify.EventChainOffset, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, Partition: p, Offset: eo.Offset})
 	}
-	var successor *kgo.GroupTransactSession
-	if commit && t.rng.IntN(chainZombieOneIn) == 0 {
-		// Its records are written: the successor's InitProducerId must
-		// abort them, and refuse the commit that follows.
-		successor, _ = t.newSession(ctx) // recorded; on failure this is an ordinary end
-	}
+	zombie := commit && t.rng.IntN(chainZombieOneIn) == 0 && t.fence(ctx) // recorded; on failure an ordinary end
+	bare := zombie && t.rng.IntN(2) == 0
 	pid, epoch := int64(-1), int16(0)
 	ictx, icancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if id, e, err := cl.ProducerID(ictx); err == nil {
@@ -207,7 +231,16 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 	ectx, ecancel := context.WithTimeout(context.Background(), txnEndTimeout)
 	defer ecancel()
 	sentAt := time.Now()
-	committed, err := t.sess.End(ectx, kgo.TransactionEndTry(commit))
+	var committed bool
+	var err error
+	if bare {
+		// The session is past saving: its client ends the transaction
+		// with a commit itself, without the group's offsets.
+		err = cl.EndTransaction(ectx, kgo.TryCommit)
+		committed = err == nil
+	} else {
+		committed, err = t.sess.End(ectx, kgo.TransactionEndTry(commit))
+	}
 	done := time.Now()
 	e := verify.Event{Type: verify.EventChainEnd, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, Latency: done.Sub(sentAt),
 		ProducerID: pid, Epoch: epoch, Note: "abort"}
@@ -221,10 +254,10 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 		e.Note = "commit"
 	}
 	t.rec.addAt(done, e)
-	if successor != nil {
-		// The fenced session is done with; the successor carries on.
+	if zombie {
+		// The fenced session is done with; a new one carries on.
 		t.sess.Close()
-		t.sess = successor
+		t.sess = nil
 		return nil
 	}
 	if err != nil {
