@@ -123,11 +123,12 @@ func (t *transformer) fence(ctx context.Context) bool {
 
 // run transforms until stop is closed, then leaves no transaction open:
 // a session whose end failed is replaced by one whose InitProducerId
-// aborts what it left.
+// aborts what it left. ctx ends only when the run is abandoned (Ctrl-C):
+// then every wait of the transformer is cut short.
 func (t *transformer) run(ctx context.Context, stop <-chan struct{}) {
 	defer func() {
-		if t.sess == nil {
-			t.sess, _ = t.newSession(context.Background())
+		if t.sess == nil && ctx.Err() == nil {
+			t.sess, _ = t.newSession(ctx)
 		}
 		if t.sess != nil {
 			t.sess.Close()
@@ -193,9 +194,9 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 		out := verify.ChainValue(name, r.Partition, r.Offset, string(r.Value))
 		t.rec.add(verify.Event{Type: verify.EventChainWrite, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, Partition: r.Partition, Value: out})
 		answered.Add(1)
-		// Under a context of its own: a record is failed by its delivery
-		// timeout or by an abort, not by the run ending.
-		t.sess.Produce(context.Background(), &kgo.Record{Partition: r.Partition, Value: []byte(out)}, func(w *kgo.Record, err error) {
+		// Failed by its delivery timeout or an abort; by ctx only when the
+		// run is abandoned.
+		t.sess.Produce(ctx, &kgo.Record{Partition: r.Partition, Value: []byte(out)}, func(w *kgo.Record, err error) {
 			defer answered.Done()
 			e := verify.Event{Type: verify.EventChainWritten, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, Partition: w.Partition, Value: out}
 			if err != nil {
@@ -207,11 +208,11 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 			t.rec.add(e)
 		})
 	}
-	fctx, fcancel := context.WithTimeout(context.Background(), txnRecordTimeout+5*time.Second)
+	fctx, fcancel := context.WithTimeout(ctx, txnRecordTimeout+5*time.Second)
 	flushErr := cl.Flush(fctx)
 	fcancel()
 	if flushErr != nil {
-		actx, acancel := context.WithTimeout(context.Background(), txnEndTimeout)
+		actx, acancel := context.WithTimeout(ctx, txnEndTimeout)
 		_ = cl.AbortBufferedRecords(actx) // fails what is left; each failure is recorded
 		acancel()
 	}
@@ -223,12 +224,12 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 	zombie := commit && t.rng.IntN(chainZombieOneIn) == 0 && t.fence(ctx) // recorded; on failure an ordinary end
 	bare := zombie && t.rng.IntN(2) == 0
 	pid, epoch := int64(-1), int16(0)
-	ictx, icancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ictx, icancel := context.WithTimeout(ctx, 5*time.Second)
 	if id, e, err := cl.ProducerID(ictx); err == nil {
 		pid, epoch = id, e
 	}
 	icancel()
-	ectx, ecancel := context.WithTimeout(context.Background(), txnEndTimeout)
+	ectx, ecancel := context.WithTimeout(ctx, txnEndTimeout)
 	defer ecancel()
 	sentAt := time.Now()
 	var committed bool
