@@ -216,7 +216,13 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 		_ = cl.AbortBufferedRecords(actx) // fails what is left; each failure is recorded
 		acancel()
 	}
-	answered.Wait()
+	if !waitGroupFor(&answered, answerGrace) {
+		// As txnProducer.transaction: given up on without asking to
+		// commit; the next session's InitProducerId aborts it.
+		t.rec.add(verify.Event{Type: verify.EventChainEnd, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, ProducerID: -1,
+			Note: "abort", Err: errUnanswered.Error()})
+		return fmt.Errorf("%s: %w", name, errUnanswered)
+	}
 	commit := t.rng.IntN(chainAbortOneIn) != 0 && !failed.Load() && flushErr == nil
 	for p, eo := range cl.UncommittedOffsets()[t.cfg.Topic] {
 		t.rec.add(verify.Event{Type: verify.EventChainOffset, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, Partition: p, Offset: eo.Offset})

@@ -115,13 +115,31 @@ func (p *verifyProducer) finish(flushTimeout time.Duration) {
 	defer cancel()
 	_ = p.cl.Flush(ctx) // a timeout is fine: Close fails the rest, and each failure is recorded
 	p.cl.Close()
+	waitGroupFor(&p.inFlight, flushTimeout)
+}
+
+// waitGroupFor waits up to d for wg; false when it had not finished by
+// then (the goroutine waiting on it stays until it does).
+func waitGroupFor(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
-	go func() { p.inFlight.Wait(); close(done) }()
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(flushTimeout):
+		return true
+	case <-t.C:
+		return false
 	}
 }
+
+// answerGrace bounds the wait for a transaction's record promises once
+// its client flushed, or failed to and aborted what it buffered.
+const answerGrace = 10 * time.Second
+
+// errUnanswered: a transaction's client holds records it neither sent nor
+// failed.
+var errUnanswered = errors.New("records never answered: client abandoned")
 
 // definitelyNotWritten tells a failure that proves the record was not
 // written from one whose outcome is unknown. Only an error the broker
