@@ -61,6 +61,13 @@ func (r *replica) nowMs() int64 { return r.p.n.c.nowMs() }
 // the answers, as they would be seen by a client.
 func (r *replica) ready(rd rcore.Ready) {
 	n := r.p.n
+	if n.proc != r.p {
+		// Nothing of a killed process runs again (node.after and
+		// process.call drop its events); a replica of one stepping here
+		// would be a harness leak writing into the next process's files.
+		n.c.violation("%s: %s of a dead process (not incarnation %d) ran", n, r.name(), n.incarnation)
+		return
+	}
 	for _, v := range rd.Violations {
 		n.c.violation("on %s: %s", n, v)
 	}

@@ -215,7 +215,12 @@ func (tc *txnCoordinator) deliver(m txnhost.Markers, left []txn.TopicPartition, 
 	}
 	for _, l := range leaders {
 		tps := byLeader[l]
-		n.c.call(n.id, l, markersRequest(m, tps), rpcTimeout, func(resp kmsg.Response, err error) {
+		// Through the process, so that an answer (or timeout) reaching
+		// a process that died meanwhile is dropped: run on the next
+		// incarnation, it restarted the dead coordinator on the dead
+		// replica, which wrote to the new process's files and served
+		// its stale log (seed 684).
+		r.p.callTimeout(l, markersRequest(m, tps), rpcTimeout, func(resp kmsg.Response, err error) {
 			outstanding--
 			codes := map[txn.TopicPartition]int16{}
 			if err == nil {

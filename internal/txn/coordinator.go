@@ -43,6 +43,9 @@ type entry struct {
 	// fenceFailed is Kafka's hasFailedEpochFence: a fencing abort's write
 	// failed, so the next one does not bump the epoch again.
 	fenceFailed bool
+	// completeFailed: the markers are written but the completion's write
+	// failed; RetryCompletions writes it again.
+	completeFailed bool
 }
 
 // New returns an empty coordinator.
@@ -157,6 +160,9 @@ func (c *Coordinator) Written(now int64, w *Write, err error) Output {
 		if w.fence {
 			e.fenceFailed = true
 		}
+		if w.to != nil && (w.to.State == CompleteCommit || w.to.State == CompleteAbort) {
+			e.completeFailed = true
+		}
 		if e.cur.Epoch == noEpoch && e.cur.State == Empty && w.to != nil && e.cur.ProducerID == w.to.ProducerID {
 			// The id was created for this write and never committed.
 			delete(c.txns, w.id)
@@ -168,7 +174,7 @@ func (c *Coordinator) Written(now int64, w *Write, err error) Output {
 		return Output{}
 	}
 	e.cur = *w.to
-	e.fenceFailed = false
+	e.fenceFailed, e.completeFailed = false, false
 	if e.cur.State == PrepareCommit || e.cur.State == PrepareAbort {
 		return c.afterPrepare(e)
 	}
@@ -465,6 +471,28 @@ func (c *Coordinator) AbortTimedOut(now int64) Output {
 			continue
 		}
 		out.Writes = append(out.Writes, w)
+	}
+	return out
+}
+
+// RetryCompletions writes again the CompleteCommit or CompleteAbort of
+// every prepared transaction whose markers are on all its partitions but
+// whose completion write failed. A failure that ends this coordinator
+// (the runtime reloads the partition) needs none: the next one resends
+// the markers of what it loads prepared. A refused append (too few
+// in-sync replicas) keeps the coordinator, and nothing else would write
+// the completion: the transaction would stay prepared, and its producer
+// refused with CONCURRENT_TRANSACTIONS, until the next leader change.
+// Kafka's marker channel manager retries that append too (its queue of
+// log appends to retry, on COORDINATOR_NOT_AVAILABLE).
+func (c *Coordinator) RetryCompletions(now int64) Output {
+	var out Output
+	for _, id := range c.sortedIDs() {
+		e := c.txns[id]
+		if !e.completeFailed || e.pending != nil || (e.cur.State != PrepareCommit && e.cur.State != PrepareAbort) {
+			continue
+		}
+		out.Writes = append(out.Writes, c.transit(e, completed(e.cur, now), false))
 	}
 	return out
 }

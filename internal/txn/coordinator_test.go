@@ -287,6 +287,43 @@ func TestFailedFenceDoesNotBumpTwice(t *testing.T) {
 	}
 }
 
+// A completion whose write was refused with nothing written (the
+// coordinator stays) is written again by RetryCompletions, and only then:
+// not while the markers or the write are in flight, not once completed.
+func TestRetryCompletions(t *testing.T) {
+	c := New(DefaultConfig())
+	r := mustInit(t, c, 1, newReq("a", 7))
+	out, _ := c.AddPartitions(2, "a", 7, r.Epoch, []TopicPartition{tp0})
+	commit(t, c, 2, out)
+	out, _ = c.EndTxn(3, "a", 7, r.Epoch, true)
+	m := commit(t, c, 3, out)
+	if out := c.RetryCompletions(4); len(out.Writes) != 0 {
+		t.Fatal("a completion written while the markers are in flight")
+	}
+	done := c.MarkersWritten(4, m.Markers[0])
+	if out := c.RetryCompletions(4); len(out.Writes) != 0 {
+		t.Fatal("a completion written again while its write is in flight")
+	}
+	c.Written(5, done.Writes[0], kerr.NotEnoughReplicas)
+	if d, _ := c.Describe("a"); d.State != PrepareCommit {
+		t.Fatalf("a failed completion took effect: %+v", d)
+	}
+	if _, err := c.EndTxn(5, "a", 7, r.Epoch, true); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("retried commit while the completion is unwritten: %v", err)
+	}
+	retry := c.RetryCompletions(6)
+	if len(retry.Writes) != 1 || len(retry.Markers) != 0 {
+		t.Fatalf("retry: %d writes, %d marker deliveries; want the completion's write alone", len(retry.Writes), len(retry.Markers))
+	}
+	commit(t, c, 6, retry)
+	if d, _ := c.Describe("a"); d.State != CompleteCommit || len(d.Partitions) != 0 {
+		t.Fatalf("after the retried completion: %+v", d)
+	}
+	if out := c.RetryCompletions(7); len(out.Writes) != 0 {
+		t.Fatal("a completed transaction's completion written again")
+	}
+}
+
 func TestFailedCreationForgetsTheID(t *testing.T) {
 	c := New(DefaultConfig())
 	_, out := c.InitProducerID(0, newReq("a", 7))

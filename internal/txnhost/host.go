@@ -262,9 +262,18 @@ func (h *Host) MarkersWritten(now int64, m Markers) Ready {
 }
 
 // AbortTimedOut aborts the transactions past their timeout (every
-// transaction.abort.timed.out.transaction.cleanup.interval.ms).
+// transaction.abort.timed.out.transaction.cleanup.interval.ms). The same
+// round writes again the completions that failed
+// (txn.Coordinator.RetryCompletions): a runtime needs no timer of its
+// own for them.
 func (h *Host) AbortTimedOut(now int64) (Ready, error) {
-	return h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.AbortTimedOut(now) }, nil)
+	rd, err := h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.RetryCompletions(now) }, nil)
+	if err != nil {
+		return rd, err
+	}
+	aborts, err := h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.AbortTimedOut(now) }, nil)
+	rd.merge(aborts)
+	return rd, err
 }
 
 // ExpireTransactionalIDs removes idle transactional ids (every
