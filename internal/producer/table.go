@@ -225,6 +225,21 @@ func (t *Table) CheckCoordinator(h batch.Header) (Decision, error) {
 	return Decision{Action: Append}, nil
 }
 
+// CheckCoordinatorVerified is CheckCoordinator with KIP-890 part 1's
+// verification (the group coordinator's TxnOffsetCommit, verified with
+// the transaction coordinator first): after the epoch, the guard, as
+// CheckVerified judges it.
+func (t *Table) CheckCoordinatorVerified(h batch.Header, guard uint64) (Decision, error) {
+	if !h.HasProducerID() {
+		return Decision{Action: Append}, nil
+	}
+	e, err := t.fenced(h)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Action: Append}, t.checkGuard(h, e, true, guard)
+}
+
 // fenced returns the entry of h's producer (nil if it has none) unless h
 // is refused before any sequence check: a new producer while the table is
 // full, or an epoch older than the producer's.

@@ -452,6 +452,10 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 		}
 		check := r.producers.Check
 		switch {
+		case req.Coordinator && req.VerifyTxn:
+			check = func(h batch.Header) (producer.Decision, error) {
+				return r.producers.CheckCoordinatorVerified(h, req.VerificationGuard)
+			}
 		case req.Coordinator:
 			check = r.producers.CheckCoordinator
 		case req.VerifyTxn:

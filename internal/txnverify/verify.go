@@ -354,6 +354,30 @@ func answerCodes(resp *kmsg.AddPartitionsToTxnResponse, transportErr error) func
 	}
 }
 
+// OffsetCommitError is what a TxnOffsetCommit answers when the
+// verification of its __consumer_offsets partition ended with err, as
+// Kafka's GroupMetadataManager.maybeConvertOffsetCommitError converts it:
+// NETWORK_EXCEPTION becomes COORDINATOR_LOAD_IN_PROGRESS (retried without
+// a coordinator lookup), UNKNOWN_TOPIC_OR_PARTITION and NOT_ENOUGH_REPLICAS
+// COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR
+// NOT_COORDINATOR; anything else (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH,
+// CONCURRENT_TRANSACTIONS) as it is.
+func OffsetCommitError(err error) error {
+	var ke *kerr.Error
+	if err == nil || !errors.As(err, &ke) {
+		return err
+	}
+	switch ke.Code {
+	case kerr.NetworkException.Code:
+		return fmt.Errorf("%w: %v", kerr.CoordinatorLoadInProgress, err)
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code:
+		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return fmt.Errorf("%w: %v", kerr.NotCoordinator, err)
+	}
+	return err
+}
+
 // ProduceError is what a produce answers for a partition whose
 // verification ended with err, as Kafka's ReplicaManager maps it:
 // INVALID_TXN_STATE says the partition was not added to the transaction;
