@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -86,11 +87,41 @@ func TestTxnProduceVerifiedWithCoordinator(t *testing.T) {
 	}
 	// A newer InitProducerId fences the epoch; the coordinator's
 	// PRODUCER_FENCED reaches the producer as INVALID_PRODUCER_EPOCH.
-	if p2 := initTxnProducer(ctx, t, cl, "tv-id", 60_000, -1, -1); p2.ErrorCode != 0 || p2.ProducerEpoch != epoch+1 {
+	p2 := initTxnProducer(ctx, t, cl, "tv-id", 60_000, -1, -1)
+	if p2.ErrorCode != 0 || p2.ProducerEpoch != epoch+1 {
 		t.Fatalf("second InitProducerId: %+v", p2)
 	}
 	if code := produce(2, epoch, 0, "zombie"); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("fenced producer's batch to tv-2: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+	// TxnOffsetCommit is verified too: the group's __consumer_offsets
+	// partition was never added (no AddOffsetsToTxn, no transaction).
+	for {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tv-id", "tv-g", pid, p2.ProducerEpoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "tv"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("TxnOffsetCommit: %v", err)
+		}
+		err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+		if errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.NotCoordinator) {
+			select { // the group coordinator is still starting
+			case <-ctx.Done():
+				t.Fatalf("TxnOffsetCommit: still %v", err)
+			case <-time.After(externalPollInterval):
+			}
+			continue
+		}
+		if !errors.Is(err, kerr.InvalidTxnState) {
+			t.Fatalf("TxnOffsetCommit outside a transaction: %v, want INVALID_TXN_STATE", err)
+		}
+		break
 	}
 
 	// Only the committed records are there, and nothing hangs: the last
