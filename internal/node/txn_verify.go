@@ -3,9 +3,11 @@ package node
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/txnverify"
 )
@@ -29,6 +31,18 @@ func newTxnVerifier(b *Broker) *txnVerifier {
 }
 
 func (v *txnVerifier) verify(req txnverify.Verification) {
+	start, done := time.Now(), req.Done
+	req.Done = func(errs []error) {
+		code := int16(0)
+		for _, err := range errs {
+			if err != nil {
+				code = api.ErrorCode(err)
+				break
+			}
+		}
+		v.b.metrics.ObserveTxnVerification(code, time.Since(start))
+		done(errs)
+	}
 	node, err := txnverify.CoordinatorFor(v.b.Image(), req.TransactionalID)
 	v.mu.Lock()
 	rd := v.m.Verify(req, node, err)
