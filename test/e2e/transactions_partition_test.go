@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -103,6 +104,16 @@ func consumeValues(t *testing.T, ctx context.Context, tb *testBroker, topic stri
 
 func listOffset(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic string, isolation int8) int64 {
 	t.Helper()
+	off, err := listOffsetErr(t, ctx, cl, topic, isolation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// listOffsetErr is listOffset with the partition's error returned.
+func listOffsetErr(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic string, isolation int8) (int64, error) {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.IsolationLevel = isolation
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -116,10 +127,7 @@ func listOffset(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic stri
 		t.Fatal(err)
 	}
 	sp := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
-		t.Fatal(err)
-	}
-	return sp.Offset
+	return sp.Offset, kerr.ErrorForCode(sp.ErrorCode)
 }
 
 // TestTransactionsPartitionSide plays the coordinator's part with raw
@@ -301,8 +309,17 @@ func TestClusterTransactionSurvivesLeaderFailover(t *testing.T) {
 	c.awaitDeposed(ctx, topic, 0, newLeader)
 	p.to = cl.Broker(int(newLeader))
 	// The new leader has the open transaction: once its high watermark
-	// covers the transaction's batch, its LSO still waits at it.
-	for listOffset(t, ctx, p.to, topic, 0) <= openAt {
+	// covers the transaction's batch, its LSO still waits at it. (The
+	// metadata may name the new leader before it has applied its own
+	// leadership: NOT_LEADER_OR_FOLLOWER until then.)
+	for {
+		hw, err := listOffsetErr(t, ctx, p.to, topic, 0)
+		if err != nil && !errors.Is(err, kerr.NotLeaderForPartition) {
+			t.Fatal(err)
+		}
+		if err == nil && hw > openAt {
+			break
+		}
 		select { // the new leader's HW rises once the ISR reports
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
