@@ -21,9 +21,14 @@ package api
 // WRITE on it when an authorizer is set; control batches (markers) come
 // only from the transaction coordinator through WriteTxnMarkers and are
 // refused here with INVALID_RECORD, as Kafka refuses them from clients.
+// With transaction.partition.verification.enable (KIP-890 part 1), a
+// partition where the producer has no transaction open yet is appended
+// only once the coordinator confirms the partition is in the producer's
+// ongoing transaction (startTxnVerification, internal/txnverify).
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,7 +36,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/txn"
+	"github.com/skein-log/skein/internal/txnverify"
 )
 
 func init() {
@@ -86,6 +94,7 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 	// the producer state).
 	txnRefused := req.TransactionID != nil && !s.allowed(r, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionID)
 	im := s.Backend.Image()
+	var parts []producePart
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := &resp.Topics[ti]
@@ -124,26 +133,144 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 				fillPartitionError(sp, err, req.Version)
 				continue
 			}
-			mu.Lock()
-			pending++
-			mu.Unlock()
-			s.Backend.Produce(ProduceParams{
-				Topic: t.ID, Partition: rp.Partition, Batches: batches, Acks: acks, Timeout: timeout,
-			}, func(res ProduceResult) {
-				mu.Lock()
-				sp.ErrorCode = ErrorCode(res.Err)
-				if res.Err != nil && req.Version >= 8 {
-					sp.ErrorMessage = ErrorMessage(res.Err)
-				}
-				sp.BaseOffset = res.BaseOffset
-				sp.LogAppendTime = res.LogAppendTime
-				sp.LogStartOffset = res.LogStartOffset
-				mu.Unlock()
-				finish()
+			parts = append(parts, producePart{
+				params: ProduceParams{Topic: t.ID, Partition: rp.Partition, Batches: batches, Acks: acks, Timeout: timeout},
+				name:   t.Name, sp: sp,
 			})
 		}
 	}
+	dispatch := func(pp producePart) {
+		mu.Lock()
+		pending++
+		mu.Unlock()
+		s.Backend.Produce(pp.params, func(res ProduceResult) {
+			mu.Lock()
+			sp := pp.sp
+			sp.ErrorCode = ErrorCode(res.Err)
+			if res.Err != nil && req.Version >= 8 {
+				sp.ErrorMessage = ErrorMessage(res.Err)
+			}
+			sp.BaseOffset = res.BaseOffset
+			sp.LogAppendTime = res.LogAppendTime
+			sp.LogStartOffset = res.LogStartOffset
+			mu.Unlock()
+			finish()
+		})
+	}
+	verifying := s.startTxnVerification(req, parts)
+	for _, pp := range parts {
+		if !pp.verify && !pp.refused {
+			dispatch(pp)
+		}
+	}
+	if len(verifying.Partitions) > 0 {
+		mu.Lock()
+		pending++
+		mu.Unlock()
+		waiting := make([]producePart, 0, len(verifying.Partitions))
+		for _, pp := range parts {
+			if pp.verify {
+				waiting = append(waiting, pp)
+			}
+		}
+		verifying.Done = func(errs []error) {
+			for i, pp := range waiting {
+				var err error
+				if i < len(errs) {
+					err = errs[i]
+				}
+				if err = txnverify.ProduceError(err); err != nil {
+					mu.Lock()
+					fillPartitionError(pp.sp, err, req.Version)
+					mu.Unlock()
+					continue
+				}
+				dispatch(pp)
+			}
+			finish()
+		}
+		s.Backend.VerifyTxn(verifying)
+	}
 	finish()
+}
+
+// producePart is one partition of a Produce that passed validation.
+type producePart struct {
+	params ProduceParams
+	name   string
+	sp     *kmsg.ProduceResponseTopicPartition
+	// verify: append only once the coordinator has verified the
+	// partition (KIP-890 part 1).
+	verify bool
+	// refused: answered with an error before the append.
+	refused bool
+}
+
+// startTxnVerification applies KIP-890 part 1
+// (transaction.partition.verification.enable) to a transactional
+// Produce's partitions: every append is made to check its verification
+// guard, and the partitions where the producer has no transaction open
+// yet are marked verify and returned as one verification for the
+// producer's coordinator (Done left to the caller). Transactional
+// batches of more than one producer id or epoch in one request are
+// refused with INVALID_PRODUCER_ID_MAPPING, as Kafka refuses them: the
+// coordinator can be asked about one producer only. A partition whose
+// verification cannot start gets its error here.
+func (s *Server) startTxnVerification(req *kmsg.ProduceRequest, parts []producePart) txnverify.Verification {
+	v := txnverify.Verification{}
+	if req.TransactionID == nil || !s.Backend.Config().TransactionPartitionVerification {
+		return v
+	}
+	v.TransactionalID, v.ProducerID = *req.TransactionID, -1
+	type producerKey struct {
+		id    int64
+		epoch int16
+	}
+	var seen []producerKey
+	txnal := make([]bool, len(parts))
+	for i := range parts {
+		parts[i].params.VerifyTxn = true
+		for _, b := range parts[i].params.Batches {
+			h, err := batch.ParseHeader(b)
+			if err != nil || !h.IsTransactional() {
+				continue
+			}
+			txnal[i] = true
+			if k := (producerKey{h.ProducerID, h.ProducerEpoch}); !slices.Contains(seen, k) {
+				seen = append(seen, k)
+			}
+		}
+	}
+	if len(seen) > 1 {
+		for i := range parts {
+			if txnal[i] {
+				parts[i].refused = true
+				fillPartitionError(parts[i].sp, fmt.Errorf("%w: transactional batches of %d producers in one request", kerr.InvalidProducerIDMapping, len(seen)), req.Version)
+			}
+		}
+		return v
+	}
+	if len(seen) == 0 {
+		return v
+	}
+	v.ProducerID, v.Epoch = seen[0].id, seen[0].epoch
+	for i := range parts {
+		if !txnal[i] {
+			continue
+		}
+		pp := &parts[i]
+		guard, need, err := s.Backend.StartTxnVerification(pp.params.Topic, pp.params.Partition, v.ProducerID)
+		switch {
+		case err != nil:
+			pp.refused = true
+			fillPartitionError(pp.sp, err, req.Version)
+		case need:
+			pp.verify = true
+			pp.params.VerificationGuard = guard
+			v.Partitions = append(v.Partitions, txn.TopicPartition{Topic: pp.name, Partition: pp.params.Partition})
+		}
+	}
+	return v
 }
 
 // lookupTopic finds a topic by name, or by id for versions that use ids.

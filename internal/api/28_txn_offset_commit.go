@@ -18,15 +18,22 @@ package api
 // with FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, a
 // producer epoch older than one it saw with INVALID_PRODUCER_EPOCH, and
 // NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
-// COORDINATOR_NOT_AVAILABLE as OffsetCommit does. v4+ (KIP-890's
-// transaction version 2) is not served.
+// COORDINATOR_NOT_AVAILABLE as OffsetCommit does. With
+// transaction.partition.verification.enable (KIP-890 part 1) the group's
+// __consumer_offsets partition must be in the producer's ongoing
+// transaction at its coordinator first (verifyTxnOffsets): else
+// INVALID_TXN_STATE. v4+ (KIP-890's transaction version 2) is not served.
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/group"
+	"github.com/skein-log/skein/internal/txn"
+	"github.com/skein-log/skein/internal/txnverify"
 )
 
 func init() {
@@ -89,5 +96,52 @@ func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
 	if r.Version >= 3 {
 		creq.MemberID, creq.InstanceID, creq.Generation = req.MemberID, deref(req.InstanceID), req.Generation
 	}
-	s.Backend.Groups().TxnCommitOffsets(creq, answer)
+	if !s.Backend.Config().TransactionPartitionVerification {
+		s.Backend.Groups().TxnCommitOffsets(creq, answer)
+		return
+	}
+	s.verifyTxnOffsets(req.TransactionalID, &creq, func(err error) {
+		if err != nil {
+			answer(nil, txnverify.OffsetCommitError(err))
+			return
+		}
+		s.Backend.Groups().TxnCommitOffsets(creq, answer)
+	})
+}
+
+// verifyTxnOffsets is KIP-890 part 1 for TxnOffsetCommit, as Kafka's
+// group coordinator does it: the group's __consumer_offsets partition
+// (led here when this broker is the group coordinator) must be in the
+// producer's ongoing transaction (AddOffsetsToTxn added it) before the
+// offsets are written as the transaction's batch; the write then carries
+// the verification's guard, so a marker that ends the transaction in
+// between makes the leader refuse it. done(nil) lets the commit go on.
+func (s *Server) verifyTxnOffsets(id string, creq *group.TxnCommitRequest, done func(error)) {
+	t, ok := s.Backend.Image().Topic(OffsetsTopic)
+	if !ok || len(t.Partitions) == 0 {
+		done(fmt.Errorf("%w: %s does not exist", kerr.CoordinatorNotAvailable, OffsetsTopic))
+		return
+	}
+	part := group.PartitionFor(creq.GroupID, int32(len(t.Partitions)))
+	guard, need, err := s.Backend.StartTxnVerification(t.ID, part, creq.ProducerID)
+	if err != nil {
+		done(err)
+		return
+	}
+	creq.VerifyTxn, creq.VerificationGuard = true, guard
+	if !need {
+		done(nil)
+		return
+	}
+	s.Backend.VerifyTxn(txnverify.Verification{
+		TransactionalID: id, ProducerID: creq.ProducerID, Epoch: creq.ProducerEpoch,
+		Partitions: []txn.TopicPartition{{Topic: OffsetsTopic, Partition: part}},
+		Done: func(errs []error) {
+			if len(errs) != 1 {
+				done(fmt.Errorf("%w: no verification answer", kerr.NetworkException))
+				return
+			}
+			done(errs[0])
+		},
+	})
 }

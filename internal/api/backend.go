@@ -9,6 +9,7 @@ import (
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/txnverify"
 )
 
 // Backend is what the handlers need from the broker runtime. The runtime
@@ -66,6 +67,17 @@ type Backend interface {
 	// isolationLevel 1 (read_committed) the last stable offset bounds it
 	// instead of the high watermark.
 	ListOffset(topic metadata.TopicID, partition int32, timestamp int64, isolationLevel int8) (OffsetResult, error)
+	// StartTxnVerification begins KIP-890 part 1's verification of a
+	// transactional producer's first batch on a partition led here
+	// (replica.StartTxnVerification): the guard the produce then carries,
+	// and whether the coordinator must be asked at all.
+	StartTxnVerification(topic metadata.TopicID, partition int32, producerID int64) (guard uint64, need bool, err error)
+	// VerifyTxn asks the transaction coordinator of v.TransactionalID
+	// whether v.Partitions are in its ongoing transaction (AddPartitionsToTxn
+	// v4 verify-only, batched per coordinator by a txnverify.Manager) and
+	// calls v.Done with each partition's outcome, possibly from another
+	// goroutine.
+	VerifyTxn(v txnverify.Verification)
 	// WriteTxnMarker appends a transaction marker (WriteTxnMarkers, the
 	// coordinator's request) to a partition led here and calls done once
 	// the high watermark has passed it, or with its error.
@@ -124,6 +136,12 @@ type ProduceParams struct {
 	// epoch only, not its sequences (the group coordinator's
 	// transactional offset commits carry base sequence 0, as Kafka's).
 	Coordinator bool
+	// VerifyTxn makes the leader refuse a transactional batch that would
+	// open a transaction without VerificationGuard, the guard
+	// StartTxnVerification handed out, still standing (KIP-890 part 1;
+	// set when transaction.partition.verification.enable is true).
+	VerifyTxn         bool
+	VerificationGuard uint64
 }
 
 // ProduceResult answers ProduceParams.

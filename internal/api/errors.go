@@ -57,7 +57,7 @@ func init() {
 				return kerr.OutOfOrderSequenceNumber.Code, true
 			case errors.Is(err, producer.ErrInvalidProducerEpoch):
 				return kerr.InvalidProducerEpoch.Code, true
-			case errors.Is(err, producer.ErrInvalidTxnState):
+			case errors.Is(err, producer.ErrInvalidTxnState), errors.Is(err, producer.ErrNotVerified):
 				return kerr.InvalidTxnState.Code, true
 			case errors.Is(err, producer.ErrCoordinatorFenced):
 				return kerr.TransactionCoordinatorFenced.Code, true

@@ -141,6 +141,7 @@ type Broker struct {
 	TransactionStateLogSegmentBytes      int32         // transaction.state.log.segment.bytes
 	TransactionMaxTimeout                time.Duration // transaction.max.timeout.ms
 	TransactionalIDExpiration            time.Duration // transactional.id.expiration.ms
+	TransactionPartitionVerification     bool          // transaction.partition.verification.enable
 	TransactionAbortCheckInterval        time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	TransactionExpireCheckInterval       time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
 
@@ -273,6 +274,7 @@ func (s *settings) build() (*Broker, error) {
 		TransactionStateLogMinISR:            r.int32("transaction.state.log.min.isr"),
 		TransactionStateLogSegmentBytes:      r.int32("transaction.state.log.segment.bytes"),
 		TransactionMaxTimeout:                r.durationMs("transaction.max.timeout.ms"),
+		TransactionPartitionVerification:     r.bool("transaction.partition.verification.enable"),
 		TransactionalIDExpiration:            r.durationMs("transactional.id.expiration.ms"),
 		TransactionAbortCheckInterval:        r.durationMs("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
 		TransactionExpireCheckInterval:       r.durationMs("transaction.remove.expired.transaction.cleanup.interval.ms"),

@@ -353,6 +353,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"transaction.state.log.min.isr":                               {"transaction.state.log.min.isr": "1"},
 		"transaction.state.log.segment.bytes":                         {"transaction.state.log.segment.bytes": "1024"},
 		"transaction.max.timeout.ms":                                  {"transaction.max.timeout.ms": "1000"},
+		"transaction.partition.verification.enable":                   {"transaction.partition.verification.enable": "false"},
 		"transactional.id.expiration.ms":                              {"transactional.id.expiration.ms": "1000"},
 		"auto.replica.balance.enable":                                 {"auto.replica.balance.enable": "true"},
 		"replica.balance.check.interval.ms":                           {"replica.balance.check.interval.ms": "5000"},

@@ -356,6 +356,10 @@ var brokerProperties = []Property{
 		Doc: "The largest transaction.timeout.ms a producer may ask for; InitProducerId above it fails with INVALID_TRANSACTION_TIMEOUT.",
 	},
 	{
+		Name: "transaction.partition.verification.enable", Kind: KindBool, Default: "true",
+		Doc: "KIP-890 part 1: a partition leader asks the transaction coordinator (AddPartitionsToTxn, verify only) whether the partition is in the producer's ongoing transaction before it appends the transaction's first batch there; a batch for a partition not added is refused with INVALID_TXN_STATE.",
+	},
+	{
 		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: math.MaxInt32,
 		Doc: "A transactional id with no transaction in progress and no update for this long is removed from __transaction_state.",
 	},

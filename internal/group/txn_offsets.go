@@ -26,6 +26,12 @@ type TxnCommitRequest struct {
 	InstanceID    string
 	Generation    int32
 	Offsets       []CommitOffset
+	// VerifyTxn and VerificationGuard go with the write (TxnBatch): the
+	// __consumer_offsets leader refuses the batch unless the guard of
+	// the transaction's verification with its coordinator still stands
+	// (KIP-890 part 1; api.ProduceParams).
+	VerifyTxn         bool
+	VerificationGuard uint64
 }
 
 // TxnBatch is set on an Output whose Records are a transaction's offsets:
@@ -35,8 +41,10 @@ type TxnCommitRequest struct {
 // coordinator's batch), so that the partition's producer state and the
 // producer's markers cover them like any transactional data.
 type TxnBatch struct {
-	ProducerID    int64
-	ProducerEpoch int16
+	ProducerID        int64
+	ProducerEpoch     int16
+	VerifyTxn         bool
+	VerificationGuard uint64
 }
 
 // txnProducer is what the coordinator knows of a producer that commits
@@ -99,7 +107,8 @@ func (c *Coordinator) TxnCommitOffsets(now int64, req TxnCommitRequest) ([]Parti
 	if len(out.Records) > 0 {
 		p := c.producer(req.ProducerID, req.ProducerEpoch)
 		p.groups[g.id] = struct{}{}
-		out.Txn = &TxnBatch{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}
+		out.Txn = &TxnBatch{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+			VerifyTxn: req.VerifyTxn, VerificationGuard: req.VerificationGuard}
 	}
 	c.changed(g)
 	return results, out

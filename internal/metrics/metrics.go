@@ -69,6 +69,9 @@ type Metrics struct {
 
 	offlineLogDirs prometheus.Gauge
 
+	txnVerifications        *prometheus.CounterVec // error
+	txnVerificationDuration prometheus.Histogram
+
 	topics *topicTable
 }
 
@@ -175,6 +178,15 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "offline_log_dirs",
 			Help: "Log directories taken offline after a disk error (Kafka's OfflineLogDirectoryCount); the broker then hands over and stops.",
 		}),
+		txnVerifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "txn_verifications_total",
+			Help: "Transactional produces and TxnOffsetCommits this broker, as a partition leader, verified with their transaction coordinator (KIP-890 part 1), by outcome: NONE, or the first partition's error (Kafka's VerificationFailureRate counts the others).",
+		}, []string{"error"}),
+		txnVerificationDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "txn_verification_duration_seconds",
+			Help:    "Time from a verification's start to the coordinator's answer (Kafka's VerificationTimeMs), batching wait included.",
+			Buckets: requestDurationBuckets,
+		}),
 		topics: newTopicTable(opts.MaxTopics),
 	}
 	collectors := []prometheus.Collector{
@@ -183,6 +195,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.tlsFailures, m.saslAuths, m.fetchPurgatory,
 		m.authorizationDenials,
 		m.compactions, m.compactionBytesRemoved, m.offlineLogDirs,
+		m.txnVerifications, m.txnVerificationDuration,
 	}
 	collectors = append(collectors, m.topics.collectors()...)
 	for _, c := range collectors {
@@ -191,6 +204,19 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// ObserveTxnVerification records one verification with a transaction
+// coordinator: its outcome (the first failed partition's error code, 0
+// when every partition was verified) and how long it took.
+func (m *Metrics) ObserveTxnVerification(code int16, elapsed time.Duration) {
+	if m == nil {
+		return
+	}
+	if c, err := m.txnVerifications.GetMetricWithLabelValues(ErrorLabel(code)); err == nil {
+		c.Inc()
+	}
+	m.txnVerificationDuration.Observe(elapsed.Seconds())
 }
 
 // LogDirOffline counts a log directory taken offline after a disk error.

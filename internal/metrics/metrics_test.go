@@ -133,6 +133,9 @@ func TestEventCounters(t *testing.T) {
 	m.FetchParked(true)
 	m.FetchParked(true)
 	m.FetchParked(false)
+	m.ObserveTxnVerification(0, time.Millisecond)
+	m.ObserveTxnVerification(0, time.Millisecond)
+	m.ObserveTxnVerification(48, time.Millisecond)
 	m.FetchUnparked(true)
 
 	want := `
@@ -171,12 +174,17 @@ skein_authorization_denials_total{resource_type="TOPIC"} 2
 # TYPE skein_fetch_purgatory_size gauge
 skein_fetch_purgatory_size{api="FetchConsumer"} 1
 skein_fetch_purgatory_size{api="FetchFollower"} 1
+# HELP skein_txn_verifications_total Transactional produces and TxnOffsetCommits this broker, as a partition leader, verified with their transaction coordinator (KIP-890 part 1), by outcome: NONE, or the first partition's error (Kafka's VerificationFailureRate counts the others).
+# TYPE skein_txn_verifications_total counter
+skein_txn_verifications_total{error="INVALID_TXN_STATE"} 1
+skein_txn_verifications_total{error="NONE"} 2
 `
 	names := []string{
 		"skein_isr_expands_total", "skein_isr_shrinks_total", "skein_leader_elections_total",
 		"skein_unclean_leader_elections_total", "skein_replication_bytes_in_total",
 		"skein_replication_bytes_out_total", "skein_connections", "skein_connections_refused_total",
 		"skein_connections_timed_out_total", "skein_fetch_purgatory_size", "skein_authorization_denials_total",
+		"skein_txn_verifications_total",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
@@ -196,6 +204,7 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.IncISRShrink()
 	m.IncISRExpand()
 	m.IncLeaderElection(true)
+	m.ObserveTxnVerification(48, time.Second)
 	m.FetchParked(true)
 	m.FetchUnparked(true)
 	m.AddBytesIn("t", 1, 1)

@@ -183,6 +183,9 @@ func (gc *groupCoordinator) appendLocked(recs []group.Record, txn *group.TxnBatc
 		Batches: [][]byte{grouphost.BuildBatch(recs, txn, nowMs())},
 		Acks:    -1, Timeout: groupWriteTimeout, Coordinator: true,
 	}
+	if txn != nil {
+		req.VerifyTxn, req.VerificationGuard = txn.VerifyTxn, txn.VerificationGuard
+	}
 	gc.part.produce(req, func(res api.ProduceResult) { done(res.Err) })
 }
 

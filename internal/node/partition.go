@@ -225,6 +225,15 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 	p.deliver(answers, id)
 }
 
+// startTxnVerification is replica.StartTxnVerification under the
+// partition's lock.
+func (p *partition) startTxnVerification(producerID int64) (uint64, bool, error) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.StartTxnVerification(producerID, now.UnixMilli())
+}
+
 // writeTxnMarker appends a transaction marker and calls done once the
 // high watermark has passed it (replica.WriteTxnMarker).
 func (p *partition) writeTxnMarker(req api.TxnMarkerParams, done func(api.ProduceResult)) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/rpc"
 	"github.com/skein-log/skein/internal/txn"
 	"github.com/skein-log/skein/internal/txnhost"
 )
@@ -121,7 +120,7 @@ func (rt *txnRuntime) sendMarkers(leader int32, m txnhost.Markers, tps []txn.Top
 		mk.Topics[i].Partitions = append(mk.Topics[i].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, mk)
-	conn, err := rt.markerConn(leader)
+	conn, err := rt.markerConns.get(leader)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +128,7 @@ func (rt *txnRuntime) sendMarkers(leader int32, m txnhost.Markers, tps []txn.Top
 	defer cancel()
 	resp, err := conn.Request(ctx, req)
 	if err != nil {
-		rt.dropConn(leader, conn)
+		rt.markerConns.drop(leader, conn)
 		return nil, err
 	}
 	codes := map[txn.TopicPartition]int16{}
@@ -146,68 +145,8 @@ func (rt *txnRuntime) sendMarkers(leader int32, m txnhost.Markers, tps []txn.Top
 	return codes, nil
 }
 
-// markerConn is the connection markers go to leader on (its
-// inter-broker listener), dialed once and kept.
-func (rt *txnRuntime) markerConn(leader int32) (*rpc.Conn, error) {
-	rt.connMu.Lock()
-	c := rt.conns[leader]
-	rt.connMu.Unlock()
-	if c != nil {
-		select {
-		case <-c.Done():
-			rt.dropConn(leader, c)
-		default:
-			return c, nil
-		}
-	}
-	br, ok := rt.b.Image().Broker(leader)
-	if !ok {
-		return nil, fmt.Errorf("leader %d is not registered", leader)
-	}
-	listener := rt.b.cfg.InterBrokerListenerName
-	ep, ok := endpointOf(br, listener)
-	if !ok {
-		return nil, fmt.Errorf("leader %d has no %s endpoint", leader, listener)
-	}
-	ctx, cancel := rt.requestContext()
-	defer cancel()
-	c, err := dialCluster(ctx, rt.b.cfg, rt.b.cfg.OutboundBindAddress, listener, ep, fmt.Sprintf("skein-txn-markers-%d", rt.b.cfg.NodeID))
-	if err != nil {
-		return nil, err
-	}
-	rt.connMu.Lock()
-	defer rt.connMu.Unlock()
-	if rt.connsClosed {
-		c.Close()
-		return nil, fmt.Errorf("broker stopping")
-	}
-	if old := rt.conns[leader]; old != nil {
-		c.Close() // another delivery dialed first
-		return old, nil
-	}
-	rt.conns[leader] = c
-	return c, nil
-}
-
-func (rt *txnRuntime) dropConn(leader int32, c *rpc.Conn) {
-	rt.connMu.Lock()
-	if rt.conns[leader] == c {
-		delete(rt.conns, leader)
-	}
-	rt.connMu.Unlock()
-	c.Close()
-}
-
 // requestContext bounds one dial or request by markerTimeout and ends it
 // when the broker stops.
 func (rt *txnRuntime) requestContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), markerTimeout)
-	go func() {
-		select {
-		case <-rt.b.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return stopContext(rt.b, markerTimeout)
 }

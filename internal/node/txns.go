@@ -1,12 +1,11 @@
 package node
 
 import (
+	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
-	"github.com/skein-log/skein/internal/rpc"
 	"github.com/skein-log/skein/internal/txn"
 	"github.com/skein-log/skein/internal/txnhost"
 )
@@ -14,20 +13,20 @@ import (
 // txnRuntime runs one transaction coordinator (txnhost.Host) for every
 // __transaction_state partition this broker leads (coordinatorSet), and
 // delivers the coordinators' markers to partition leaders over one kept
-// connection per leader (connMu guards them; never held with a
-// coordinator's lock).
+// connection per leader; as a partition leader it verifies transactional
+// produces with their coordinators (KIP-890 part 1, txn_verify.go).
 type txnRuntime struct {
 	coordinatorSet[*txnCoordinator]
 	cfg   txn.Config
 	topic *internalTopic
 
-	connMu      sync.Mutex
-	conns       map[int32]*rpc.Conn // by leader
-	connsClosed bool                // the broker is stopping
+	markerConns *peerConns
+	verifier    *txnVerifier
 }
 
 func newTxnRuntime(b *Broker) *txnRuntime {
-	rt := &txnRuntime{cfg: txnConfig(b), conns: map[int32]*rpc.Conn{}}
+	rt := &txnRuntime{cfg: txnConfig(b), markerConns: newPeerConns(b, fmt.Sprintf("skein-txn-markers-%d", b.cfg.NodeID))}
+	rt.verifier = newTxnVerifier(b)
 	rt.coordinatorSet = newCoordinatorSet(b, api.TransactionStateTopic, func(p *partition, epoch int32) *txnCoordinator {
 		return newTxnCoordinator(rt, p, epoch)
 	})
@@ -72,13 +71,8 @@ func (rt *txnRuntime) EnsureTransactionTopic(done func(error)) { rt.topic.ensure
 // broker is stopping.
 func (rt *txnRuntime) stopAll() {
 	rt.coordinatorSet.stopAll()
-	rt.connMu.Lock()
-	conns := rt.conns
-	rt.conns, rt.connsClosed = map[int32]*rpc.Conn{}, true
-	rt.connMu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
+	rt.markerConns.closeAll()
+	rt.verifier.conns.closeAll()
 }
 
 var _ txnhost.Hosts = (*txnRuntime)(nil)

@@ -21,6 +21,12 @@ var (
 	// open on this partition.
 	ErrInvalidTxnState = errors.New("non-transactional batch from a producer with an open transaction")
 
+	// ErrNotVerified maps to INVALID_TXN_STATE (48) too: a transactional
+	// batch that would open a transaction on the partition without the
+	// transaction coordinator having confirmed the partition is in it
+	// (KIP-890 part 1), or whose confirmation a marker has overtaken.
+	ErrNotVerified = errors.New("transactional batch not verified with the transaction coordinator")
+
 	// ErrCoordinatorFenced maps to TRANSACTION_COORDINATOR_FENCED (52): a
 	// transaction marker from a coordinator epoch older than the one whose
 	// marker this partition applied last.

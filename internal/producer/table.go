@@ -72,14 +72,33 @@ type Table struct {
 	// ongoing holds the first offset of every open transaction, by
 	// producer id: the few entries the last stable offset depends on.
 	ongoing map[int64]int64
+	// verifying holds, per producer id without an open transaction here,
+	// the guard of the transaction verification under way (KIP-890 part
+	// 1, Kafka's VerificationStateEntry); nextGuard numbers them. Leader
+	// state only: never in the log, never rebuilt.
+	verifying map[int64]verification
+	nextGuard uint64
 }
+
+// verification is one producer's verification under way: its guard and
+// when it started (it expires like an idle producer).
+type verification struct {
+	guard     uint64
+	startedMs int64
+}
+
+// NoGuard is the guard of a produce that needs no verification: its
+// producer's transaction is already open on the partition, or
+// verification is off.
+const NoGuard uint64 = 0
 
 // NewTable returns an empty table that admits at most maxProducers distinct
 // producers through Check (each costs a few hundred bytes). Apply ignores
 // the limit so that rebuilding from the log never loses state; Check then
 // refuses new producers until expiry makes room. maxProducers <= 0 means 1.
 func NewTable(maxProducers int) *Table {
-	return &Table{maxProducers: max(maxProducers, 1), producers: make(map[int64]*Entry), ongoing: make(map[int64]int64)}
+	return &Table{maxProducers: max(maxProducers, 1), producers: make(map[int64]*Entry), ongoing: make(map[int64]int64),
+		verifying: make(map[int64]verification)}
 }
 
 // Len is the number of producers with state.
@@ -88,7 +107,21 @@ func (t *Table) Len() int { return len(t.producers) }
 // Check decides, before appending, what to do with batch h. Batches without
 // a producer id pass through as Append. Errors wrap the package's sentinel
 // errors. Check does not change the table.
-func (t *Table) Check(h batch.Header) (Decision, error) {
+func (t *Table) Check(h batch.Header) (Decision, error) { return t.check(h, false, NoGuard) }
+
+// CheckVerified is Check for a leader that verifies transactions (KIP-890
+// part 1, transaction.partition.verification.enable): a transactional
+// batch of a producer with no transaction open here is refused with
+// INVALID_TXN_STATE unless guard is the one StartVerification handed out
+// for the producer and nothing (a marker, another transactional batch)
+// has ended that verification since. As in Kafka's UnifiedLog, fencing
+// comes first, then a retry of a batch already written is a duplicate,
+// then the verification, then the sequence.
+func (t *Table) CheckVerified(h batch.Header, guard uint64) (Decision, error) {
+	return t.check(h, true, guard)
+}
+
+func (t *Table) check(h batch.Header, verify bool, guard uint64) (Decision, error) {
 	appendIt := Decision{Action: Append}
 	if !h.HasProducerID() {
 		return appendIt, nil
@@ -102,7 +135,7 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 			return Decision{}, badSequence(h, "an idempotent batch needs a sequence")
 		}
 		// KIP-360: no state (never seen, or expired): accept any sequence.
-		return appendIt, nil
+		return appendIt, t.checkGuard(h, nil, verify, guard)
 	}
 	if h.IsControl() {
 		// Transaction markers carry no sequence; only fencing applies
@@ -113,6 +146,9 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 		return Decision{}, badSequence(h, "an idempotent batch needs a sequence")
 	}
 	if h.ProducerEpoch > e.Epoch {
+		if err := t.checkGuard(h, e, verify, guard); err != nil {
+			return Decision{}, err
+		}
 		if h.BaseSequence != 0 {
 			return Decision{}, badSequence(h, fmt.Sprintf("a new epoch (current %d) must start at sequence 0", e.Epoch))
 		}
@@ -121,11 +157,57 @@ func (t *Table) Check(h batch.Header) (Decision, error) {
 	if orig, dup := e.findDuplicate(h.BaseSequence, h.LastSequence()); dup {
 		return Decision{Action: Duplicate, Original: orig}, nil
 	}
+	if err := t.checkGuard(h, e, verify, guard); err != nil {
+		return Decision{}, err
+	}
 	if last := e.lastSeq(); !inSequence(last, h.BaseSequence) {
 		return Decision{}, badSequence(h, fmt.Sprintf("expected sequence after %d", last))
 	}
 	return appendIt, e.checkTxnState(h)
 }
+
+// checkGuard refuses a transactional batch that would open a
+// transaction here without the coordinator having confirmed it (e is the
+// producer's entry, nil if it has none).
+func (t *Table) checkGuard(h batch.Header, e *Entry, verify bool, guard uint64) error {
+	if !verify || !h.IsTransactional() || h.IsControl() || e != nil && e.CurrentTxnFirstOffset >= 0 {
+		return nil
+	}
+	if v, ok := t.verifying[h.ProducerID]; !ok || guard == NoGuard || v.guard != guard {
+		return fmt.Errorf("%w: producer %d: record was not part of an ongoing transaction (not verified with its coordinator)", ErrNotVerified, h.ProducerID)
+	}
+	return nil
+}
+
+// StartVerification begins (or joins) the verification of producerID's
+// transaction before its first transactional batch here: it returns the
+// guard to append with, or NoGuard and false when the producer's
+// transaction is already open here (nothing to verify). A retry joins the
+// verification under way and keeps its start time, as Kafka does, so an
+// entry never outlives the expiry. A producer the table cannot admit is
+// refused with ErrTooManyProducers.
+func (t *Table) StartVerification(producerID int64, nowMs int64) (uint64, bool, error) {
+	if e, ok := t.producers[producerID]; ok && e.CurrentTxnFirstOffset >= 0 {
+		return NoGuard, false, nil
+	}
+	if v, ok := t.verifying[producerID]; ok {
+		return v.guard, true, nil
+	}
+	if len(t.verifying) >= t.maxProducers {
+		return NoGuard, false, fmt.Errorf("%w: %d transaction verifications under way", ErrTooManyProducers, len(t.verifying))
+	}
+	t.nextGuard++
+	t.verifying[producerID] = verification{guard: t.nextGuard, startedMs: nowMs}
+	return t.nextGuard, true, nil
+}
+
+// Verifications is how many producers' verifications are under way.
+func (t *Table) Verifications() int { return len(t.verifying) }
+
+// ClearVerifications forgets every verification under way: a leader
+// that resigns (or starts a new epoch) must not honour guards of its
+// previous term.
+func (t *Table) ClearVerifications() { clear(t.verifying) }
 
 // CheckCoordinator is Check for a batch a coordinator of this broker
 // writes (Kafka's AppendOrigin.COORDINATOR: the group coordinator's
@@ -141,6 +223,21 @@ func (t *Table) CheckCoordinator(h batch.Header) (Decision, error) {
 		return Decision{}, err
 	}
 	return Decision{Action: Append}, nil
+}
+
+// CheckCoordinatorVerified is CheckCoordinator with KIP-890 part 1's
+// verification (the group coordinator's TxnOffsetCommit, verified with
+// the transaction coordinator first): after the epoch, the guard, as
+// CheckVerified judges it.
+func (t *Table) CheckCoordinatorVerified(h batch.Header, guard uint64) (Decision, error) {
+	if !h.HasProducerID() {
+		return Decision{Action: Append}, nil
+	}
+	e, err := t.fenced(h)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Action: Append}, t.checkGuard(h, e, true, guard)
 }
 
 // fenced returns the entry of h's producer (nil if it has none) unless h
@@ -222,6 +319,11 @@ func (t *Table) Apply(h batch.Header) {
 		e.CurrentTxnFirstOffset = h.BaseOffset
 		t.ongoing[h.ProducerID] = h.BaseOffset
 	}
+	if h.IsTransactional() {
+		// The open transaction now speaks for the producer (Kafka clears
+		// the verification state on a transactional append).
+		delete(t.verifying, h.ProducerID)
+	}
 	if h.BaseSequence < 0 {
 		return
 	}
@@ -275,6 +377,11 @@ type CompletedTxn struct {
 // CheckMarker decides before the leader appends.
 func (t *Table) ApplyMarker(h batch.Header, m batch.Marker) CompletedTxn {
 	done := CompletedTxn{ProducerID: h.ProducerID, FirstOffset: h.BaseOffset, LastOffset: h.LastOffset(), Aborted: !m.Commit}
+	// A marker ends the transaction a verification under way was about:
+	// a batch verified before it must not open a new one after it (the
+	// race KAFKA-14884 closes: the coordinator answered "in the
+	// transaction", then aborted it before the append).
+	delete(t.verifying, h.ProducerID)
 	e := t.entry(h)
 	if e == nil {
 		return done
@@ -315,6 +422,11 @@ func (t *Table) ExpireOlderThan(nowMs, retentionMs int64) int {
 		if nowMs-e.LastTimestamp >= retentionMs && e.CurrentTxnFirstOffset < 0 {
 			delete(t.producers, id)
 			removed++
+		}
+	}
+	for id, v := range t.verifying {
+		if nowMs-v.startedMs >= retentionMs {
+			delete(t.verifying, id)
 		}
 	}
 	return removed

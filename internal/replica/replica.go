@@ -388,6 +388,7 @@ func (r *Replica) becomeLeader(st metadata.Partition, nowMs int64) (Ready, error
 		return rd, fmt.Errorf("%s: become leader: %w", r.name, err)
 	}
 	r.failAcks(kerr.NotLeaderForPartition, &rd)
+	r.producers.ClearVerifications()
 	r.leader = l
 	r.leaderEpoch = st.LeaderEpoch
 	if hw != r.hw {
@@ -408,6 +409,7 @@ func (r *Replica) becomeFollower(st metadata.Partition, rd *Ready) {
 		rd.Resigned = true
 	}
 	r.leader = nil
+	r.producers.ClearVerifications()
 	r.leaderEpoch = st.LeaderEpoch
 	rd.LeaderEpoch = st.LeaderEpoch
 	r.failAcks(kerr.NotLeaderForPartition, rd)
@@ -449,8 +451,17 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 			return id, rd
 		}
 		check := r.producers.Check
-		if req.Coordinator {
+		switch {
+		case req.Coordinator && req.VerifyTxn:
+			check = func(h batch.Header) (producer.Decision, error) {
+				return r.producers.CheckCoordinatorVerified(h, req.VerificationGuard)
+			}
+		case req.Coordinator:
 			check = r.producers.CheckCoordinator
+		case req.VerifyTxn:
+			check = func(h batch.Header) (producer.Decision, error) {
+				return r.producers.CheckVerified(h, req.VerificationGuard)
+			}
 		}
 		dec, err := check(h)
 		if err != nil {

@@ -78,10 +78,12 @@ type scenario struct {
 	// syncDurable and syncErr are an fsync's result held for syncreport.
 	syncDurable int64
 	syncErr     error
+	// guards are the transaction verifications begun (verify), by name.
+	guards map[string]uint64
 }
 
 func runScenario(t *testing.T, file string) {
-	s := &scenario{fs: vfs.NewMem(), answers: map[string]string{}, ids: map[WaiterID]string{}}
+	s := &scenario{fs: vfs.NewMem(), answers: map[string]string{}, ids: map[WaiterID]string{}, guards: map[string]uint64{}}
 	scenariotest.Lines(t, file, func(lineNo int, line, _ string) {
 		fields := strings.Fields(line)
 		kv := map[string]string{}
@@ -140,6 +142,7 @@ func errName(err error) string {
 		producer.ErrInvalidProducerEpoch: kerr.InvalidProducerEpoch,
 		producer.ErrCoordinatorFenced:    kerr.TransactionCoordinatorFenced,
 		producer.ErrInvalidTxnState:      kerr.InvalidTxnState,
+		producer.ErrNotVerified:          kerr.InvalidTxnState,
 		producer.ErrOutOfOrderSequence:   kerr.OutOfOrderSequenceNumber,
 	} {
 		if errors.Is(err, sentinel) {
@@ -224,6 +227,11 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		}
 		b := testBatch(kv, values, now)
 		req := api.ProduceParams{Acks: int16(num(kv, "acks", -1)), Timeout: time.Duration(num(kv, "timeout", 30000)) * time.Millisecond, Batches: [][]byte{b}}
+		if g, ok := kv["guard"]; ok {
+			// KIP-890 part 1: a verifying leader's append, with the guard
+			// of verification g (none: no guard).
+			req.VerifyTxn, req.VerificationGuard = true, s.guards[g]
+		}
 		name := kv["name"]
 		s.answers[name] = "pending"
 		var logAppendTime int64
@@ -232,6 +240,21 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		s.step(rd)
 		if _, ok := kv["expect-append-time"]; ok && logAppendTime != now {
 			return fmt.Errorf("LogAppendTime %d, want %d", logAppendTime, now)
+		}
+		return nil
+	case "verify":
+		// StartTxnVerification: answer need (a guard was handed out,
+		// kept under name), open (the producer's transaction is open
+		// here) or the error.
+		name := kv["name"]
+		guard, need, err := s.r.StartTxnVerification(num(kv, "pid", 0), now)
+		switch {
+		case err != nil:
+			s.answers[name] = errName(err)
+		case need:
+			s.answers[name], s.guards[name] = "need", guard
+		default:
+			s.answers[name] = "open"
 		}
 		return nil
 	case "marker":

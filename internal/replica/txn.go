@@ -135,6 +135,30 @@ func (r *Replica) LastStableOffset() int64 {
 // this partition.
 func (r *Replica) OngoingTransactions() int { return r.producers.OngoingTransactions() }
 
+// StartTxnVerification is the first step of a transactional produce from
+// a producer with no transaction open here, when the leader verifies
+// transactions (KIP-890 part 1): it returns the guard the produce must
+// carry once the coordinator has confirmed the partition is in the
+// producer's transaction, and whether that confirmation is needed at all
+// (not when the producer's transaction is already open here). A marker
+// or another transactional batch of the producer in between voids the
+// guard, so the produce is then refused with INVALID_TXN_STATE.
+func (r *Replica) StartTxnVerification(producerID int64, nowMs int64) (uint64, bool, error) {
+	switch {
+	case r.closed || r.leader == nil:
+		return 0, false, kerr.NotLeaderForPartition
+	case r.failed != nil:
+		return 0, false, fmt.Errorf("%w: %v", kerr.KafkaStorageError, r.failed)
+	}
+	guard, need, err := r.producers.StartVerification(producerID, nowMs)
+	if err != nil {
+		// Retriable without a metadata refresh, as Kafka answers a
+		// verification it could not complete.
+		return 0, false, fmt.Errorf("%w: %v", kerr.NotEnoughReplicas, err)
+	}
+	return guard, need, nil
+}
+
 // WriteTxnMarker appends the marker that ends producer p.ProducerID's
 // transaction (WriteTxnMarkers, from the transaction coordinator) and
 // answers once the high watermark has passed it, as Kafka appends markers

@@ -166,3 +166,31 @@ func readRecords(r *replica, upTo int64) ([]offsetRecord, error) {
 	})
 	return out, err
 }
+
+// txnVerifyStarted: a leader began a transactional produce; need says it
+// had to ask the coordinator.
+func (k *checker) txnVerifyStarted(need bool) {
+	if need {
+		k.stats.TxnVerifications++
+	}
+}
+
+// txnVerifyBound records how many transactional ids one leader has
+// waiting for verification (bounded by txnverify's limits).
+func (k *checker) txnVerifyBound(waiting int) {
+	k.stats.TxnVerifyMaxWaiting = max(k.stats.TxnVerifyMaxWaiting, waiting)
+}
+
+// txnStrayAcked: a leader accepted a transactional batch for a partition
+// the producer's transaction never added. A leader that verifies must
+// refuse it (KIP-890 part 1): the transaction it opens there is one no
+// coordinator knows, so it hangs, holding the last stable offset back,
+// until a later transaction of the producer ends it with that
+// transaction's outcome.
+func (k *checker) txnStrayAcked(id, name string, part int32) {
+	k.stats.TxnStraysAcked++
+	if !k.strict() {
+		return
+	}
+	k.c.violation("partition %d accepted stray batch %s of %s, outside its transaction (hanging transaction)", part, name, id)
+}

@@ -52,6 +52,11 @@ type txnClient struct {
 	txn   string
 	parts []int32
 	clean bool
+	// tried holds every partition an AddPartitionsToTxn of the current
+	// transaction named, answered or not (a lost answer may have added
+	// them); strays goes to a partition outside it.
+	tried  map[int32]bool
+	strays int
 }
 
 type txnClientState int8
@@ -139,6 +144,7 @@ func (tc *txnClient) initProducer() {
 			r := resp.(*kmsg.InitProducerIDResponse)
 			if err = kerr.ErrorForCode(r.ErrorCode); err == nil {
 				tc.c.check.txnInitAnswered(tc.id, r.ProducerID, r.ProducerEpoch)
+				clear(tc.tried)
 				tc.busy, tc.pid, tc.epoch, tc.state = false, r.ProducerID, r.ProducerEpoch, txnIdle
 				clear(tc.seq)
 				return
@@ -164,6 +170,12 @@ func (tc *txnClient) addPartitions() {
 	}
 	req.Topics = append(req.Topics, t)
 	parts := t.Partitions
+	if tc.tried == nil {
+		tc.tried = map[int32]bool{}
+	}
+	for _, p := range parts {
+		tc.tried[p] = true
+	}
 	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
 			for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
@@ -210,6 +222,45 @@ func (tc *txnClient) produceAll() {
 			}
 		})
 	}
+	tc.maybeStray()
+}
+
+// maybeStray now and then sends a transactional batch to a partition the
+// transaction never added, as a buggy producer (or a batch delayed past
+// its transaction's end) would: with KIP-890's verification the leader
+// must refuse it, since no coordinator would ever end the transaction it
+// opens there (a hanging transaction, whose records a later transaction's
+// marker would wrongly commit). Its records are never committable.
+func (tc *txnClient) maybeStray() {
+	c := tc.c
+	if !c.verifiesTxns() && !c.opts.txnVerifyOff || !c.s.chance(0.15) {
+		return
+	}
+	var free []int32
+	for p := range int32(c.opts.Partitions) {
+		if !tc.tried[p] {
+			free = append(free, p)
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	p := free[c.s.rng.IntN(len(free))]
+	tc.strays++
+	c.check.stats.TxnStrays++
+	name := fmt.Sprintf("%s-stray%d", tc.txn, tc.strays)
+	v := name + "-0"
+	tc.c.check.txnCoordRecord(v, name)
+	b := batch.BuildTransactional([][]byte{[]byte(v)}, c.nowMs(), tc.pid, tc.epoch, tc.seq[p])
+	pid, epoch := tc.pid, tc.epoch
+	sendTxnBatch(c, tc.lc, tc.id, p, b, maxSendAttempts, func(ok bool) {
+		if ok {
+			if tc.pid == pid && tc.epoch == epoch {
+				tc.seq[p]++
+			}
+			c.check.txnStrayAcked(tc.id, name, p)
+		}
+	})
 }
 
 func (tc *txnClient) endTxn(commit bool) {
@@ -227,6 +278,7 @@ func (tc *txnClient) endTxn(commit bool) {
 			if err = kerr.ErrorForCode(resp.(*kmsg.EndTxnResponse).ErrorCode); err == nil {
 				tc.c.check.txnEndAcked(tc.id, pid, epoch, commit, sentAt)
 				tc.c.check.txnEndOutcome(name, commit)
+				clear(tc.tried)
 				tc.busy, tc.state = false, txnIdle
 				return
 			}

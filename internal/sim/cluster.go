@@ -74,6 +74,13 @@ type Stats struct {
 	// TxnCoordCommitted and TxnCoordAborted count the coordinator clients'
 	// transactions the converged logs hold committed and aborted.
 	TxnCoordCommitted, TxnCoordAborted int
+	// TxnVerifications counts the produces a leader verified with the
+	// coordinator (KIP-890 part 1), TxnVerifyMaxWaiting the most
+	// transactional ids one leader had waiting for their coordinators'
+	// answers, TxnStrays the batches sent to partitions outside their
+	// transaction and TxnStraysAcked those a leader accepted (a violation
+	// where the leaders verify).
+	TxnVerifications, TxnVerifyMaxWaiting, TxnStrays, TxnStraysAcked int
 	// ChainCommitted and ChainAborted count the chain's transactions
 	// (client_chain.go) committed and aborted, ChainRecords the input
 	// records its committed output transformed exactly once.
@@ -151,6 +158,12 @@ func (c *Cluster) raftVoters() []uint64 {
 	return out
 }
 
+// verifiesTxns: the leaders verify transactional produces with the
+// coordinator (KIP-890 part 1), except where Options.Transactions' driver
+// runs, which writes its own markers and has no coordinator to be
+// verified by (Kafka would refuse its batches, as ours would).
+func (c *Cluster) verifiesTxns() bool { return !c.opts.Transactions && !c.opts.txnVerifyOff }
+
 func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 	props := map[string]string{
 		"node.id":                    strconv.Itoa(int(id)),
@@ -162,6 +175,9 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		"broker.session.timeout.ms":               strconv.Itoa(int(sessionTimeout.Milliseconds())),
 		"broker.heartbeat.interval.ms":            strconv.Itoa(int(heartbeatInterval.Milliseconds())),
 		"leader.imbalance.check.interval.seconds": "5",
+	}
+	if !c.verifiesTxns() {
+		props["transaction.partition.verification.enable"] = "false"
 	}
 	if c.opts.Balancer {
 		props["auto.replica.balance.enable"] = "true"

@@ -15,6 +15,7 @@ import (
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
+	"github.com/skein-log/skein/internal/txnverify"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -104,6 +105,10 @@ type process struct {
 	// sessions is the Fetch handler's session cache
 	// (node/fetch_sessions.go), on simulated time.
 	sessions *fetchsession.Cache
+	// verifier batches this leader's transaction verifications per
+	// coordinator (KIP-890 part 1), as node's txnVerifier; nil until the
+	// first.
+	verifier *txnverify.Manager
 
 	// quorumChange is the AddRaftVoter or RemoveRaftVoter request waiting
 	// for this process's membership change, nil if none.

@@ -158,8 +158,12 @@ func (gc *coordinator) written(id uint64, err error) {
 // is set); the checker follows the committed ones.
 func (gc *coordinator) append(recs []group.Record, txn *group.TxnBatch, done func(error)) {
 	r := gc.r
-	r.produce(api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{grouphost.BuildBatch(recs, txn, r.nowMs())},
-		Acks: -1, Timeout: groupWriteTimeout, Coordinator: true},
+	req := api.ProduceParams{Topic: r.id, Partition: r.index, Batches: [][]byte{grouphost.BuildBatch(recs, txn, r.nowMs())},
+		Acks: -1, Timeout: groupWriteTimeout, Coordinator: true}
+	if txn != nil {
+		req.VerifyTxn, req.VerificationGuard = txn.VerifyTxn, txn.VerificationGuard
+	}
+	r.produce(req,
 		func(res api.ProduceResult) {
 			if res.Err == nil {
 				gc.wroteCommits = true

@@ -49,6 +49,10 @@ type Options struct {
 	// transaction started from: the test that shows the exactly-once
 	// checker catches input transformed twice.
 	chainCommitsStart bool
+	// txnVerifyOff turns transaction.partition.verification.enable off
+	// while the coordinator clients still send their stray batches: the
+	// test that shows the checker catches a leader that does not verify.
+	txnVerifyOff bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`

@@ -18,7 +18,7 @@ func TestTxnCoordinator(t *testing.T) {
 	if testing.Short() {
 		seeds = 5
 	}
-	var inits, ends, read, committed, aborted int
+	var inits, ends, read, committed, aborted, verified, strays int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		o := Options{Seed: seed, Nodes: 3, Partitions: 2, ReplicationFactor: 3, MinISR: 2, Duration: *flagDuration, TxnCoordinator: true,
 			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
@@ -32,13 +32,16 @@ func TestTxnCoordinator(t *testing.T) {
 			read += r.Stats.TxnCoordRead
 			committed += r.Stats.TxnCoordCommitted
 			aborted += r.Stats.TxnCoordAborted
+			verified += r.Stats.TxnVerifications
+			strays += r.Stats.TxnStrays
 		})
 	}
-	if inits == 0 || ends == 0 || read == 0 || committed == 0 || aborted == 0 {
-		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded, %d records read committed, %d transactions committed and %d aborted: the run checked nothing",
-			seeds, inits, ends, read, committed, aborted)
+	if inits == 0 || ends == 0 || read == 0 || committed == 0 || aborted == 0 || verified == 0 || strays == 0 {
+		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded, %d records read committed, %d transactions committed and %d aborted, %d produces verified, %d stray batches sent: the run checked nothing",
+			seeds, inits, ends, read, committed, aborted, verified, strays)
 	}
-	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered, %d transactions committed, %d aborted, %d transactional records read committed", seeds, inits, ends, committed, aborted, read)
+	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered, %d transactions committed, %d aborted, %d transactional records read committed, %d produces verified with the coordinator, %d stray batches refused",
+		seeds, inits, ends, committed, aborted, read, verified, strays)
 }
 
 // TestTxnAtomicCheckerCatchesAPartialRead: a read_committed reader that
@@ -51,4 +54,24 @@ func TestTxnAtomicCheckerCatchesAPartialRead(t *testing.T) {
 	if len(r.Violations) == 0 || !strings.Contains(r.Violations[0], "read_committed read past it and delivered") {
 		t.Fatalf("violations %q, want a partial read of a committed transaction", r.Violations)
 	}
+}
+
+// TestTxnVerifyCheckerCatchesAHangingTransaction: with
+// transaction.partition.verification.enable off, a leader accepts the
+// coordinator clients' stray batches (to partitions their transaction
+// never added), each opening a transaction no coordinator will end, and
+// the checker says so.
+func TestTxnVerifyCheckerCatchesAHangingTransaction(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		o := Options{Seed: seed, Nodes: 3, Partitions: 3, Duration: *flagDuration, TxnCoordinator: true, Consumers: 1, txnVerifyOff: true}
+		cryptotest.SetGlobalRandom(t, o.Seed)
+		r := Run(o)
+		for _, v := range r.Violations {
+			if strings.Contains(v, "accepted stray batch") {
+				t.Logf("seed %d: %s", seed, v)
+				return
+			}
+		}
+	}
+	t.Fatal("10 seeds without verification and no stray batch accepted: the checker caught nothing")
 }

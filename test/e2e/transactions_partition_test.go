@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -103,6 +104,16 @@ func consumeValues(t *testing.T, ctx context.Context, tb *testBroker, topic stri
 
 func listOffset(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic string, isolation int8) int64 {
 	t.Helper()
+	off, err := listOffsetErr(t, ctx, cl, topic, isolation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// listOffsetErr is listOffset with the partition's error returned.
+func listOffsetErr(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic string, isolation int8) (int64, error) {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.IsolationLevel = isolation
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -116,10 +127,7 @@ func listOffset(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic stri
 		t.Fatal(err)
 	}
 	sp := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
-		t.Fatal(err)
-	}
-	return sp.Offset
+	return sp.Offset, kerr.ErrorForCode(sp.ErrorCode)
 }
 
 // TestTransactionsPartitionSide plays the coordinator's part with raw
@@ -127,8 +135,10 @@ func listOffset(t *testing.T, ctx context.Context, cl kmsg.Requestor, topic stri
 // with franz-go: a read_committed consumer gets committed records and
 // records outside transactions, never an aborted one, and nothing past an
 // open transaction's first offset; read_uncommitted gets everything.
+// Without a coordinator there is nothing to verify the batches with, so
+// KIP-890's verification is off (txn_verify_test.go has it on).
 func TestTransactionsPartitionSide(t *testing.T) {
-	tb := startBroker(t)
+	tb := startBroker(t, withProp("transaction.partition.verification.enable", "false"))
 	const topic = "txn-partition"
 	tb.createTopic(topic, 1, nil)
 	ctx := testContext(t, 30*time.Second)
@@ -261,9 +271,10 @@ func TestTransactionsPartitionSide(t *testing.T) {
 // copied): the last stable offset stays at its first offset, the
 // producer's sequence continues there, and the coordinator's marker,
 // retried at the new leader, ends it; read_committed readers see exactly
-// the committed transactions.
+// the committed transactions. The test plays the coordinator, so the
+// leaders do not verify with one (KIP-890 part 1 off).
 func TestClusterTransactionSurvivesLeaderFailover(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	c := startCluster(t, 3, map[string]string{"transaction.partition.verification.enable": "false"})
 	ctx := testContext(t, 60*time.Second)
 	const topic = "txn-failover"
 	adm := kadm.NewClient(c.client())
@@ -298,8 +309,17 @@ func TestClusterTransactionSurvivesLeaderFailover(t *testing.T) {
 	c.awaitDeposed(ctx, topic, 0, newLeader)
 	p.to = cl.Broker(int(newLeader))
 	// The new leader has the open transaction: once its high watermark
-	// covers the transaction's batch, its LSO still waits at it.
-	for listOffset(t, ctx, p.to, topic, 0) <= openAt {
+	// covers the transaction's batch, its LSO still waits at it. (The
+	// metadata may name the new leader before it has applied its own
+	// leadership: NOT_LEADER_OR_FOLLOWER until then.)
+	for {
+		hw, err := listOffsetErr(t, ctx, p.to, topic, 0)
+		if err != nil && !errors.Is(err, kerr.NotLeaderForPartition) {
+			t.Fatal(err)
+		}
+		if err == nil && hw > openAt {
+			break
+		}
 		select { // the new leader's HW rises once the ISR reports
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())

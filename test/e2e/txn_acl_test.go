@@ -109,12 +109,26 @@ func TestTxnACLs(t *testing.T) {
 func TestTxnOffsetCommitACLs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, _, admin := startTxnACLCluster(ctx, t, "txo-in", 2)
+	c, brokerCl, admin := startTxnACLCluster(ctx, t, "txo-in", 2)
 	anon := c.client()
+	// A real transaction with the group's offsets partition in it (the
+	// broker principal may do it all): the leader of that partition
+	// verifies it with the transaction coordinator (KIP-890 part 1).
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("tx-o"), 60_000
+	ir, err := init.RequestWith(ctx, brokerCl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ir.ErrorCode))
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "tx-o", ir.ProducerID, ir.ProducerEpoch, "g-o"
+	if ar, err := ao.RequestWith(ctx, brokerCl); err != nil || ar.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v %+v", err, ar)
+	}
 	commit := func() []int16 {
 		t.Helper()
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
-		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx-o", "g-o", 4242, 0
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx-o", "g-o", ir.ProducerID, ir.ProducerEpoch
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
 		rt.Topic = "txo-in"
 		for p := range int32(2) {

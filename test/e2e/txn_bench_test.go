@@ -20,56 +20,69 @@ func BenchmarkTxnProduce(b *testing.B) {
 	if !servesMarkers() {
 		b.Skip("the partition side of transactions (WriteTxnMarkers) is not in this build")
 	}
-	tb := startBroker(b)
 	val := make([]byte, 100)
-	for _, size := range []int{0, 100, 1000} {
-		name := "idempotent"
-		if size > 0 {
-			name = fmt.Sprintf("txn-of-%d", size)
-		}
-		topic := "bench-" + name
-		tb.createTopic(topic, 3, nil)
-		b.Run(name, func(b *testing.B) {
-			opts := []kgo.Opt{kgo.DefaultProduceTopic(topic)}
+	// The transactional runs go twice: with KIP-890 part 1's verification
+	// (the default: the leader asks the coordinator before each
+	// transaction's first batch on each partition) and without.
+	for _, verify := range []bool{true, false} {
+		tb := startBroker(b, withProp("transaction.partition.verification.enable", fmt.Sprint(verify)))
+		for _, size := range []int{0, 100, 1000} {
+			if size == 0 && !verify {
+				continue // an idempotent producer is never verified
+			}
+			name := "idempotent"
 			if size > 0 {
-				opts = append(opts, kgo.TransactionalID(topic))
+				name = fmt.Sprintf("txn-of-%d", size)
+				if !verify {
+					name += "-unverified"
+				}
 			}
-			cl := tb.client(opts...)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for done := 0; done < b.N; {
-				k := b.N - done
-				if size > 0 {
-					k = min(k, size)
-					if err := cl.BeginTransaction(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for range k {
-					wg.Add(1)
-					cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
-						if err != nil {
-							b.Error(err)
-						}
-						wg.Done()
-					})
-				}
-				if size > 0 {
-					if err := cl.Flush(ctx); err != nil {
-						b.Fatal(err)
-					}
-					if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-						b.Fatal(err)
-					}
-				}
-				done += k
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
-		})
+			topic := "bench-" + name
+			tb.createTopic(topic, 3, nil)
+			b.Run(name, func(b *testing.B) { benchTxnProduce(b, tb, topic, size, val) })
+		}
 	}
+}
+
+func benchTxnProduce(b *testing.B, tb *testBroker, topic string, size int, val []byte) {
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic)}
+	if size > 0 {
+		opts = append(opts, kgo.TransactionalID(topic))
+	}
+	cl := tb.client(opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		k := b.N - done
+		if size > 0 {
+			k = min(k, size)
+			if err := cl.BeginTransaction(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range k {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+				wg.Done()
+			})
+		}
+		if size > 0 {
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += k
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
 // BenchmarkTxnConsume measures a consumer's throughput on one broker,
