@@ -90,10 +90,11 @@ func (c *Core) Unreachable(id int32) {
 // the time of the event that runs it, against the image of that turn.
 func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	c.begin(now)
+	c.startGather(im)
 	if c.active && !c.maintenanceQueued {
 		c.maintenanceQueued = true
 		var fenced []int32
-		moves := 0
+		var moves balanceMoves
 		c.enqueue(im, decision{what: "session expiry and elections",
 			decide: func(im *metadata.Image) ([]metadata.Record, error) {
 				c.maintenanceQueued = false
@@ -103,7 +104,8 @@ func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 			},
 			settle: func(_ *metadata.Image, err error) func() {
 				if err == nil {
-					c.rd.BalancerMoves += moves
+					c.rd.BalancerMoves += moves.all
+					c.rd.BalancerDiskMoves += moves.disk
 				}
 				switch {
 				case err != nil:
@@ -118,7 +120,7 @@ func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	return c.end()
 }
 
-func (c *Core) maintenance(im *metadata.Image) (fenced []int32, moves int, recs []metadata.Record) {
+func (c *Core) maintenance(im *metadata.Image) (fenced []int32, moves balanceMoves, recs []metadata.Record) {
 	next := im
 	for _, br := range im.Brokers() {
 		if br.Fenced || br.ID == c.cfg.Self {

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
@@ -36,6 +38,7 @@ func (c *Cluster) wallNow() time.Time { return time.UnixMilli(simEpochMs).Add(c.
 func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlcore.Ready) {
 	rd := ev(p.ctl, p.n.c.wallNow(), p.image)
 	p.n.c.check.stats.BalancerMoves += rd.BalancerMoves
+	p.n.c.check.stats.BalancerDiskMoves += rd.BalancerDiskMoves
 	for _, n := range rd.Notes {
 		p.n.tracef("controller: %s %v", n.Msg, n.Args)
 	}
@@ -45,6 +48,28 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 	if rd.Propose != nil {
 		p.propose(rd.Propose)
 	}
+	for _, id := range rd.DescribeLogDirs {
+		p.gatherLogDirs(id)
+	}
+}
+
+// gatherLogDirs asks broker id for its log directories over the
+// simulated network, as node's controllerService does over TCP, and
+// reports the answer (or the timeout) to the core.
+func (p *process) gatherLogDirs(id int32) {
+	p.n.c.call(p.n.id, id, ctrlcore.LogDirsRequest(), time.Second, func(resp kmsg.Response, err error) {
+		if p.n.proc != p {
+			return // this process has crashed since
+		}
+		var r *balancer.Report
+		if err == nil {
+			rep := ctrlcore.ReportOf(resp.(*kmsg.DescribeLogDirsResponse))
+			r = &rep
+		}
+		p.Step(func(c *ctrlcore.Core, now time.Time, _ *metadata.Image) ctrlcore.Ready {
+			return c.LogDirsReported(now, id, r)
+		})
+	})
 }
 
 func (p *process) propose(prop *ctrlcore.Proposal) {
