@@ -361,7 +361,7 @@ func (s *state) rebalanceOne(cfg Config) (Move, bool) {
 }
 
 // movable picks the partition whose replica on from moves to to for
-// count balance. With disks known it must not leave to over its disk
+// count balance. With disks known it must leave neither beyond its disk
 // share (disk.go), and the smallest such partition goes, so that count
 // balance disturbs disk balance the least.
 func (s *state) movable(from, to int32) (*part, bool) {
@@ -376,7 +376,7 @@ func (s *state) movable(from, to int32) (*part, bool) {
 		return p.Leader != from && pick.Leader == from
 	}
 	for _, p := range s.candidates(from, to) {
-		if s.disks.on && s.overAfter(to, sizeOf(p)) {
+		if s.disks.on && s.unbalancesDisks(from, to, sizeOf(p)) {
 			continue
 		}
 		if better(p) {

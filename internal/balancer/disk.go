@@ -26,8 +26,10 @@ import (
 // broker is over, or under, one replica moves from the fullest broker to
 // the emptiest that can take one, the partition whose move leaves the
 // larger of the two loads lowest, and only if that is below the source's
-// load now: every move makes the spread strictly narrower, so the
-// balancer never moves the same bytes back and forth.
+// load now and the destination does not end fuller than the source by
+// more than half their difference now: every move makes the spread
+// strictly narrower, and two brokers never trade places over one
+// partition, so the balancer does not move the same bytes back and forth.
 //
 // Space: a broker whose filesystems are fuller than MaxDiskUsagePercent
 // (reported total minus usable bytes, plus the bytes of replicas it is
@@ -152,11 +154,21 @@ func (s *state) overAfter(b int32, delta int64) bool {
 		s.excess(b, delta, mean) >= float64(s.cfg.DiskMinImbalanceBytes)
 }
 
-// under: b holds less than its share by more than the threshold.
-func (s *state) under(b int32) bool {
+// underAfter: b, with delta bytes more, holds less than its share by
+// more than the threshold.
+func (s *state) underAfter(b int32, delta int64) bool {
 	mean := s.mean()
-	return s.util(b, 0) < mean*(1-float64(s.cfg.DiskImbalancePercent)/100) &&
-		-s.excess(b, 0, mean) >= float64(s.cfg.DiskMinImbalanceBytes)
+	return s.util(b, delta) < mean*(1-float64(s.cfg.DiskImbalancePercent)/100) &&
+		-s.excess(b, delta, mean) >= float64(s.cfg.DiskMinImbalanceBytes)
+}
+
+func (s *state) under(b int32) bool { return s.underAfter(b, 0) }
+
+// unbalancesDisks: moving size bytes from from to to leaves either beyond
+// its disk share, which a count move must not do (Cruise Control's rule
+// that a lower-priority goal never breaks a higher one).
+func (s *state) unbalancesDisks(from, to int32, size int64) bool {
+	return s.overAfter(to, size) || s.underAfter(from, -size)
 }
 
 // rebalanceDiskOne picks one move from the fullest broker to the emptiest
@@ -195,9 +207,12 @@ func (s *state) rebalanceDiskOne(cfg Config) (Move, bool) {
 }
 
 // diskMovable is the partition of from whose move to to leaves the larger
-// of their two loads lowest, if below from's load now (narrower; a move
-// off a too-full broker need not narrow the loads); among equals, one
-// from does not lead, then the first.
+// of their two loads lowest, if below from's load now and to does not
+// end above from by more than half their difference now (narrower: two
+// brokers never trade places back and forth over one partition, while a
+// large partition may still halve a large gap; a move off a too-full
+// broker need not narrow the loads); among equals, one from does not
+// lead, then the first.
 func (s *state) diskMovable(from, to int32, narrower bool) (*part, bool) {
 	now := s.util(from, 0)
 	var pick *part
@@ -207,8 +222,10 @@ func (s *state) diskMovable(from, to int32, narrower bool) (*part, bool) {
 		if size <= 0 {
 			continue
 		}
-		after := max(s.util(from, -size), s.util(to, size))
-		if narrower && after >= now {
+		from2, to2 := s.util(from, -size), s.util(to, size)
+		after := max(from2, to2)
+		overshoots := to2 > from2 && to2-from2 > (now-s.util(to, 0))/2
+		if narrower && (overshoots || after >= now) {
 			continue
 		}
 		if pick == nil || after < best || after == best && p.Leader != from && pick.Leader == from {

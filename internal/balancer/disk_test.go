@@ -2,6 +2,7 @@ package balancer
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -292,5 +293,92 @@ func TestReportsApply(t *testing.T) {
 	loads := Loads(bs, ps)
 	if loads[0].Bytes != 7 || loads[1].Bytes != 7 || loads[0].Replicas != 1 {
 		t.Fatalf("loads %+v", loads)
+	}
+}
+
+func TestDiskNoTradingPlaces(t *testing.T) {
+	// 3 GiB against 2 GiB on broker 3 (just under the mean) with
+	// partitions of about 1 GiB: a move would only swap who is fuller.
+	ps := []Partition{sized("t", 0, gib, 1), sized("t", 1, gib, 1), sized("t", 2, gib-1<<20, 1),
+		sized("t", 3, gib, 2), sized("t", 4, gib, 2), sized("t", 5, gib, 2), sized("t", 6, gib, 3), sized("t", 7, gib, 3)}
+	bs := withDisks(up(1, 2, 3), 20*gib, nil)
+	cfg := diskCfg
+	cfg.DiskMinImbalanceBytes = 1 << 20
+	if p := Decide(bs, ps, cfg); len(p.Moves) != 0 {
+		t.Fatalf("moves %v would trade places", p.Moves)
+	}
+}
+
+// Plans applied one after another always come to rest (no partition
+// moving back and forth), within the bound each time, never filling a
+// broker beyond the maximum usage.
+func TestDiskPlansConverge(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		nb := 2 + rng.IntN(5)
+		var ids []int32
+		used := map[int32]int64{}
+		for i := range nb {
+			ids = append(ids, int32(i+1))
+		}
+		var ps []Partition
+		for i := range 5 + rng.IntN(30) {
+			size := rng.Int64N(8 * gib)
+			rf := 1 + rng.IntN(min(3, nb))
+			first := rng.IntN(1 + rng.IntN(nb)) // skewed to the low ids
+			var rs []int32
+			for j := range rf {
+				b := ids[(first+j)%nb]
+				used[b] += size
+				rs = append(rs, b)
+			}
+			ps = append(ps, sized("t", int32(i), size, rs...))
+		}
+		bs := withDisks(up(ids...), 400*gib, used)
+		racks := 1 + rng.IntN(3)
+		for i := range bs {
+			bs[i].Rack = string(rune('a' + i%racks))
+		}
+		cfg := diskCfg
+		cfg.MaxConcurrentMoves = 3
+		for round := 0; ; round++ {
+			if round == 200 {
+				t.Fatalf("seed %d: still moving after %d rounds", seed, round)
+			}
+			p := Decide(bs, ps, cfg)
+			assertSafe(t, ps, p)
+			if len(p.Moves) > 3 {
+				t.Fatalf("seed %d: %d moves", seed, len(p.Moves))
+			}
+			if len(p.Moves) == 0 {
+				break
+			}
+			rackOf := map[int32]string{}
+			for _, b := range bs {
+				rackOf[b.ID] = b.Rack
+			}
+			spanned := func(rs []int32) int {
+				seen := map[string]bool{}
+				for _, r := range rs {
+					seen[rackOf[r]] = true
+				}
+				return len(seen)
+			}
+			for _, m := range p.Moves {
+				i := slices.IndexFunc(ps, func(q Partition) bool { return q.Topic == m.Topic && q.Index == m.Partition })
+				if spanned(m.Target) < spanned(ps[i].Replicas) {
+					t.Fatalf("seed %d: move %v narrows %v's racks", seed, m, ps[i].Replicas)
+				}
+			}
+			if round > 190 {
+				t.Logf("seed %d round %d: %v loads %v", seed, round, p.Moves, diskLoads(ps, nil))
+			}
+			bs, ps = applyPlan(bs, ps, p)
+			for _, b := range bs {
+				if d := b.Disk; float64(d.Total-d.Usable) > float64(d.Total)*0.8 {
+					t.Fatalf("seed %d: broker %d filled to %d of %d", seed, b.ID, d.Total-d.Usable, d.Total)
+				}
+			}
+		}
 	}
 }
