@@ -1,7 +1,6 @@
 package balancer
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -35,19 +34,10 @@ func sized(topic string, idx int32, size int64, replicas ...int32) Partition {
 
 // diskLoads is each broker's bytes after the plan's moves.
 func diskLoads(ps []Partition, moves []Move) map[int32]int64 {
-	target := map[string][]int32{}
-	for _, m := range moves {
-		target[m.Topic+"/"+fmt.Sprint(m.Partition)] = m.Target
-	}
 	out := map[int32]int64{}
-	for _, p := range ps {
-		rs := p.Replicas
-		if t, ok := target[p.Topic+"/"+fmt.Sprint(p.Index)]; ok {
-			rs = t
-		}
-		s := &part{Partition: p}
+	for i, rs := range replicasAfter(ps, moves) {
 		for _, r := range rs {
-			out[r] += sizeOf(s)
+			out[r] += sizeOf(&part{Partition: ps[i]})
 		}
 	}
 	return out
