@@ -250,8 +250,8 @@ func TestDiskUnknownBrokerTakesNothing(t *testing.T) {
 func TestDiskCountMovesKeepDiskShare(t *testing.T) {
 	// Broker 4 joined, empty: counts say move replicas to it; they go
 	// smallest first, and disk balance moves the big ones to it too.
-	bs, ps := unevenDisks()
-	bs = withDisks(up(1, 2, 3, 4), 1000*gib, map[int32]int64{1: 60 * gib, 2: 3 * gib, 3: 3 * gib})
+	_, ps := unevenDisks()
+	bs := withDisks(up(1, 2, 3, 4), 1000*gib, map[int32]int64{1: 60 * gib, 2: 3 * gib, 3: 3 * gib})
 	p := Decide(bs, ps, diskCfg)
 	assertSafe(t, ps, p)
 	after := diskLoads(ps, p.Moves)
