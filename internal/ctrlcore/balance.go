@@ -132,10 +132,10 @@ func (c *Core) gathered() bool {
 // passes to it and that rebalance elects it once it is in sync. Electing
 // here as well would run preferred-leader elections every check interval,
 // far more often than leader.imbalance.check.interval.seconds allows.
-func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.Image, moves balanceMoves, _ []metadata.Record) {
+func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Image, []metadata.Record) {
 	c.trackUnavailable(im)
 	if c.cfg.BalanceInterval <= 0 || !c.gathered() {
-		return im, balanceMoves{}, recs
+		return im, recs
 	}
 	reports := c.gather.reports
 	c.lastBalance, c.gather = c.now, nil
@@ -153,19 +153,13 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.
 				c.note("balancer move refused", "move", plan.Moves[i].String(), "err", err)
 			} else {
 				c.note("balancer moves a replica", "move", plan.Moves[i].String())
-				moves.all++
-				if plan.Moves[i].Reason == balancer.DiskImbalance {
-					moves.disk++
-				}
+				c.rd.BalancerMoves = append(c.rd.BalancerMoves, plan.Moves[i])
 			}
 		}
 		im, recs = chain(im, recs, more)
 	}
-	return im, moves, recs
+	return im, recs
 }
-
-// balanceMoves counts the moves one balance started.
-type balanceMoves struct{ all, disk int }
 
 // ReportOf is a DescribeLogDirs answer as the balancer reads it.
 func ReportOf(resp *kmsg.DescribeLogDirsResponse) balancer.Report {

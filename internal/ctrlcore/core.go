@@ -116,11 +116,11 @@ type Ready struct {
 	// Fenced counts brokers fenced for an expired session (a leader
 	// election each, for metrics).
 	Fenced int
-	// BalancerMoves counts reassignments the automatic balancer started
-	// (committed).
-	BalancerMoves int
-	// BalancerDiskMoves counts those of them made for disk imbalance.
-	BalancerDiskMoves int
+	// BalancerMoves are the reassignments the automatic balancer decided
+	// in this event, each on the DescribeLogDirs answers of the round
+	// last asked for; they take effect if the maintenance entry carrying
+	// them commits.
+	BalancerMoves []balancer.Move
 	// DescribeLogDirs lists the brokers to ask for their log directories
 	// (DescribeLogDirs v4, every partition) for the balancer; the runtime
 	// reports each answer, or its failure, with LogDirsReported.
