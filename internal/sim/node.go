@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
