@@ -100,10 +100,12 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 		}
 	}
 	// Log sizes and disk space as the controller's balancer gathers them; a
-	// broker that does not answer takes no replica (its room is unknown).
+	// broker that does not answer takes no replica (its room is unknown),
+	// and with no answer at all replica counts alone decide, as in the
+	// controller.
 	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
-	if err != nil && len(dirs) == 0 {
-		return fmt.Errorf("log dirs from %s: %w", bootstrap, explainError(err))
+	if err != nil {
+		fmt.Fprintf(s.err, "Log directories not described by every broker (%v): brokers without an answer take no replica (with no answer at all, replica counts alone decide).\n", explainError(err))
 	}
 	balancer.Apply(brokers, parts, logDirReports(dirs))
 	cfg := balancer.Config{MaxConcurrentMoves: *maxMoves, ImbalancePercent: *pct,
