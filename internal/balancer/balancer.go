@@ -203,6 +203,10 @@ func Decide(brokers []Broker, partitions []Partition, cfg Config) Plan {
 type part struct {
 	Partition
 	moved bool // a move of this plan starts its reassignment
+	// inSync: fullyInSync, computed once (brokers' availability and
+	// ISRs do not change within a plan); size: sizeOf.
+	inSync bool
+	size   int64
 }
 
 type state struct {
@@ -211,6 +215,10 @@ type state struct {
 	ids      []int32 // available brokers, ascending
 	load     map[int32]int
 	parts    []*part
+	// on lists each broker's partitions in parts' order, as the view
+	// gave them: a partition moved by this plan stays listed under its
+	// old replicas, and candidates skips it.
+	on       map[int32][]*part
 	inFlight int
 	disks    diskState
 }
@@ -240,6 +248,13 @@ func newState(brokers []Broker, partitions []Partition, cfg Config) *state {
 	slices.SortFunc(s.parts, func(a, b *part) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
 	})
+	s.on = map[int32][]*part{}
+	for _, p := range s.parts {
+		p.inSync, p.size = s.fullyInSync(p), maxSize(p.Sizes)
+		for _, r := range p.Replicas {
+			s.on[r] = append(s.on[r], p)
+		}
+	}
 	s.disks = newDiskState(s)
 	return s
 }
@@ -391,8 +406,8 @@ func (s *state) movable(from, to int32) (*part, bool) {
 // does not shrink.
 func (s *state) candidates(from, to int32) []*part {
 	var out []*part
-	for _, p := range s.parts {
-		if p.Reassigning || p.moved || !slices.Contains(p.Replicas, from) || !s.fullyInSync(p) || !s.canTake(p, to) {
+	for _, p := range s.on[from] {
+		if p.Reassigning || p.moved || !p.inSync || !s.canTake(p, to) {
 			continue
 		}
 		if s.racksAfter(p, from, to) < s.racksAfter(p, from, from) {

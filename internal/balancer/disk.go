@@ -60,6 +60,9 @@ type diskState struct {
 	// once they complete, which tooFull counts on so that one plan does
 	// not empty a too-full broker beyond need.
 	outgoing map[int32]int64
+	// meanLoad caches mean() until a move changes the loads (meanOK).
+	meanLoad float64
+	meanOK   bool
 }
 
 func newDiskState(s *state) diskState {
@@ -86,10 +89,13 @@ func newDiskState(s *state) diskState {
 	return d
 }
 
-// sizeOf is p's size: its largest reported replica.
-func sizeOf(p *part) int64 {
+// sizeOf is p's size: its largest reported replica (maxSize, computed
+// once in newState).
+func sizeOf(p *part) int64 { return p.size }
+
+func maxSize(sizes map[int32]int64) int64 {
 	var size int64
-	for _, n := range p.Sizes {
+	for _, n := range sizes {
 		size = max(size, n)
 	}
 	return size
@@ -102,6 +108,7 @@ func (s *state) moveBytes(p *part, from, to int32) {
 	s.disks.bytes[to] += size
 	s.disks.incoming[to] += size
 	s.disks.outgoing[from] += size
+	s.disks.meanOK = false
 }
 
 // fits: to has room for p. Without reports from anyone, room is not
@@ -127,12 +134,16 @@ func (s *state) tooFull(b int32) bool {
 
 // mean is the cluster's disk load: its bytes over its capacity.
 func (s *state) mean() float64 {
+	if s.disks.meanOK {
+		return s.disks.meanLoad
+	}
 	var bytes, total float64
 	for _, id := range s.ids {
 		bytes += float64(s.disks.bytes[id])
 		total += float64(s.brokers[id].Disk.Total)
 	}
-	return bytes / total
+	s.disks.meanLoad, s.disks.meanOK = bytes/total, true
+	return s.disks.meanLoad
 }
 
 // util is b's disk load with delta bytes more.
@@ -344,13 +355,7 @@ func Loads(brokers []Broker, partitions []Partition) []Load {
 	s := newState(brokers, partitions, Config{})
 	var out []Load
 	for _, b := range brokers {
-		n := 0
-		for _, p := range s.parts {
-			if slices.Contains(p.Replicas, b.ID) {
-				n++
-			}
-		}
-		out = append(out, Load{ID: b.ID, Replicas: n, Bytes: s.disks.bytes[b.ID], Disk: b.Disk})
+		out = append(out, Load{ID: b.ID, Replicas: len(s.on[b.ID]), Bytes: s.disks.bytes[b.ID], Disk: b.Disk})
 	}
 	slices.SortFunc(out, func(a, b Load) int { return cmp.Compare(a.ID, b.ID) })
 	return out

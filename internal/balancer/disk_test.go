@@ -37,7 +37,7 @@ func diskLoads(ps []Partition, moves []Move) map[int32]int64 {
 	out := map[int32]int64{}
 	for i, rs := range replicasAfter(ps, moves) {
 		for _, r := range rs {
-			out[r] += sizeOf(&part{Partition: ps[i]})
+			out[r] += maxSize(ps[i].Sizes)
 		}
 	}
 	return out
