@@ -210,11 +210,11 @@ type part struct {
 }
 
 type state struct {
-	cfg      Config
-	brokers  map[int32]Broker
-	ids      []int32 // available brokers, ascending
-	load     map[int32]int
-	parts    []*part
+	cfg     Config
+	brokers map[int32]Broker
+	ids     []int32 // available brokers, ascending
+	load    map[int32]int
+	parts   []*part
 	// on lists each broker's partitions in parts' order, as the view
 	// gave them: a partition moved by this plan stays listed under its
 	// old replicas, and candidates skips it.
