@@ -17,8 +17,8 @@ import (
 
 // `skein cluster balance`: what the automatic balancer
 // (auto.replica.balance.enable) would do now, computed here from
-// DescribeCluster, Metadata and ListPartitionReassignments with the same
-// pure core the controller runs; --execute submits the moves as
+// DescribeCluster, Metadata, ListPartitionReassignments and every
+// broker's DescribeLogDirs with the same pure core the controller runs; --execute submits the moves as
 // reassignments, whether or not the controller's balancer is enabled.
 
 // brokerDefault is a broker property's default, for the flags that mirror
@@ -43,6 +43,9 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 	execute := fs.Bool("execute", false, "start the moves as partition reassignments")
 	maxMoves := fs.Int("max-concurrent-moves", brokerDefault("replica.balance.max.concurrent.moves"), "at most this many partitions reassigning at once (replica.balance.max.concurrent.moves)")
 	pct := fs.Int("imbalance-percentage", brokerDefault("replica.imbalance.per.broker.percentage"), "move replicas when a broker is off the mean replica count by more than this (replica.imbalance.per.broker.percentage)")
+	diskPct := fs.Int("disk-imbalance-percentage", brokerDefault("replica.balance.disk.imbalance.percentage"), "move replicas when a broker's disk load is off the mean by more than this (replica.balance.disk.imbalance.percentage)")
+	diskMin := fs.Int64("disk-imbalance-min-bytes", int64(brokerDefault("replica.balance.disk.imbalance.min.bytes")), "and by at least this many bytes (replica.balance.disk.imbalance.min.bytes)")
+	maxUsage := fs.Int("max-disk-usage-percent", brokerDefault("replica.balance.max.disk.usage.percent"), "never fill a broker's log directories beyond this, and move replicas off one that is (replica.balance.max.disk.usage.percent)")
 	offFenced := fs.Bool("move-off-fenced", false, "treat fenced brokers as gone for good and move their replicas (the controller waits replica.balance.broker.unavailable.timeout.ms; this tool cannot know how long a broker has been fenced)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,8 +56,11 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 	if *dryRun == *execute {
 		return errors.New("give exactly one of --dry-run, --execute")
 	}
-	if *maxMoves < 1 || *pct < 0 {
-		return errors.New("--max-concurrent-moves must be at least 1 and --imbalance-percentage at least 0")
+	if *maxMoves < 1 || *pct < 0 || *diskPct < 0 || *diskMin < 0 {
+		return errors.New("--max-concurrent-moves must be at least 1, --imbalance-percentage, --disk-imbalance-percentage and --disk-imbalance-min-bytes at least 0")
+	}
+	if *maxUsage < 1 || *maxUsage > 100 {
+		return errors.New("--max-disk-usage-percent must be between 1 and 100")
 	}
 	cl, adm, ctx, done, err := dialCluster(ctx, bootstrap, *timeout)
 	if err != nil {
@@ -93,7 +99,17 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 				Leader: p.Leader, Reassigning: reassigning})
 		}
 	}
-	cfg := balancer.Config{MaxConcurrentMoves: *maxMoves, ImbalancePercent: *pct}
+	// Log sizes and disk space as the controller's balancer gathers them; a
+	// broker that does not answer takes no replica (its room is unknown),
+	// and with no answer at all replica counts alone decide, as in the
+	// controller.
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		fmt.Fprintf(s.err, "Log directories not described by every broker (%v): brokers without an answer take no replica (with no answer at all, replica counts alone decide).\n", explainError(err))
+	}
+	balancer.Apply(brokers, parts, logDirReports(dirs))
+	cfg := balancer.Config{MaxConcurrentMoves: *maxMoves, ImbalancePercent: *pct,
+		DiskImbalancePercent: *diskPct, DiskMinImbalanceBytes: *diskMin, MaxDiskUsagePercent: *maxUsage}
 	if !*offFenced {
 		cfg.UnavailableTimeout = 1<<63 - 1
 	}
@@ -120,25 +136,37 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 	return nil
 }
 
-func printBalancePlan(out io.Writer, brokers []balancer.Broker, parts []balancer.Partition, plan balancer.Plan) {
-	load := map[int32]int{}
-	for _, p := range parts {
-		for _, r := range p.Replicas {
-			load[r]++
+// logDirReports are the brokers' DescribeLogDirs answers as the balancer
+// reads them (ctrlcore.ReportOf for the controller's).
+func logDirReports(dirs kadm.DescribedAllLogDirs) map[int32]balancer.Report {
+	out := map[int32]balancer.Report{}
+	for id, ds := range dirs {
+		var rb balancer.ReportBuilder
+		for _, d := range ds.Sorted() {
+			rb.Dir(d.TotalBytes, d.UsableBytes, d.Err != nil)
+			if d.Err != nil {
+				continue
+			}
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) { rb.Replica(p.Topic, p.Partition, p.Size) })
 		}
+		out[id] = rb.Report()
 	}
-	ids := make([]int32, 0, len(brokers))
-	for _, b := range brokers {
-		ids = append(ids, b.ID)
-	}
-	slices.Sort(ids)
-	fmt.Fprintln(out, "Replicas per broker:")
-	for _, id := range ids {
+	return out
+}
+
+func printBalancePlan(out io.Writer, brokers []balancer.Broker, parts []balancer.Partition, plan balancer.Plan) {
+	fmt.Fprintln(out, "Brokers (replicas; bytes of the partitions assigned; log-directory volume used of total):")
+	for _, l := range balancer.Loads(brokers, parts) {
 		state := ""
-		if i := slices.IndexFunc(brokers, func(b balancer.Broker) bool { return b.ID == id }); !brokers[i].Available {
+		if i := slices.IndexFunc(brokers, func(b balancer.Broker) bool { return b.ID == l.ID }); !brokers[i].Available {
 			state = " (fenced)"
 		}
-		fmt.Fprintf(out, "  broker %d: %d%s\n", id, load[id], state)
+		disk := "disk unknown"
+		if d := l.Disk; d != nil {
+			disk = fmt.Sprintf("%s of %s used (%.1f%%), assigned %.1f%%", balancer.FormatBytes(d.Total-d.Usable), balancer.FormatBytes(d.Total),
+				100*float64(d.Total-d.Usable)/float64(d.Total), 100*float64(l.Bytes)/float64(d.Total))
+		}
+		fmt.Fprintf(out, "  broker %d: %d replicas, %s; %s%s\n", l.ID, l.Replicas, balancer.FormatBytes(l.Bytes), disk, state)
 	}
 	fmt.Fprintf(out, "Reassignments in progress: %d\n", plan.InFlight)
 	if len(plan.Moves) == 0 && len(plan.Elections) == 0 {

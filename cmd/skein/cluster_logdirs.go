@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/skein-log/skein/internal/balancer"
 )
 
 // runClusterLogDirs is `skein cluster log-dirs`: every broker's log
@@ -89,14 +90,5 @@ func byteCount(n int64) string {
 	if n < 0 {
 		return "-"
 	}
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return balancer.FormatBytes(n)
 }

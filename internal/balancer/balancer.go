@@ -25,6 +25,9 @@ type Broker struct {
 	// UnavailableFor is how long the broker has been unavailable, as far
 	// as the caller knows (0 when available or unknown).
 	UnavailableFor time.Duration
+	// Disk is the space of the broker's log directories as it last
+	// reported it; nil when unknown (disk.go).
+	Disk *Disk
 }
 
 // Partition is one partition's replica state.
@@ -40,6 +43,10 @@ type Partition struct {
 	// progress: the balancer leaves it alone and counts it as a move in
 	// flight.
 	Reassigning bool
+	// Sizes is the size in bytes of each replica's log, by broker, as the
+	// brokers reported them (DescribeLogDirs); a replica not reported is
+	// absent. Nil when sizes are unknown.
+	Sizes map[int32]int64
 }
 
 // Config is the balancer's part of the broker configuration.
@@ -51,6 +58,13 @@ type Config struct {
 	UnavailableTimeout time.Duration
 	// ImbalancePercent is replica.imbalance.per.broker.percentage.
 	ImbalancePercent int
+	// DiskImbalancePercent is replica.balance.disk.imbalance.percentage,
+	// DiskMinImbalanceBytes replica.balance.disk.imbalance.min.bytes and
+	// MaxDiskUsagePercent replica.balance.max.disk.usage.percent
+	// (disk.go).
+	DiskImbalancePercent  int
+	DiskMinImbalanceBytes int64
+	MaxDiskUsagePercent   int
 }
 
 // Reason says why a move was chosen.
@@ -63,6 +77,10 @@ const (
 	// Imbalance: the source holds more replicas than the destination by
 	// more than the threshold (a broker that joined holds none).
 	Imbalance Reason = "replica imbalance"
+	// DiskImbalance: the source's disk holds more of the cluster's bytes
+	// than its share by more than the threshold, or is fuller than the
+	// maximum usage (disk.go).
+	DiskImbalance Reason = "disk imbalance"
 )
 
 // Move replaces one replica of a partition: Target is the new replica
@@ -74,10 +92,17 @@ type Move struct {
 	From, To  int32
 	Target    []int32
 	Reason    Reason
+	// Bytes is the partition's size (its largest replica's), what the
+	// new replica copies; 0 when sizes are unknown.
+	Bytes int64
 }
 
 func (m Move) String() string {
-	return fmt.Sprintf("%s-%d: move replica %d -> %d (target %v, %s)", m.Topic, m.Partition, m.From, m.To, m.Target, m.Reason)
+	size := ""
+	if m.Bytes > 0 {
+		size = ", " + FormatBytes(m.Bytes)
+	}
+	return fmt.Sprintf("%s-%d: move replica %d -> %d (target %v, %s%s)", m.Topic, m.Partition, m.From, m.To, m.Target, m.Reason, size)
 }
 
 // Election is a partition whose leader should move to its preferred
@@ -108,17 +133,21 @@ type Plan struct {
 // First, every partition with a replica on a broker unavailable for at
 // least cfg.UnavailableTimeout gets that replica moved to an available
 // broker; this is the only move made on an under-replicated partition,
-// since it restores the replication factor. Then, while the available
-// brokers' replica counts are uneven (see imbalanced), one replica moves
-// from the most to the least loaded broker, taken from a fully in-sync
-// partition. Never more moves than cfg.MaxConcurrentMoves minus those in
-// flight. Every move keeps the partition's rack spread (it never puts two
+// since it restores the replication factor. Then, when every available
+// broker reported its disk, while their disks are uneven (disk.go) one
+// replica moves from the fullest to the emptiest, and then, while the
+// available brokers' replica counts are uneven (see imbalanced), one
+// replica moves from the most to the least loaded broker; both take a
+// fully in-sync partition. No move goes to a broker that reported a disk
+// without room for the partition (disk.go's fits), or, once some broker
+// reported one, to a broker that did not. Never more moves than
+// cfg.MaxConcurrentMoves minus those in flight. Every move keeps the partition's rack spread (it never puts two
 // replicas on a rack when another rack was free), and none removes a
 // partition's last in-sync replica: the reassignment could then never
 // complete. Ties go to the lower topic, partition and broker id, so the
 // plan is the same on every run.
 func Decide(brokers []Broker, partitions []Partition, cfg Config) Plan {
-	s := newState(brokers, partitions)
+	s := newState(brokers, partitions, cfg)
 	plan := Plan{InFlight: s.inFlight}
 	budget := max(0, cfg.MaxConcurrentMoves) - s.inFlight
 	for _, p := range s.parts {
@@ -144,7 +173,15 @@ func Decide(brokers []Broker, partitions []Partition, cfg Config) Plan {
 		}
 	}
 	for budget > 0 {
-		m, ok := s.rebalanceOne(cfg.ImbalancePercent)
+		m, ok := s.rebalanceDiskOne(cfg)
+		if !ok {
+			break
+		}
+		plan.Moves = append(plan.Moves, m)
+		budget--
+	}
+	for budget > 0 {
+		m, ok := s.rebalanceOne(cfg)
 		if !ok {
 			break
 		}
@@ -166,18 +203,28 @@ func Decide(brokers []Broker, partitions []Partition, cfg Config) Plan {
 type part struct {
 	Partition
 	moved bool // a move of this plan starts its reassignment
+	// inSync: fullyInSync, computed once (brokers' availability and
+	// ISRs do not change within a plan); size: sizeOf.
+	inSync bool
+	size   int64
 }
 
 type state struct {
-	brokers  map[int32]Broker
-	ids      []int32 // available brokers, ascending
-	load     map[int32]int
-	parts    []*part
+	cfg     Config
+	brokers map[int32]Broker
+	ids     []int32 // available brokers, ascending
+	load    map[int32]int
+	parts   []*part
+	// on lists each broker's partitions in parts' order, as the view
+	// gave them: a partition moved by this plan stays listed under its
+	// old replicas, and candidates skips it.
+	on       map[int32][]*part
 	inFlight int
+	disks    diskState
 }
 
-func newState(brokers []Broker, partitions []Partition) *state {
-	s := &state{brokers: map[int32]Broker{}, load: map[int32]int{}}
+func newState(brokers []Broker, partitions []Partition, cfg Config) *state {
+	s := &state{cfg: cfg, brokers: map[int32]Broker{}, load: map[int32]int{}}
 	for _, b := range brokers {
 		s.brokers[b.ID] = b
 		if b.Available {
@@ -201,6 +248,14 @@ func newState(brokers []Broker, partitions []Partition) *state {
 	slices.SortFunc(s.parts, func(a, b *part) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
 	})
+	s.on = map[int32][]*part{}
+	for _, p := range s.parts {
+		p.inSync, p.size = s.fullyInSync(p), maxSize(p.Sizes)
+		for _, r := range p.Replicas {
+			s.on[r] = append(s.on[r], p)
+		}
+	}
+	s.disks = newDiskState(s)
 	return s
 }
 
@@ -237,9 +292,10 @@ func (s *state) racksAfter(p *part, from, to int32) int {
 	return len(racks)
 }
 
-// canTake: to is available and not already a replica of p.
+// canTake: to is available, not already a replica of p, and has room
+// for it.
 func (s *state) canTake(p *part, to int32) bool {
-	return !slices.Contains(p.Replicas, to) && s.brokers[to].Available
+	return !slices.Contains(p.Replicas, to) && s.brokers[to].Available && s.fits(p, to)
 }
 
 // destination is the available broker to take from's replica of p: the
@@ -267,7 +323,8 @@ func (s *state) move(p *part, from, to int32, why Reason) Move {
 		s.load[from]--
 	}
 	s.load[to]++
-	return Move{Topic: p.Topic, Partition: p.Index, From: from, To: to, Target: target, Reason: why}
+	s.moveBytes(p, from, to)
+	return Move{Topic: p.Topic, Partition: p.Index, From: from, To: to, Target: target, Reason: why, Bytes: sizeOf(p)}
 }
 
 // imbalanced reports whether moving one replica from most to least loaded
@@ -290,7 +347,8 @@ func imbalanced(most, least int, mean float64, pct int) bool {
 // imbalanced. The replica comes from a fully in-sync partition not being
 // moved, preferring one the source does not lead (no leadership change),
 // whose rack spread does not shrink.
-func (s *state) rebalanceOne(pct int) (Move, bool) {
+func (s *state) rebalanceOne(cfg Config) (Move, bool) {
+	pct := cfg.ImbalancePercent
 	if len(s.ids) < 2 {
 		return Move{}, false
 	}
@@ -317,21 +375,45 @@ func (s *state) rebalanceOne(pct int) (Move, bool) {
 	return Move{}, false
 }
 
+// movable picks the partition whose replica on from moves to to for
+// count balance. With disks known it must leave neither beyond its disk
+// share (disk.go), and the smallest such partition goes, so that count
+// balance disturbs disk balance the least.
 func (s *state) movable(from, to int32) (*part, bool) {
 	var pick *part
-	for _, p := range s.parts {
-		if p.Reassigning || p.moved || !slices.Contains(p.Replicas, from) || !s.fullyInSync(p) || !s.canTake(p, to) {
+	better := func(p *part) bool {
+		if pick == nil {
+			return true
+		}
+		if s.disks.on && sizeOf(p) != sizeOf(pick) {
+			return sizeOf(p) < sizeOf(pick)
+		}
+		return p.Leader != from && pick.Leader == from
+	}
+	for _, p := range s.candidates(from, to) {
+		if s.disks.on && s.unbalancesDisks(from, to, sizeOf(p)) {
+			continue
+		}
+		if better(p) {
+			pick = p
+		}
+	}
+	return pick, pick != nil
+}
+
+// candidates are the partitions whose replica on from may move to to:
+// fully in sync, not being moved, to can take it, and its rack spread
+// does not shrink.
+func (s *state) candidates(from, to int32) []*part {
+	var out []*part
+	for _, p := range s.on[from] {
+		if p.Reassigning || p.moved || !p.inSync || !s.canTake(p, to) {
 			continue
 		}
 		if s.racksAfter(p, from, to) < s.racksAfter(p, from, from) {
 			continue
 		}
-		if p.Leader != from {
-			return p, true
-		}
-		if pick == nil {
-			pick = p
-		}
+		out = append(out, p)
 	}
-	return pick, pick != nil
+	return out
 }

@@ -32,18 +32,26 @@ func sixOnThree() []Partition {
 	}
 }
 
-// counts is each broker's replica count after the plan's moves.
-func counts(ps []Partition, moves []Move) map[int32]int {
+// replicasAfter is each partition's replica list once moves are done.
+func replicasAfter(ps []Partition, moves []Move) [][]int32 {
 	target := map[string][]int32{}
 	for _, m := range moves {
 		target[m.Topic+"/"+fmt.Sprint(m.Partition)] = m.Target
 	}
-	out := map[int32]int{}
-	for _, p := range ps {
-		rs := p.Replicas
+	out := make([][]int32, len(ps))
+	for i, p := range ps {
+		out[i] = p.Replicas
 		if t, ok := target[p.Topic+"/"+fmt.Sprint(p.Index)]; ok {
-			rs = t
+			out[i] = t
 		}
+	}
+	return out
+}
+
+// counts is each broker's replica count after the plan's moves.
+func counts(ps []Partition, moves []Move) map[int32]int {
+	out := map[int32]int{}
+	for _, rs := range replicasAfter(ps, moves) {
 		for _, r := range rs {
 			out[r]++
 		}

@@ -123,6 +123,9 @@ type Broker struct {
 	ReplicaBalanceMaxConcurrentMoves int           // replica.balance.max.concurrent.moves
 	ReplicaBalanceUnavailableTimeout time.Duration // replica.balance.broker.unavailable.timeout.ms
 	ReplicaImbalancePerBrokerPercent int           // replica.imbalance.per.broker.percentage
+	ReplicaBalanceDiskImbalancePct   int           // replica.balance.disk.imbalance.percentage
+	ReplicaBalanceDiskMinBytes       int64         // replica.balance.disk.imbalance.min.bytes
+	ReplicaBalanceMaxDiskUsagePct    int           // replica.balance.max.disk.usage.percent
 
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
@@ -257,6 +260,9 @@ func (s *settings) build() (*Broker, error) {
 		ReplicaBalanceMaxConcurrentMoves: r.int("replica.balance.max.concurrent.moves"),
 		ReplicaBalanceUnavailableTimeout: r.durationMs("replica.balance.broker.unavailable.timeout.ms"),
 		ReplicaImbalancePerBrokerPercent: r.int("replica.imbalance.per.broker.percentage"),
+		ReplicaBalanceDiskImbalancePct:   r.int("replica.balance.disk.imbalance.percentage"),
+		ReplicaBalanceDiskMinBytes:       r.int64("replica.balance.disk.imbalance.min.bytes"),
+		ReplicaBalanceMaxDiskUsagePct:    r.int("replica.balance.max.disk.usage.percent"),
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),

@@ -303,7 +303,7 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "auto.replica.balance.enable", Kind: KindBool, Default: "false",
-		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
+		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing, Cruise Control's DiskUsageDistributionGoal): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, from the fullest to the emptiest broker when disk usage (the brokers' DescribeLogDirs, gathered every check) is off by more than replica.balance.disk.imbalance.percentage, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage; never onto a broker that would then be fuller than replica.balance.max.disk.usage.percent. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
 	},
 	{
 		Name: "replica.balance.check.interval.ms", Kind: KindLong, Default: "30000", Min: 1000, Max: math.MaxInt64,
@@ -319,7 +319,19 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "replica.imbalance.per.broker.percentage", Kind: KindInt, Default: "10", Min: 0, Max: 1000,
-		Doc: "The balancer moves replicas when a broker holds more, or fewer, than the cluster's mean replica count per available broker by more than this percentage (and by more than one replica). A broker holding none while another holds two or more always counts. Replica counts stand in for disk usage: brokers do not report log sizes to the controller.",
+		Doc: "The balancer moves replicas when a broker holds more, or fewer, than the cluster's mean replica count per available broker by more than this percentage (and by more than one replica). A broker holding none while another holds two or more always counts. When the brokers' disks are known, a count move never leaves its destination over its disk share (replica.balance.disk.imbalance.percentage).",
+	},
+	{
+		Name: "replica.balance.disk.imbalance.percentage", Kind: KindInt, Default: "10", Min: 0, Max: 1000,
+		Doc: "Skein-specific (Cruise Control's disk.balance.threshold, as a percentage over 1): the balancer moves replicas when a broker's disk load (the sizes of the partitions assigned to it over the total bytes of its log directories) is above, or below, the cluster's mean load by more than this percentage of it, and by at least replica.balance.disk.imbalance.min.bytes. Each move makes the spread strictly narrower. Applies only while every available broker answered the controller's DescribeLogDirs.",
+	},
+	{
+		Name: "replica.balance.disk.imbalance.min.bytes", Kind: KindLong, Default: "1073741824", Min: 0, Max: math.MaxInt64,
+		Doc: "Skein-specific: a broker counts as over (or under) its disk share only when it holds at least this many bytes more (or fewer) than the share, so small clusters do not move small logs around.",
+	},
+	{
+		Name: "replica.balance.max.disk.usage.percent", Kind: KindInt, Default: "80", Min: 1, Max: 100,
+		Doc: "Skein-specific (Redpanda's partition_autobalancing_max_disk_usage_percent): a broker whose log-directory filesystems are fuller than this (reported total minus usable bytes, plus the replicas still to be copied to it) has replicas moved off it, and no move, the balancer's or `skein cluster balance`'s, takes a broker over it.",
 	},
 
 	// Consumer groups.

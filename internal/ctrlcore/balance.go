@@ -3,6 +3,8 @@ package ctrlcore
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
@@ -16,6 +18,10 @@ func balancerConfig(b *config.Broker) (balancer.Config, time.Duration) {
 		MaxConcurrentMoves: b.ReplicaBalanceMaxConcurrentMoves,
 		UnavailableTimeout: b.ReplicaBalanceUnavailableTimeout,
 		ImbalancePercent:   b.ReplicaImbalancePerBrokerPercent,
+
+		DiskImbalancePercent:  b.ReplicaBalanceDiskImbalancePct,
+		DiskMinImbalanceBytes: b.ReplicaBalanceDiskMinBytes,
+		MaxDiskUsagePercent:   b.ReplicaBalanceMaxDiskUsagePct,
 	}
 	if !b.AutoReplicaBalanceEnable {
 		return bc, 0
@@ -65,7 +71,60 @@ func (c *Core) trackUnavailable(im *metadata.Image) {
 	}
 }
 
-// balance runs the automatic balancer against im when it is due: its
+// gatherRound is one round of DescribeLogDirs answers for the balancer:
+// asked of every unfenced broker when a balance is due; the balance runs
+// once every answer (or failure) is in, or the round is older than
+// gatherTimeout, with the reports of this round only, so no move is
+// decided on sizes from before the previous moves.
+type gatherRound struct {
+	started time.Time
+	pending map[int32]bool
+	reports map[int32]balancer.Report
+}
+
+// gatherTimeout bounds a round: a broker that has not answered by then
+// counts as unreported (it then takes no replica).
+func (c *Core) gatherTimeout() time.Duration { return min(c.cfg.BalanceInterval, 10*time.Second) }
+
+// startGather opens a round when a balance is due and none is open.
+func (c *Core) startGather(im *metadata.Image) {
+	if !c.active || c.cfg.BalanceInterval <= 0 || c.gather != nil || c.now.Sub(c.lastBalance) < c.cfg.BalanceInterval {
+		return
+	}
+	g := &gatherRound{started: c.now, pending: map[int32]bool{}, reports: map[int32]balancer.Report{}}
+	for _, br := range im.Brokers() {
+		if !br.Fenced && !br.InControlledShutdown {
+			g.pending[br.ID] = true
+			c.rd.DescribeLogDirs = append(c.rd.DescribeLogDirs, br.ID)
+		}
+	}
+	c.gather = g
+}
+
+// LogDirsReported takes broker id's DescribeLogDirs answer for the round
+// in progress (nil: the request failed). Answers to an older round, or
+// from a broker not asked, are dropped.
+func (c *Core) LogDirsReported(now time.Time, id int32, r *balancer.Report) Ready {
+	c.begin(now)
+	if g := c.gather; g != nil && g.pending[id] {
+		delete(g.pending, id)
+		if r != nil {
+			g.reports[id] = *r
+		} else {
+			c.note("balancer: broker's log directories unknown this round", "broker", id)
+		}
+	}
+	return c.end()
+}
+
+// gathered reports whether the round is complete (or timed out).
+func (c *Core) gathered() bool {
+	g := c.gather
+	return g != nil && (len(g.pending) == 0 || c.now.Sub(g.started) >= c.gatherTimeout())
+}
+
+// balance runs the automatic balancer against im once a round of
+// DescribeLogDirs is in: its
 // moves become reassignments (decided as AlterPartitionReassignments
 // entries are, without a replication factor change). The plan's elections
 // are left to auto.leader.rebalance.enable (maintenance): a move puts the
@@ -73,13 +132,15 @@ func (c *Core) trackUnavailable(im *metadata.Image) {
 // passes to it and that rebalance elects it once it is in sync. Electing
 // here as well would run preferred-leader elections every check interval,
 // far more often than leader.imbalance.check.interval.seconds allows.
-func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.Image, moves int, _ []metadata.Record) {
+func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Image, []metadata.Record) {
 	c.trackUnavailable(im)
-	if c.cfg.BalanceInterval <= 0 || c.now.Sub(c.lastBalance) < c.cfg.BalanceInterval {
-		return im, 0, recs
+	if c.cfg.BalanceInterval <= 0 || !c.gathered() {
+		return im, recs
 	}
-	c.lastBalance = c.now
+	reports := c.gather.reports
+	c.lastBalance, c.gather = c.now, nil
 	bs, ps := View(im, func(id int32) time.Duration { return c.now.Sub(c.unavailableSince[id]) })
+	balancer.Apply(bs, ps, reports)
 	plan := balancer.Decide(bs, ps, c.cfg.Balancer)
 	if len(plan.Moves) > 0 {
 		reqs := make([]controller.Reassignment, len(plan.Moves))
@@ -92,10 +153,38 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (_ *metadata.
 				c.note("balancer move refused", "move", plan.Moves[i].String(), "err", err)
 			} else {
 				c.note("balancer moves a replica", "move", plan.Moves[i].String())
-				moves++
+				c.rd.BalancerMoves = append(c.rd.BalancerMoves, plan.Moves[i])
 			}
 		}
 		im, recs = chain(im, recs, more)
 	}
-	return im, moves, recs
+	return im, recs
+}
+
+// ReportOf is a DescribeLogDirs answer as the balancer reads it.
+func ReportOf(resp *kmsg.DescribeLogDirsResponse) balancer.Report {
+	var rb balancer.ReportBuilder
+	for _, d := range resp.Dirs {
+		rb.Dir(d.TotalBytes, d.UsableBytes, d.ErrorCode != 0)
+		if d.ErrorCode != 0 {
+			continue
+		}
+		for _, t := range d.Topics {
+			for _, p := range t.Partitions {
+				rb.Replica(t.Topic, p.Partition, p.Size)
+			}
+		}
+	}
+	if resp.ErrorCode != 0 {
+		return balancer.Report{}
+	}
+	return rb.Report()
+}
+
+// LogDirsRequest is the request the runtime sends for DescribeLogDirs:
+// v4 (the volume's bytes), every partition.
+func LogDirsRequest() *kmsg.DescribeLogDirsRequest {
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.SetVersion(4)
+	return req
 }

@@ -1,7 +1,9 @@
 package ctrlcore
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,13 +38,28 @@ func balanceHarness(t *testing.T, cfg balancer.Config, interval time.Duration) *
 }
 
 // tick advances the clock by d, keeps brokers alive renewed, and runs a
-// maintenance pass to its end.
+// maintenance pass to its end; if the core asked for log directories,
+// they are answered as reportOf says (nil: the request failed) and the
+// pass runs again, as the runtime's next tick would.
 func (h *harness) tick(d time.Duration, alive ...int32) {
+	h.tickReporting(d, func(int32) *balancer.Report { return nil }, alive...)
+}
+
+func (h *harness) tickReporting(d time.Duration, reportOf func(int32) *balancer.Report, alive ...int32) {
 	h.t.Helper()
 	h.now = h.now.Add(d)
 	for _, id := range alive {
 		h.c.sessions[id] = &session{seen: h.now}
 	}
+	h.do(func(now time.Time, im *metadata.Image) Ready { return h.c.Tick(now, im) })
+	h.settle()
+	if len(h.asked) == 0 {
+		return
+	}
+	for _, id := range h.asked {
+		h.do(func(now time.Time, _ *metadata.Image) Ready { return h.c.LogDirsReported(now, id, reportOf(id)) })
+	}
+	h.asked = nil
 	h.do(func(now time.Time, im *metadata.Image) Ready { return h.c.Tick(now, im) })
 	h.settle()
 }
@@ -114,4 +131,77 @@ func TestBalancerReplacesBrokerUnavailablePastTimeout(t *testing.T) {
 	if !slices.Equal(p.TargetReplicas(), []int32{1, 2, 4}) || !slices.Equal(p.RemovingReplicas, []int32{3}) {
 		t.Fatalf("past the timeout: %+v, want a move of 3's replica to 4", p)
 	}
+}
+
+// The balancer asks every unfenced broker for its log directories when a
+// balance is due and decides on those answers: broker 1 reports topic
+// "b"'s replicas as large and the others as empty, on equal disks, so
+// moves go off broker 1 (onto 3, which holds nothing) and carry the
+// sizes; a second round, with the moves in flight and counted against the
+// destination at once, starts nothing more than the bound allows.
+func TestBalancerMovesBytesOffFullestBrokerFromReports(t *testing.T) {
+	cfg := balancer.Config{MaxConcurrentMoves: 2, UnavailableTimeout: time.Minute, ImbalancePercent: 10,
+		DiskImbalancePercent: 10, DiskMinImbalanceBytes: 1, MaxDiskUsagePercent: 90}
+	h := balanceHarness(t, cfg, 10*time.Second)
+	const gib = int64(1) << 30
+	reports := func(id int32) *balancer.Report {
+		r := balancer.Report{Disk: &balancer.Disk{Total: 100 * gib, Usable: 90 * gib}, Sizes: map[balancer.TopicPartition]int64{}}
+		for i := range int32(4) {
+			size := int64(0)
+			if id == 1 {
+				size = 5 * gib
+			}
+			if id != 3 {
+				r.Sizes[balancer.TopicPartition{Topic: "b", Partition: i}] = size
+			}
+		}
+		return &r
+	}
+	h.tickReporting(10*time.Second, reports, 2, 3)
+	n, onto := reassigning(h.im)
+	if n != 2 || onto[3] != 2 {
+		t.Fatalf("%d reassignments adding %v; want 2 onto broker 3", n, onto)
+	}
+	var sized bool
+	for _, note := range h.notes {
+		if note.Msg == "balancer moves a replica" {
+			sized = sized || strings.Contains(fmt.Sprint(note.Args...), "5.0 GiB")
+		}
+	}
+	if !sized {
+		t.Errorf("notes %v: want the moves' sizes", h.notes)
+	}
+	for _, p := range mustTopic(t, h.im, "b").Partitions {
+		if p.Reassigning() && !slices.Contains(p.RemovingReplicas, 1) && !slices.Contains(p.RemovingReplicas, 2) {
+			t.Errorf("partition %+v: a move not off 1 or 2", p)
+		}
+	}
+}
+
+// A broker whose answer failed (or never came) takes no replica while
+// others reported their disks: its room is unknown.
+func TestBalancerMovesNothingOntoUnreportedBroker(t *testing.T) {
+	cfg := balancer.Config{MaxConcurrentMoves: 2, UnavailableTimeout: time.Minute, ImbalancePercent: 10,
+		DiskImbalancePercent: 10, DiskMinImbalanceBytes: 1, MaxDiskUsagePercent: 90}
+	h := balanceHarness(t, cfg, 10*time.Second)
+	h.tickReporting(10*time.Second, func(id int32) *balancer.Report {
+		if id == 3 {
+			return nil
+		}
+		return &balancer.Report{Disk: &balancer.Disk{Total: 100, Usable: 50}}
+	}, 2, 3)
+	if n, _ := reassigning(h.im); n != 0 {
+		t.Fatalf("%d reassignments onto a broker that did not report its disk", n)
+	}
+}
+
+func mustTopic(t *testing.T, im *metadata.Image, name string) *metadata.Topic {
+	t.Helper()
+	for _, tp := range im.Topics() {
+		if tp.Name == name {
+			return tp
+		}
+	}
+	t.Fatalf("no topic %s", name)
+	return nil
 }

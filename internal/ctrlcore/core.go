@@ -78,6 +78,9 @@ type Core struct {
 	// so.
 	lastBalance      time.Time
 	unavailableSince map[int32]time.Time
+	// gather is the balancer's DescribeLogDirs round in progress, or the
+	// one completed and not yet used (balance.go); nil when none.
+	gather *gatherRound
 
 	now time.Time // of the event being handled
 	rd  Ready
@@ -113,9 +116,15 @@ type Ready struct {
 	// Fenced counts brokers fenced for an expired session (a leader
 	// election each, for metrics).
 	Fenced int
-	// BalancerMoves counts reassignments the automatic balancer started
-	// (committed).
-	BalancerMoves int
+	// BalancerMoves are the reassignments the automatic balancer decided
+	// in this event, each on the DescribeLogDirs answers of the round
+	// last asked for; they take effect if the maintenance entry carrying
+	// them commits.
+	BalancerMoves []balancer.Move
+	// DescribeLogDirs lists the brokers to ask for their log directories
+	// (DescribeLogDirs v4, every partition) for the balancer; the runtime
+	// reports each answer, or its failure, with LogDirsReported.
+	DescribeLogDirs []int32
 }
 
 // Proposal is one metadata entry to propose.
@@ -150,6 +159,7 @@ func (c *Core) Activate(now time.Time, im *metadata.Image) Ready {
 	c.abandon(kerr.NotController)
 	c.active, c.caughtUp = true, false
 	c.lastRebalance, c.lastBalance = now, now
+	c.gather = nil
 	clear(c.sessions)
 	clear(c.unavailableSince)
 	for _, br := range im.Brokers() {
@@ -164,6 +174,7 @@ func (c *Core) Activate(now time.Time, im *metadata.Image) Ready {
 func (c *Core) Deactivate(now time.Time) Ready {
 	c.begin(now)
 	c.active, c.caughtUp = false, false
+	c.gather = nil
 	c.abandon(kerr.NotController)
 	clear(c.sessions)
 	return c.end()

@@ -22,6 +22,9 @@ type harness struct {
 	pending *Proposal
 	notes   []Note
 	fenced  int
+	// asked are the brokers the core asked for DescribeLogDirs and not
+	// yet answered (answerLogDirs).
+	asked []int32
 }
 
 func newHarness(t *testing.T, im *metadata.Image) *harness {
@@ -44,6 +47,7 @@ func (h *harness) do(ev func(time.Time, *metadata.Image) Ready) {
 	rd := ev(h.now, h.im)
 	h.notes = append(h.notes, rd.Notes...)
 	h.fenced += rd.Fenced
+	h.asked = append(h.asked, rd.DescribeLogDirs...)
 	if rd.Propose != nil {
 		if h.pending != nil {
 			h.t.Fatalf("second proposal %q while %q is in flight", rd.Propose.What, h.pending.What)

@@ -90,21 +90,18 @@ func (c *Core) Unreachable(id int32) {
 // the time of the event that runs it, against the image of that turn.
 func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	c.begin(now)
+	c.startGather(im)
 	if c.active && !c.maintenanceQueued {
 		c.maintenanceQueued = true
 		var fenced []int32
-		moves := 0
 		c.enqueue(im, decision{what: "session expiry and elections",
 			decide: func(im *metadata.Image) ([]metadata.Record, error) {
 				c.maintenanceQueued = false
 				var recs []metadata.Record
-				fenced, moves, recs = c.maintenance(im)
+				fenced, recs = c.maintenance(im)
 				return recs, nil
 			},
 			settle: func(_ *metadata.Image, err error) func() {
-				if err == nil {
-					c.rd.BalancerMoves += moves
-				}
 				switch {
 				case err != nil:
 					c.note("controller maintenance failed", "err", err)
@@ -118,7 +115,7 @@ func (c *Core) Tick(now time.Time, im *metadata.Image) Ready {
 	return c.end()
 }
 
-func (c *Core) maintenance(im *metadata.Image) (fenced []int32, moves int, recs []metadata.Record) {
+func (c *Core) maintenance(im *metadata.Image) (fenced []int32, recs []metadata.Record) {
 	next := im
 	for _, br := range im.Brokers() {
 		if br.Fenced || br.ID == c.cfg.Self {
@@ -153,8 +150,8 @@ func (c *Core) maintenance(im *metadata.Image) (fenced []int32, moves int, recs 
 		c.lastRebalance = c.now
 		next, recs = chain(next, recs, controller.PreferredLeaderElection(next))
 	}
-	_, moves, recs = c.balance(next, recs)
-	return fenced, moves, recs
+	_, recs = c.balance(next, recs)
+	return fenced, recs
 }
 
 // chain appends more, decided against im, to recs and returns the image

@@ -51,6 +51,10 @@ func (c *controllerService) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Im
 	if p := rd.Propose; p != nil {
 		go c.propose(p)
 	}
+	for _, id := range rd.DescribeLogDirs {
+		c.b.bgWG.Add(1)
+		go c.gatherLogDirs(id)
+	}
 	for _, answer := range rd.Answers {
 		answer()
 	}

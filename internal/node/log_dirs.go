@@ -34,8 +34,11 @@ func (b *Broker) describeLogDirs() []api.LogDirDescription {
 		if dir == offline {
 			d.Err = fmt.Errorf("%w: log directory %s is offline", kerr.KafkaStorageError, dir)
 			d.Partitions = nil
-		} else if total, usable, err := volumeBytes(dir); err == nil {
-			d.TotalBytes, d.UsableBytes = total, usable
+		} else if sp, err := b.fs.Space(dir); err == nil {
+			// statfs(2) through the filesystem seam, as the free-space
+			// floor reads it: the volume's size and what this process
+			// may still write.
+			d.TotalBytes, d.UsableBytes = sp.Total, sp.Free
 		}
 		slices.SortFunc(d.Partitions, func(a, b api.LogDirPartition) int {
 			if c := cmp.Compare(a.Topic, b.Topic); c != 0 {

@@ -96,6 +96,7 @@ type Stats struct {
 	// after a reassignment moved them away.
 	Reassignments, Cancels, Retired int
 	BalancerMoves                   int           // reassignments the controllers' balancer started (Options.Balancer)
+	BalancerDiskMoves               int           // of which for disk imbalance (reported log sizes)
 	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
 	Converged                       time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied           int64         // the ACL prober's writes served and refused (Options.ACLs)
@@ -184,6 +185,10 @@ func (c *Cluster) brokerConfig(id int32) (*config.Broker, error) {
 		props["replica.balance.check.interval.ms"] = "1000"
 		props["replica.balance.max.concurrent.moves"] = "2"
 		props["replica.balance.broker.unavailable.timeout.ms"] = "3000"
+		// The simulated logs are kilobytes: a few of them make a disk
+		// imbalance worth moving (disk.go's min bytes), so the balancer's
+		// disk-driven moves run too, on the sizes the brokers report.
+		props["replica.balance.disk.imbalance.min.bytes"] = "4096"
 	}
 	if c.opts.ACLs && !c.opts.authorizerOff {
 		props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
@@ -87,6 +88,9 @@ type process struct {
 
 	ctl      *ctrlcore.Core // the controller core, active while this node is the quorum leader
 	inflight *proposal      // its proposal waiting to commit
+	// reportedDisks are the disks the brokers answered the controller's
+	// DescribeLogDirs round with, for checkBalancerMove.
+	reportedDisks map[int32]*balancer.Disk
 
 	brokerEpoch int64 // -1 until registered (sess.Epoch(), for the runtime's readers)
 	// sweptEpoch is the registration whose reconcile last swept the

@@ -38,10 +38,13 @@ func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R:
 
 func (x backend) Quorum() api.QuorumBackend { return simQuorumAdmin(x) }
 
-// DescribeLogDirs: simulated clients do not ask (admin requests are not
-// simulated); the one data directory and its replicas.
+// DescribeLogDirs: the one data directory, its replicas and the
+// simulated disk's space (the balancer's controller asks).
 func (x backend) DescribeLogDirs() []api.LogDirDescription {
 	d := api.LogDirDescription{Dir: "data", TotalBytes: -1, UsableBytes: -1}
+	if sp, err := x.p.n.fs.Space("data"); err == nil {
+		d.TotalBytes, d.UsableBytes = sp.Total, sp.Free
+	}
 	for k, r := range x.p.parts {
 		d.Partitions = append(d.Partitions, api.LogDirPartition{Topic: r.topic, Partition: k.index, Size: r.log.Size()})
 	}

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
@@ -35,7 +37,12 @@ func (c *Cluster) wallNow() time.Time { return time.UnixMilli(simEpochMs).Add(c.
 // returns (ctrlcore.Runtime).
 func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlcore.Ready) {
 	rd := ev(p.ctl, p.n.c.wallNow(), p.image)
-	p.n.c.check.stats.BalancerMoves += rd.BalancerMoves
+	for _, m := range rd.BalancerMoves {
+		p.checkBalancerMove(m)
+	}
+	if len(rd.DescribeLogDirs) > 0 {
+		p.reportedDisks = map[int32]*balancer.Disk{} // a new round
+	}
 	for _, n := range rd.Notes {
 		p.n.tracef("controller: %s %v", n.Msg, n.Args)
 	}
@@ -45,6 +52,61 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 	if rd.Propose != nil {
 		p.propose(rd.Propose)
 	}
+	for _, id := range rd.DescribeLogDirs {
+		p.gatherLogDirs(id)
+	}
+}
+
+// checkBalancerMove counts a move the balancer decided and checks it
+// against what the brokers answered in the round it was decided on (the
+// rounds do not overlap: the next starts an interval after the balance
+// that ends one): a destination that answered no disk while others did,
+// or whose answer leaves no room for the partition under
+// replica.balance.max.disk.usage.percent, is a violation, whatever the
+// core made of the answers.
+func (p *process) checkBalancerMove(m balancer.Move) {
+	st := &p.n.c.check.stats
+	st.BalancerMoves++
+	if m.Reason == balancer.DiskImbalance {
+		st.BalancerDiskMoves++
+	}
+	if len(p.reportedDisks) == 0 {
+		return // no answers with disks: counts alone decided
+	}
+	anyDisk := false
+	for _, d := range p.reportedDisks {
+		anyDisk = anyDisk || d != nil
+	}
+	d := p.reportedDisks[m.To]
+	switch {
+	case !anyDisk:
+	case d == nil:
+		p.n.c.violation("balancer moved %v onto node %d, which reported no disk this round", m, m.To)
+	case float64(d.Total-d.Usable+m.Bytes) > float64(d.Total)*float64(p.cfg.ReplicaBalanceMaxDiskUsagePct)/100:
+		p.n.c.violation("balancer moved %v onto node %d, whose disk (%d of %d bytes used) has no room for it", m, m.To, d.Total-d.Usable, d.Total)
+	}
+}
+
+// gatherLogDirs asks broker id for its log directories over the
+// simulated network, as node's controllerService does over TCP, and
+// reports the answer (or the timeout) to the core.
+func (p *process) gatherLogDirs(id int32) {
+	p.n.c.call(p.n.id, id, ctrlcore.LogDirsRequest(), time.Second, func(resp kmsg.Response, err error) {
+		if p.n.proc != p {
+			return // this process has crashed since
+		}
+		var r *balancer.Report
+		if err == nil {
+			rep := ctrlcore.ReportOf(resp.(*kmsg.DescribeLogDirsResponse))
+			r = &rep
+			if p.reportedDisks != nil {
+				p.reportedDisks[id] = rep.Disk
+			}
+		}
+		p.Step(func(c *ctrlcore.Core, now time.Time, _ *metadata.Image) ctrlcore.Ready {
+			return c.LogDirsReported(now, id, r)
+		})
+	})
 }
 
 func (p *process) propose(prop *ctrlcore.Proposal) {

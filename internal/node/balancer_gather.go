@@ -1,0 +1,91 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/balancer"
+	"github.com/skein-log/skein/internal/ctrlcore"
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// The automatic balancer's disk reports: when a balance is due the
+// active controller's core asks for every unfenced broker's log
+// directories (ctrlcore.Ready.DescribeLogDirs); this asks each broker
+// with DescribeLogDirs v4 over its inter-broker listener, as Cruise
+// Control's and Kafka's admin tools do, and hands the answer back to the
+// core, which decides. Its own broker is read in process.
+
+// logDirsTimeout bounds one broker's dial and answer; the core gives up
+// on a round after its own timeout as well.
+const logDirsTimeout = 5 * time.Second
+
+// errNoInterBrokerListener: a controller-only node has no listener
+// configuration to reach the brokers with.
+var errNoInterBrokerListener = errors.New("this controller-only node has no inter-broker listener to reach the brokers with")
+
+// gatherLogDirs asks broker id and reports the outcome to the core.
+func (c *controllerService) gatherLogDirs(id int32) {
+	defer c.b.bgWG.Done()
+	r, err := c.b.logDirsOf(id)
+	if err != nil {
+		c.b.log.Debug("balancer: cannot read a broker's log directories", "broker", id, "err", err)
+	}
+	c.Step(func(core *ctrlcore.Core, now time.Time, _ *metadata.Image) ctrlcore.Ready {
+		return core.LogDirsReported(now, id, r)
+	})
+}
+
+// logDirsOf is broker id's DescribeLogDirs answer as the balancer reads
+// it.
+func (b *Broker) logDirsOf(id int32) (*balancer.Report, error) {
+	if id == b.cfg.NodeID && b.cfg.InterBrokerListenerName != "" {
+		var rb balancer.ReportBuilder
+		for _, d := range b.describeLogDirs() {
+			rb.Dir(d.TotalBytes, d.UsableBytes, d.Err != nil)
+			if d.Err == nil {
+				for _, p := range d.Partitions {
+					rb.Replica(p.Topic, p.Partition, p.Size)
+				}
+			}
+		}
+		r := rb.Report()
+		return &r, nil
+	}
+	listener := b.cfg.InterBrokerListenerName
+	if listener == "" {
+		return nil, errNoInterBrokerListener
+	}
+	br, ok := b.Image().Broker(id)
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not registered", id)
+	}
+	ep, ok := endpointOf(br, listener)
+	if !ok {
+		return nil, fmt.Errorf("broker %d has no %s endpoint", id, listener)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), logDirsTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := dialCluster(ctx, b.cfg, b.cfg.OutboundBindAddress, listener, ep, fmt.Sprintf("skein-balancer-%d", b.cfg.NodeID))
+	if err != nil {
+		return nil, fmt.Errorf("dial broker %d: %w", id, err)
+	}
+	defer conn.Close()
+	resp, err := conn.Request(ctx, ctrlcore.LogDirsRequest())
+	if err != nil {
+		return nil, fmt.Errorf("DescribeLogDirs of broker %d: %w", id, err)
+	}
+	r := ctrlcore.ReportOf(resp.(*kmsg.DescribeLogDirsResponse))
+	return &r, nil
+}
