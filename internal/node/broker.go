@@ -142,6 +142,9 @@ type brokerMetadata struct {
 	// voters are the controllers' endpoints (controllerVoters): fixed by
 	// controller.quorum.voters, or a dynamic quorum's latest membership.
 	voters atomic.Pointer[[]config.Voter]
+	// selfUpdating: an UpdateRaftVoter of this controller's is in flight
+	// (sendSelfUpdate).
+	selfUpdating atomic.Bool
 	// metadataObservers are the broker-only nodes fetching the metadata
 	// log from this controller (DescribeQuorum).
 	metadataObservers observerTable

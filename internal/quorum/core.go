@@ -78,6 +78,9 @@ type Output struct {
 	// ReadStates answer ReadIndex requests: the leader's commit index
 	// when it confirmed its leadership, with the request's context.
 	ReadStates []raft.ReadState
+	// SelfUpdate, when set, is this voter's record to send to the leader
+	// as UpdateRaftVoter: the log records it with other endpoints.
+	SelfUpdate *VoterUpdate
 }
 
 // Core is a Raft node without goroutines, clock or network: the caller
@@ -101,6 +104,11 @@ type Core struct {
 	announced bool
 	// joined: this directory has been a member (see noteJoined).
 	joined bool
+	// selfUpdate is the UpdateRaftVoter for the next Output, and
+	// selfUpdateWait the ticks before another may be planned (see
+	// planSelfUpdate).
+	selfUpdate     *VoterUpdate
+	selfUpdateWait int
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -201,6 +209,7 @@ func (c *Core) Tick() {
 	}
 	c.rn.Tick()
 	c.driveChange()
+	c.planSelfUpdate()
 }
 
 // Campaign makes this node start an election now (tests and operator
@@ -319,7 +328,9 @@ func (c *Core) ReportSnapshot(id uint64, delivered bool) {
 
 // HasReady reports whether Ready would produce anything (other than a
 // snapshot that is due).
-func (c *Core) HasReady() bool { return c.rn.HasReady() || len(c.changesDone) > 0 }
+func (c *Core) HasReady() bool {
+	return c.rn.HasReady() || len(c.changesDone) > 0 || c.selfUpdate != nil
+}
 
 // Ready takes a snapshot if one is due, then persists Raft's pending state
 // (a received snapshot, entries, HardState; everything fsynced) and returns
@@ -337,8 +348,8 @@ func (c *Core) Ready() (Output, error) {
 		return Output{}, c.fail(err)
 	}
 	if !c.rn.HasReady() {
-		out := Output{Changes: c.changesDone}
-		c.changesDone = nil
+		out := Output{Changes: c.changesDone, SelfUpdate: c.selfUpdate}
+		c.changesDone, c.selfUpdate = nil, nil
 		return out, nil
 	}
 	rd := c.rn.Ready()
@@ -386,6 +397,7 @@ func (c *Core) Ready() (Output, error) {
 	c.rn.Advance(rd)
 	c.driveChange()
 	out.Changes, c.changesDone = c.changesDone, nil
+	out.SelfUpdate, c.selfUpdate = c.selfUpdate, nil
 	return out, nil
 }
 

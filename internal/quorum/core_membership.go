@@ -29,6 +29,8 @@ func (k ChangeKind) String() string {
 		return "add-voter"
 	case ChangeRemoveVoter:
 		return "remove-voter"
+	case ChangeUpdateVoter:
+		return "update-voter"
 	}
 	return fmt.Sprintf("change(%d)", int(k))
 }
@@ -217,6 +219,8 @@ func (c *Core) changeApplied(t raftpb.ConfChangeType, id uint64) {
 	case ch.kind == ChangeAddVoter && t == raftpb.ConfChangeAddNode:
 		c.finishChange(nil)
 	case ch.kind == ChangeRemoveVoter && (t == raftpb.ConfChangeRemoveNode || t == raftpb.ConfChangeAddLearnerNode):
+		c.finishChange(nil)
+	case ch.kind == ChangeUpdateVoter && t == raftpb.ConfChangeAddNode:
 		c.finishChange(nil)
 	case ch.kind == changeAnnounce:
 		c.change = nil
@@ -415,14 +419,20 @@ func (c *Core) handOver(st raft.Status) {
 	}
 }
 
-// announce makes a standalone founder's leader record its own voter in the
-// log. The founder's membership lives in its bootstrap file only, but a
-// node that joins later rebuilds its configuration from the log (or a
+// announce makes the leader's own record in the log what it should be.
+// A standalone founder's membership lives in its bootstrap file only, but
+// a node that joins later rebuilds its configuration from the log (or a
 // snapshot): without this entry it would never learn that the founder
-// votes. The change is a no-op for Raft (the founder is a voter already)
-// and comes before any other: AddVoter and RemoveVoter wait for it.
+// votes. And a leader that came back with other endpoints than its record
+// names updates it, as it would ask another leader to (UpdateRaftVoter).
+// Either change is a no-op for Raft (the leader is a voter already) and
+// comes before any other: AddVoter and RemoveVoter wait for it.
 func (c *Core) announce() {
-	if !c.cfg.Dynamic || c.announced || c.change != nil {
+	if !c.cfg.Dynamic || c.change != nil {
+		return
+	}
+	self, stale := c.staleSelf()
+	if c.announced && !stale {
 		return
 	}
 	st := c.rn.BasicStatus()
@@ -430,12 +440,14 @@ func (c *Core) announce() {
 	if err != nil || commitTerm != st.GetTerm() || c.applied < st.GetCommit() {
 		return // as readyToChange: not before the leader's own entry applied
 	}
-	self, ok := c.members[c.cfg.ID]
-	if !ok || !c.isVoter(c.cfg.ID) {
-		return
+	if !stale {
+		var ok bool
+		if self, ok = c.members[c.cfg.ID]; !ok || !c.isVoter(c.cfg.ID) {
+			return
+		}
 	}
 	if err := c.proposeChange(raftpb.ConfChangeAddNode, self); err != nil {
-		c.logger.Warn("could not record the founding voter in the log", "err", err)
+		c.logger.Warn("could not record this leader's own voter record in the log", "err", err)
 		return
 	}
 	c.change = &memberChange{kind: changeAnnounce, member: self}

@@ -71,7 +71,9 @@ type cluster struct {
 	dynamic bool
 	changes []ChangeResult
 	refused int
-	self    map[uint64]Member // a node's own record when not testMember's (a new disk)
+	self    map[uint64]Member // a node's own record when not testMember's (a new disk, a new port)
+	// updates are the UpdateRaftVoter requests voters asked to send.
+	updates []VoterUpdate
 }
 
 func newCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
@@ -159,6 +161,9 @@ func (c *cluster) settle() {
 				}
 			}
 			c.changes = append(c.changes, out.Changes...)
+			if out.SelfUpdate != nil {
+				c.updates = append(c.updates, *out.SelfUpdate)
+			}
 			if len(out.Messages) > 0 || len(out.Committed) > 0 || out.SoftState != nil || out.Membership != nil {
 				busy = true
 			}

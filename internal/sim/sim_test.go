@@ -322,7 +322,7 @@ func TestMembershipSeeds(t *testing.T) {
 	if testing.Short() {
 		seeds = min(seeds, 20)
 	}
-	var added, removed int
+	var added, removed, updated int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
@@ -331,6 +331,7 @@ func TestMembershipSeeds(t *testing.T) {
 		})
 		added += r.Stats.VotersAdded
 		removed += r.Stats.VotersRemoved
+		updated += r.Stats.VotersUpdated
 	}
-	t.Logf("%d seeds: %d voters added, %d removed", seeds, added, removed)
+	t.Logf("%d seeds: %d voters added, %d removed, %d updated (a new port)", seeds, added, removed, updated)
 }
