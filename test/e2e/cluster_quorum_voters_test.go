@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -335,4 +336,104 @@ func TestClusterQuorumReplacesAControllerDisk(t *testing.T) {
 		t.Fatalf("%d records failed: %v", n, errs)
 	}
 	t.Logf("%d records read back across the disk replacement", checkAckedRecords(ctx, t, c.addrs(), topic, acks))
+}
+
+// voterEndpoint is the CONTROLLER endpoint DescribeQuorum v2's Nodes give
+// voter id, "" if none.
+func voterEndpoint(resp *kmsg.DescribeQuorumResponse, id int32) string {
+	for _, n := range resp.Nodes {
+		if n.NodeID != id {
+			continue
+		}
+		for _, l := range n.Listeners {
+			if l.Name == "CONTROLLER" {
+				return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+			}
+		}
+	}
+	return ""
+}
+
+// TestClusterQuorumVoterMovesPort: a voter restarts on another controller
+// port (real listeners; nothing listens on the old one any more). It sends
+// UpdateRaftVoter to the leader, DescribeQuorum shows the new endpoint,
+// and with the first voter gone the other two, one of them restarted so
+// that it knows the endpoint from the log alone, elect a leader and commit
+// through it, while a producer keeps writing.
+func TestClusterQuorumVoterMovesPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := dynamicQuorumCluster(t, 3)
+	c.start(0)
+	testcluster.WaitRegistered(t, c.brokers[:1])
+	c.start(1)
+	c.start(2)
+	admin := newSeededClient(t, c.addrs()[:1]) // the others serve nothing until they are voters
+	for i := 1; i < 3; i++ {
+		if err := addVoter(ctx, t, admin, c.addVoterRequest(t, i)); err != nil {
+			t.Fatalf("add node %d: %v", i+1, err)
+		}
+	}
+	resp := awaitVoters(ctx, t, admin, 1, 2, 3)
+	c.waitRegistered()
+	oldAddr := testcluster.ControllerAddr(c.props[2])
+	if got := voterEndpoint(resp, 3); got != oldAddr {
+		t.Fatalf("voter 3 at %q, want %q", got, oldAddr)
+	}
+
+	const topic, partitions = "voter-moves", 2
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
+	acks := newAckedRecords()
+	st := startStream(ctx, idempotentProducer(t, c.addrs()), topic, spreadOver(partitions), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 100)
+
+	// Node 3 comes back on a new controller port.
+	c.kill(2)
+	newAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	c.props[2]["listeners"] = strings.Replace(c.props[2]["listeners"], "CONTROLLER://"+oldAddr, "CONTROLLER://"+newAddr, 1)
+	c.start(2)
+	for {
+		_, _, resp := quorumVoters(ctx, t, admin)
+		if got := voterEndpoint(resp, 3); got == newAddr {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("DescribeQuorum never showed voter 3 at %s", newAddr)
+		case <-time.After(externalPollInterval):
+		}
+	}
+	awaitProgress(ctx, t, acks, 100)
+
+	// Node 2 restarts: its transport knows node 3's endpoint from the log
+	// only. Then node 1 goes, and nodes 2 and 3 are the majority.
+	c.kill(1)
+	c.start(1)
+	awaitVoters(ctx, t, admin, 1, 2, 3)
+	c.kill(0)
+	survivors := newSeededClient(t, c.addrs()[1:])
+	for {
+		_, _, resp := quorumVoters(ctx, t, survivors)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode == 0 && (p.LeaderID == 2 || p.LeaderID == 3) {
+			if got := voterEndpoint(resp, 3); got != newAddr {
+				t.Fatalf("leader %d shows voter 3 at %q, want %s", p.LeaderID, got, newAddr)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("nodes 2 and 3 never elected a leader")
+		case <-time.After(externalPollInterval):
+		}
+	}
+	// A commit now needs both: node 3 is reached at its new port.
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()[1:]), "after-the-move", 1, 2, nil)
+	awaitProgress(ctx, t, acks, 100)
+	sent := st.stopAndWait(t)
+	if n := acks.failures(); n > 0 {
+		_, _, errs := acks.snapshot()
+		t.Fatalf("%d of %d records failed: %v", n, sent, errs)
+	}
+	t.Logf("%d records read back across the move", checkAckedRecords(ctx, t, c.addrs()[1:], topic, acks))
 }
