@@ -31,6 +31,8 @@ func (k ChangeKind) String() string {
 		return "remove-voter"
 	case ChangeUpdateVoter:
 		return "update-voter"
+	case ChangeKRaftUpgrade:
+		return "kraft-upgrade"
 	}
 	return fmt.Sprintf("change(%d)", int(k))
 }
@@ -112,8 +114,8 @@ func bootConfiguration(cfg CoreConfig, d *disk) (*raftpb.ConfState, members, err
 // adoptSnapshotMembership takes a dynamic quorum's membership from a
 // snapshot and returns the state machine's part of its bytes.
 func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
-	if !c.cfg.Dynamic {
-		return snap.GetData(), nil
+	if !c.dynamic && !hasMembership(snap.GetData()) {
+		return snap.GetData(), nil // a static quorum's, not upgraded yet
 	}
 	got, data, err := UnwrapSnapshot(snap.GetData())
 	if err != nil {
@@ -128,6 +130,7 @@ func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
 	}
 	c.members = ms
 	c.confState = cloneConfState(snap.GetMetadata().GetConfState())
+	c.dynamic = true   // a static quorum's node past the upgrade, too
 	c.announced = true // the snapshot records every member
 	c.noteJoined()
 	return data, nil
@@ -169,17 +172,16 @@ func (c *Core) isVoter(id uint64) bool { return slices.Contains(c.confState.GetV
 
 // Membership is the current configuration with its member records.
 func (c *Core) Membership() Membership {
-	return c.members.membership(c.confState, c.cfg.Dynamic)
+	return c.members.membership(c.confState, c.dynamic)
 }
 
 // applyConfChange applies one committed configuration change to Raft and
 // to the member records, and moves the leader's change along.
 func (c *Core) applyConfChange(e *raftpb.Entry) error {
-	if !c.cfg.Dynamic {
-		// Nothing proposes configuration changes in a static quorum; every
-		// node skips one alike.
-		c.logger.Error("ignoring a configuration change entry in a static quorum", "index", e.GetIndex(), "type", e.GetType())
-		return nil
+	if !c.dynamic {
+		// A static quorum's only configuration change is the kraft.version
+		// upgrade; every node skips any other alike.
+		return c.applyStaticConfChange(e)
 	}
 	if e.GetType() != raftpb.EntryConfChangeV2 {
 		return fmt.Errorf("%w: configuration change entry %d of type %s", ErrCorruptState, e.GetIndex(), e.GetType())
@@ -222,6 +224,8 @@ func (c *Core) changeApplied(t raftpb.ConfChangeType, id uint64) {
 		c.finishChange(nil)
 	case ch.kind == ChangeUpdateVoter && t == raftpb.ConfChangeAddNode:
 		c.finishChange(nil)
+	case ch.kind == ChangeKRaftUpgrade && t == raftpb.ConfChangeAddNode:
+		c.finishChange(nil)
 	case ch.kind == changeAnnounce:
 		c.change = nil
 	}
@@ -239,7 +243,7 @@ func (c *Core) finishChange(err error) {
 // term (so Raft holds no configuration change of an earlier leader's that
 // could still be pending, and would otherwise silently drop ours).
 func (c *Core) readyToChange() error {
-	if !c.cfg.Dynamic {
+	if !c.dynamic {
 		return ErrStaticQuorum
 	}
 	if c.failed != nil {
@@ -428,7 +432,7 @@ func (c *Core) handOver(st raft.Status) {
 // Either change is a no-op for Raft (the leader is a voter already) and
 // comes before any other: AddVoter and RemoveVoter wait for it.
 func (c *Core) announce() {
-	if !c.cfg.Dynamic || c.change != nil {
+	if !c.dynamic || c.change != nil {
 		return
 	}
 	self, stale := c.staleSelf()
@@ -499,7 +503,7 @@ func (c *Core) Describe() (Description, error) {
 		return r
 	}
 	ms := c.Membership()
-	d := Description{LeaderID: NodeID(c.cfg.ID), LeaderEpoch: st.GetTerm(), HighWatermark: int64(st.GetCommit()), Dynamic: c.cfg.Dynamic}
+	d := Description{LeaderID: NodeID(c.cfg.ID), LeaderEpoch: st.GetTerm(), HighWatermark: int64(st.GetCommit()), Dynamic: c.dynamic}
 	for _, v := range ms.Voters {
 		d.Voters = append(d.Voters, replica(v))
 	}
@@ -535,7 +539,7 @@ func (c *Core) lastIndex() uint64 {
 // acknowledgements are true of what it holds), so it learns when the
 // operator removes the old voter and adds it.
 func (c *Core) impostor() bool {
-	if !c.cfg.Dynamic || !c.isVoter(c.cfg.ID) {
+	if !c.dynamic || !c.isVoter(c.cfg.ID) {
 		return false
 	}
 	m, ok := c.members[c.cfg.ID]
@@ -548,7 +552,7 @@ func (c *Core) impostor() bool {
 // that disk's votes, so answering could elect two leaders in one term), or
 // an impostor.
 func (c *Core) mayVote(m *raftpb.Message) error {
-	if t := m.GetType(); !c.cfg.Dynamic || (t != raftpb.MsgVote && t != raftpb.MsgPreVote) {
+	if t := m.GetType(); !c.dynamic || (t != raftpb.MsgVote && t != raftpb.MsgPreVote) {
 		return nil
 	}
 	if c.impostor() {

@@ -73,8 +73,8 @@ const selfUpdateRetryElections = 2
 // Output.Changes once the record is committed and applied here; a record
 // that is already m succeeds without a change.
 func (c *Core) UpdateVoter(m Member, leaderEpoch int32, kraft VersionRange) error {
-	if !c.cfg.Dynamic {
-		return ErrStaticQuorum
+	if c.failed != nil {
+		return c.failed
 	}
 	st := c.rn.BasicStatus()
 	if st.RaftState != raft.StateLeader {
@@ -85,6 +85,9 @@ func (c *Core) UpdateVoter(m Member, leaderEpoch int32, kraft VersionRange) erro
 	}
 	if leaderEpoch >= 0 && uint64(leaderEpoch) > st.GetTerm() {
 		return fmt.Errorf("%w: %d, the leader is in %d", ErrUnknownLeaderEpoch, leaderEpoch, st.GetTerm())
+	}
+	if !c.dynamic {
+		return c.noteVolatile(m, kraft)
 	}
 	if err := c.readyToChange(); err != nil {
 		return err
@@ -126,11 +129,17 @@ func (c *Core) listenerName() string {
 }
 
 // staleSelf is this node's own record as its configuration has it, when
-// the log's record of it is a voter with this directory but other
-// endpoints.
+// the leader should be sent it: in a dynamic quorum, the log's record of
+// it is a voter with this directory but other endpoints; in a static one,
+// the leader of this term has not answered it yet (it keeps what it is
+// sent in memory only, for the kraft.version upgrade).
 func (c *Core) staleSelf() (Member, bool) {
-	if !c.cfg.Dynamic || !c.cfg.UpdateSelf || len(c.cfg.Self.Listeners) == 0 || !c.isVoter(c.cfg.ID) {
+	if !c.cfg.UpdateSelf || len(c.cfg.Self.Listeners) == 0 || !c.isVoter(c.cfg.ID) {
 		return Member{}, false
+	}
+	if !c.dynamic {
+		st := c.rn.BasicStatus()
+		return c.cfg.Self, c.selfAnswered != [2]uint64{st.Lead, st.GetTerm()}
 	}
 	rec, ok := c.members[c.cfg.ID]
 	if !ok || rec.DirectoryID != c.cfg.Self.DirectoryID || slices.Equal(rec.Listeners, c.cfg.Self.Listeners) {
@@ -138,6 +147,10 @@ func (c *Core) staleSelf() (Member, bool) {
 	}
 	return c.cfg.Self, true
 }
+
+// SelfUpdateAnswered tells the Core that the leader answered u without an
+// error: a static voter stops asking that leader in that term.
+func (c *Core) SelfUpdateAnswered(u VoterUpdate) { c.selfAnswered = [2]uint64{u.Leader, u.Term} }
 
 // planSelfUpdate runs on every tick: a follower whose record is stale asks
 // the leader it knows, then again every selfUpdateRetryElections election

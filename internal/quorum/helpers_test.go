@@ -107,6 +107,9 @@ func (c *cluster) start(id uint64) {
 	c.t.Helper()
 	cfg := c.cfg
 	cfg.ID, cfg.Voters, cfg.FS, cfg.Dir = id, c.ids, c.fs[id], "quorum"
+	if cfg.UpdateSelf {
+		cfg.Self = testMember(id) // a static voter sends its record too
+	}
 	if c.dynamic {
 		cfg.Voters, cfg.Dynamic, cfg.Self, cfg.Standalone = nil, true, testMember(id), id == 1
 		if m, ok := c.self[id]; ok {
