@@ -12,13 +12,16 @@ package api
 //
 // AddRaftVoter (80, v0-1) and RemoveRaftVoter (81, v0): change a dynamic
 // quorum's voters one at a time. A static quorum (controller.quorum.voters,
-// Kafka's kraft.version 0) answers UNSUPPORTED_VERSION, a change while
+// Kafka's kraft.version 0, until upgraded: see 57_update_features.go)
+// answers UNSUPPORTED_VERSION, a change while
 // another is in progress REQUEST_TIMED_OUT (retry), adding a voter twice
 // DUPLICATE_VOTER, removing an unknown (id, directory id) VOTER_NOT_FOUND.
 // A wrong cluster id is INCONSISTENT_CLUSTER_ID.
 //
 // UpdateRaftVoter (82, v0): a voter that came back with other endpoints
-// asks the leader to record them (controller to controller, CLUSTER_ACTION
+// asks the leader to record them (at kraft.version 0 every static voter
+// sends its record once per leader term, which the leader keeps in memory
+// for the kraft.version upgrade) (controller to controller, CLUSTER_ACTION
 // on the controller listener; never forwarded: a follower answers
 // NOT_LEADER_OR_FOLLOWER naming the leader it knows). The voter's
 // CurrentLeaderEpoch older or newer than the leader's term is
@@ -42,7 +45,7 @@ func init() {
 	register(Spec{Key: 55, MinVersion: 0, MaxVersion: 2, Handle: handleDescribeQuorum, Blocking: true, Forwardable: true})
 	register(Spec{Key: 80, MinVersion: 0, MaxVersion: 1, Handle: handleAddRaftVoter, Blocking: true, Forwardable: true})
 	register(Spec{Key: 81, MinVersion: 0, MaxVersion: 0, Handle: handleRemoveRaftVoter, Blocking: true, Forwardable: true})
-	register(Spec{Key: 82, MinVersion: 0, MaxVersion: 0, Handle: handleUpdateRaftVoter, Blocking: true, ControllerOnly: true})
+	register(Spec{Key: 82, MinVersion: 0, MaxVersion: 0, Handle: handleUpdateRaftVoter, ControllerOnly: true})
 	codeMappers = append(codeMappers, quorumErrorCode)
 }
 
@@ -53,6 +56,11 @@ type QuorumBackend interface {
 	AddRaftVoter(m quorum.Member, timeout time.Duration, done func(error))
 	RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error))
 	UpdateRaftVoter(m quorum.Member, leaderEpoch int32, kraft quorum.VersionRange, done func(error))
+	// UpgradeKRaft upgrades a static quorum to kraft.version 1
+	// (UpdateFeatures), or with validateOnly checks that it could.
+	UpgradeKRaft(validateOnly bool, timeout time.Duration, done func(error))
+	// KRaftVersion is the quorum's kraft.version as this node knows it.
+	KRaftVersion() int16
 }
 
 // QuorumDescription is the leader's Description plus the broker-only

@@ -145,6 +145,9 @@ type brokerMetadata struct {
 	// selfUpdating: an UpdateRaftVoter of this controller's is in flight
 	// (sendSelfUpdate).
 	selfUpdating atomic.Bool
+	// observedDynamic: the quorum's membership is the log's, as this
+	// node saw it (a static quorum upgraded to kraft.version 1).
+	observedDynamic atomic.Bool
 	// metadataObservers are the broker-only nodes fetching the metadata
 	// log from this controller (DescribeQuorum).
 	metadataObservers observerTable

@@ -98,17 +98,19 @@ func (b *Broker) votersOf(ms quorum.Membership) []config.Voter {
 // onQuorumMembership runs on the quorum goroutine when a dynamic quorum's
 // membership changes.
 func (b *Broker) onQuorumMembership(ms quorum.Membership) {
+	if !ms.Dynamic {
+		return // a static quorum's voters are controller.quorum.voters
+	}
+	b.observedDynamic.Store(true)
 	if voters := b.votersOf(ms); len(voters) > 0 {
 		b.setControllerVoters(voters)
 	}
 }
 
 // followObservedMembership adopts the membership a broker-only node's
-// observer has seen in the log, if the quorum is dynamic.
+// observer has seen in the log, if the quorum is dynamic (or a static one
+// was upgraded to kraft.version 1).
 func (b *Broker) followObservedMembership(obs *quorum.Observer) {
-	if len(b.cfg.ControllerQuorumBootstrapServers) == 0 {
-		return
-	}
 	if ms, ok := obs.Membership(); ok {
 		b.onQuorumMembership(ms)
 	}
@@ -268,6 +270,23 @@ func (q quorumAdmin) UpdateRaftVoter(m quorum.Member, leaderEpoch int32, kraft q
 	q.change(commitTimeout, done, func(ctx context.Context) error { return q.b.quorum.UpdateVoter(ctx, m, leaderEpoch, kraft) })
 }
 
+func (q quorumAdmin) UpgradeKRaft(validateOnly bool, timeout time.Duration, done func(error)) {
+	q.change(timeout, done, func(ctx context.Context) error { return q.b.quorum.UpgradeKRaft(ctx, validateOnly) })
+}
+
+// KRaftVersion is 1 on a controller whose quorum's voters are the log's,
+// and on a broker-only node that follows a dynamic quorum (configured
+// with controller.quorum.bootstrap.servers, or that saw the upgrade).
+func (q quorumAdmin) KRaftVersion() int16 {
+	switch {
+	case q.b.quorum != nil:
+		return q.b.quorum.KRaftVersion()
+	case len(q.b.cfg.ControllerQuorumBootstrapServers) > 0 || q.b.observedDynamic.Load():
+		return quorum.KRaftVersionDynamic
+	}
+	return quorum.KRaftVersionStatic
+}
+
 func (q quorumAdmin) RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error)) {
 	q.change(commitTimeout, done, func(ctx context.Context) error { return q.b.quorum.RemoveVoter(ctx, nodeID, dir) })
 }
@@ -332,6 +351,9 @@ func (b *Broker) sendSelfUpdate(u quorum.VoterUpdate) {
 			b.log.Info("UpdateRaftVoter to the quorum leader failed; the quorum asks again", "leader", quorum.NodeID(u.Leader), "err", err)
 			return
 		}
-		b.log.Info("the quorum leader recorded this controller's new endpoints", "endpoints", u.Member.Listeners)
+		if err := b.quorum.SelfUpdateAnswered(ctx, u); err != nil {
+			b.log.Debug("could not note the UpdateRaftVoter answer; the quorum asks again", "err", err)
+		}
+		b.log.Info("the quorum leader has this controller's record", "leader", quorum.NodeID(u.Leader), "endpoints", u.Member.Listeners)
 	}()
 }

@@ -336,7 +336,7 @@ func (n *Node) drainQueued() {
 
 func (n *Node) step(in inboundMsg) {
 	m := in.m
-	if in.sender != "" && n.cfg.Dynamic {
+	if in.sender != "" && n.core.dynamic {
 		n.noteSender(m.GetFrom(), in.sender)
 	}
 	if err := n.core.Step(m); err != nil {

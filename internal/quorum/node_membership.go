@@ -17,9 +17,12 @@ type peerTimes struct {
 	lastFetch, lastCaughtUp time.Time
 }
 
-// selfAddr is this node's own endpoint for frames (dynamic quorums only).
+// selfAddr is this node's own endpoint for frames: a dynamic quorum's
+// node's, or a static one's that knows its record (it may be upgraded to
+// kraft.version 1, and then answer a node being added before it is a
+// member). "" sends version-0 frames, as before dynamic membership.
 func (c NodeConfig) selfAddr() string {
-	if !c.Dynamic {
+	if !c.Dynamic && !c.UpdateSelf {
 		return ""
 	}
 	return endpoint(c.Self, c.ListenerName)
@@ -45,7 +48,7 @@ func (n *Node) Membership() Membership { return *n.membership.Load() }
 // at its members.
 func (n *Node) membershipChanged(ms Membership) {
 	n.membership.Store(&ms)
-	if !n.cfg.Dynamic {
+	if !n.core.dynamic {
 		return
 	}
 	n.recordAddrs = map[uint64]string{}
@@ -95,7 +98,7 @@ type peerSetter interface{ SetPeers(addrs map[uint64]string) }
 // non-members that wrote to this node.
 func (n *Node) updatePeers() {
 	ps, ok := n.transport.(peerSetter)
-	if !ok || !n.cfg.Dynamic {
+	if !ok || !n.core.dynamic {
 		return
 	}
 	addrs := maps.Clone(n.recordAddrs)
@@ -147,6 +150,26 @@ func (n *Node) AddVoter(ctx context.Context, m Member) error {
 // record is committed and applied here.
 func (n *Node) UpdateVoter(ctx context.Context, m Member, leaderEpoch int32, kraft VersionRange) error {
 	return n.change(ctx, func() error { return n.core.UpdateVoter(m, leaderEpoch, kraft) })
+}
+
+// UpgradeKRaft upgrades a static quorum to kraft.version 1 (UpdateFeatures)
+// and returns once the upgrade is committed and applied here.
+func (n *Node) UpgradeKRaft(ctx context.Context, validateOnly bool) error {
+	return n.change(ctx, func() error { return n.core.UpgradeKRaft(validateOnly) })
+}
+
+// KRaftVersion is the quorum's kraft.version as of its latest membership.
+func (n *Node) KRaftVersion() int16 {
+	if n.Membership().Dynamic {
+		return KRaftVersionDynamic
+	}
+	return KRaftVersionStatic
+}
+
+// SelfUpdateAnswered tells the Core the leader answered u (see
+// Core.SelfUpdateAnswered); safe from any goroutine.
+func (n *Node) SelfUpdateAnswered(ctx context.Context, u VoterUpdate) error {
+	return n.onLoop(ctx, func() { n.core.SelfUpdateAnswered(u) })
 }
 
 // RemoveVoter removes the member with node id and directory id dir

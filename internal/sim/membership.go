@@ -273,6 +273,12 @@ func (q simQuorumAdmin) UpdateRaftVoter(m quorum.Member, leaderEpoch int32, kraf
 	q.change(func() error { return q.p.core.UpdateVoter(m, leaderEpoch, kraft) }, voterChangeTimeout, done)
 }
 
+func (q simQuorumAdmin) UpgradeKRaft(validateOnly bool, timeout time.Duration, done func(error)) {
+	q.change(func() error { return q.p.core.UpgradeKRaft(validateOnly) }, timeout, done)
+}
+
+func (q simQuorumAdmin) KRaftVersion() int16 { return q.p.core.KRaftVersion() }
+
 func (q simQuorumAdmin) change(start func() error, timeout time.Duration, done func(error)) {
 	p := q.p
 	if p.quorumChange != nil {
@@ -346,8 +352,11 @@ func (p *process) sendSelfUpdate(u quorum.VoterUpdate) {
 		if err == nil {
 			err = kerr.ErrorForCode(resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode)
 		}
-		if err == nil {
-			p.n.c.check.stats.VotersUpdated++
+		if err == nil && p.n.proc == p {
+			p.core.SelfUpdateAnswered(u)
+			if p.core.KRaftVersion() == quorum.KRaftVersionDynamic {
+				p.n.c.check.stats.VotersUpdated++
+			}
 		}
 		p.n.tracef("UpdateRaftVoter to n%d: %v", quorum.NodeID(u.Leader), err)
 	})
