@@ -11,7 +11,7 @@ package api
 // kraft.version, a level other than 0 and 1, and any other feature name
 // are INVALID_UPDATE_VERSION too; one invalid update fails the request
 // (nothing is applied). A change in progress is REQUEST_TIMED_OUT, retry.
-// v0-1 answer per feature; v2 with the top-level error only.
+// v0-1 answer per feature too; v2 with the top-level error only.
 //
 // ApiVersions (v3+) lists kraft.version among SupportedFeatures (0 to 1)
 // and, once at 1, among FinalizedFeatures (a level of 0 is not finalized,
@@ -62,15 +62,16 @@ func handleUpdateFeatures(s *Server, r *Request, respond Respond) {
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	answer := func(top error, perFeature []error) {
 		resp.ErrorCode, resp.ErrorMessage = ErrorCode(top), ErrorMessage(top)
-		if req.Version <= 1 {
-			for i, u := range req.FeatureUpdates {
-				res := kmsg.NewUpdateFeaturesResponseResult()
-				res.Feature = u.Feature
-				if err := perFeature[i]; err != nil {
-					res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
-				}
-				resp.Results = append(resp.Results, res)
+		// Filled at every version: a forwarded request arrives at v2,
+		// and the forwarding broker re-encodes the answer at the
+		// client's version, which may list them.
+		for i, u := range req.FeatureUpdates {
+			res := kmsg.NewUpdateFeaturesResponseResult()
+			res.Feature = u.Feature
+			if err := perFeature[i]; err != nil {
+				res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			}
+			resp.Results = append(resp.Results, res)
 		}
 		respond(resp)
 	}

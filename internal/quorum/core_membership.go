@@ -122,7 +122,17 @@ func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
 		return nil, err
 	}
 	if got == nil {
-		return nil, fmt.Errorf("%w: snapshot at index %d of a dynamic quorum records no membership", ErrCorruptState, snap.GetMetadata().GetIndex())
+		// A dynamic quorum writes the envelope into every snapshot; one
+		// without it is a static quorum's from before its kraft.version
+		// upgrade, sent to a node that joined after it: this node follows
+		// it as static until it applies the upgrade.
+		c.dynamic = false
+		c.confState = cloneConfState(snap.GetMetadata().GetConfState())
+		c.members = members{}
+		for _, id := range c.confState.GetVoters() {
+			c.members[id] = Member{NodeID: NodeID(id)}
+		}
+		return data, nil
 	}
 	ms, cs := recordsOf(got)
 	if !sameIDs(cs.GetVoters(), snap.GetMetadata().GetConfState().GetVoters()) || !sameIDs(cs.GetLearners(), snap.GetMetadata().GetConfState().GetLearners()) {
@@ -178,10 +188,18 @@ func (c *Core) Membership() Membership {
 // applyConfChange applies one committed configuration change to Raft and
 // to the member records, and moves the leader's change along.
 func (c *Core) applyConfChange(e *raftpb.Entry) error {
+	voters, upgrade, isUpgrade, err := decodeUpgrade(e)
+	if err != nil {
+		return err
+	}
+	if isUpgrade {
+		return c.applyUpgrade(e, voters, upgrade)
+	}
 	if !c.dynamic {
 		// A static quorum's only configuration change is the kraft.version
 		// upgrade; every node skips any other alike.
-		return c.applyStaticConfChange(e)
+		c.logger.Error("ignoring a configuration change entry in a static quorum", "index", e.GetIndex(), "type", e.GetType())
+		return nil
 	}
 	if e.GetType() != raftpb.EntryConfChangeV2 {
 		return fmt.Errorf("%w: configuration change entry %d of type %s", ErrCorruptState, e.GetIndex(), e.GetType())

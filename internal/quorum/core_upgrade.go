@@ -164,31 +164,42 @@ func (c *Core) upgradeVoters(term uint64) ([]Member, error) {
 	return out, nil
 }
 
-// applyStaticConfChange applies a configuration change entry in a static
-// quorum: the kraft.version upgrade makes the quorum dynamic; any other is
-// skipped by every node alike.
-func (c *Core) applyStaticConfChange(e *raftpb.Entry) error {
-	voters, cc, ok, err := decodeUpgrade(e)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		c.logger.Error("ignoring a configuration change entry in a static quorum", "index", e.GetIndex(), "type", e.GetType())
-		return nil
-	}
+// applyUpgrade applies the kraft.version upgrade entry: the quorum's
+// voters become the log's, with the records it carries. On a static node
+// Raft's configuration already holds exactly those voters. A node that
+// joined later and replays the log from its start (a dynamic node with an
+// empty bootstrap configuration) gets them added one at a time, locally,
+// as every such node does alike.
+func (c *Core) applyUpgrade(e *raftpb.Entry, voters []Member, cc *raftpb.ConfChangeV2) error {
 	ms := members{}
 	ids := make([]uint64, 0, len(voters))
 	for _, m := range voters {
 		ms[RaftID(m.NodeID)] = m
 		ids = append(ids, RaftID(m.NodeID))
 	}
-	if !sameIDs(ids, c.confState.GetVoters()) {
+	if c.dynamic && len(c.confState.GetVoters()) > 0 {
+		// Past the upgrade already (a node restored from a snapshot
+		// after it does not see it again): nothing to do.
+		c.logger.Warn("ignoring a kraft.version upgrade entry in a dynamic quorum", "index", e.GetIndex())
+		return nil
+	}
+	if !c.dynamic && !sameIDs(ids, c.confState.GetVoters()) {
 		// Every node has the same controller.quorum.voters (checked
 		// against every snapshot), so this is a node configured apart.
 		return fmt.Errorf("%w: the kraft.version upgrade at index %d records voters %v, this node's are %v", ErrCorruptState, e.GetIndex(), ids, c.confState.GetVoters())
 	}
+	for _, id := range ids {
+		if !c.isVoter(id) {
+			add := &raftpb.ConfChangeV2{Transition: raftpb.ConfChangeTransitionAuto.Enum(),
+				Changes: []*raftpb.ConfChangeSingle{{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: new(id)}}}
+			c.confState = cloneConfState(c.rn.ApplyConfChange(add))
+		}
+	}
 	c.confState = cloneConfState(c.rn.ApplyConfChange(cc))
 	c.members, c.dynamic, c.announced, c.volatile = ms, true, true, nil
+	if msg := c.checkRecords(); msg != "" {
+		return fmt.Errorf("%w: after the kraft.version upgrade at index %d: %s", ErrCorruptState, e.GetIndex(), msg)
+	}
 	c.noteJoined()
 	c.snapshotDue = min(c.snapshotDue, c.applied) // record the membership in a snapshot soon
 	c.logger.Info("the quorum is at kraft.version 1: its voters are now the log's", "index", e.GetIndex(), "voters", ids)
