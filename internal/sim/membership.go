@@ -87,7 +87,7 @@ type voterOps struct {
 	// process that dies never answers, so its death ends the wait.
 	asked *process
 	// changed counts the operator's changes that completed.
-	added, removed int
+	added, removed, upgraded int
 }
 
 func newVoterOps(c *Cluster) *voterOps {
@@ -118,6 +118,23 @@ func (v *voterOps) loop() {
 	}
 	p := c.quorumLeader()
 	if p == nil {
+		return
+	}
+	if p.core.KRaftVersion() == quorum.KRaftVersionStatic {
+		// FaultMix.Upgrade: kafka-features upgrade --feature
+		// kraft.version=1 first; refused until the leader has every
+		// voter's record, so asked again next period.
+		v.asked = p
+		c.tracef("operator: upgrading the quorum to kraft.version 1 (through n%d)", p.n.id)
+		simQuorumAdmin{p}.UpgradeKRaft(false, voterChangeTimeout, func(err error) {
+			if v.asked == p {
+				v.asked = nil
+			}
+			c.tracef("operator: kraft.version upgrade: %v", err)
+			if err == nil {
+				v.upgraded++
+			}
+		})
 		return
 	}
 	// The operator reads the quorum as kafka-metadata-quorum does.

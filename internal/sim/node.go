@@ -219,11 +219,14 @@ func (n *node) start() error {
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
-	dynamic := n.c.voters != nil
+	changing := n.c.voters != nil
+	dynamic := changing && !n.c.opts.Faults.Upgrade
 	voters := n.c.raftVoters()
-	n.port = controllerPort
 	if dynamic {
 		voters = nil
+	}
+	n.port = controllerPort
+	if changing {
 		// From the incarnation, not the run's random stream (which must
 		// not shift for the pinned seeds).
 		n.port = controllerPort + uint16(n.incarnation/2%3)
@@ -234,7 +237,7 @@ func (n *node) start() error {
 		Dynamic:        dynamic,
 		Standalone:     dynamic && n.id == n.c.ids[0],
 		Self:           n.member(),
-		UpdateSelf:     dynamic,
+		UpdateSelf:     changing,
 		Dir:            path.Join("data", metadataDir),
 		FS:             n.fs,
 		ElectionTicks:  electionTicks,

@@ -310,6 +310,8 @@ func TestMembershipSeeds(t *testing.T) {
 			o.Faults = FaultMix{Every: 2 * time.Second, Kill: true, Partition: true}
 		}
 		o.Faults.Membership = true
+		// Every other seed starts static and is upgraded first.
+		o.Faults.Upgrade = seed%2 == 0
 		o.Verbose = verbose
 		o.Out = func(s string) { t.Log(s) }
 		return Run(o)
@@ -322,7 +324,7 @@ func TestMembershipSeeds(t *testing.T) {
 	if testing.Short() {
 		seeds = min(seeds, 20)
 	}
-	var added, removed, updated int
+	var added, removed, updated, upgraded int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
@@ -332,6 +334,7 @@ func TestMembershipSeeds(t *testing.T) {
 		added += r.Stats.VotersAdded
 		removed += r.Stats.VotersRemoved
 		updated += r.Stats.VotersUpdated
+		upgraded += r.Stats.KRaftUpgrades
 	}
-	t.Logf("%d seeds: %d voters added, %d removed, %d updated (a new port)", seeds, added, removed, updated)
+	t.Logf("%d seeds: %d voters added, %d removed, %d updated (a new port), %d static quorums upgraded", seeds, added, removed, updated, upgraded)
 }
