@@ -36,6 +36,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	fs.IntVar(&cfg.Producers, "producers", 3, "producers, each with its own client")
 	fs.IntVar(&cfg.Consumers, "consumers", 2, "consumers, each assigned every partition from the beginning")
 	fs.IntVar(&cfg.GroupMembers, "group-members", 2, "consumers in one group (cooperative-sticky, committing after each poll), besides the assigned ones; 0 for none")
+	fs.IntVar(&cfg.Transformers, "transformers", chaos.Transformers, "with --workload txn: transformers of the consume-transform-produce chain (a consumer group reading the topic read_committed and writing each record, transformed, to <topic>-out in transactions that commit the group's offsets; now and then one is fenced by its successor before it commits); 0 for none")
 	fs.IntVar(&cfg.Rate, "rate", 200, "records per second per producer")
 	fs.StringVar(&cfg.Out, "out", "", "directory for history.json, timeline.html, verdict.txt and the local cluster's data (default: a new temporary directory)")
 	fs.StringVar(&cfg.Bootstrap, "bootstrap-server", "", "run against this cluster instead of starting a local one (no faults then, unless --compose)")
@@ -72,6 +73,10 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	}
 	switch *workload {
 	case "plain":
+		if explicit["transformers"] && cfg.Transformers > 0 {
+			return nil, errors.New("--transformers needs --workload txn")
+		}
+		cfg.Transformers = 0
 	case verify.WorkloadTxn:
 		cfg.Workload = verify.WorkloadTxn
 		if !explicit["group-members"] {
@@ -127,6 +132,9 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 		cfg.Topic = fmt.Sprintf("verify-%d-%d", cfg.Seed, now.Unix())
 	}
 	cfg.Group = cfg.Topic + "-group"
+	if cfg.Transformers > 0 {
+		cfg.ChainGroup, cfg.OutputTopic = cfg.Topic+"-chain", cfg.Topic+"-out"
+	}
 	if *verbose {
 		cfg.BrokerOutput = s.err
 	}

@@ -45,8 +45,25 @@ func TestParseVerifyFlags(t *testing.T) {
 			if c.Workload != verify.WorkloadTxn || c.GroupMembers != 0 {
 				return fmt.Sprintf("txn workload: %q with %d group members", c.Workload, c.GroupMembers)
 			}
+			if c.Transformers != chaos.Transformers || c.ChainGroup != c.Topic+"-chain" || c.OutputTopic != c.Topic+"-out" {
+				return fmt.Sprintf("txn workload chain: %d transformers, group %q, output %q", c.Transformers, c.ChainGroup, c.OutputTopic)
+			}
 			return ""
 		}},
+		{args: []string{"--workload", "txn", "--transformers", "0"}, check: func(c *chaos.Config) string {
+			if c.Transformers != 0 || c.OutputTopic != "" {
+				return fmt.Sprintf("no chain asked for: %d transformers, output %q", c.Transformers, c.OutputTopic)
+			}
+			return ""
+		}},
+		{args: nil, check: func(c *chaos.Config) string {
+			if c.Transformers != 0 {
+				return "the plain workload has no chain"
+			}
+			return ""
+		}},
+		{args: []string{"--transformers", "2"}, wantErr: "--transformers needs --workload txn"},
+		{args: []string{"--workload", "txn", "--transformers", "99"}, wantErr: "--transformers 99"},
 		{args: []string{"--workload", "txn", "--acks", "1"}, wantErr: "--workload txn"},
 		{args: []string{"--workload", "txn", "--group-members", "2"}, wantErr: "--group-members 0"},
 		{args: []string{"--workload", "bank"}, wantErr: `--workload "bank"`},

@@ -258,7 +258,7 @@ func TestSourceNameTellsNodesAndClientsApart(t *testing.T) {
 		ip   string
 		want string
 	}{
-		{"127.0.1.1", "n1"}, {"127.0.1.3", "n3"}, {"127.0.2.7", "p7"}, {"127.0.3.2", "c2"},
+		{"127.0.1.1", "n1"}, {"127.0.1.3", "n3"}, {"127.0.2.7", "p7"}, {"127.0.3.2", "c2"}, {"127.0.4.2", "x2"},
 		{"127.0.0.1", otherSource}, {"10.0.1.1", otherSource}, {"127.0.1.0", otherSource}, {"::1", otherSource},
 	} {
 		if got := sourceName(&net.TCPAddr{IP: net.ParseIP(tt.ip), Port: 5000}); got != tt.want {
@@ -307,8 +307,9 @@ func TestDamageSegment(t *testing.T) {
 }
 
 // TestVerifyLocalClusterTxn is TestVerifyLocalCluster for the txn
-// workload: transactional producers and read_committed consumers under
-// the same faults, judged by verify.CheckTxn. Asked for like it:
+// workload: transactional producers, read_committed consumers and the
+// consume-transform-produce chain under the same faults, judged by
+// verify.CheckTxn. Asked for like it:
 // SKEINTEST_VERIFY=1 go test ./internal/chaos -run TestVerifyLocalClusterTxn
 func TestVerifyLocalClusterTxn(t *testing.T) {
 	if testing.Short() || os.Getenv("SKEINTEST_VERIFY") != "1" {
@@ -323,17 +324,23 @@ func TestVerifyLocalClusterTxn(t *testing.T) {
 	cfg := &Config{Workload: verify.WorkloadTxn, Duration: ciVerifyDuration, Seed: ciVerifySeed, Nemesis: kinds, NemesisName: ciVerifyNemesis,
 		Acks: verify.AcksAll, Idempotent: true, Partitions: 3, ReplicationFactor: 3, MinInsync: 2, Producers: 3, Consumers: 2,
 		Rate: 100, Out: out, Port: freeBasePort(t), Brokers: LocalBrokers, Topic: fmt.Sprintf("verify-txn-%d", ciVerifySeed),
-		DrainTimeout: time.Minute, Bin: bin}
+		DrainTimeout: time.Minute, Bin: bin, Transformers: Transformers}
+	cfg.ChainGroup, cfg.OutputTopic = cfg.Topic+"-chain", cfg.Topic+"-out"
 	h, logs := runLocalVerify(t, cfg)
 	res := verify.CheckTxn(h)
 	verdict := res.Verdict(h.Meta)
 	t.Log(verdict)
-	if !res.Valid || !h.Meta.DrainComplete {
+	if !res.Valid || !h.Meta.DrainComplete || !h.Meta.ChainDrainComplete {
 		t.Fatalf("verify found problems (data in %s):\n%s\n%s", out, verdict, logs.String())
 	}
-	// Both outcomes happened and were checked: commits read, aborts not.
+	// Both outcomes happened and were checked: commits read, aborts not;
+	// the chain committed, aborted, had zombies fenced, and its committed
+	// offsets were read back.
 	if res.TxnCommitted == 0 || res.TxnAborted == 0 || res.ReadValues == 0 {
 		t.Fatalf("too little traffic checked:\n%s", verdict)
+	}
+	if st := res.Chain; st == nil || st.Committed == 0 || st.Aborted == 0 || st.FencedEnds == 0 || st.Final == nil || st.Transformed == 0 {
+		t.Fatalf("too little of the chain checked:\n%s", verdict)
 	}
 	if err := Report(cfg, h, logs); err != nil {
 		t.Fatalf("report: %v", err)

@@ -55,14 +55,19 @@ type Config struct {
 	Consumers         int
 	GroupMembers      int    // consumers in one group, numbered after the assigned ones
 	Group             string // their group
-	Rate              int    // records per second per producer
-	Out               string // directory of the report and the local cluster's data
-	Bootstrap         string // empty: start a local cluster
-	Compose           string // Compose project whose containers the faults hit (with Bootstrap)
-	Port              int    // client port of local broker 1 (devcluster.BasePorts)
-	Brokers           int    // size of the local cluster
-	Topic             string
-	DrainTimeout      time.Duration
+	// Transformers of the txn workload's consume-transform-produce chain
+	// (0: none), reading Topic in ChainGroup and writing OutputTopic.
+	Transformers int
+	ChainGroup   string
+	OutputTopic  string
+	Rate         int    // records per second per producer
+	Out          string // directory of the report and the local cluster's data
+	Bootstrap    string // empty: start a local cluster
+	Compose      string // Compose project whose containers the faults hit (with Bootstrap)
+	Port         int    // client port of local broker 1 (devcluster.BasePorts)
+	Brokers      int    // size of the local cluster
+	Topic        string
+	DrainTimeout time.Duration
 	// Bin is the skein binary the local brokers run.
 	Bin string
 	// BrokerOutput, when set, receives the local brokers' logs besides
@@ -104,6 +109,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--workload %q: want plain or txn", c.Workload)
 	case c.Workload == verify.WorkloadTxn && (c.GroupMembers > 0 || !c.Idempotent || c.Acks != verify.AcksAll):
 		return errors.New("--workload txn: transactional producers need --acks all and --idempotent, and the group members are not part of it (--group-members 0)")
+	case c.Transformers < 0 || c.Transformers > MaxConsumers:
+		return fmt.Errorf("--transformers %d: want 0 to %d", c.Transformers, MaxConsumers)
+	case c.Transformers > 0 && c.Workload != verify.WorkloadTxn:
+		return errors.New("--transformers: the consume-transform-produce chain is part of --workload txn")
+	case c.Transformers > 0 && (c.ChainGroup == "" || c.OutputTopic == ""):
+		return errors.New("the chain needs its group and output topic")
 	case c.DrainTimeout < time.Second || c.DrainTimeout > time.Hour:
 		return fmt.Errorf("--drain-timeout %v: want between 1s and 1h", c.DrainTimeout)
 	case c.Bootstrap == "" && (c.Port < 1024 || c.Port+100*(c.Brokers-1)+2 > 65535):

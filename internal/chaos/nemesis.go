@@ -95,8 +95,12 @@ type nemesis struct {
 	rf        int
 	producers int
 	consumers int // assigned consumers and group members, all from the consumers' network
-	paused    []bool
-	limited   []bool // file size limited (disk-full)
+	// transformers of the txn workload's chain, and its group ("": no
+	// chain)
+	transformers int
+	chainGroup   string
+	paused       []bool
+	limited      []bool // file size limited (disk-full)
 	// stopping: the run ends without its history being judged (Ctrl-C),
 	// so heal starts no broker that is down only to stop it again.
 	stopping bool
@@ -104,7 +108,7 @@ type nemesis struct {
 
 func newNemesis(c *devcluster.Cluster, vn *faultNetwork, rec *recorder, cfg *Config, log io.Writer) *nemesis {
 	return &nemesis{faultBook: newFaultBook(rec, log), c: c, vn: vn, topic: cfg.Topic, parts: cfg.Partitions, rf: cfg.ReplicationFactor,
-		producers: cfg.Producers, consumers: cfg.Consumers + cfg.GroupMembers, paused: make([]bool, c.Brokers()), limited: make([]bool, c.Brokers())}
+		producers: cfg.Producers, consumers: cfg.Consumers + cfg.GroupMembers, transformers: cfg.Transformers, chainGroup: cfg.ChainGroup, paused: make([]bool, c.Brokers()), limited: make([]bool, c.Brokers())}
 }
 
 // run follows plan until it ends, ctx ends or the next fault would not be
@@ -128,9 +132,11 @@ func (n *nemesis) run(ctx context.Context, plan []FaultStep, deadline time.Time)
 		var err error
 		switch s.kind {
 		case FaultKill:
-			err = n.killFor(ctx, s.broker, s.hold)
+			target, why := n.chainTargetOr(ctx, s)
+			err = n.killFor(ctx, target, s.hold, why)
 		case FaultPause:
-			err = n.pauseFor(ctx, s.broker, s.hold)
+			target, why := n.chainTargetOr(ctx, s)
+			err = n.pauseFor(ctx, target, s.hold, why)
 		case FaultRestart:
 			err = n.rollingRestart(ctx)
 		case FaultIsolateLeader, FaultIsolateController, FaultIsolateMinority, FaultCutClients, FaultSlow:
@@ -149,9 +155,10 @@ func (n *nemesis) run(ctx context.Context, plan []FaultStep, deadline time.Time)
 	return nil
 }
 
-// begin records the start of a fault and returns its id.
-func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error {
-	id := n.begin(i, FaultKill, fmt.Sprintf("kill -9 broker %d", i+1))
+// killFor kills broker i (why: what it is to the workload, or "") and
+// starts it again after hold.
+func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration, why string) error {
+	id := n.begin(i, FaultKill, fmt.Sprintf("kill -9 broker %d%s", i+1, why))
 	n.c.Kill(i)
 	if !sleepCtx(ctx, hold) {
 		return nil
@@ -163,11 +170,11 @@ func (n *nemesis) killFor(ctx context.Context, i int, hold time.Duration) error 
 	return nil
 }
 
-func (n *nemesis) pauseFor(ctx context.Context, i int, hold time.Duration) error {
+func (n *nemesis) pauseFor(ctx context.Context, i int, hold time.Duration, why string) error {
 	if !n.c.Running(i) {
 		return nil
 	}
-	id := n.begin(i, FaultPause, fmt.Sprintf("pause broker %d (SIGSTOP)", i+1))
+	id := n.begin(i, FaultPause, fmt.Sprintf("pause broker %d%s (SIGSTOP)", i+1, why))
 	if err := n.c.Pause(i); err != nil {
 		return err
 	}

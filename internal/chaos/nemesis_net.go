@@ -50,8 +50,8 @@ func (n *nemesis) networkFault(ctx context.Context, s FaultStep) error {
 	case FaultCutClients:
 		partition := s.partition % int32(n.parts)
 		target = n.leaderOr(ctx, partition, s.broker)
-		links = clientLinks(n.producers, n.consumers, nodeName(target))
-		note = fmt.Sprintf("cut producers and consumers off broker %d, leader of partition %d (%s)", target+1, partition, mode)
+		links = clientLinks(n.producers, n.consumers, n.transformers, nodeName(target))
+		note = fmt.Sprintf("cut producers, consumers and transformers off broker %d, leader of partition %d (%s)", target+1, partition, mode)
 	case FaultSlow:
 		rule = faultnet.Rule{Fault: faultnet.Delay, Delay: s.delay}
 		links = faultnet.Between(n.vn.nodes, n.vn.nodes)
@@ -101,4 +101,46 @@ func (n *nemesis) controllerOr(ctx context.Context, fallback int) int {
 	}
 	fmt.Fprintf(n.log, "nemesis: no active controller known (%v); hitting broker %d\n", err, fallback+1)
 	return fallback
+}
+
+// chainTargetOr picks the broker a kill or pause hits. With the txn
+// workload's chain, two in three hit what the chain leans on, looked up
+// now: the coordinator of its group, or of one transformer's
+// transactions. The rest, and any the cluster cannot name within
+// lookupTimeout, hit the broker the schedule drew. why says what the
+// target is to the chain ("" for a drawn one).
+func (n *nemesis) chainTargetOr(ctx context.Context, s FaultStep) (int, string) {
+	if n.chainGroup == "" || n.transformers < 1 {
+		return s.broker, ""
+	}
+	var key, why string
+	var find func(*kadm.Client, context.Context, ...string) kadm.FindCoordinatorResponses
+	switch s.partition % 3 {
+	case 1:
+		key, why, find = n.chainGroup, ", coordinator of the chain's group", (*kadm.Client).FindGroupCoordinators
+	case 2:
+		x := int(s.partition/3)%n.transformers + 1
+		key, why, find = transformerTxnID(n.topic, x), fmt.Sprintf(", transaction coordinator of transformer %d", x), (*kadm.Client).FindTxnCoordinators
+	default:
+		return s.broker, ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	cl, err := n.c.Client()
+	if err == nil {
+		defer cl.Close()
+		r, ok := find(kadm.NewClient(cl), lctx, key)[key]
+		switch {
+		case !ok:
+			err = fmt.Errorf("no answer for %s", key)
+		case r.Err != nil:
+			err = r.Err
+		case r.NodeID < 1 || int(r.NodeID) > n.c.Brokers():
+			err = fmt.Errorf("coordinator %d", r.NodeID)
+		default:
+			return int(r.NodeID) - 1, why
+		}
+	}
+	fmt.Fprintf(n.log, "nemesis: no coordinator for %s known (%v); hitting broker %d\n", key, err, s.broker+1)
+	return s.broker, ""
 }

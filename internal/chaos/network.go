@@ -21,8 +21,9 @@ import (
 //   - the proxies listen where the cluster is known to be,
 //     127.0.0.1:<client port> and 127.0.0.1:<controller port>: the nodes
 //     advertise those, and controller.quorum.voters names them;
-//   - producer p dials from 127.0.2.p and consumer c from 127.0.3.c, so a
-//     fault can cut one client off; anything else (the nemesis's own
+//   - producer p dials from 127.0.2.p, consumer c from 127.0.3.c (its
+//     reader of the chain's output too) and the chain's transformer x
+//     from 127.0.4.x, so a fault can cut one client off; anything else (the nemesis's own
 //     metadata look-ups, admin clients) comes from 127.0.0.1 and is never
 //     cut.
 //
@@ -32,13 +33,16 @@ const (
 	nodeNet     = "127.0.1."
 	producerNet = "127.0.2."
 	consumerNet = "127.0.3."
-	proxyHost   = "127.0.0.1"
+	// transformerNet: the txn workload chain's transformers.
+	transformerNet = "127.0.4."
+	proxyHost      = "127.0.0.1"
 )
 
 // Names of the sources and destinations in the proxies' rule table.
-func nodeName(i int) string     { return "n" + strconv.Itoa(i+1) }
-func producerName(p int) string { return "p" + strconv.Itoa(p) }
-func consumerName(c int) string { return "c" + strconv.Itoa(c) }
+func nodeName(i int) string        { return "n" + strconv.Itoa(i+1) }
+func producerName(p int) string    { return "p" + strconv.Itoa(p) }
+func consumerName(c int) string    { return "c" + strconv.Itoa(c) }
+func transformerName(x int) string { return "x" + strconv.Itoa(x) }
 
 const otherSource = "admin"
 
@@ -62,6 +66,8 @@ func sourceName(a net.Addr) string {
 		return producerName(id)
 	case ip[1] == 0 && ip[2] == 3 && id >= 1:
 		return consumerName(id)
+	case ip[1] == 0 && ip[2] == 4 && id >= 1:
+		return transformerName(id)
 	}
 	return otherSource
 }
@@ -126,14 +132,18 @@ func (vn *faultNetwork) others(isolated ...string) []string {
 	return out
 }
 
-// clientLinks lists the links from every producer and consumer to node.
-func clientLinks(producers, consumers int, node string) []faultnet.Link {
+// clientLinks lists the links from every producer, consumer and
+// transformer to node.
+func clientLinks(producers, consumers, transformers int, node string) []faultnet.Link {
 	var out []faultnet.Link
 	for p := 1; p <= producers; p++ {
 		out = append(out, faultnet.Link{From: producerName(p), To: node})
 	}
 	for c := 1; c <= consumers; c++ {
 		out = append(out, faultnet.Link{From: consumerName(c), To: node})
+	}
+	for x := 1; x <= transformers; x++ {
+		out = append(out, faultnet.Link{From: transformerName(x), To: node})
 	}
 	return out
 }

@@ -64,6 +64,7 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 	var local *nemesis // the local cluster's driver, when there is one
 	meta := verify.Meta{Workload: cfg.Workload, Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers, Consumers: cfg.Consumers,
 		GroupMembers: cfg.GroupMembers, Group: cfg.Group,
+		Transformers: cfg.Transformers, ChainGroup: cfg.ChainGroup, OutputTopic: cfg.OutputTopic,
 		Acks: cfg.Acks, Idempotent: cfg.Idempotent, Seed: cfg.Seed, Nemesis: cfg.NemesisName, Duration: cfg.Duration,
 		Started: started.UTC(), Cluster: cfg.Bootstrap}
 	if cfg.Bootstrap == "" {
@@ -93,8 +94,13 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 		meta.Cluster = fmt.Sprintf("Compose project %s (%d brokers) at %s", cfg.Compose, cn.brokers(), cfg.Bootstrap)
 	}
 	fmt.Fprintf(log, "verify: seed %d, topic %s, cluster %s, output in %s\n", cfg.Seed, cfg.Topic, meta.Cluster, cfg.Out)
-	if err := createVerifyTopic(ctx, cfg, seeds); err != nil {
+	if err := createVerifyTopic(ctx, cfg, seeds, cfg.Topic); err != nil {
 		return nil, err
+	}
+	if cfg.Transformers > 0 {
+		if err := createVerifyTopic(ctx, cfg, seeds, cfg.OutputTopic); err != nil {
+			return nil, err
+		}
 	}
 
 	prog := newProgress()
@@ -117,6 +123,15 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 			if err := run(consumerCtx, id, cfg, seeds, rec, prog, dial...); err != nil {
 				consumerErrs <- err
 			}
+		})
+	}
+	var chain *chainStage
+	if cfg.Transformers > 0 {
+		chain = startChain(consumerCtx, cfg, seeds, rec, func(net string, id int) []kgo.Opt {
+			if local == nil {
+				return nil
+			}
+			return []kgo.Opt{clientDialer(net + strconv.Itoa(id))}
 		})
 	}
 	producers := make([]workloadProducer, 0, cfg.Producers)
@@ -175,6 +190,9 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 		}
 		stopConsumers()
 		consumers.Wait()
+		if chain != nil {
+			chain.abandon()
+		}
 		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 
@@ -197,12 +215,21 @@ func Run(ctx context.Context, cfg *Config, log io.Writer) (*verify.History, erro
 
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "drain"})
 	meta.DrainComplete, meta.DrainNote = drainConsumers(ctx, cfg, seeds, prog, log)
+	if chain != nil {
+		rec.add(verify.Event{Type: verify.EventPhase, Note: "chain drain"})
+		chain.finish(ctx, prog.dataEnds(), &meta, log)
+	}
 	rec.add(verify.Event{Type: verify.EventPhase, Note: "done"})
 	stopConsumers()
 	consumers.Wait()
 	close(consumerErrs)
 	if err := <-consumerErrs; err != nil {
 		return nil, err
+	}
+	if chain != nil {
+		if err := chain.err(); err != nil {
+			return nil, err
+		}
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
@@ -280,9 +307,10 @@ func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devclu
 	return c, vn, c.WaitReady(readyCtx)
 }
 
-// createVerifyTopic creates the topic and waits until every partition has
-// a leader and a full ISR, so the run starts from a healthy state.
-func createVerifyTopic(ctx context.Context, cfg *Config, seeds []string) error {
+// createVerifyTopic creates topic (the run's, or the chain's output) and
+// waits until every partition has a leader and a full ISR, so the run
+// starts from a healthy state.
+func createVerifyTopic(ctx context.Context, cfg *Config, seeds []string, topic string) error {
 	cl, err := kgo.NewClient(cfg.clientOpts(seeds)...)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
@@ -291,14 +319,14 @@ func createVerifyTopic(ctx context.Context, cfg *Config, seeds []string) error {
 	tctx, cancel := context.WithTimeout(ctx, topicReadyTimeout)
 	defer cancel()
 	minISR := strconv.Itoa(cfg.MinInsync)
-	resp, err := kadm.NewClient(cl).CreateTopic(tctx, int32(cfg.Partitions), int16(cfg.ReplicationFactor), map[string]*string{"min.insync.replicas": &minISR}, cfg.Topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(tctx, int32(cfg.Partitions), int16(cfg.ReplicationFactor), map[string]*string{"min.insync.replicas": &minISR}, topic)
 	if err == nil && resp.Err != nil {
 		err = fmt.Errorf("%w (broker: %s)", resp.Err, resp.ErrMessage)
 	}
 	if err != nil {
-		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return topicReady(tctx, cfg.clientOpts(seeds), cfg.Topic, cfg.Partitions, cfg.ReplicationFactor)
+	return topicReady(tctx, cfg.clientOpts(seeds), topic, cfg.Partitions, cfg.ReplicationFactor)
 }
 
 // topicReady waits until every partition of topic has a leader and
@@ -344,8 +372,13 @@ func healAndWait(ctx context.Context, nem faultDriver, cfg *Config, seeds []stri
 		fmt.Fprintf(log, "verify: not every broker came back: %v\n", err)
 		return nil
 	}
-	if err := topicReady(hctx, cfg.clientOpts(seeds), cfg.Topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
-		fmt.Fprintf(log, "verify: the topic did not recover full ISRs: %v\n", err)
+	for _, topic := range []string{cfg.Topic, cfg.OutputTopic} {
+		if topic == "" {
+			continue
+		}
+		if err := topicReady(hctx, cfg.clientOpts(seeds), topic, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+			fmt.Fprintf(log, "verify: topic %s did not recover full ISRs: %v\n", topic, err)
+		}
 	}
 	return nil
 }
@@ -355,15 +388,21 @@ func healAndWait(ctx context.Context, nem faultDriver, cfg *Config, seeds []stri
 // has read up to them. It reports whether they all did, and if not where
 // they stopped.
 func drainConsumers(ctx context.Context, cfg *Config, seeds []string, prog *progress, log io.Writer) (bool, string) {
-	ends, err := endOffsets(ctx, cfg, seeds)
+	return drainTopic(ctx, cfg, seeds, cfg.Topic, prog, cfg.Consumers, cfg.GroupMembers > 0, log)
+}
+
+// drainTopic waits like drainConsumers for the consumers of topic (and
+// the group, when group) tracked by prog.
+func drainTopic(ctx context.Context, cfg *Config, seeds []string, topic string, prog *progress, consumers int, group bool, log io.Writer) (bool, string) {
+	ends, err := endOffsets(ctx, cfg, seeds, topic)
 	if err != nil {
 		return false, err.Error()
 	}
-	fmt.Fprintf(log, "verify: draining consumers to end offsets %v\n", ends)
+	fmt.Fprintf(log, "verify: draining consumers of %s to end offsets %v\n", topic, ends)
 	dctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
 	for {
-		behind := prog.behind(cfg.Consumers, cfg.GroupMembers > 0, ends)
+		behind := prog.behind(consumers, group, ends)
 		if len(behind) == 0 {
 			return true, ""
 		}
@@ -383,12 +422,12 @@ func drainConsumers(ctx context.Context, cfg *Config, seeds []string, prog *prog
 // acks=1 a leader acknowledges records its followers have not copied yet:
 // the high watermark goes on rising after the producers stop, and a drain
 // to its first value would miss acknowledged records that are not lost.
-func endOffsets(ctx context.Context, cfg *Config, seeds []string) (map[int32]int64, error) {
+func endOffsets(ctx context.Context, cfg *Config, seeds []string, topic string) (map[int32]int64, error) {
 	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
 	defer cancel()
 	var prev map[int32]int64
 	err := devcluster.WaitFor(ectx, "end offsets to settle", func() bool {
-		ends, err := endOffsetsOnce(ectx, cfg, seeds)
+		ends, err := endOffsetsOnce(ectx, cfg, seeds, topic)
 		if err != nil {
 			return false
 		}
@@ -406,7 +445,7 @@ func endOffsets(ctx context.Context, cfg *Config, seeds []string) (map[int32]int
 
 // endOffsetsOnce asks for every partition's end offset, retrying while
 // leaders settle.
-func endOffsetsOnce(ctx context.Context, cfg *Config, seeds []string) (map[int32]int64, error) {
+func endOffsetsOnce(ctx context.Context, cfg *Config, seeds []string, topic string) (map[int32]int64, error) {
 	ectx, cancel := context.WithTimeout(ctx, endOffsetsTimeout)
 	defer cancel()
 	var ends map[int32]int64
@@ -418,7 +457,7 @@ func endOffsetsOnce(ctx context.Context, cfg *Config, seeds []string) (map[int32
 			return false
 		}
 		defer cl.Close()
-		listed, err := kadm.NewClient(cl).ListEndOffsets(ectx, cfg.Topic)
+		listed, err := kadm.NewClient(cl).ListEndOffsets(ectx, topic)
 		if err == nil {
 			err = listed.Error()
 		}

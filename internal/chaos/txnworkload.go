@@ -136,7 +136,16 @@ func (p *txnProducer) transaction(ctx context.Context, tick <-chan time.Time, st
 		_ = p.cl.AbortBufferedRecords(actx) // fails what is left; each failure is recorded
 		cancel()
 	}
-	answered.Wait()
+	if !waitGroupFor(&answered, answerGrace) {
+		// The client holds records it neither sends nor fails (seen
+		// under faults: Flush and AbortBufferedRecords time out and the
+		// promises never run). It is given up on without asking to
+		// commit, so the transaction cannot have committed; the
+		// replacement's InitProducerId aborts it. Closing the client
+		// fails the records, and those failures are recorded.
+		p.rec.add(verify.Event{Type: verify.EventTxnEnd, Producer: p.id, Txn: name, Note: "abort", Err: errUnanswered.Error()})
+		return fmt.Errorf("%s: %w", name, errUnanswered)
+	}
 	mu.Lock()
 	if failed || flushErr != nil {
 		commit = false // a record not written: the transaction cannot be whole

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -114,13 +115,31 @@ func (p *verifyProducer) finish(flushTimeout time.Duration) {
 	defer cancel()
 	_ = p.cl.Flush(ctx) // a timeout is fine: Close fails the rest, and each failure is recorded
 	p.cl.Close()
+	waitGroupFor(&p.inFlight, flushTimeout)
+}
+
+// waitGroupFor waits up to d for wg; false when it had not finished by
+// then (the goroutine waiting on it stays until it does).
+func waitGroupFor(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
-	go func() { p.inFlight.Wait(); close(done) }()
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(flushTimeout):
+		return true
+	case <-t.C:
+		return false
 	}
 }
+
+// answerGrace bounds the wait for a transaction's record promises once
+// its client flushed, or failed to and aborted what it buffered.
+const answerGrace = 10 * time.Second
+
+// errUnanswered: a transaction's client holds records it neither sent nor
+// failed.
+var errUnanswered = errors.New("records never answered: client abandoned")
 
 // definitelyNotWritten tells a failure that proves the record was not
 // written from one whose outcome is unknown. Only an error the broker
@@ -141,13 +160,30 @@ func definitelyNotWritten(err error) bool {
 // progress tracks, per consumer and partition, the offset after the last
 // one read, so the drain phase knows when every consumer reached the end.
 type progress struct {
-	mu      sync.Mutex
-	next    map[int]map[int32]int64
+	mu   sync.Mutex
+	next map[int]map[int32]int64
+	// data is, per partition, the offset after the last data record any
+	// consumer read (markers left out): where a group that consumed
+	// everything commits.
+	data    map[int32]int64
 	changed chan struct{} // receives (without blocking the sender) after each update
 }
 
 func newProgress() *progress {
-	return &progress{next: map[int]map[int32]int64{}, changed: make(chan struct{}, 1)}
+	return &progress{next: map[int]map[int32]int64{}, data: map[int32]int64{}, changed: make(chan struct{}, 1)}
+}
+
+func (p *progress) advanceData(partition int32, next int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.data[partition] = max(p.data[partition], next)
+}
+
+// dataEnds copies data.
+func (p *progress) dataEnds() map[int32]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.data)
 }
 
 func (p *progress) advance(consumer int, partition int32, next int64) {
@@ -194,11 +230,25 @@ func (p *progress) behind(consumers int, group bool, ends map[int32]int64) []str
 // (not group) consumer until ctx ends, recording each non-empty poll and
 // every record read.
 func runConsumer(ctx context.Context, id int, cfg *Config, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
+	return consumeTopic(ctx, id, cfg, cfg.Topic, verify.EventRead, seeds, rec, prog, extra...)
+}
+
+// runOutputConsumer reads the chain's output topic like runConsumer reads
+// the input (read_committed: it is the txn workload's), recording reads
+// as chain-output events.
+func runOutputConsumer(ctx context.Context, id int, cfg *Config, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
+	return consumeTopic(ctx, id, cfg, cfg.OutputTopic, verify.EventChainOutput, seeds, rec, prog, extra...)
+}
+
+// consumeTopic reads every partition of topic from the beginning with an
+// assigned consumer until ctx ends, recording each non-empty poll, and
+// every record read as an event of type read.
+func consumeTopic(ctx context.Context, id int, cfg *Config, topic string, read verify.EventType, seeds []string, rec *recorder, prog *progress, extra ...kgo.Opt) error {
 	assign := map[int32]kgo.Offset{}
 	for p := range int32(cfg.Partitions) {
 		assign[p] = kgo.NewOffset().AtStart()
 	}
-	opts := append(cfg.clientOpts(seeds), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign}),
+	opts := append(cfg.clientOpts(seeds), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	txn := cfg.Workload == verify.WorkloadTxn
 	if txn {
@@ -208,7 +258,7 @@ func runConsumer(ctx context.Context, id int, cfg *Config, seeds []string, rec *
 	}
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
-		return fmt.Errorf("consumer %d: %w", id, err)
+		return fmt.Errorf("consumer %d of %s: %w", id, topic, err)
 	}
 	defer cl.Close()
 	var poll int64
@@ -221,14 +271,19 @@ func runConsumer(ctx context.Context, id int, cfg *Config, seeds []string, rec *
 			continue
 		}
 		poll++
-		rec.addAt(now, verify.Event{Type: verify.EventPoll, Consumer: id, Poll: poll, Err: strings.Join(errs, "; ")})
+		if read == verify.EventRead {
+			// Polls of the chain's output are not recorded: the poll
+			// numbers are the input consumer's.
+			rec.addAt(now, verify.Event{Type: verify.EventPoll, Consumer: id, Poll: poll, Err: strings.Join(errs, "; ")})
+		}
 		for _, r := range records {
 			if txn && r.Attrs.IsControl() {
 				prog.advance(id, r.Partition, r.Offset+1)
 				continue
 			}
-			rec.addAt(now, verify.Event{Type: verify.EventRead, Consumer: id, Poll: poll, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+			rec.addAt(now, verify.Event{Type: read, Consumer: id, Poll: poll, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			prog.advance(id, r.Partition, r.Offset+1)
+			prog.advanceData(r.Partition, r.Offset+1)
 		}
 	}
 	return nil

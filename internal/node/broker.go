@@ -48,6 +48,12 @@ type Options struct {
 	// JWKSRootCAs are the CAs an https:// sasl.oauthbearer.jwks.endpoint.url
 	// is trusted by; nil: the system's.
 	JWKSRootCAs *x509.CertPool
+	// AuthClock, if set, is the clock connections' SASL sessions are
+	// judged by: when a login (and its connections.max.reauth.ms lifetime,
+	// KIP-368, or its OAUTHBEARER token) starts and ends. Tests advance it
+	// to carry a session past its lifetime without waiting; nil is the
+	// wall clock.
+	AuthClock func() time.Time
 }
 
 type partKey struct {
@@ -234,6 +240,9 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.AuthClock == nil {
+		opts.AuthClock = time.Now
 	}
 	b := &Broker{
 		cfg:   cfg,

@@ -59,7 +59,7 @@ func (a *connSASL) Handshake(version int16, mechanism string, respond func([]str
 // as soon as it is decoded.
 func (a *connSASL) Authenticate(version int16, token []byte, respond func(code int16, message string, token []byte, lifetime time.Duration)) {
 	reauth := a.s.Reauthenticating()
-	o := a.s.Authenticate(token, version, time.Now())
+	o := a.s.Authenticate(token, version, a.c.b.opts.AuthClock())
 	if o.RefreshKeys && a.c.b.jwks != nil {
 		a.c.b.jwks.kick()
 	}
@@ -120,7 +120,7 @@ func (c *conn) saslAdmits(key int16, clientID string) bool {
 	if c.sasl == nil {
 		return true
 	}
-	why := c.sasl.s.Admit(key, time.Now())
+	why := c.sasl.s.Admit(key, c.b.opts.AuthClock())
 	if why == sasl.Serve {
 		return true
 	}

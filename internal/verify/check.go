@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -334,21 +335,5 @@ func (c *checker) checkFailed() {
 }
 
 func sortedPositions(m map[position][]observation) []position {
-	out := make([]position, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b position) int {
-		if a.partition != b.partition {
-			return int(a.partition) - int(b.partition)
-		}
-		switch {
-		case a.offset < b.offset:
-			return -1
-		case a.offset > b.offset:
-			return 1
-		}
-		return 0
-	})
-	return out
+	return slices.SortedFunc(maps.Keys(m), comparePositions)
 }

@@ -72,6 +72,45 @@ const (
 	// confirmed it. A commit that errored has an unknown outcome; an abort
 	// (or a transaction never asked to commit) cannot have committed.
 	EventTxnEnd EventType = "txn-end"
+
+	// The txn workload's consume-transform-produce chain (Meta.Transformers
+	// > 0): transformers (Consumer numbers them, Group is Meta.ChainGroup)
+	// read the input topic read_committed in one group and, in each
+	// transaction Txn ("x1.t7": transformer 1's seventh), write one output
+	// record per input record to Meta.OutputTopic and commit their group's
+	// offsets. Output values are ChainValue(txn, input partition, input
+	// offset, input value).
+
+	// EventChainInit: transformer Consumer's client was given ProducerID
+	// and Epoch for its transactional id (an InitProducerId answer): every
+	// older epoch of that id is fenced from then on.
+	EventChainInit EventType = "chain-init"
+	// EventChainRead: transformer Consumer read Value at Partition/Offset
+	// of the input topic into transaction Txn.
+	EventChainRead EventType = "chain-read"
+	// EventChainWrite: transformer Consumer produced output Value to
+	// Partition of the output topic in transaction Txn (recorded before
+	// the record is handed to the client); EventChainWritten is its
+	// answer: Offset, or Err.
+	EventChainWrite   EventType = "chain-write"
+	EventChainWritten EventType = "chain-written"
+	// EventChainOffset: transaction Txn carries the group's offset Offset
+	// (the next to read) for input Partition.
+	EventChainOffset EventType = "chain-offset"
+	// EventChainEnd: transformer Consumer ended Txn. Note is the outcome
+	// as the client knows it: "commit" (confirmed), "abort" (confirmed
+	// not committed: asked to abort, or aborted because the group
+	// rebalanced) or "unknown" (a commit that errored; Err says how).
+	// ProducerID and Epoch are the producer's when it sent the end
+	// (ProducerID -1: unknown); Latency is since it was sent.
+	EventChainEnd EventType = "chain-end"
+	// EventChainCommitted: after the transformers stopped, the group's
+	// committed offset for input Partition was Offset (-1: none).
+	EventChainCommitted EventType = "chain-committed"
+	// EventChainOutput: consumer Consumer (read_committed, assigned every
+	// output partition from the start) read output Value at
+	// Partition/Offset of the output topic.
+	EventChainOutput EventType = "chain-output"
 )
 
 // Event is one entry of a history. Only the fields its Type uses are set;
@@ -100,6 +139,9 @@ type Event struct {
 	// Txn names the transaction of a send, ack, fail or txn-end in the
 	// txn workload ("p1.t7": producer 1's seventh).
 	Txn string `json:"txn,omitempty"`
+	// ProducerID and Epoch: a chain-init's answer, a chain-end's sender.
+	ProducerID int64 `json:"producer_id,omitempty"`
+	Epoch      int16 `json:"epoch,omitempty"`
 }
 
 // WorkloadTxn is Meta.Workload for transactional producers and
@@ -145,6 +187,19 @@ type Meta struct {
 	// 2), the connections the fault proxies forwarded; it shows that
 	// every node and client went through them and was told apart.
 	Connections map[string]int `json:"connections,omitempty"`
+	// Transformers of the txn workload's consume-transform-produce chain
+	// (0: no chain), their group, and the topic they write to.
+	// ChainDrainComplete is false when the output consumers did not reach
+	// the output's end offsets (ChainDrainNote says where they stopped);
+	// ChainCaughtUp is false when the chain had not committed every
+	// committed input record when it was stopped (fine: the checks hold
+	// below its committed offsets).
+	Transformers       int    `json:"transformers,omitempty"`
+	ChainGroup         string `json:"chain_group,omitempty"`
+	OutputTopic        string `json:"output_topic,omitempty"`
+	ChainCaughtUp      bool   `json:"chain_caught_up,omitempty"`
+	ChainDrainComplete bool   `json:"chain_drain_complete,omitempty"`
+	ChainDrainNote     string `json:"chain_drain_note,omitempty"`
 }
 
 // History is a run's metadata and every event, in the order recorded.

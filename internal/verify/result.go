@@ -135,6 +135,9 @@ type Result struct {
 	// TxnUnknownCommitted counts unknown transactions every consumer read
 	// whole (the commit happened); the rest were read by none.
 	TxnUnknownCommitted int `json:"txn_unknown_committed,omitempty"`
+	// Chain counts the txn workload's consume-transform-produce chain
+	// (nil without one).
+	Chain *ChainStats `json:"chain,omitempty"`
 
 	// kinds are the kinds the verdict lists (Kinds when nil).
 	kinds []Kind

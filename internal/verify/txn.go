@@ -32,7 +32,9 @@ type txnInfo struct {
 // none, and all consumers agree. Reads of a partition go up in offset
 // order (gaps are expected: markers and aborted records are skipped), one
 // offset holds one value (acknowledged offsets included), one value sits
-// at one offset, and nothing is read that was not sent.
+// at one offset, and nothing is read that was not sent. With a
+// consume-transform-produce chain (Meta.Transformers), checkChain judges
+// it too.
 func CheckTxn(h *History) *Result {
 	c := &checker{
 		res:       newResult(Meta{Acks: AcksAll, Idempotent: true}), // transactions tolerate nothing
@@ -100,6 +102,10 @@ func CheckTxn(h *History) *Result {
 	}
 	for _, name := range order {
 		c.checkTxn(txns[name], consumers, readBy)
+	}
+	if h.Meta.Transformers > 0 {
+		c.res.kinds = append(slices.Clone(TxnKinds), ChainKinds...)
+		c.checkChain(h)
 	}
 	for _, id := range consumers {
 		values := make([]string, 0, len(readBy[id]))

@@ -101,21 +101,7 @@ func TestCheckTxn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := tt.build().h
 			r := CheckTxn(&h)
-			got := map[Kind]int{}
-			for k, n := range r.Counts {
-				if n > 0 {
-					got[k] = n
-				}
-			}
-			if tt.want == nil {
-				tt.want = map[Kind]int{}
-			}
-			if !maps.Equal(got, tt.want) {
-				t.Fatalf("counts %v, want %v\n%s", got, tt.want, r.Verdict(h.Meta))
-			}
-			if r.Valid != (len(tt.want) == 0) {
-				t.Fatalf("valid %t with %v", r.Valid, got)
-			}
+			expectKinds(t, r, h.Meta, tt.want)
 			if r.TxnCommitted != 1 || r.TxnAborted != 1 || r.TxnUnknown != 1 {
 				t.Fatalf("outcomes %d committed, %d aborted, %d unknown; want 1 each", r.TxnCommitted, r.TxnAborted, r.TxnUnknown)
 			}
@@ -124,6 +110,27 @@ func TestCheckTxn(t *testing.T) {
 				t.Fatalf("verdict lacks the transaction lines:\n%s", v)
 			}
 		})
+	}
+}
+
+// expectKinds fails the test unless r counts exactly want (nil: no
+// anomaly) and is valid just when want is empty.
+func expectKinds(t *testing.T, r *Result, m Meta, want map[Kind]int) {
+	t.Helper()
+	got := map[Kind]int{}
+	for k, n := range r.Counts {
+		if n > 0 {
+			got[k] = n
+		}
+	}
+	if want == nil {
+		want = map[Kind]int{}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("counts %v, want %v\n%s", got, want, r.Verdict(m))
+	}
+	if r.Valid != (len(want) == 0) {
+		t.Fatalf("valid %t with %v", r.Valid, got)
 	}
 }
 

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -60,6 +61,30 @@ func (r *Result) Verdict(m Meta) string {
 	if m.Workload == WorkloadTxn {
 		fmt.Fprintf(&b, "  transactions: %d committed, %d aborted, %d with unknown outcome (%d of them read whole, the rest not at all)\n",
 			r.TxnCommitted, r.TxnAborted, r.TxnUnknown, r.TxnUnknownCommitted)
+	}
+	if st := r.Chain; st != nil {
+		fmt.Fprintf(&b, "  chain (group %s, %d transformers, %s -> %s): %d transactions committed, %d aborted, %d with unknown outcome (%d of them read whole); %d producer ids given, %d ends sent by fenced producers (none may commit); %d output reads\n",
+			m.ChainGroup, m.Transformers, m.Topic, m.OutputTopic, st.Committed, st.Aborted, st.Unknown, st.UnknownCommitted, st.Inits, st.FencedEnds, st.OutputReads)
+		if st.Final == nil {
+			b.WriteString("  chain: the group's committed offsets after the run could not be read; offsets and exactly-once not checked\n")
+		} else {
+			parts := make([]string, 0, len(st.Final))
+			for _, p := range slices.Sorted(maps.Keys(st.Final)) {
+				parts = append(parts, fmt.Sprintf("%d:%d", p, st.Final[p]))
+			}
+			fmt.Fprintf(&b, "  chain: committed offsets after the run %s; %d committed inputs below them, %d transformed exactly once\n",
+				strings.Join(parts, " "), st.Inputs, st.Transformed)
+		}
+		if !m.ChainCaughtUp {
+			b.WriteString("  chain: stopped before it had committed every input (checked below its committed offsets)\n")
+		}
+		if !m.ChainDrainComplete {
+			note := m.ChainDrainNote
+			if note == "" {
+				note = "the output consumers did not reach the end offsets"
+			}
+			fmt.Fprintf(&b, "  chain drain incomplete: %s\n", note)
+		}
 	}
 	kinds := r.kinds
 	if kinds == nil {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ type testBroker struct {
 	dataDir string
 	// logOut, if set, also receives the broker's log (info and above).
 	logOut io.Writer
+	// authClock, if set, is the broker's node.Options.AuthClock.
+	authClock func() time.Time
 }
 
 // brokerOption changes a test broker's properties or seams.
@@ -44,6 +47,32 @@ func withProp(key, value string) brokerOption {
 // withFS runs the broker on another filesystem (vfs.Mem for disk faults).
 func withFS(fs vfs.FS) brokerOption {
 	return func(tb *testBroker) { tb.fs = fs }
+}
+
+// withAuthClock judges the broker's SASL sessions by clock instead of the
+// wall clock (node.Options.AuthClock).
+func withAuthClock(clock *manualClock) brokerOption {
+	return func(tb *testBroker) { tb.authClock = clock.Now }
+}
+
+// manualClock is a clock that moves only when told to.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock { return &manualClock{now: time.Now()} }
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // startBroker starts a broker and stops it when the test ends.
@@ -82,7 +111,7 @@ func (tb *testBroker) start() {
 		}
 		logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	tb.b = node.New(cfg, node.Options{FS: tb.fs, Logger: logger})
+	tb.b = node.New(cfg, node.Options{FS: tb.fs, Logger: logger, AuthClock: tb.authClock})
 	if err := tb.b.Start(); err != nil {
 		tb.t.Fatalf("start broker: %v", err)
 	}

@@ -163,9 +163,6 @@ func TestReauthenticationFranz(t *testing.T) {
 type reauthConn struct {
 	*rawConn
 	corr int32
-	// loggedIn is when the login's answer arrived: the broker's session
-	// ends at most the lifetime after it.
-	loggedIn time.Time
 }
 
 func dialReauth(t *testing.T, addr string, cfg *tls.Config) *reauthConn {
@@ -199,17 +196,7 @@ func (c *reauthConn) authenticate(user, pass string, version int16) *kmsg.SASLAu
 	c.t.Helper()
 	auth := kmsg.NewPtrSASLAuthenticateRequest()
 	auth.Version, auth.SASLAuthBytes = version, []byte("\x00"+user+"\x00"+pass)
-	r := c.roundTrip(auth).(*kmsg.SASLAuthenticateResponse)
-	c.loggedIn = time.Now()
-	return r
-}
-
-// latest is the later of two times.
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+	return c.roundTrip(auth).(*kmsg.SASLAuthenticateResponse)
 }
 
 func (c *reauthConn) metadata() {
@@ -233,10 +220,13 @@ func (c *reauthConn) sendMetadata() {
 // while an earlier long-poll Fetch is still owed its answer, which comes
 // first; a request in the middle of a re-authentication, a change of
 // user and a handshake from a client that never used SaslAuthenticate v1
-// are each answered as Kafka answers them.
+// are each answered as Kafka answers them. The broker's sessions are
+// judged by a clock the test moves: the lifetime passes when it says so,
+// and no sooner however slow the machine.
 func TestReauthenticationRawSocket(t *testing.T) {
-	const lifetime = 2 * time.Second
-	tb, ca, addr := startSASLBroker(t, &testcluster.Buffer{},
+	const lifetime = time.Hour
+	clock := newManualClock()
+	tb, ca, addr := startSASLBroker(t, &testcluster.Buffer{}, withAuthClock(clock),
 		withProp("connections.max.reauth.ms", strconv.Itoa(int(lifetime.Milliseconds()))))
 	const topic = "reauth-raw"
 	tb.createTopic(topic, 1, nil)
@@ -304,9 +294,9 @@ func TestReauthenticationRawSocket(t *testing.T) {
 	}
 	otherUser.expectClosed()
 
-	// Past the lifetime of both logins that must expire (the later one
-	// ends last; the broker's session started before its answer arrived).
-	time.Sleep(time.Until(latest(expired.loggedIn, oldClient.loggedIn).Add(lifetime + 10*time.Millisecond)))
+	// Every login so far happened at the clock's start: now they have
+	// all reached their lifetime.
+	clock.Advance(lifetime)
 	expired.sendMetadata()
 	expired.expectClosed()
 	oldClient.sendMetadata()
@@ -352,20 +342,25 @@ func TestReauthenticationSarama(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	for i := range 3 {
-		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("m%d", i))}); err != nil {
-			t.Fatalf("sarama produce %d across session lifetimes: %v", i, err)
+	// sarama re-authenticates before a request once 85-95% of the
+	// lifetime passed on its own clock, so requests are what drive it
+	// (nothing here waits for time to pass): produce until the broker has
+	// counted two re-authentications and the connection has been in use
+	// across two lifetimes of the broker's wall clock. A client late to
+	// re-authenticate would meet its connection closed as expired.
+	ctx := testContext(t, 60*time.Second)
+	start, sent := time.Now(), 0
+	for saslMetric(t, tb, "SASL_SSL", "PLAIN", "reauthentication_success") < 2 || time.Since(start) < 2*lifetime {
+		if ctx.Err() != nil {
+			t.Fatalf("no second re-authentication after %d records", sent)
 		}
-		// Past the lifetime of every login made so far (each before
-		// this send returned): the next request must follow a
-		// re-authentication, or meet a connection closed as expired.
-		time.Sleep(lifetime + 50*time.Millisecond)
-	}
-	if n := saslMetric(t, tb, "SASL_SSL", "PLAIN", "reauthentication_success"); n < 2 {
-		t.Errorf("%d re-authentications, want one per lifetime passed", n)
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("m%d", sent))}); err != nil {
+			t.Fatalf("sarama produce %d across session lifetimes: %v", sent, err)
+		}
+		sent++
 	}
 	if n := saslMetric(t, tb, "SASL_SSL", "PLAIN", "expired"); n != 0 {
 		t.Errorf("%d connections closed as expired", n)
 	}
-	consumeCount(t, tb, topic, 3)
+	consumeCount(t, tb, topic, sent)
 }
