@@ -31,9 +31,13 @@ const featureUpdateTimeout = 60 * time.Second
 
 func runFeatures(ctx context.Context, args []string, s streams) error {
 	return runSubcommand(ctx, args, s, featuresUsage, map[string]clientRun{
-		"describe":  runFeaturesDescribe,
-		"upgrade":   func(ctx context.Context, args []string, s streams) error { return runFeaturesUpdate(ctx, args, s, false) },
-		"downgrade": func(ctx context.Context, args []string, s streams) error { return runFeaturesUpdate(ctx, args, s, true) },
+		"describe": runFeaturesDescribe,
+		"upgrade": func(ctx context.Context, args []string, s streams) error {
+			return runFeaturesUpdate(ctx, args, s, false)
+		},
+		"downgrade": func(ctx context.Context, args []string, s streams) error {
+			return runFeaturesUpdate(ctx, args, s, true)
+		},
 	})
 }
 
