@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -331,6 +332,12 @@ func controllerFromProperties(path string) (newControllerSpec, error) {
 	l, ok := b.ControllerListener()
 	if !ok {
 		return newControllerSpec{}, fmt.Errorf("%s: no controller listener: is it a controller?", path)
+	}
+	// The endpoint the controller records for itself: its entry in
+	// advertised.listeners wins, as the node's own UpdateRaftVoter would
+	// make it anyway.
+	if i := slices.IndexFunc(b.AdvertisedListeners, func(a config.Listener) bool { return a.Name == l.Name }); i >= 0 {
+		l = b.AdvertisedListeners[i]
 	}
 	if l.Port == 0 || l.Host == "" {
 		return newControllerSpec{}, fmt.Errorf("%s: controller listener %s needs a host and a port others can dial", path, l)

@@ -19,6 +19,9 @@ func init() {
 func handleApiVersions(s *Server, r *Request, respond Respond) {
 	resp := r.Body.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = advertisedKeys(r.ControllerListener, s.Backend.Config().HasRole(config.RoleBroker))
+	if r.Version >= 3 {
+		apiVersionsFeatures(s, resp)
+	}
 	respond(resp)
 }
 

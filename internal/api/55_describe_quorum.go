@@ -12,10 +12,23 @@ package api
 //
 // AddRaftVoter (80, v0-1) and RemoveRaftVoter (81, v0): change a dynamic
 // quorum's voters one at a time. A static quorum (controller.quorum.voters,
-// Kafka's kraft.version 0) answers UNSUPPORTED_VERSION, a change while
+// Kafka's kraft.version 0, until upgraded: see 57_update_features.go)
+// answers UNSUPPORTED_VERSION, a change while
 // another is in progress REQUEST_TIMED_OUT (retry), adding a voter twice
 // DUPLICATE_VOTER, removing an unknown (id, directory id) VOTER_NOT_FOUND.
 // A wrong cluster id is INCONSISTENT_CLUSTER_ID.
+//
+// UpdateRaftVoter (82, v0): a voter that came back with other endpoints
+// asks the leader to record them (at kraft.version 0 every static voter
+// sends its record once per leader term, which the leader keeps in memory
+// for the kraft.version upgrade) (controller to controller, CLUSTER_ACTION
+// on the controller listener; never forwarded: a follower answers
+// NOT_LEADER_OR_FOLLOWER naming the leader it knows). The voter's
+// CurrentLeaderEpoch older or newer than the leader's term is
+// FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; an (id, directory id) that
+// is not a voter VOTER_NOT_FOUND; endpoints without the quorum's listener
+// name, or a kraft.version range without the quorum's version,
+// INVALID_REQUEST; a change in progress REQUEST_TIMED_OUT.
 
 import (
 	"errors"
@@ -32,6 +45,7 @@ func init() {
 	register(Spec{Key: 55, MinVersion: 0, MaxVersion: 2, Handle: handleDescribeQuorum, Blocking: true, Forwardable: true})
 	register(Spec{Key: 80, MinVersion: 0, MaxVersion: 1, Handle: handleAddRaftVoter, Blocking: true, Forwardable: true})
 	register(Spec{Key: 81, MinVersion: 0, MaxVersion: 0, Handle: handleRemoveRaftVoter, Blocking: true, Forwardable: true})
+	register(Spec{Key: 82, MinVersion: 0, MaxVersion: 0, Handle: handleUpdateRaftVoter, ControllerOnly: true})
 	codeMappers = append(codeMappers, quorumErrorCode)
 }
 
@@ -41,6 +55,12 @@ type QuorumBackend interface {
 	DescribeQuorum(done func(QuorumDescription, error))
 	AddRaftVoter(m quorum.Member, timeout time.Duration, done func(error))
 	RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error))
+	UpdateRaftVoter(m quorum.Member, leaderEpoch int32, kraft quorum.VersionRange, done func(error))
+	// UpgradeKRaft upgrades a static quorum to kraft.version 1
+	// (UpdateFeatures), or with validateOnly checks that it could.
+	UpgradeKRaft(validateOnly bool, timeout time.Duration, done func(error))
+	// KRaftVersion is the quorum's kraft.version as this node knows it.
+	KRaftVersion() int16
 }
 
 // QuorumDescription is the leader's Description plus the broker-only
@@ -70,6 +90,10 @@ func quorumErrorCode(err error) (int16, bool) {
 		return kerr.InvalidRequest.Code, true
 	case errors.Is(err, quorum.ErrNotLeader):
 		return kerr.NotLeaderForPartition.Code, true
+	case errors.Is(err, quorum.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code, true
+	case errors.Is(err, quorum.ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch.Code, true
 	}
 	return 0, false
 }
@@ -197,6 +221,36 @@ func handleRemoveRaftVoter(s *Server, r *Request, respond Respond) {
 		respond(resp)
 	}, func(done func(error)) { s.Backend.Quorum().RemoveRaftVoter(req.VoterID, req.VoterDirectoryID, done) })
 }
+
+func handleUpdateRaftVoter(s *Server, r *Request, respond Respond) {
+	req := r.Body.(*kmsg.UpdateRaftVoterRequest)
+	resp := req.ResponseKind().(*kmsg.UpdateRaftVoterResponse)
+	answer := func(err error) {
+		resp.ErrorCode = ErrorCode(err)
+		if nl, ok := errors.AsType[*quorum.NotLeaderError](err); ok {
+			resp.CurrentLeader.LeaderID = nl.LeaderNode()
+		}
+		respond(resp)
+	}
+	if req.ClusterID != nil && *req.ClusterID != s.Backend.Image().ClusterID() {
+		answer(kerr.InconsistentClusterID)
+		return
+	}
+	if len(req.Listeners) > maxUpdateVoterListeners {
+		answer(kerr.InvalidRequest)
+		return
+	}
+	m := quorum.Member{NodeID: req.VoterID, DirectoryID: req.VoterDirectoryID}
+	for _, l := range req.Listeners {
+		m.Listeners = append(m.Listeners, quorum.Listener{Name: l.Name, Host: l.Host, Port: l.Port})
+	}
+	kraft := quorum.VersionRange{Min: req.KRaftVersionFeature.MinSupportedVersion, Max: req.KRaftVersionFeature.MaxSupportedVersion}
+	s.Backend.Quorum().UpdateRaftVoter(m, req.CurrentLeaderEpoch, kraft, answer)
+}
+
+// maxUpdateVoterListeners bounds the endpoints one UpdateRaftVoter may
+// carry before they are copied (the quorum refuses more than it records).
+const maxUpdateVoterListeners = 64
 
 // serveQuorumChange authorizes a voter change (ALTER on the cluster),
 // checks the cluster id the request names, makes the change and answers

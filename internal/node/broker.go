@@ -148,6 +148,12 @@ type brokerMetadata struct {
 	// voters are the controllers' endpoints (controllerVoters): fixed by
 	// controller.quorum.voters, or a dynamic quorum's latest membership.
 	voters atomic.Pointer[[]config.Voter]
+	// selfUpdating: an UpdateRaftVoter of this controller's is in flight
+	// (sendSelfUpdate).
+	selfUpdating atomic.Bool
+	// observedDynamic: the quorum's membership is the log's, as this
+	// node saw it (a static quorum upgraded to kraft.version 1).
+	observedDynamic atomic.Bool
 	// metadataObservers are the broker-only nodes fetching the metadata
 	// log from this controller (DescribeQuorum).
 	metadataObservers observerTable

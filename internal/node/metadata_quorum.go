@@ -54,6 +54,16 @@ func (b *Broker) startQuorum(clusterID string) error {
 	b.setControllerVoters(voters)
 	cfg := b.quorumConfig(clusterID)
 	cfg.Voters, cfg.ElectionTicks = voters, electionTicks(len(voters))
+	// A static voter sends its record (directory id, endpoint) to the
+	// leader, which the kraft.version upgrade writes into the log; after
+	// it, the membership is the log's as in a dynamic quorum.
+	me, err := b.selfMember()
+	if err != nil {
+		return err
+	}
+	cfg.Self, cfg.ListenerName = me, me.Listeners[0].Name
+	cfg.UpdateSelf, cfg.OnSelfUpdate = true, b.sendSelfUpdate
+	cfg.OnMembershipChange = b.onQuorumMembership
 	return b.startQuorumNode(cfg)
 }
 

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
@@ -95,35 +98,52 @@ func (b *Broker) votersOf(ms quorum.Membership) []config.Voter {
 // onQuorumMembership runs on the quorum goroutine when a dynamic quorum's
 // membership changes.
 func (b *Broker) onQuorumMembership(ms quorum.Membership) {
+	if !ms.Dynamic {
+		return // a static quorum's voters are controller.quorum.voters
+	}
+	b.observedDynamic.Store(true)
 	if voters := b.votersOf(ms); len(voters) > 0 {
 		b.setControllerVoters(voters)
 	}
 }
 
 // followObservedMembership adopts the membership a broker-only node's
-// observer has seen in the log, if the quorum is dynamic.
+// observer has seen in the log, if the quorum is dynamic (or a static one
+// was upgraded to kraft.version 1).
 func (b *Broker) followObservedMembership(obs *quorum.Observer) {
-	if len(b.cfg.ControllerQuorumBootstrapServers) == 0 {
-		return
-	}
 	if ms, ok := obs.Membership(); ok {
 		b.onQuorumMembership(ms)
 	}
 }
 
 // selfMember is this controller's record in a dynamic quorum: its metadata
-// directory's id and its controller listener's address.
+// directory's id and its controller endpoint as others should dial it,
+// which is what its UpdateRaftVoter asks the leader to record and what its
+// Raft frames name: the controller listener's entry in advertised.listeners
+// if it has one (Kafka's controllers advertise there too), else the
+// listener's own host, or for a wildcard or empty host this machine's
+// name (as Kafka advertises an empty host); the port as configured, or as
+// bound when configured as 0.
 func (b *Broker) selfMember() (quorum.Member, error) {
 	l, ok := b.cfg.ControllerListener()
 	if !ok {
 		return quorum.Member{}, errors.New("no controller listener to run the metadata quorum on")
 	}
-	host, port, err := splitHostPort(b.Addr(l.Name))
+	_, boundPort, err := splitHostPort(b.Addr(l.Name))
 	if err != nil {
 		return quorum.Member{}, fmt.Errorf("controller listener address: %w", err)
 	}
+	host, port := l.Host, l.Port
+	if i := slices.IndexFunc(b.cfg.AdvertisedListeners, func(a config.Listener) bool { return a.Name == l.Name }); i >= 0 {
+		host, port = b.cfg.AdvertisedListeners[i].Host, b.cfg.AdvertisedListeners[i].Port
+	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "localhost"
+		if host, err = os.Hostname(); err != nil || host == "" {
+			host = "localhost"
+		}
+	}
+	if port == 0 {
+		port = boundPort
 	}
 	if port <= 0 || port > 65535 {
 		return quorum.Member{}, fmt.Errorf("controller listener port %d", port)
@@ -146,6 +166,7 @@ func (b *Broker) startDynamicQuorum(clusterID string) error {
 	cfg.Dynamic, cfg.Standalone, cfg.Self = true, b.cfg.ControllerQuorumStandalone, self
 	cfg.ListenerName = self.Listeners[0].Name
 	cfg.OnMembershipChange = b.onQuorumMembership
+	cfg.UpdateSelf, cfg.OnSelfUpdate = true, b.sendSelfUpdate
 	if err := b.startQuorumNode(cfg); err != nil {
 		return err
 	}
@@ -245,6 +266,27 @@ func (q quorumAdmin) AddRaftVoter(m quorum.Member, timeout time.Duration, done f
 	q.change(timeout, done, func(ctx context.Context) error { return q.b.quorum.AddVoter(ctx, m) })
 }
 
+func (q quorumAdmin) UpdateRaftVoter(m quorum.Member, leaderEpoch int32, kraft quorum.VersionRange, done func(error)) {
+	q.change(commitTimeout, done, func(ctx context.Context) error { return q.b.quorum.UpdateVoter(ctx, m, leaderEpoch, kraft) })
+}
+
+func (q quorumAdmin) UpgradeKRaft(validateOnly bool, timeout time.Duration, done func(error)) {
+	q.change(timeout, done, func(ctx context.Context) error { return q.b.quorum.UpgradeKRaft(ctx, validateOnly) })
+}
+
+// KRaftVersion is 1 on a controller whose quorum's voters are the log's,
+// and on a broker-only node that follows a dynamic quorum (configured
+// with controller.quorum.bootstrap.servers, or that saw the upgrade).
+func (q quorumAdmin) KRaftVersion() int16 {
+	switch {
+	case q.b.quorum != nil:
+		return q.b.quorum.KRaftVersion()
+	case len(q.b.cfg.ControllerQuorumBootstrapServers) > 0 || q.b.observedDynamic.Load():
+		return quorum.KRaftVersionDynamic
+	}
+	return quorum.KRaftVersionStatic
+}
+
 func (q quorumAdmin) RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error)) {
 	q.change(commitTimeout, done, func(ctx context.Context) error { return q.b.quorum.RemoveVoter(ctx, nodeID, dir) })
 }
@@ -272,4 +314,46 @@ func quorumAdminError(err error) error {
 		return fmt.Errorf("%w: %v", kerr.NotController, err)
 	}
 	return err
+}
+
+// selfUpdateTimeout bounds one UpdateRaftVoter this controller sends.
+const selfUpdateTimeout = 10 * time.Second
+
+// sendSelfUpdate sends the UpdateRaftVoter the quorum asks for to the
+// leader, on its own goroutine (it runs on the Raft goroutine), one at a
+// time: the quorum asks again while its record stays stale.
+func (b *Broker) sendSelfUpdate(u quorum.VoterUpdate) {
+	if !b.selfUpdating.CompareAndSwap(false, true) {
+		return
+	}
+	b.bgWG.Add(1)
+	go func() {
+		defer b.bgWG.Done()
+		defer b.selfUpdating.Store(false)
+		ctx, cancel := context.WithTimeout(b.stopCtx, selfUpdateTimeout)
+		defer cancel()
+		req := kmsg.NewPtrUpdateRaftVoterRequest()
+		req.ClusterID = kmsg.StringPtr(b.Image().ClusterID())
+		req.CurrentLeaderEpoch = int32(min(u.Term, math.MaxInt32))
+		req.VoterID, req.VoterDirectoryID = u.Member.NodeID, u.Member.DirectoryID
+		for _, l := range u.Member.Listeners {
+			rl := kmsg.NewUpdateRaftVoterRequestListener()
+			rl.Name, rl.Host, rl.Port = l.Name, l.Host, l.Port
+			req.Listeners = append(req.Listeners, rl)
+		}
+		req.KRaftVersionFeature.MinSupportedVersion = quorum.SupportedKRaftVersions.Min
+		req.KRaftVersionFeature.MaxSupportedVersion = quorum.SupportedKRaftVersions.Max
+		resp, err := b.ctrl.request(ctx, req)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode)
+		}
+		if err != nil {
+			b.log.Info("UpdateRaftVoter to the quorum leader failed; the quorum asks again", "leader", quorum.NodeID(u.Leader), "err", err)
+			return
+		}
+		if err := b.quorum.SelfUpdateAnswered(ctx, u); err != nil {
+			b.log.Debug("could not note the UpdateRaftVoter answer; the quorum asks again", "err", err)
+		}
+		b.log.Info("the quorum leader has this controller's record", "leader", quorum.NodeID(u.Leader), "endpoints", u.Member.Listeners)
+	}()
 }

@@ -78,6 +78,9 @@ type Output struct {
 	// ReadStates answer ReadIndex requests: the leader's commit index
 	// when it confirmed its leadership, with the request's context.
 	ReadStates []raft.ReadState
+	// SelfUpdate, when set, is this voter's record to send to the leader
+	// as UpdateRaftVoter: the log records it with other endpoints.
+	SelfUpdate *VoterUpdate
 }
 
 // Core is a Raft node without goroutines, clock or network: the caller
@@ -101,6 +104,23 @@ type Core struct {
 	announced bool
 	// joined: this directory has been a member (see noteJoined).
 	joined bool
+	// dynamic: the voters are the log's (kraft.version 1). Set from
+	// CoreConfig.Dynamic, and on a static quorum's node once it applies
+	// the kraft.version upgrade (or restores a snapshot taken after it).
+	dynamic bool
+	// volatile are the static voters' records this leader was sent
+	// (UpdateRaftVoter at kraft.version 0), in volatileTerm: what the
+	// kraft.version upgrade writes into the log (see core_upgrade.go).
+	volatile     map[uint64]volatileVoter
+	volatileTerm uint64
+	// selfAnswered is the leader and term that answered this static
+	// voter's UpdateRaftVoter (SelfUpdateAnswered).
+	selfAnswered [2]uint64
+	// selfUpdate is the UpdateRaftVoter for the next Output, and
+	// selfUpdateWait the ticks before another may be planned (see
+	// planSelfUpdate).
+	selfUpdate     *VoterUpdate
+	selfUpdateWait int
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -148,6 +168,7 @@ func newCoreFromDisk(cfg CoreConfig, logger *slog.Logger, d *disk) (*Core, error
 		confState: boot,
 		members:   bootMembers,
 		announced: !cfg.Dynamic,
+		dynamic:   cfg.Dynamic,
 	}
 	c.noteJoined() // a standalone founder's bootstrap counts it
 	if snap := state.snapshot; snap != nil {
@@ -201,6 +222,7 @@ func (c *Core) Tick() {
 	}
 	c.rn.Tick()
 	c.driveChange()
+	c.planSelfUpdate()
 }
 
 // Campaign makes this node start an election now (tests and operator
@@ -237,7 +259,7 @@ func (c *Core) Step(m *raftpb.Message) error {
 		// until that record is removed and the node added afresh.
 		return fmt.Errorf("quorum: heartbeat commits index %d, this log ends at %d (a replaced disk?)", m.GetCommit(), c.lastIndex())
 	}
-	if !c.cfg.Dynamic && !c.isMember(m.GetFrom()) {
+	if !c.dynamic && !c.isMember(m.GetFrom()) {
 		return fmt.Errorf("quorum: message from raft id %d, not a voter", m.GetFrom())
 	}
 	// A dynamic quorum's messages from non-members are Raft's to judge: a
@@ -319,7 +341,9 @@ func (c *Core) ReportSnapshot(id uint64, delivered bool) {
 
 // HasReady reports whether Ready would produce anything (other than a
 // snapshot that is due).
-func (c *Core) HasReady() bool { return c.rn.HasReady() || len(c.changesDone) > 0 }
+func (c *Core) HasReady() bool {
+	return c.rn.HasReady() || len(c.changesDone) > 0 || c.selfUpdate != nil
+}
 
 // Ready takes a snapshot if one is due, then persists Raft's pending state
 // (a received snapshot, entries, HardState; everything fsynced) and returns
@@ -337,8 +361,8 @@ func (c *Core) Ready() (Output, error) {
 		return Output{}, c.fail(err)
 	}
 	if !c.rn.HasReady() {
-		out := Output{Changes: c.changesDone}
-		c.changesDone = nil
+		out := Output{Changes: c.changesDone, SelfUpdate: c.selfUpdate}
+		c.changesDone, c.selfUpdate = nil, nil
 		return out, nil
 	}
 	rd := c.rn.Ready()
@@ -386,6 +410,7 @@ func (c *Core) Ready() (Output, error) {
 	c.rn.Advance(rd)
 	c.driveChange()
 	out.Changes, c.changesDone = c.changesDone, nil
+	out.SelfUpdate, c.selfUpdate = c.selfUpdate, nil
 	return out, nil
 }
 
@@ -400,7 +425,7 @@ func (c *Core) fail(err error) error {
 // storage and hands it to the state machine.
 func (c *Core) installSnapshot(snap *raftpb.Snapshot) (*SnapshotInfo, error) {
 	md := snap.GetMetadata()
-	if !c.cfg.Dynamic && !sameIDs(md.GetConfState().GetVoters(), c.cfg.Voters) {
+	if !c.dynamic && !hasMembership(snap.GetData()) && !sameIDs(md.GetConfState().GetVoters(), c.cfg.Voters) {
 		return nil, fmt.Errorf("snapshot at index %d records voters %v, configuration says %v", md.GetIndex(), md.GetConfState().GetVoters(), c.cfg.Voters)
 	}
 	data, err := c.adoptSnapshotMembership(snap)
@@ -436,7 +461,7 @@ func (c *Core) maybeSnapshot() error {
 		c.logger.Warn("state machine snapshot failed; postponed", "index", c.applied, "retry_at", c.snapshotDue, "err", err)
 		return nil
 	}
-	if c.cfg.Dynamic {
+	if c.dynamic {
 		if data, err = wrapSnapshot(c.Membership(), data); err != nil {
 			return err
 		}

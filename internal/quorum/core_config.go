@@ -68,8 +68,13 @@ type CoreConfig struct {
 	// Self is this node's own record (Dynamic): its directory id and
 	// endpoints, as a standalone founder records them.
 	Self Member
-	Dir  string // the quorum's directory
-	FS   vfs.FS
+	// UpdateSelf makes a voter whose record in the log names other
+	// endpoints than Self's ask the leader to record Self's
+	// (UpdateRaftVoter; a leader records its own). Off when Self's
+	// endpoints are not ones others can dial (a wildcard host).
+	UpdateSelf bool
+	Dir        string // the quorum's directory
+	FS         vfs.FS
 
 	ElectionTicks  int // ticks without a leader before campaigning
 	HeartbeatTicks int // ticks between a leader's heartbeats

@@ -29,6 +29,10 @@ func (k ChangeKind) String() string {
 		return "add-voter"
 	case ChangeRemoveVoter:
 		return "remove-voter"
+	case ChangeUpdateVoter:
+		return "update-voter"
+	case ChangeKRaftUpgrade:
+		return "kraft-upgrade"
 	}
 	return fmt.Sprintf("change(%d)", int(k))
 }
@@ -110,15 +114,25 @@ func bootConfiguration(cfg CoreConfig, d *disk) (*raftpb.ConfState, members, err
 // adoptSnapshotMembership takes a dynamic quorum's membership from a
 // snapshot and returns the state machine's part of its bytes.
 func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
-	if !c.cfg.Dynamic {
-		return snap.GetData(), nil
+	if !c.dynamic && !hasMembership(snap.GetData()) {
+		return snap.GetData(), nil // a static quorum's, not upgraded yet
 	}
 	got, data, err := UnwrapSnapshot(snap.GetData())
 	if err != nil {
 		return nil, err
 	}
 	if got == nil {
-		return nil, fmt.Errorf("%w: snapshot at index %d of a dynamic quorum records no membership", ErrCorruptState, snap.GetMetadata().GetIndex())
+		// A dynamic quorum writes the envelope into every snapshot; one
+		// without it is a static quorum's from before its kraft.version
+		// upgrade, sent to a node that joined after it: this node follows
+		// it as static until it applies the upgrade.
+		c.dynamic = false
+		c.confState = cloneConfState(snap.GetMetadata().GetConfState())
+		c.members = members{}
+		for _, id := range c.confState.GetVoters() {
+			c.members[id] = Member{NodeID: NodeID(id)}
+		}
+		return data, nil
 	}
 	ms, cs := recordsOf(got)
 	if !sameIDs(cs.GetVoters(), snap.GetMetadata().GetConfState().GetVoters()) || !sameIDs(cs.GetLearners(), snap.GetMetadata().GetConfState().GetLearners()) {
@@ -126,6 +140,7 @@ func (c *Core) adoptSnapshotMembership(snap *raftpb.Snapshot) ([]byte, error) {
 	}
 	c.members = ms
 	c.confState = cloneConfState(snap.GetMetadata().GetConfState())
+	c.dynamic = true   // a static quorum's node past the upgrade, too
 	c.announced = true // the snapshot records every member
 	c.noteJoined()
 	return data, nil
@@ -167,15 +182,22 @@ func (c *Core) isVoter(id uint64) bool { return slices.Contains(c.confState.GetV
 
 // Membership is the current configuration with its member records.
 func (c *Core) Membership() Membership {
-	return c.members.membership(c.confState, c.cfg.Dynamic)
+	return c.members.membership(c.confState, c.dynamic)
 }
 
 // applyConfChange applies one committed configuration change to Raft and
 // to the member records, and moves the leader's change along.
 func (c *Core) applyConfChange(e *raftpb.Entry) error {
-	if !c.cfg.Dynamic {
-		// Nothing proposes configuration changes in a static quorum; every
-		// node skips one alike.
+	voters, upgrade, isUpgrade, err := decodeUpgrade(e)
+	if err != nil {
+		return err
+	}
+	if isUpgrade {
+		return c.applyUpgrade(e, voters, upgrade)
+	}
+	if !c.dynamic {
+		// A static quorum's only configuration change is the kraft.version
+		// upgrade; every node skips any other alike.
 		c.logger.Error("ignoring a configuration change entry in a static quorum", "index", e.GetIndex(), "type", e.GetType())
 		return nil
 	}
@@ -218,6 +240,10 @@ func (c *Core) changeApplied(t raftpb.ConfChangeType, id uint64) {
 		c.finishChange(nil)
 	case ch.kind == ChangeRemoveVoter && (t == raftpb.ConfChangeRemoveNode || t == raftpb.ConfChangeAddLearnerNode):
 		c.finishChange(nil)
+	case ch.kind == ChangeUpdateVoter && t == raftpb.ConfChangeAddNode:
+		c.finishChange(nil)
+	case ch.kind == ChangeKRaftUpgrade && t == raftpb.ConfChangeAddNode:
+		c.finishChange(nil)
 	case ch.kind == changeAnnounce:
 		c.change = nil
 	}
@@ -235,7 +261,7 @@ func (c *Core) finishChange(err error) {
 // term (so Raft holds no configuration change of an earlier leader's that
 // could still be pending, and would otherwise silently drop ours).
 func (c *Core) readyToChange() error {
-	if !c.cfg.Dynamic {
+	if !c.dynamic {
 		return ErrStaticQuorum
 	}
 	if c.failed != nil {
@@ -415,14 +441,20 @@ func (c *Core) handOver(st raft.Status) {
 	}
 }
 
-// announce makes a standalone founder's leader record its own voter in the
-// log. The founder's membership lives in its bootstrap file only, but a
-// node that joins later rebuilds its configuration from the log (or a
+// announce makes the leader's own record in the log what it should be.
+// A standalone founder's membership lives in its bootstrap file only, but
+// a node that joins later rebuilds its configuration from the log (or a
 // snapshot): without this entry it would never learn that the founder
-// votes. The change is a no-op for Raft (the founder is a voter already)
-// and comes before any other: AddVoter and RemoveVoter wait for it.
+// votes. And a leader that came back with other endpoints than its record
+// names updates it, as it would ask another leader to (UpdateRaftVoter).
+// Either change is a no-op for Raft (the leader is a voter already) and
+// comes before any other: AddVoter and RemoveVoter wait for it.
 func (c *Core) announce() {
-	if !c.cfg.Dynamic || c.announced || c.change != nil {
+	if !c.dynamic || c.change != nil {
+		return
+	}
+	self, stale := c.staleSelf()
+	if c.announced && !stale {
 		return
 	}
 	st := c.rn.BasicStatus()
@@ -430,12 +462,14 @@ func (c *Core) announce() {
 	if err != nil || commitTerm != st.GetTerm() || c.applied < st.GetCommit() {
 		return // as readyToChange: not before the leader's own entry applied
 	}
-	self, ok := c.members[c.cfg.ID]
-	if !ok || !c.isVoter(c.cfg.ID) {
-		return
+	if !stale {
+		var ok bool
+		if self, ok = c.members[c.cfg.ID]; !ok || !c.isVoter(c.cfg.ID) {
+			return
+		}
 	}
 	if err := c.proposeChange(raftpb.ConfChangeAddNode, self); err != nil {
-		c.logger.Warn("could not record the founding voter in the log", "err", err)
+		c.logger.Warn("could not record this leader's own voter record in the log", "err", err)
 		return
 	}
 	c.change = &memberChange{kind: changeAnnounce, member: self}
@@ -487,7 +521,7 @@ func (c *Core) Describe() (Description, error) {
 		return r
 	}
 	ms := c.Membership()
-	d := Description{LeaderID: NodeID(c.cfg.ID), LeaderEpoch: st.GetTerm(), HighWatermark: int64(st.GetCommit()), Dynamic: c.cfg.Dynamic}
+	d := Description{LeaderID: NodeID(c.cfg.ID), LeaderEpoch: st.GetTerm(), HighWatermark: int64(st.GetCommit()), Dynamic: c.dynamic}
 	for _, v := range ms.Voters {
 		d.Voters = append(d.Voters, replica(v))
 	}
@@ -523,7 +557,7 @@ func (c *Core) lastIndex() uint64 {
 // acknowledgements are true of what it holds), so it learns when the
 // operator removes the old voter and adds it.
 func (c *Core) impostor() bool {
-	if !c.cfg.Dynamic || !c.isVoter(c.cfg.ID) {
+	if !c.dynamic || !c.isVoter(c.cfg.ID) {
 		return false
 	}
 	m, ok := c.members[c.cfg.ID]
@@ -536,7 +570,7 @@ func (c *Core) impostor() bool {
 // that disk's votes, so answering could elect two leaders in one term), or
 // an impostor.
 func (c *Core) mayVote(m *raftpb.Message) error {
-	if t := m.GetType(); !c.cfg.Dynamic || (t != raftpb.MsgVote && t != raftpb.MsgPreVote) {
+	if t := m.GetType(); !c.dynamic || (t != raftpb.MsgVote && t != raftpb.MsgPreVote) {
 		return nil
 	}
 	if c.impostor() {

@@ -232,7 +232,9 @@ func (d *disk) load(boot *raftpb.ConfState, static bool) (loaded, error) {
 		return loaded{}, err
 	}
 	if snap != nil {
-		if got := snap.GetMetadata().GetConfState().GetVoters(); static && !sameIDs(got, boot.GetVoters()) {
+		// A static quorum upgraded to kraft.version 1 keeps its voters in
+		// its snapshots' membership envelope instead.
+		if got := snap.GetMetadata().GetConfState().GetVoters(); static && !hasMembership(snap.GetData()) && !sameIDs(got, boot.GetVoters()) {
 			return loaded{}, fmt.Errorf("snapshot records voters %v, configuration says %v: changing controller.quorum.voters is not supported (use a dynamic quorum)", got, boot.GetVoters())
 		}
 		if err := ms.ApplySnapshot(snap); err != nil {

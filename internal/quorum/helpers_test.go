@@ -71,7 +71,9 @@ type cluster struct {
 	dynamic bool
 	changes []ChangeResult
 	refused int
-	self    map[uint64]Member // a node's own record when not testMember's (a new disk)
+	self    map[uint64]Member // a node's own record when not testMember's (a new disk, a new port)
+	// updates are the UpdateRaftVoter requests voters asked to send.
+	updates []VoterUpdate
 }
 
 func newCluster(t *testing.T, n int, tmpl CoreConfig) *cluster {
@@ -105,6 +107,9 @@ func (c *cluster) start(id uint64) {
 	c.t.Helper()
 	cfg := c.cfg
 	cfg.ID, cfg.Voters, cfg.FS, cfg.Dir = id, c.ids, c.fs[id], "quorum"
+	if cfg.UpdateSelf {
+		cfg.Self = testMember(id) // a static voter sends its record too
+	}
 	if c.dynamic {
 		cfg.Voters, cfg.Dynamic, cfg.Self, cfg.Standalone = nil, true, testMember(id), id == 1
 		if m, ok := c.self[id]; ok {
@@ -159,6 +164,9 @@ func (c *cluster) settle() {
 				}
 			}
 			c.changes = append(c.changes, out.Changes...)
+			if out.SelfUpdate != nil {
+				c.updates = append(c.updates, *out.SelfUpdate)
+			}
 			if len(out.Messages) > 0 || len(out.Committed) > 0 || out.SoftState != nil || out.Membership != nil {
 				busy = true
 			}

@@ -164,11 +164,15 @@ func wrapSnapshot(ms Membership, data []byte) ([]byte, error) {
 	return append(out, data...), nil
 }
 
+// hasMembership reports whether snapshot bytes carry a membership
+// envelope (a dynamic quorum's, or an upgraded static one's).
+func hasMembership(data []byte) bool { return bytes.HasPrefix(data, membershipMagic) }
+
 // UnwrapSnapshot splits a snapshot's bytes into the membership it records
 // (nil without an envelope: a static quorum's) and the state machine's
 // bytes.
 func UnwrapSnapshot(data []byte) (*Membership, []byte, error) {
-	if !bytes.HasPrefix(data, membershipMagic) {
+	if !hasMembership(data) {
 		return nil, data, nil
 	}
 	rest := data[len(membershipMagic):]

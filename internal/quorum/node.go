@@ -73,9 +73,11 @@ type Node struct {
 	readIdx     readIndexes
 	// changeDone resolves the membership change in flight, nil if none.
 	changeDone chan error
-	// senders are endpoints frames named for nodes outside the
-	// configuration (one being added), so this node can answer them.
-	senders map[uint64]string
+	// senders are endpoints frames named for their senders where the
+	// configuration holds none or another (see noteSender), so this node
+	// can answer them; recordAddrs are the members' recorded endpoints.
+	senders     map[uint64]string
+	recordAddrs map[uint64]string
 	// peerTimes is the leader's record of when each peer last answered
 	// and last was caught up, for Describe.
 	peerTimes map[uint64]peerTimes
@@ -334,10 +336,8 @@ func (n *Node) drainQueued() {
 
 func (n *Node) step(in inboundMsg) {
 	m := in.m
-	if in.sender != "" && n.cfg.Dynamic && !n.core.isMember(m.GetFrom()) && n.senders[m.GetFrom()] != in.sender && len(n.senders) < maxVoters {
-		// A leader adding this node: answer it at the endpoint it named.
-		n.senders[m.GetFrom()] = in.sender
-		n.updatePeers()
+	if in.sender != "" && n.core.dynamic {
+		n.noteSender(m.GetFrom(), in.sender)
 	}
 	if err := n.core.Step(m); err != nil {
 		n.logger.Debug("raft message refused", "err", err)
@@ -431,6 +431,9 @@ func (n *Node) ready() error {
 		}
 		for _, r := range out.Changes {
 			n.changeEnded(r)
+		}
+		if out.SelfUpdate != nil && n.cfg.OnSelfUpdate != nil {
+			n.cfg.OnSelfUpdate(*out.SelfUpdate)
 		}
 		for _, e := range out.Committed {
 			n.apply(e)

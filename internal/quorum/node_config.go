@@ -79,6 +79,13 @@ type NodeConfig struct {
 	// OnMembershipChange, if set, is told a dynamic quorum's membership
 	// whenever it changes (and once at start).
 	OnMembershipChange func(Membership)
+	// UpdateSelf: see CoreConfig. OnSelfUpdate is then given each
+	// UpdateRaftVoter the Core wants sent to the leader; it runs on the
+	// Raft goroutine and must not block (send it elsewhere). The Core asks
+	// again later while the record stays stale, so a lost request needs
+	// no retry of the caller's.
+	UpdateSelf   bool
+	OnSelfUpdate func(VoterUpdate)
 
 	// Transport carries messages out; nil means a TCPTransport to Voters.
 	Transport Transport
@@ -109,6 +116,7 @@ func (c NodeConfig) coreConfig() (CoreConfig, error) {
 		Dynamic:         c.Dynamic,
 		Standalone:      c.Standalone,
 		Self:            c.Self,
+		UpdateSelf:      c.UpdateSelf,
 		Dir:             c.Dir,
 		FS:              c.FS,
 		ElectionTicks:   c.ElectionTicks,

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -16,9 +17,12 @@ type peerTimes struct {
 	lastFetch, lastCaughtUp time.Time
 }
 
-// selfAddr is this node's own endpoint for frames (dynamic quorums only).
+// selfAddr is this node's own endpoint for frames: a dynamic quorum's
+// node's, or a static one's that knows its record (it may be upgraded to
+// kraft.version 1, and then answer a node being added before it is a
+// member). "" sends version-0 frames, as before dynamic membership.
 func (c NodeConfig) selfAddr() string {
-	if !c.Dynamic {
+	if !c.Dynamic && !c.UpdateSelf {
 		return ""
 	}
 	return endpoint(c.Self, c.ListenerName)
@@ -44,11 +48,17 @@ func (n *Node) Membership() Membership { return *n.membership.Load() }
 // at its members.
 func (n *Node) membershipChanged(ms Membership) {
 	n.membership.Store(&ms)
-	if !n.cfg.Dynamic {
+	if !n.core.dynamic {
 		return
 	}
-	for id := range n.senders {
-		if n.core.isMember(id) {
+	n.recordAddrs = map[uint64]string{}
+	for _, m := range append(slices.Clone(ms.Voters), ms.Learners...) {
+		if addr := endpoint(m, n.cfg.ListenerName); addr != "" {
+			n.recordAddrs[RaftID(m.NodeID)] = addr
+		}
+	}
+	for id, addr := range n.senders {
+		if n.recordAddrs[id] == addr {
 			delete(n.senders, id) // the log names its endpoint now
 		}
 	}
@@ -58,28 +68,44 @@ func (n *Node) membershipChanged(ms Membership) {
 	}
 }
 
+// noteSender records the endpoint a frame from raft id named for its
+// sender. A node the configuration does not hold yet (one being added)
+// is answered there; so is a member whose record names another endpoint:
+// it came back on a new port or host and has not had its record updated
+// yet (UpdateRaftVoter), and would otherwise never hear from the leader
+// it must ask. Frames on the controller listener are trusted as much as
+// the Raft messages they carry; the map is bounded.
+func (n *Node) noteSender(id uint64, addr string) {
+	if rec, ok := n.recordAddrs[id]; ok && rec == addr {
+		if _, had := n.senders[id]; had {
+			delete(n.senders, id)
+			n.updatePeers()
+		}
+		return
+	}
+	if cur, had := n.senders[id]; cur == addr || !had && len(n.senders) >= maxVoters {
+		return
+	}
+	n.senders[id] = addr
+	n.updatePeers()
+}
+
 // peerSetter is a Transport whose peers follow a dynamic membership.
 type peerSetter interface{ SetPeers(addrs map[uint64]string) }
 
-// updatePeers gives the transport every member's endpoint, and those of
-// non-members that wrote to this node while it is not a member itself.
+// updatePeers gives the transport every member's endpoint, the one its
+// own frames named where that differs (see noteSender), and those of
+// non-members that wrote to this node.
 func (n *Node) updatePeers() {
 	ps, ok := n.transport.(peerSetter)
-	if !ok || !n.cfg.Dynamic {
+	if !ok || !n.core.dynamic {
 		return
 	}
-	ms := n.membership.Load()
-	addrs := map[uint64]string{}
-	for _, m := range append(slices.Clone(ms.Voters), ms.Learners...) {
-		if addr := endpoint(m, n.cfg.ListenerName); addr != "" {
-			addrs[RaftID(m.NodeID)] = addr
-		}
+	addrs := maps.Clone(n.recordAddrs)
+	if addrs == nil {
+		addrs = map[uint64]string{}
 	}
-	for id, addr := range n.senders {
-		if _, ok := addrs[id]; !ok {
-			addrs[id] = addr
-		}
-	}
+	maps.Copy(addrs, n.senders)
 	ps.SetPeers(addrs)
 }
 
@@ -117,6 +143,33 @@ func (n *Node) onLoop(ctx context.Context, f func()) error {
 // learner: AddVoter again resumes it).
 func (n *Node) AddVoter(ctx context.Context, m Member) error {
 	return n.change(ctx, func() error { return n.core.AddVoter(m) })
+}
+
+// UpdateVoter records m's endpoints for the voter with its node id and
+// directory id (UpdateRaftVoter, from that voter) and returns once the
+// record is committed and applied here.
+func (n *Node) UpdateVoter(ctx context.Context, m Member, leaderEpoch int32, kraft VersionRange) error {
+	return n.change(ctx, func() error { return n.core.UpdateVoter(m, leaderEpoch, kraft) })
+}
+
+// UpgradeKRaft upgrades a static quorum to kraft.version 1 (UpdateFeatures)
+// and returns once the upgrade is committed and applied here.
+func (n *Node) UpgradeKRaft(ctx context.Context, validateOnly bool) error {
+	return n.change(ctx, func() error { return n.core.UpgradeKRaft(validateOnly) })
+}
+
+// KRaftVersion is the quorum's kraft.version as of its latest membership.
+func (n *Node) KRaftVersion() int16 {
+	if n.Membership().Dynamic {
+		return KRaftVersionDynamic
+	}
+	return KRaftVersionStatic
+}
+
+// SelfUpdateAnswered tells the Core the leader answered u (see
+// Core.SelfUpdateAnswered); safe from any goroutine.
+func (n *Node) SelfUpdateAnswered(ctx context.Context, u VoterUpdate) error {
+	return n.onLoop(ctx, func() { n.core.SelfUpdateAnswered(u) })
 }
 
 // RemoveVoter removes the member with node id and directory id dir

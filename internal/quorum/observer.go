@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -206,6 +207,16 @@ func (o *Observer) Restore(s SnapshotInfo, data []byte) error {
 // membership. One that does not decode is skipped (and logged): voters
 // refuse to start on it, and the observer only follows.
 func (o *Observer) followChange(e *raftpb.Entry) {
+	if voters, _, ok, err := decodeUpgrade(e); err != nil || ok {
+		if err != nil {
+			o.logger.Error("skipping undecodable kraft.version upgrade", "index", e.GetIndex(), "err", err)
+			return
+		}
+		// A static quorum's upgrade: from here the voters are the log's.
+		o.membership = &Membership{Dynamic: true, Voters: slices.Clone(voters)}
+		slices.SortFunc(o.membership.Voters, func(a, b Member) int { return int(a.NodeID) - int(b.NodeID) })
+		return
+	}
 	cc, rec, err := confChangeMember(e)
 	if err != nil {
 		o.logger.Error("skipping undecodable configuration change", "index", e.GetIndex(), "err", err)

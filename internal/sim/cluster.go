@@ -91,6 +91,8 @@ type Stats struct {
 	MessagesSent, Dropped                      int64
 	Elections                                  int
 	VotersAdded, VotersRemoved                 int // the operator's completed changes (FaultMix.Membership)
+	VotersUpdated                              int // UpdateRaftVoter answered without error at kraft.version 1 (a voter's new port)
+	KRaftUpgrades                              int // kraft.version upgrades that completed (FaultMix.Upgrade)
 	// Reassignments started and cancelled (KIP-455, asked of the active
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.

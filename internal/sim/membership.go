@@ -3,9 +3,12 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3"
 
 	"github.com/skein-log/skein/internal/api"
@@ -64,10 +67,14 @@ func (c *Cluster) onCommitted(n *node, e quorum.Entry) {
 	q.committed[e.Index] = sum
 }
 
-// member is node n's record in the dynamic quorum.
+// controllerPort is a simulated controller listener's first port.
+const controllerPort = 9093
+
+// member is node n's record in the dynamic quorum, with the port its
+// current process listens on.
 func (n *node) member() quorum.Member {
 	return quorum.Member{NodeID: n.id, DirectoryID: n.dirID,
-		Listeners: []quorum.Listener{{Name: "CONTROLLER", Host: n.String(), Port: 9093}}}
+		Listeners: []quorum.Listener{{Name: "CONTROLLER", Host: n.String(), Port: n.port}}}
 }
 
 // voterOps is the operator changing the voters.
@@ -80,7 +87,7 @@ type voterOps struct {
 	// process that dies never answers, so its death ends the wait.
 	asked *process
 	// changed counts the operator's changes that completed.
-	added, removed int
+	added, removed, upgraded int
 }
 
 func newVoterOps(c *Cluster) *voterOps {
@@ -111,6 +118,23 @@ func (v *voterOps) loop() {
 	}
 	p := c.quorumLeader()
 	if p == nil {
+		return
+	}
+	if p.core.KRaftVersion() == quorum.KRaftVersionStatic {
+		// FaultMix.Upgrade: kafka-features upgrade --feature
+		// kraft.version=1 first; refused until the leader has every
+		// voter's record, so asked again next period.
+		v.asked = p
+		c.tracef("operator: upgrading the quorum to kraft.version 1 (through n%d)", p.n.id)
+		simQuorumAdmin{p}.UpgradeKRaft(false, voterChangeTimeout, func(err error) {
+			if v.asked == p {
+				v.asked = nil
+			}
+			c.tracef("operator: kraft.version upgrade: %v", err)
+			if err == nil {
+				v.upgraded++
+			}
+		})
 		return
 	}
 	// The operator reads the quorum as kafka-metadata-quorum does.
@@ -207,6 +231,11 @@ func (c *Cluster) membershipReport() string {
 		if len(ms.Voters) != len(c.ids) || len(ms.Learners) > 0 {
 			return fmt.Sprintf("n%d has voters %v and learners %v", id, memberIDs(ms.Voters), memberIDs(ms.Learners))
 		}
+		for _, v := range ms.Voters {
+			if want := c.nodes[v.NodeID].member().Listeners; !slices.Equal(v.Listeners, want) {
+				return fmt.Sprintf("n%d records voter n%d at %v, it listens at %v", id, v.NodeID, v.Listeners, want)
+			}
+		}
 	}
 	return ""
 }
@@ -225,6 +254,10 @@ func (k *checker) finalMembership() bool {
 			got = append(got, m.NodeID)
 			if m.DirectoryID != c.nodes[m.NodeID].dirID {
 				c.violation("n%d records voter n%d with directory id %x, its disk's is %x", id, m.NodeID, m.DirectoryID, c.nodes[m.NodeID].dirID)
+				return false
+			}
+			if want := c.nodes[m.NodeID].member().Listeners; !slices.Equal(m.Listeners, want) {
+				c.violation("n%d records voter n%d at %v, it listens at %v (UpdateRaftVoter never took)", id, m.NodeID, m.Listeners, want)
 				return false
 			}
 		}
@@ -252,6 +285,16 @@ func (q simQuorumAdmin) AddRaftVoter(m quorum.Member, timeout time.Duration, don
 func (q simQuorumAdmin) RemoveRaftVoter(nodeID int32, dir [16]byte, done func(error)) {
 	q.change(func() error { return q.p.core.RemoveVoter(nodeID, dir) }, voterChangeTimeout, done)
 }
+
+func (q simQuorumAdmin) UpdateRaftVoter(m quorum.Member, leaderEpoch int32, kraft quorum.VersionRange, done func(error)) {
+	q.change(func() error { return q.p.core.UpdateVoter(m, leaderEpoch, kraft) }, voterChangeTimeout, done)
+}
+
+func (q simQuorumAdmin) UpgradeKRaft(validateOnly bool, timeout time.Duration, done func(error)) {
+	q.change(func() error { return q.p.core.UpgradeKRaft(validateOnly) }, timeout, done)
+}
+
+func (q simQuorumAdmin) KRaftVersion() int16 { return q.p.core.KRaftVersion() }
 
 func (q simQuorumAdmin) change(start func() error, timeout time.Duration, done func(error)) {
 	p := q.p
@@ -288,6 +331,9 @@ func (p *process) quorumOutput(out quorum.Output) {
 			w.done(r.Err)
 		}
 	}
+	if u := out.SelfUpdate; u != nil {
+		p.sendSelfUpdate(*u)
+	}
 	if out.SoftState != nil && out.SoftState.RaftState == raft.StateLeader {
 		p.n.c.onQuorumLeader(p.n, p.core.Term())
 	}
@@ -302,4 +348,33 @@ func memberIDs(ms []quorum.Member) []int32 {
 		out[i] = m.NodeID
 	}
 	return out
+}
+
+// sendSelfUpdate is node.Broker.sendSelfUpdate: the voter's UpdateRaftVoter
+// to the leader its Core named, through the API handler there.
+func (p *process) sendSelfUpdate(u quorum.VoterUpdate) {
+	req := kmsg.NewPtrUpdateRaftVoterRequest()
+	req.ClusterID = kmsg.StringPtr(p.n.c.clusterID)
+	req.CurrentLeaderEpoch = int32(min(u.Term, math.MaxInt32))
+	req.VoterID, req.VoterDirectoryID = u.Member.NodeID, u.Member.DirectoryID
+	for _, l := range u.Member.Listeners {
+		rl := kmsg.NewUpdateRaftVoterRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, l.Host, l.Port
+		req.Listeners = append(req.Listeners, rl)
+	}
+	req.KRaftVersionFeature.MinSupportedVersion = quorum.SupportedKRaftVersions.Min
+	req.KRaftVersionFeature.MaxSupportedVersion = quorum.SupportedKRaftVersions.Max
+	p.n.tracef("asking n%d to record its endpoints %v", quorum.NodeID(u.Leader), u.Member.Listeners)
+	p.call(quorum.NodeID(u.Leader), req, func(resp kmsg.Response, err error) {
+		if err == nil {
+			err = kerr.ErrorForCode(resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode)
+		}
+		if err == nil && p.n.proc == p {
+			p.core.SelfUpdateAnswered(u)
+			if p.core.KRaftVersion() == quorum.KRaftVersionDynamic {
+				p.n.c.check.stats.VotersUpdated++
+			}
+		}
+		p.n.tracef("UpdateRaftVoter to n%d: %v", quorum.NodeID(u.Leader), err)
+	})
 }

@@ -53,6 +53,10 @@ type node struct {
 	// dirID is the disk's directory id (KIP-858). The simulated disk is
 	// never replaced, so it is fixed for the node's life.
 	dirID metadata.DirectoryID
+	// port is the controller port the current process listens on. In a
+	// dynamic quorum it moves every other restart, so the voter must have
+	// its record updated (UpdateRaftVoter); fixed otherwise.
+	port uint16
 	// boot counts the machine's boots: a power loss reboots it, a killed
 	// process does not (its writes are in the page cache, which survives).
 	boot uint64
@@ -224,10 +228,17 @@ func (n *node) start() error {
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
-	dynamic := n.c.voters != nil
+	changing := n.c.voters != nil
+	dynamic := changing && !n.c.opts.Faults.Upgrade
 	voters := n.c.raftVoters()
 	if dynamic {
 		voters = nil
+	}
+	n.port = controllerPort
+	if changing {
+		// From the incarnation, not the run's random stream (which must
+		// not shift for the pinned seeds).
+		n.port = controllerPort + uint16(n.incarnation/2%3)
 	}
 	core, err := quorum.NewCore(quorum.CoreConfig{
 		ID:             quorum.RaftID(n.id),
@@ -235,6 +246,7 @@ func (n *node) start() error {
 		Dynamic:        dynamic,
 		Standalone:     dynamic && n.id == n.c.ids[0],
 		Self:           n.member(),
+		UpdateSelf:     changing,
 		Dir:            path.Join("data", metadataDir),
 		FS:             n.fs,
 		ElectionTicks:  electionTicks,

@@ -73,6 +73,11 @@ type FaultMix struct {
 	// Membership makes the quorum dynamic and has an operator remove
 	// voters and add them back while the other faults go on.
 	Membership bool
+	// Upgrade, with Membership, starts the quorum static
+	// (controller.quorum.voters, kraft.version 0, for every process's
+	// life): the operator first upgrades it to kraft.version 1, then
+	// changes voters as with Membership alone.
+	Upgrade bool
 }
 
 // ProducerSpec is one simulated producer.

@@ -9,7 +9,7 @@ func (c *Cluster) result() Result {
 	st := c.check.stats
 	st.MessagesSent, st.Dropped = c.net.sent, c.net.dropped
 	if c.voters != nil {
-		st.VotersAdded, st.VotersRemoved = c.voters.added, c.voters.removed
+		st.VotersAdded, st.VotersRemoved, st.KRaftUpgrades = c.voters.added, c.voters.removed, c.voters.upgraded
 	}
 	st.TxnEnded, st.TxnAborted, st.TxnRead = c.check.txns.ended, c.check.txns.aborted, c.check.txns.readRecs
 	return Result{Seed: c.opts.Seed, Options: c.opts, SimTime: c.s.now, Steps: c.s.steps, TraceHash: c.trace.hash,

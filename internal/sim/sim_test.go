@@ -350,6 +350,8 @@ func TestMembershipSeeds(t *testing.T) {
 			o.Faults = FaultMix{Every: 2 * time.Second, Kill: true, Partition: true}
 		}
 		o.Faults.Membership = true
+		// Every other seed starts static and is upgraded first.
+		o.Faults.Upgrade = seed%2 == 0
 		o.Verbose = verbose
 		o.Out = func(s string) { t.Log(s) }
 		return Run(o)
@@ -362,7 +364,7 @@ func TestMembershipSeeds(t *testing.T) {
 	if testing.Short() {
 		seeds = min(seeds, 20)
 	}
-	var added, removed int
+	var added, removed, updated, upgraded int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		var r Result
 		t.Run("", func(t *testing.T) {
@@ -371,6 +373,8 @@ func TestMembershipSeeds(t *testing.T) {
 		})
 		added += r.Stats.VotersAdded
 		removed += r.Stats.VotersRemoved
+		updated += r.Stats.VotersUpdated
+		upgraded += r.Stats.KRaftUpgrades
 	}
-	t.Logf("%d seeds: %d voters added, %d removed", seeds, added, removed)
+	t.Logf("%d seeds: %d voters added, %d removed, %d updated (a new port), %d static quorums upgraded", seeds, added, removed, updated, upgraded)
 }

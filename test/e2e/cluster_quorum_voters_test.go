@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -335,4 +337,262 @@ func TestClusterQuorumReplacesAControllerDisk(t *testing.T) {
 		t.Fatalf("%d records failed: %v", n, errs)
 	}
 	t.Logf("%d records read back across the disk replacement", checkAckedRecords(ctx, t, c.addrs(), topic, acks))
+}
+
+// voterEndpoint is the CONTROLLER endpoint DescribeQuorum v2's Nodes give
+// voter id, "" if none.
+func voterEndpoint(resp *kmsg.DescribeQuorumResponse, id int32) string {
+	for _, n := range resp.Nodes {
+		if n.NodeID != id {
+			continue
+		}
+		for _, l := range n.Listeners {
+			if l.Name == "CONTROLLER" {
+				return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+			}
+		}
+	}
+	return ""
+}
+
+// TestClusterQuorumVoterMovesPort: a voter restarts on another controller
+// port (real listeners; nothing listens on the old one any more). It sends
+// UpdateRaftVoter to the leader, DescribeQuorum shows the new endpoint,
+// and with the first voter gone the other two, one of them restarted so
+// that it knows the endpoint from the log alone, elect a leader and commit
+// through it, while a producer keeps writing.
+func TestClusterQuorumVoterMovesPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := dynamicQuorumCluster(t, 3)
+	c.start(0)
+	testcluster.WaitRegistered(t, c.brokers[:1])
+	c.start(1)
+	c.start(2)
+	admin := newSeededClient(t, c.addrs()[:1]) // the others serve nothing until they are voters
+	for i := 1; i < 3; i++ {
+		if err := addVoter(ctx, t, admin, c.addVoterRequest(t, i)); err != nil {
+			t.Fatalf("add node %d: %v", i+1, err)
+		}
+	}
+	resp := awaitVoters(ctx, t, admin, 1, 2, 3)
+	c.waitRegistered()
+	oldAddr := testcluster.ControllerAddr(c.props[2])
+	if got := voterEndpoint(resp, 3); got != oldAddr {
+		t.Fatalf("voter 3 at %q, want %q", got, oldAddr)
+	}
+
+	const topic, partitions = "voter-moves", 2
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
+	acks := newAckedRecords()
+	st := startStream(ctx, idempotentProducer(t, c.addrs()), topic, spreadOver(partitions), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 100)
+
+	// Node 3 comes back on a new controller port.
+	c.kill(2)
+	newAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	c.props[2]["listeners"] = strings.Replace(c.props[2]["listeners"], "CONTROLLER://"+oldAddr, "CONTROLLER://"+newAddr, 1)
+	c.start(2)
+	for {
+		_, _, resp := quorumVoters(ctx, t, admin)
+		if got := voterEndpoint(resp, 3); got == newAddr {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("DescribeQuorum never showed voter 3 at %s", newAddr)
+		case <-time.After(externalPollInterval):
+		}
+	}
+	awaitProgress(ctx, t, acks, 100)
+
+	// Node 2 restarts: its transport knows node 3's endpoint from the log
+	// only. Then node 1 goes, and nodes 2 and 3 are the majority.
+	c.kill(1)
+	c.start(1)
+	awaitVoters(ctx, t, admin, 1, 2, 3)
+	c.kill(0)
+	survivors := newSeededClient(t, c.addrs()[1:])
+	for {
+		_, _, resp := quorumVoters(ctx, t, survivors)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode == 0 && (p.LeaderID == 2 || p.LeaderID == 3) {
+			if got := voterEndpoint(resp, 3); got != newAddr {
+				t.Fatalf("leader %d shows voter 3 at %q, want %s", p.LeaderID, got, newAddr)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("nodes 2 and 3 never elected a leader")
+		case <-time.After(externalPollInterval):
+		}
+	}
+	// A commit now needs both: node 3 is reached at its new port.
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()[1:]), "after-the-move", 1, 2, nil)
+	awaitProgress(ctx, t, acks, 100)
+	sent := st.stopAndWait(t)
+	if n := acks.failures(); n > 0 {
+		_, _, errs := acks.snapshot()
+		t.Fatalf("%d of %d records failed: %v", n, sent, errs)
+	}
+	t.Logf("%d records read back across the move", checkAckedRecords(ctx, t, c.addrs()[1:], topic, acks))
+}
+
+// updateKRaftVersion sends UpdateFeatures for kraft.version (at the
+// version the client and broker agree on: v2 answers with the top-level
+// error only, v0-1 per feature as well).
+func updateKRaftVersion(ctx context.Context, t *testing.T, cl *kgo.Client, level int16, validateOnly bool) error {
+	t.Helper()
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.TimeoutMillis, req.ValidateOnly = 30_000, validateOnly
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "kraft.version", level, 1
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("UpdateFeatures: %v", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	for _, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalizedKRaftVersion is kraft.version's finalized level in a node's
+// ApiVersions (0 when not listed, as KIP-584 has it).
+func finalizedKRaftVersion(ctx context.Context, t *testing.T, addr string) int16 {
+	t.Helper()
+	cl := newSeededClient(t, []string{addr})
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "skein-e2e", "1"
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	supported := false
+	for _, f := range resp.SupportedFeatures {
+		supported = supported || f.Name == "kraft.version" && f.MinVersion == 0 && f.MaxVersion == 1
+	}
+	if !supported {
+		t.Fatalf("ApiVersions supports features %+v, want kraft.version 0-1", resp.SupportedFeatures)
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "kraft.version" {
+			return f.MaxVersionLevel
+		}
+	}
+	return 0
+}
+
+// TestClusterStaticQuorumUpgradesToDynamic: a running static quorum of
+// three controllers (controller.quorum.voters) is upgraded to
+// kraft.version 1 with UpdateFeatures while a producer writes, then a
+// fourth controller (controller.quorum.bootstrap.servers) is added as a
+// voter under that load, and a restarted voter, still configured with the
+// static voters, keeps the four. Every acknowledged record is read back.
+func TestClusterStaticQuorumUpgradesToDynamic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := newRolesCluster(t, testcluster.Combine(4), nil, node.Options{})
+	var boot, voters []string
+	for i := range 3 {
+		boot = append(boot, testcluster.ControllerAddr(c.props[i]))
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, boot[i]))
+	}
+	for i := range 3 {
+		c.props[i]["controller.quorum.voters"] = strings.Join(voters, ",")
+	}
+	delete(c.props[3], "controller.quorum.voters")
+	c.props[3]["controller.quorum.bootstrap.servers"] = strings.Join(boot, ",")
+	for i := range 3 {
+		c.start(i)
+	}
+	testcluster.WaitRegistered(t, c.brokers[:3])
+	admin := newSeededClient(t, c.addrs()[:3])
+	awaitVoters(ctx, t, admin, 1, 2, 3)
+	if v := finalizedKRaftVersion(ctx, t, c.addrs()[0]); v != 0 {
+		t.Fatalf("a static quorum's kraft.version is %d", v)
+	}
+	early := c.addVoterRequest(t, 0)
+	early.VoterID = 4
+	if err := addVoter(ctx, t, admin, early); !errorIs(err, kerr.UnsupportedVersion) {
+		t.Fatalf("AddRaftVoter at kraft.version 0: %v, want UNSUPPORTED_VERSION", err)
+	}
+
+	const topic, partitions = "static-upgraded", 3
+	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()[:3]), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
+	acks := newAckedRecords()
+	st := startStream(ctx, idempotentProducer(t, c.addrs()[:3]), topic, spreadOver(partitions), 0, openEnded, acks)
+	awaitProgress(ctx, t, acks, 200)
+
+	if err := updateKRaftVersion(ctx, t, admin, 2, false); !errorIs(err, kerr.InvalidUpdateVersion) {
+		t.Fatalf("kraft.version 2: %v, want INVALID_UPDATE_VERSION", err)
+	}
+	// The voters send the leader their records within a second of its
+	// election; until then the upgrade is refused, and retried.
+	for {
+		err := updateKRaftVersion(ctx, t, admin, 1, false)
+		if err == nil {
+			break
+		}
+		if !errorIs(err, kerr.InvalidUpdateVersion) && !errorIs(err, kerr.RequestTimedOut) {
+			t.Fatalf("upgrade: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("upgrade never succeeded: %v", err)
+		case <-time.After(externalPollInterval):
+		}
+	}
+	// The leader answered once it applied the upgrade; the others apply
+	// it as the entry reaches them.
+	for i := range 3 {
+		for finalizedKRaftVersion(ctx, t, c.addrs()[i]) != 1 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("node %d never finalized kraft.version 1 after the upgrade", i+1)
+			case <-time.After(externalPollInterval):
+			}
+		}
+	}
+	if err := updateKRaftVersion(ctx, t, admin, 0, false); !errorIs(err, kerr.InvalidUpdateVersion) {
+		t.Fatalf("downgrade: %v, want INVALID_UPDATE_VERSION", err)
+	}
+	_, _, resp := quorumVoters(ctx, t, admin)
+	for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
+		if want := c.directoryID(t, int(v.ReplicaID-1)); v.ReplicaDirectoryID != want {
+			t.Fatalf("voter %d has directory id %x, its disk's is %x", v.ReplicaID, v.ReplicaDirectoryID, want)
+		}
+	}
+	awaitProgress(ctx, t, acks, 200)
+
+	// A fourth controller joins under load.
+	c.start(3)
+	began := time.Now()
+	if err := addVoter(ctx, t, admin, c.addVoterRequest(t, 3)); err != nil {
+		t.Fatalf("add node 4 after the upgrade: %v", err)
+	}
+	t.Logf("AddRaftVoter of node 4 after the upgrade answered in %v", time.Since(began))
+	awaitVoters(ctx, t, admin, 1, 2, 3, 4)
+	testcluster.WaitRegistered(t, c.brokers[3:])
+	awaitProgress(ctx, t, acks, 200)
+
+	// A voter restarted with its static configuration keeps the four.
+	c.kill(0)
+	c.start(0)
+	awaitVoters(ctx, t, newSeededClient(t, c.addrs()[1:]), 1, 2, 3, 4)
+	awaitProgress(ctx, t, acks, 200)
+	sent := st.stopAndWait(t)
+	if n := acks.failures(); n > 0 {
+		_, _, errs := acks.snapshot()
+		t.Fatalf("%d of %d records failed: %v", n, sent, errs)
+	}
+	t.Logf("%d records read back across the upgrade and the new voter", checkAckedRecords(ctx, t, c.addrs(), topic, acks))
 }
