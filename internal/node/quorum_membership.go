@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"slices"
@@ -332,17 +331,7 @@ func (b *Broker) sendSelfUpdate(u quorum.VoterUpdate) {
 		defer b.selfUpdating.Store(false)
 		ctx, cancel := context.WithTimeout(b.stopCtx, selfUpdateTimeout)
 		defer cancel()
-		req := kmsg.NewPtrUpdateRaftVoterRequest()
-		req.ClusterID = kmsg.StringPtr(b.Image().ClusterID())
-		req.CurrentLeaderEpoch = int32(min(u.Term, math.MaxInt32))
-		req.VoterID, req.VoterDirectoryID = u.Member.NodeID, u.Member.DirectoryID
-		for _, l := range u.Member.Listeners {
-			rl := kmsg.NewUpdateRaftVoterRequestListener()
-			rl.Name, rl.Host, rl.Port = l.Name, l.Host, l.Port
-			req.Listeners = append(req.Listeners, rl)
-		}
-		req.KRaftVersionFeature.MinSupportedVersion = quorum.SupportedKRaftVersions.Min
-		req.KRaftVersionFeature.MaxSupportedVersion = quorum.SupportedKRaftVersions.Max
+		req := u.UpdateRaftVoterRequest(b.Image().ClusterID())
 		resp, err := b.ctrl.request(ctx, req)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode)

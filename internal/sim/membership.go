@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 	"slices"
 	"time"
 
@@ -353,17 +352,7 @@ func memberIDs(ms []quorum.Member) []int32 {
 // sendSelfUpdate is node.Broker.sendSelfUpdate: the voter's UpdateRaftVoter
 // to the leader its Core named, through the API handler there.
 func (p *process) sendSelfUpdate(u quorum.VoterUpdate) {
-	req := kmsg.NewPtrUpdateRaftVoterRequest()
-	req.ClusterID = kmsg.StringPtr(p.n.c.clusterID)
-	req.CurrentLeaderEpoch = int32(min(u.Term, math.MaxInt32))
-	req.VoterID, req.VoterDirectoryID = u.Member.NodeID, u.Member.DirectoryID
-	for _, l := range u.Member.Listeners {
-		rl := kmsg.NewUpdateRaftVoterRequestListener()
-		rl.Name, rl.Host, rl.Port = l.Name, l.Host, l.Port
-		req.Listeners = append(req.Listeners, rl)
-	}
-	req.KRaftVersionFeature.MinSupportedVersion = quorum.SupportedKRaftVersions.Min
-	req.KRaftVersionFeature.MaxSupportedVersion = quorum.SupportedKRaftVersions.Max
+	req := u.UpdateRaftVoterRequest(p.n.c.clusterID)
 	p.n.tracef("asking n%d to record its endpoints %v", quorum.NodeID(u.Leader), u.Member.Listeners)
 	p.call(quorum.NodeID(u.Leader), req, func(resp kmsg.Response, err error) {
 		if err == nil {
