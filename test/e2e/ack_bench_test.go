@@ -16,10 +16,10 @@ import (
 // waiting for its acknowledgement. ns/op is the round trip; p50-ms and
 // p99-ms its percentiles; vcsw/op the voluntary context switches of the
 // whole process (the three brokers and the client) per record, from
-// getrusage: a thread that parks for want of work, which counts the
-// goroutine hand-offs that reach the kernel and depends far less on how
-// busy the machine is than the times do (ivcsw/op, the involuntary ones,
-// are mostly other processes taking the cores).
+// getrusage: a thread that parks for want of work, roughly the goroutine
+// hand-offs that reach the kernel (it still moves with the machine's
+// load, which decides whether a spinning thread finds work); ivcsw/op,
+// the involuntary ones, are mostly other processes taking the cores.
 //
 //	go test ./test/e2e/ -run '^$' -bench AcksAllOneRecord -benchtime 2000x -count 6
 func BenchmarkAcksAllOneRecord(b *testing.B) {
