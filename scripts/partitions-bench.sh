@@ -15,7 +15,7 @@
 # summary to stderr.
 #
 # Usage: scripts/partitions-bench.sh [N]
-# Environment: PORT (39092: broker i listens on PORT+100*(i-1), its
+# Environment: PORT (47092: broker i listens on PORT+100*(i-1), its
 # controller on +1, admin on +2), IDLE (60), PER_TOPIC (100), KEEP=1 keeps
 # the data directory, WORK (a fresh temporary directory), BROKER_BIN (a
 # skein binary to run; default: built from this tree), PROFILE=1 takes a
@@ -23,7 +23,7 @@
 set -euo pipefail
 
 N=${1:-10000}
-PORT=${PORT:-39092}
+PORT=${PORT:-47092}
 IDLE=${IDLE:-60}
 PER_TOPIC=${PER_TOPIC:-100}
 root=$(cd "$(dirname "$0")/.." && pwd)
