@@ -172,6 +172,9 @@ type brokerMetadata struct {
 	// reconciledVersion is reconciled, readable without the lock.
 	reconciledVersion atomic.Int64
 	reconcileCh       chan struct{}
+	// reconciledImage is the image reconcilePartitions last brought the
+	// replicas in line with; only the reconcile goroutine uses it.
+	reconciledImage metadata.Reconciled
 	// metadataWaits counts requests held for the image to catch up
 	// (metadata_wait.go).
 	metadataWaits waitCount

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -36,14 +37,47 @@ func (b *Broker) reconcilePartitions() error {
 		t *metadata.Topic
 		p metadata.Partition
 	}
+	// Only what changed since the last reconciled image is visited
+	// (metadata.Reconciled); the replicas of every other partition are
+	// already in line with it.
+	changes := b.reconciledImage.Changes(im, b.cfg.NodeID, epoch)
 	want := map[partKey]assignment{}
-	for _, t := range im.Topics() {
-		for _, p := range t.Partitions {
-			if slices.Contains(p.Replicas, b.cfg.NodeID) {
-				want[partKey{t.ID, p.Index}] = assignment{t, p}
+	// gone lists the open replicas to check for removal.
+	var gone []partKey
+	b.partsMu.RLock()
+	if changes.Full {
+		for _, t := range im.Topics() {
+			for _, p := range t.Partitions {
+				if slices.Contains(p.Replicas, b.cfg.NodeID) {
+					want[partKey{t.ID, p.Index}] = assignment{t, p}
+				}
+			}
+		}
+		for k := range b.parts {
+			gone = append(gone, k)
+		}
+	} else {
+		for _, c := range changes.Partitions {
+			k := partKey{c.Topic.ID, c.Partition.Index}
+			if slices.Contains(c.Partition.Replicas, b.cfg.NodeID) {
+				want[k] = assignment{c.Topic, c.Partition}
+			} else {
+				gone = append(gone, k)
+			}
+		}
+		if len(changes.Removed) > 0 {
+			removed := map[metadata.TopicID]bool{}
+			for _, id := range changes.Removed {
+				removed[id] = true
+			}
+			for k := range b.parts {
+				if removed[k.topic] {
+					gone = append(gone, k)
+				}
 			}
 		}
 	}
+	b.partsMu.RUnlock()
 	var errs []error
 	type removal struct {
 		k partKey
@@ -51,23 +85,19 @@ func (b *Broker) reconcilePartitions() error {
 	}
 	var removed []removal
 	b.partsMu.Lock()
-	for k, p := range b.parts {
-		if _, ok := want[k]; !ok {
+	for _, k := range gone {
+		if p, ok := b.parts[k]; ok && !im.Lists(b.cfg.NodeID, k.topic, k.index) {
 			delete(b.parts, k)
 			removed = append(removed, removal{k, p})
 		}
 	}
 	b.partsMu.Unlock()
-	held := map[string]bool{}
-	for _, w := range want {
-		held[w.t.Name] = true
-	}
 	for _, r := range removed {
 		p := r.p
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
-		if !held[p.topic] {
+		if !b.holdsReplicaOf(im, p.topic) {
 			// The topic's series go only with its last replica here: a
 			// reassignment may move one partition away and keep others.
 			b.metrics.DeleteTopic(p.topic)
@@ -94,11 +124,19 @@ func (b *Broker) reconcilePartitions() error {
 		}
 	}
 	now := time.Now()
+	// Log directories are counted once per reconcile, not once per new
+	// partition (which made creating N partitions O(N²)).
+	var dirs map[string]int
+	configs := map[*metadata.Topic]config.TopicConfig{}
 	for k, w := range want {
-		cfg, err := b.topicConfig(w.t)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
-			continue
+		cfg, ok := configs[w.t]
+		if !ok {
+			var err error
+			if cfg, err = b.topicConfig(w.t); err != nil {
+				errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
+				continue
+			}
+			configs[w.t] = cfg
 		}
 		p := b.partition(k.topic, k.index)
 		if p == nil && b.dirOffline() {
@@ -107,7 +145,10 @@ func (b *Broker) reconcilePartitions() error {
 		if p == nil {
 			// Opened without partsMu: recovering a log takes a while,
 			// and the partitions already open keep serving meanwhile.
-			dir, err := b.partitionDir(w.t, w.p.Index)
+			if dirs == nil {
+				dirs = b.logDirCounts()
+			}
+			dir, err := b.partitionDir(w.t, w.p.Index, dirs)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -127,13 +168,34 @@ func (b *Broker) reconcilePartitions() error {
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) > 0 {
+		// What failed is tried again with every partition next time.
+		b.reconciledImage.Forget()
+	} else {
+		b.reconciledImage.Done(im, b.cfg.NodeID, epoch)
+	}
 	return errors.Join(errs...)
+}
+
+// holdsReplicaOf reports whether im still gives this broker a replica of
+// the topic named name.
+func (b *Broker) holdsReplicaOf(im *metadata.Image, name string) bool {
+	t, ok := im.Topic(name)
+	if !ok {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if slices.Contains(p.Replicas, b.cfg.NodeID) {
+			return true
+		}
+	}
+	return false
 }
 
 // partitionDir finds or creates the directory of a partition. A directory
 // of the same name that belongs to another topic id (a deleted topic whose
 // files were not removed) is removed first.
-func (b *Broker) partitionDir(t *metadata.Topic, index int32) (string, error) {
+func (b *Broker) partitionDir(t *metadata.Topic, index int32, dirs map[string]int) (string, error) {
 	name := t.Name + "-" + strconv.Itoa(int(index))
 	for _, root := range b.cfg.LogDirs {
 		dir := filepath.Join(root, name)
@@ -149,7 +211,9 @@ func (b *Broker) partitionDir(t *metadata.Topic, index int32) (string, error) {
 			return "", fmt.Errorf("remove stale %s: %w", dir, err)
 		}
 	}
-	dir := filepath.Join(b.leastLoadedLogDir(), name)
+	root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
+	dirs[root]++
+	dir := filepath.Join(root, name)
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -179,14 +243,21 @@ func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
 	return metadata.TopicID{}, fmt.Errorf("%s has no topic_id", dir)
 }
 
-// leastLoadedLogDir spreads new partitions over log.dirs.
-func (b *Broker) leastLoadedLogDir() string {
+// logDirCounts counts the open partitions in each log directory.
+func (b *Broker) logDirCounts() map[string]int {
 	counts := map[string]int{}
 	for _, p := range b.partitionList() {
 		counts[filepath.Dir(p.log.Dir())]++
 	}
-	best := b.cfg.LogDirs[0]
-	for _, d := range b.cfg.LogDirs[1:] {
+	return counts
+}
+
+// leastLoadedLogDir spreads new partitions over log.dirs: the one of dirs
+// holding the fewest by counts (logDirCounts, kept up to date by the
+// caller as it places partitions).
+func leastLoadedLogDir(dirs []string, counts map[string]int) string {
+	best := dirs[0]
+	for _, d := range dirs[1:] {
 		if counts[d] < counts[best] {
 			best = d
 		}

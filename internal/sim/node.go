@@ -100,6 +100,9 @@ type process struct {
 	// sweptEpoch is the registration whose reconcile last swept the
 	// partition directories the image retires (node's strayCheckedEpoch).
 	sweptEpoch int64
+	// reconciled is the image reconcile last brought the replicas in
+	// line with.
+	reconciled metadata.Reconciled
 	// sess is the broker's side of its controller session, as node's.
 	sess       *ctrlcore.BrokerSession
 	parts      map[partKey]*replica

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
 	rcore "github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/replication"
 )
@@ -20,38 +21,77 @@ import (
 // (none until the image holds this incarnation's registration), and assign
 // followers to one fetcher per leader.
 func (p *process) reconcile() {
-	for _, r := range p.partitionList() {
-		if !p.image.Lists(p.n.id, r.id, r.index) {
-			p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+	// Only what changed since the last reconciled image is visited, as
+	// in node (metadata.Reconciled).
+	changes := p.reconciled.Changes(p.image, p.n.id, p.brokerEpoch)
+	var visit []metadata.ChangedPartition
+	if changes.Full {
+		for _, r := range p.partitionList() {
+			if !p.image.Lists(p.n.id, r.id, r.index) {
+				p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+			}
 		}
+		for _, t := range p.image.Topics() {
+			for _, st := range t.Partitions {
+				visit = append(visit, metadata.ChangedPartition{Topic: t, Partition: st})
+			}
+		}
+	} else {
+		for _, c := range changes.Partitions {
+			if r := p.parts[partKey{c.Topic.ID, c.Partition.Index}]; r != nil && !slices.Contains(c.Partition.Replicas, p.n.id) {
+				p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+			}
+		}
+		for _, id := range changes.Removed {
+			for _, r := range p.partitionList() {
+				if r.id == id {
+					p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+				}
+			}
+		}
+		visit = changes.Partitions
 	}
 	if p.image.CaughtUpFor(p.n.id, p.brokerEpoch) && p.sweptEpoch != p.brokerEpoch {
 		p.sweptEpoch = p.brokerEpoch
 		p.sweepRetired()
 	}
-	for _, t := range p.image.Topics() {
-		cfg, err := config.ResolveTopic(p.cfg, t.Configs)
-		if err != nil {
-			p.n.c.violation("config of %s: %v", t.Name, err)
+	failed := false
+	configs := map[*metadata.Topic]config.TopicConfig{}
+	for _, c := range visit {
+		t, st := c.Topic, c.Partition
+		if !slices.Contains(st.Replicas, p.n.id) {
 			continue
 		}
-		for _, st := range t.Partitions {
-			if !slices.Contains(st.Replicas, p.n.id) {
+		cfg, ok := configs[t]
+		if !ok {
+			var err error
+			if cfg, err = config.ResolveTopic(p.cfg, t.Configs); err != nil {
+				p.n.c.violation("config of %s: %v", t.Name, err)
+				failed = true
 				continue
 			}
-			k := partKey{t.ID, st.Index}
-			r, ok := p.parts[k]
-			if !ok {
-				if r, err = p.openReplica(t, st, cfg); err != nil {
-					p.n.tracef("cannot open %s-%d: %v", t.Name, st.Index, err)
-					continue
-				}
-				p.parts[k] = r
-			}
-			if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
-				p.n.tracef("apply %s: %v", r.name(), err)
-			}
+			configs[t] = cfg
 		}
+		k := partKey{t.ID, st.Index}
+		r, ok := p.parts[k]
+		if !ok {
+			var err error
+			if r, err = p.openReplica(t, st, cfg); err != nil {
+				p.n.tracef("cannot open %s-%d: %v", t.Name, st.Index, err)
+				failed = true
+				continue
+			}
+			p.parts[k] = r
+		}
+		if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
+			p.n.tracef("apply %s: %v", r.name(), err)
+			failed = true
+		}
+	}
+	if failed {
+		p.reconciled.Forget()
+	} else {
+		p.reconciled.Done(p.image, p.n.id, p.brokerEpoch)
 	}
 	p.updateFetchers()
 }
