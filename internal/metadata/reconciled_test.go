@@ -83,4 +83,3 @@ func TestPartitionEqualCoversEveryField(t *testing.T) {
 		}
 	}
 }
-

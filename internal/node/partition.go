@@ -120,7 +120,7 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 		})
 	}
 	if rd.Propose != nil {
-		go p.b.proposeISRChange(p, *rd.Propose)
+		p.b.proposeISRChange(p, *rd.Propose)
 	}
 	if rd.Resend != nil {
 		change, seq := rd.Resend.Change, rd.Resend.Seq

@@ -16,6 +16,7 @@ import (
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
+	rcore "github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/txnverify"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -103,6 +104,9 @@ type process struct {
 	// reconciled is the image reconcile last brought the replicas in
 	// line with.
 	reconciled metadata.Reconciled
+	// isr batches the ISR changes of the replicas led here (node's
+	// isrSender).
+	isr rcore.ISRBatcher[*replica]
 	// sess is the broker's side of its controller session, as node's.
 	sess       *ctrlcore.BrokerSession
 	parts      map[partKey]*replica

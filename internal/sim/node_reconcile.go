@@ -12,7 +12,6 @@ import (
 
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
-	rcore "github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -190,26 +189,41 @@ func (p *process) isrLoop() {
 
 func (p *process) isEligibleReplica(id int32) bool { return p.image.IsActive(id) }
 
-// sendISRChange sends one ISR proposal to the active controller
-// (AlterPartition) and hands the outcome to the replica core, which
-// decides whether to resend it and when (replication.Leader.OnISRAnswer:
-// the broker's classifier and backoff).
+// sendISRChange queues an ISR proposal in this process's batcher and
+// sends what is queued unless a request is in flight (node's
+// proposeISRChange).
 func (p *process) sendISRChange(r *replica, change replication.ISRChange) {
-	answer := func(err error) { r.ready(r.core.OnISRAnswer(change, err)) }
-	if p.controller < 0 {
-		// An earlier send of the same change may still commit: unknown.
-		answer(errNoController)
+	p.isr.Add(r, r.id, r.index, change)
+	p.sendISRChanges()
+}
+
+// sendISRChanges sends the ISR changes queued to the active controller
+// (one AlterPartition request, one in flight) and hands each outcome to
+// its replica core, which decides whether to resend it and when
+// (replication.Leader.OnISRAnswer: the broker's classifier and backoff);
+// then what was queued meanwhile goes.
+func (p *process) sendISRChanges() {
+	req := p.isr.Next(p.n.id, p.brokerEpoch)
+	if req == nil {
 		return
 	}
-	req := rcore.AlterPartitionRequest(p.n.id, p.brokerEpoch, r.id, r.index, change)
+	answer := func(resp *kmsg.AlterPartitionResponse, err error) {
+		for _, o := range p.isr.Answered(resp, err) {
+			if o.Err != nil {
+				p.n.tracef("%s ISR change %v: %v", o.Key.name(), o.Change.NewISR, o.Err)
+			}
+			o.Key.ready(o.Key.core.OnISRAnswer(o.Change, o.Err))
+		}
+		p.sendISRChanges()
+	}
+	if p.controller < 0 {
+		// An earlier send of the same changes may still commit: unknown.
+		answer(nil, errNoController)
+		return
+	}
 	p.call(p.controller, req, func(resp kmsg.Response, err error) {
-		if err == nil {
-			err = rcore.AlterPartitionOutcome(resp.(*kmsg.AlterPartitionResponse))
-		}
-		if err != nil {
-			p.n.tracef("%s ISR change %v: %v", r.name(), change.NewISR, err)
-		}
-		answer(err)
+		r, _ := resp.(*kmsg.AlterPartitionResponse)
+		answer(r, err)
 	})
 }
 
