@@ -19,7 +19,9 @@
 # controller on +1, admin on +2), IDLE (60), PER_TOPIC (100), KEEP=1 keeps
 # the data directory, WORK (a fresh temporary directory), BROKER_BIN (a
 # skein binary to run; default: built from this tree), PROFILE=1 takes a
-# 30 s CPU profile of broker 1 while idle into $WORK/idle-cpu.pprof.
+# CPU profile of broker 1 over the first 20 s of the creation into
+# $WORK/create-cpu.pprof and one over 30 s while idle into
+# $WORK/idle-cpu.pprof.
 set -euo pipefail
 
 N=${1:-10000}
@@ -88,6 +90,9 @@ ready() {
 for i in 1 2 3; do ready $i; done
 echo "cluster ready; creating $N partitions (topics of $PER_TOPIC, RF=3)" >&2
 
+if [[ ${PROFILE:-0} == 1 ]]; then
+	curl -sf -o "$work/create-cpu.pprof" "http://127.0.0.1:$((PORT + 2))/debug/pprof/profile?seconds=20" &
+fi
 "$work/skein" perf partitions -b "$bootstrap" --partitions "$N" --per-topic "$PER_TOPIC" \
 	--replication-factor 3 --json >"$work/create.json"
 cat "$work/create.json" >&2

@@ -80,20 +80,8 @@ func runPerfPartitions(ctx context.Context, args []string, s streams) error {
 			bySize[sizes[n]] = append(bySize[sizes[n]], n)
 		}
 		for size, ns := range bySize {
-			resps, err := adm.CreateTopics(ctx, size, int16(*rf), nil, ns...)
-			if err != nil {
-				return fmt.Errorf("create topics: %w", explainError(err))
-			}
-			for _, n := range ns {
-				r, ok := resps[n]
-				if !ok {
-					return fmt.Errorf("create topic %q: the cluster did not answer for it", n)
-				}
-				// A retried request finds what its first attempt
-				// created; the names are ours, so that is not a clash.
-				if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-					return fmt.Errorf("create topic %q: %w", n, explainError(r.Err))
-				}
+			if err := createTopicsRetrying(ctx, adm, size, int16(*rf), ns); err != nil {
+				return err
 			}
 		}
 	}
@@ -153,4 +141,32 @@ func partitionsInSync(ctx context.Context, adm *kadm.Client, names []string, siz
 		}
 	}
 	return led, inSync, nil
+}
+
+// createTopicsRetrying creates the topics names, asking again for those
+// whose creation timed out (REQUEST_TIMED_OUT: the controller may yet
+// commit it, or has) until ctx ends. The names are this run's, so one
+// that already exists was created by an earlier attempt.
+func createTopicsRetrying(ctx context.Context, adm *kadm.Client, partitions int32, rf int16, names []string) error {
+	for len(names) > 0 {
+		resps, err := adm.CreateTopics(ctx, partitions, rf, nil, names...)
+		if err != nil {
+			return fmt.Errorf("create topics: %w", explainError(err))
+		}
+		var again []string
+		for _, n := range names {
+			r, ok := resps[n]
+			switch {
+			case !ok:
+				return fmt.Errorf("create topic %q: the cluster did not answer for it", n)
+			case r.Err == nil, errors.Is(r.Err, kerr.TopicAlreadyExists):
+			case errors.Is(r.Err, kerr.RequestTimedOut) && ctx.Err() == nil:
+				again = append(again, n)
+			default:
+				return fmt.Errorf("create topic %q: %w (%s)", n, explainError(r.Err), r.ErrMessage)
+			}
+		}
+		names = again
+	}
+	return nil
 }

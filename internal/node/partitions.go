@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
@@ -128,6 +129,17 @@ func (b *Broker) reconcilePartitions() error {
 	// partition (which made creating N partitions O(N²)).
 	var dirs map[string]int
 	configs := map[*metadata.Topic]config.TopicConfig{}
+	type opening struct {
+		k      partKey
+		w      assignment
+		cfg    config.TopicConfig
+		dir    string
+		create bool
+		p      *partition
+		err    error
+	}
+	var toOpen []*opening
+	var toApply []partKey
 	for k, w := range want {
 		cfg, ok := configs[w.t]
 		if !ok {
@@ -138,33 +150,58 @@ func (b *Broker) reconcilePartitions() error {
 			}
 			configs[w.t] = cfg
 		}
-		p := b.partition(k.topic, k.index)
-		if p == nil && b.dirOffline() {
+		if b.partition(k.topic, k.index) != nil {
+			toApply = append(toApply, k)
+			continue
+		}
+		if b.dirOffline() {
 			continue // no replica is created while a log directory is offline; the broker is stopping
 		}
-		if p == nil {
-			// Opened without partsMu: recovering a log takes a while,
-			// and the partitions already open keep serving meanwhile.
+		dir, err := b.findPartitionDir(w.t, w.p.Index)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o := &opening{k: k, w: w, cfg: cfg, dir: dir}
+		if dir == "" {
 			if dirs == nil {
 				dirs = b.logDirCounts()
 			}
-			dir, err := b.partitionDir(w.t, w.p.Index, dirs)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if p, err = openPartition(b, w.t, w.p, cfg, dir); err != nil {
-				if isDeviceError(err) {
-					b.takeLogDirOffline(filepath.Dir(dir), w.t.Name+"-"+strconv.Itoa(int(w.p.Index)), err)
-				}
-				errs = append(errs, err)
-				continue
-			}
-			b.partsMu.Lock()
-			b.parts[k] = p
-			b.partsMu.Unlock()
+			root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
+			dirs[root]++
+			o.dir, o.create = filepath.Join(root, w.t.Name+"-"+strconv.Itoa(int(w.p.Index))), true
 		}
-		if err := p.apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), cfg, now); err != nil {
+		toOpen = append(toOpen, o)
+	}
+	// New replicas are created and opened in parallel, without partsMu
+	// (the partitions already open keep serving meanwhile): each waits
+	// mostly for its fsyncs (directory, partition.metadata, segment), and
+	// one after another they made creating thousands of partitions take
+	// minutes.
+	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
+		if o.create {
+			if o.err = b.createPartitionDir(o.w.t, o.dir); o.err != nil {
+				return
+			}
+		}
+		o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir)
+	})
+	for _, o := range toOpen {
+		if o.err != nil {
+			if isDeviceError(o.err) {
+				b.takeLogDirOffline(filepath.Dir(o.dir), o.w.t.Name+"-"+strconv.Itoa(int(o.w.p.Index)), o.err)
+			}
+			errs = append(errs, o.err)
+			continue
+		}
+		b.partsMu.Lock()
+		b.parts[o.k] = o.p
+		b.partsMu.Unlock()
+		toApply = append(toApply, o.k)
+	}
+	for _, k := range toApply {
+		w := want[k]
+		if err := b.partition(k.topic, k.index).apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), configs[w.t], now); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -192,10 +229,35 @@ func (b *Broker) holdsReplicaOf(im *metadata.Image, name string) bool {
 	return false
 }
 
-// partitionDir finds or creates the directory of a partition. A directory
-// of the same name that belongs to another topic id (a deleted topic whose
-// files were not removed) is removed first.
-func (b *Broker) partitionDir(t *metadata.Topic, index int32, dirs map[string]int) (string, error) {
+// maxParallelOpens bounds the replicas one reconcile creates or opens at
+// once, and those a stopping broker closes at once.
+const maxParallelOpens = 16
+
+// forEachParallel runs fn on every item, at most limit at a time, and
+// returns when all are done: for work that mostly waits on the disk.
+func forEachParallel[T any](items []T, limit int, fn func(T)) {
+	var wg sync.WaitGroup
+	work := make(chan T)
+	for range min(len(items), limit) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				fn(it)
+			}
+		}()
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+}
+
+// findPartitionDir finds the directory of a partition in log.dirs, ""
+// when it has none. A directory of the same name that belongs to another
+// topic id (a deleted topic whose files were not removed) is removed.
+func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error) {
 	name := t.Name + "-" + strconv.Itoa(int(index))
 	for _, root := range b.cfg.LogDirs {
 		dir := filepath.Join(root, name)
@@ -211,20 +273,23 @@ func (b *Broker) partitionDir(t *metadata.Topic, index int32, dirs map[string]in
 			return "", fmt.Errorf("remove stale %s: %w", dir, err)
 		}
 	}
-	root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
-	dirs[root]++
-	dir := filepath.Join(root, name)
+	return "", nil
+}
+
+// createPartitionDir creates the directory dir of a partition of t with
+// its partition.metadata, durably.
+func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	content := "version: 0\ntopic_id: " + t.ID.String() + "\n"
 	if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, partitionMetadataFile), []byte(content)); err != nil {
-		return "", fmt.Errorf("write %s: %w", partitionMetadataFile, err)
+		return fmt.Errorf("write %s: %w", partitionMetadataFile, err)
 	}
 	if err := b.fs.SyncDir(filepath.Dir(dir)); err != nil {
-		return "", fmt.Errorf("sync %s: %w", filepath.Dir(dir), err)
+		return fmt.Errorf("sync %s: %w", filepath.Dir(dir), err)
 	}
-	return dir, nil
+	return nil
 }
 
 func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
