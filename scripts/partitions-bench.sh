@@ -39,11 +39,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ -z ${BROKER_BIN:-} ]]; then
-	echo "building skein into $work" >&2
-	(cd "$root" && go build -o "$work/skein" ./cmd/skein)
-	BROKER_BIN=$work/skein
-fi
+# The client side (skein perf partitions) always runs this tree's build.
+echo "building skein into $work" >&2
+(cd "$root" && go build -o "$work/skein" ./cmd/skein)
+BROKER_BIN=${BROKER_BIN:-$work/skein}
 clk=$(getconf CLK_TCK)
 voters="1@127.0.0.1:$((PORT + 1)),2@127.0.0.1:$((PORT + 101)),3@127.0.0.1:$((PORT + 201))"
 bootstrap="127.0.0.1:$PORT,127.0.0.1:$((PORT + 100)),127.0.0.1:$((PORT + 200))"

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
@@ -180,11 +181,31 @@ func (b *Broker) reconcilePartitions() error {
 	// minutes.
 	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
 		if o.create {
-			if o.err = b.createPartitionDir(o.w.t, o.dir); o.err != nil {
-				return
-			}
+			o.err = b.createPartitionDir(o.w.t, o.dir)
 		}
-		o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir)
+	})
+	// The new directories' entries are made durable with one fsync of
+	// each log directory they were made in, before any of them opens
+	// (and so before any can take a write).
+	synced := map[string]error{}
+	for _, o := range toOpen {
+		if !o.create || o.err != nil {
+			continue
+		}
+		root := filepath.Dir(o.dir)
+		err, ok := synced[root]
+		if !ok {
+			if err = b.fs.SyncDir(root); err != nil {
+				err = fmt.Errorf("sync %s: %w", root, err)
+			}
+			synced[root] = err
+		}
+		o.err = err
+	}
+	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
+		if o.err == nil {
+			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir)
+		}
 	})
 	for _, o := range toOpen {
 		if o.err != nil {
@@ -199,11 +220,33 @@ func (b *Broker) reconcilePartitions() error {
 		b.partsMu.Unlock()
 		toApply = append(toApply, o.k)
 	}
-	for _, k := range toApply {
-		w := want[k]
-		if err := b.partition(k.topic, k.index).apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), configs[w.t], now); err != nil {
-			errs = append(errs, err)
+	// Applied in parallel too: taking leadership writes the leader-epoch
+	// checkpoint (an fsync), and a broker taking over thousands of
+	// leaderships (another stopping) took tens of seconds one by one. A
+	// stopping broker applies no more (its partitions are closing; the
+	// next start reconciles from scratch).
+	var mu sync.Mutex
+	var stopped atomic.Bool
+	forEachParallel(toApply, maxParallelOpens, func(k partKey) {
+		select {
+		case <-b.stop:
+			stopped.Store(true)
+			return
+		default:
 		}
+		p := b.partition(k.topic, k.index)
+		if p == nil {
+			return // no longer open
+		}
+		w := want[k]
+		if err := p.apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), configs[w.t], now); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
+	if stopped.Load() {
+		return errors.Join(errs...)
 	}
 	if len(errs) > 0 {
 		// What failed is tried again with every partition next time.
@@ -231,7 +274,7 @@ func (b *Broker) holdsReplicaOf(im *metadata.Image, name string) bool {
 
 // maxParallelOpens bounds the replicas one reconcile creates or opens at
 // once, and those a stopping broker closes at once.
-const maxParallelOpens = 16
+const maxParallelOpens = 64
 
 // forEachParallel runs fn on every item, at most limit at a time, and
 // returns when all are done: for work that mostly waits on the disk.
@@ -277,7 +320,8 @@ func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error
 }
 
 // createPartitionDir creates the directory dir of a partition of t with
-// its partition.metadata, durably.
+// its partition.metadata, durable within dir; the caller syncs dir's
+// parent (once for all the directories it creates there).
 func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -285,9 +329,6 @@ func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	content := "version: 0\ntopic_id: " + t.ID.String() + "\n"
 	if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, partitionMetadataFile), []byte(content)); err != nil {
 		return fmt.Errorf("write %s: %w", partitionMetadataFile, err)
-	}
-	if err := b.fs.SyncDir(filepath.Dir(dir)); err != nil {
-		return fmt.Errorf("sync %s: %w", filepath.Dir(dir), err)
 	}
 	return nil
 }
