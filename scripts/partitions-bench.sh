@@ -21,7 +21,8 @@
 # skein binary to run; default: built from this tree), PROFILE=1 takes a
 # CPU profile of broker 1 over the first 20 s of the creation into
 # $WORK/create-cpu.pprof and one over 30 s while idle into
-# $WORK/idle-cpu.pprof.
+# $WORK/idle-cpu.pprof, and broker 1's goroutines 8 s into the stop
+# into $WORK/stop-goroutines.txt.
 set -euo pipefail
 
 N=${1:-10000}
@@ -132,6 +133,10 @@ loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 gone() { [[ ! -e /proc/$1/stat ]] || [[ $(awk '{print $3}' "/proc/$1/stat") == Z ]]; }
 stop_start=$(date +%s.%N)
 for p in "${pids[@]}"; do kill -TERM "$p"; done
+if [[ ${PROFILE:-0} == 1 ]]; then
+	# What broker 1 is still doing 8 s into its stop.
+	(sleep 8 && curl -sf -o "$work/stop-goroutines.txt" "http://127.0.0.1:$((PORT + 2))/debug/pprof/goroutine?debug=2") &
+fi
 declare -a took
 left=3
 for _ in $(seq 1200); do
