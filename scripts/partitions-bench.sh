@@ -15,7 +15,8 @@
 # summary to stderr.
 #
 # Usage: scripts/partitions-bench.sh [N]
-# Environment: PORT (47092: broker i listens on PORT+100*(i-1), its
+# Environment: FD_LIMIT (the open-files limit the brokers get; default
+# the hard limit), PORT (47092: broker i listens on PORT+100*(i-1), its
 # controller on +1, admin on +2), IDLE (60), PER_TOPIC (100), KEEP=1 keeps
 # the data directory, WORK (a fresh temporary directory), BROKER_BIN (a
 # skein binary to run; default: built from this tree), PROFILE=1 takes a
@@ -45,6 +46,11 @@ echo "building skein into $work" >&2
 (cd "$root" && go build -o "$work/skein" ./cmd/skein)
 BROKER_BIN=${BROKER_BIN:-$work/skein}
 clk=$(getconf CLK_TCK)
+# Every replica holds its active segment open: a broker of N partitions
+# (RF=3 on 3 brokers: all N) needs more than N descriptors. Raise the soft
+# limit to FD_LIMIT (default: the hard limit).
+ulimit -n "${FD_LIMIT:-$(ulimit -Hn)}" 2>/dev/null || echo "could not raise the open-files limit to ${FD_LIMIT:-$(ulimit -Hn)}" >&2
+echo "open-files limit per broker: $(ulimit -n)" >&2
 voters="1@127.0.0.1:$((PORT + 1)),2@127.0.0.1:$((PORT + 101)),3@127.0.0.1:$((PORT + 201))"
 bootstrap="127.0.0.1:$PORT,127.0.0.1:$((PORT + 100)),127.0.0.1:$((PORT + 200))"
 # Another cluster on these ports would answer for this one.
@@ -122,15 +128,16 @@ for i in 1 2 3; do
 	rss=$(($(status_kb "$pid" VmRSS) / 1024))
 	hwm=$(($(status_kb "$pid" VmHWM) / 1024))
 	g=$(goroutines $i)
+	fds=$(ls "/proc/$pid/fd" | wc -l)
 	resends=$(grep -c "ISR change outcome unknown; resending" "$work/broker-$i.log" || true)
-	echo "{\"broker\":$i,\"idle_cpu_percent\":$cpu,\"rss_mib\":$rss,\"peak_rss_mib\":$hwm,\"goroutines\":$g,\"resend_lines\":$resends}"
-	echo "broker $i: idle CPU $cpu% of a core over ${IDLE}s, RSS $rss MiB (peak $hwm), $g goroutines, $resends resend lines" >&2
+	echo "{\"broker\":$i,\"idle_cpu_percent\":$cpu,\"rss_mib\":$rss,\"peak_rss_mib\":$hwm,\"goroutines\":$g,\"open_files\":$fds,\"resend_lines\":$resends}"
+	echo "broker $i: idle CPU $cpu% of a core over ${IDLE}s, RSS $rss MiB (peak $hwm), $g goroutines, $fds open files, $resends resend lines" >&2
 done
 
 # Stop all three at once and time each exit: a broker is gone when
 # /proc no longer shows it running (a zombie waits for us to reap it).
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
-gone() { [[ ! -e /proc/$1/stat ]] || [[ $(awk '{print $3}' "/proc/$1/stat") == Z ]]; }
+gone() { [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || echo X) =~ ^(Z|X|)$ ]]; }
 stop_start=$(date +%s.%N)
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 if [[ ${PROFILE:-0} == 1 ]]; then
