@@ -757,7 +757,9 @@ func (r *Replica) OnFollowerFetch(id int32, offset, nowMs int64, eligible func(i
 }
 
 // Tick runs the time-driven part of replication: ISR shrinks for
-// followers that stopped catching up.
+// followers that stopped catching up. Its Ready holds nothing but
+// Propose, and changes nothing else: a wrapper ticking thousands of
+// partitions may skip carrying out a Ready without one.
 func (r *Replica) Tick(nowMs int64, eligible func(int32) bool) Ready {
 	var rd Ready
 	if r.leader != nil && !r.closed {
