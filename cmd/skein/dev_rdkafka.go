@@ -89,6 +89,20 @@ func (r *rdkafkaProducer) Produce(ctx context.Context, value []byte) error {
 // every retry.backoff.ms.
 func (r *rdkafkaProducer) SinceMetadata() time.Duration { return time.Duration(1<<63 - 1) }
 
+// rdkafkaSteady: librdkafka doubles a broker's reconnect backoff at every
+// connection attempt (reconnect.backoff.ms 100 ms, up to
+// reconnect.backoff.max.ms 10 s) and starts again from 100 ms only when
+// its last scheduled attempt is over reconnect.backoff.max.ms old. The
+// new leader after a kill is the broker killed and restarted the kill
+// before (the first in-sync replica in replica order), which the client
+// tried to reach while it was down; a kill sooner than that would make
+// the client wait out a backoff grown over earlier kills, measuring the
+// cadence of the kills rather than one failover. Twice the maximum, plus
+// a second, covers the longest scheduled attempt and the quiet time.
+const rdkafkaSteady = 21 * time.Second
+
+func (r *rdkafkaProducer) Steady() time.Duration { return rdkafkaSteady }
+
 func (r *rdkafkaProducer) Close() {
 	r.p.Close()
 	<-r.logs

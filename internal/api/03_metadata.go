@@ -28,7 +28,7 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 	s.Backend.SettleSuspects()
 	im := s.Backend.Image()
 
-	for _, b := range liveBrokers(im, r.Listener) {
+	for _, b := range liveBrokers(im, r.Listener, s.Backend.FencedAtMs, s.Backend.NowMs()) {
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.id, b.ep.Host, b.ep.Port, b.rack
 		resp.Brokers = append(resp.Brokers, rb)
@@ -170,11 +170,12 @@ type liveBroker struct {
 	rack *string
 }
 
-// liveBrokers lists the unfenced brokers reachable on a listener.
-func liveBrokers(im *metadata.Image, listener string) []liveBroker {
+// liveBrokers lists the unfenced brokers reachable on a listener, and
+// those fenced moments ago (fenced_listing.go).
+func liveBrokers(im *metadata.Image, listener string, fencedAtMs func(int32) (int64, bool), nowMs int64) []liveBroker {
 	var out []liveBroker
 	for _, b := range im.Brokers() {
-		if b.Fenced {
+		if b.Fenced && !fencedListed(b, fencedAtMs, nowMs) {
 			continue
 		}
 		ep, ok := endpointFor(b, listener)

@@ -40,6 +40,11 @@ type FailoverProducer interface {
 	// SinceMetadata is how long ago the client last read a Metadata
 	// answer; a client that cannot tell returns a very long time.
 	SinceMetadata() time.Duration
+	// Steady is how long the producer writes steadily before each kill:
+	// at least steadyBeforeKill, longer for a client whose state from
+	// one kill would otherwise carry into the next (librdkafka's
+	// reconnect backoff).
+	Steady() time.Duration
 	Close()
 }
 
@@ -86,6 +91,7 @@ func (p *franzProducer) Produce(ctx context.Context, value []byte) error {
 }
 
 func (p *franzProducer) SinceMetadata() time.Duration { return p.seen.since() }
+func (p *franzProducer) Steady() time.Duration        { return steadyBeforeKill }
 func (p *franzProducer) Close()                       { p.cl.Close() }
 
 // MeasureFailover kills the leader of a replicated partition runs times
@@ -131,7 +137,7 @@ func (c *Cluster) MeasureFailover(ctx context.Context, runs int, newProducer New
 		// than franz-go's MetadataMinAge (5 s): a client that refreshed
 		// metadata moments ago may not refresh again before then,
 		// whatever the cluster does.
-		for steady := time.Now(); time.Since(steady) < steadyBeforeKill || p.SinceMetadata() < steadyBeforeKill; {
+		for steady := time.Now(); time.Since(steady) < max(steadyBeforeKill, p.Steady()) || p.SinceMetadata() < steadyBeforeKill; {
 			if err := p.Produce(ctx, []byte("before-kill-"+strconv.Itoa(run))); err != nil {
 				return err
 			}
