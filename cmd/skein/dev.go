@@ -167,7 +167,8 @@ var failoverClients = map[string]func(debugLog io.Writer) devcluster.NewFailover
 		if debugLog == nil {
 			return devcluster.FranzFailoverProducer()
 		}
-		return devcluster.FranzFailoverProducer(kgo.WithLogger(kgo.BasicLogger(debugLog, kgo.LogLevelDebug, nil)))
+		stamp := func() string { return time.Now().UTC().Format("15:04:05.000000 ") }
+		return devcluster.FranzFailoverProducer(kgo.WithLogger(kgo.BasicLogger(debugLog, kgo.LogLevelDebug, stamp)))
 	},
 }
 
