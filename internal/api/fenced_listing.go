@@ -1,10 +1,17 @@
 package api
 
-import "github.com/skein-log/skein/internal/metadata"
+import (
+	"slices"
 
-// A broker fenced moments ago stays in Metadata's broker list for a short
-// while (FencedListedMs), though it leads nothing and is listed among
-// each partition's offline replicas.
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skein-log/skein/internal/metadata"
+)
+
+// A broker fenced moments ago stays in a Metadata answer's broker list
+// for a short while (FencedListedMs) when a partition in the answer has a
+// replica on it, though it leads nothing and is listed among that
+// partition's offline replicas.
 //
 // Why: the controller fences a dead broker and moves its leaderships in
 // one metadata entry, so the first Metadata answer naming the new leaders
@@ -14,11 +21,17 @@ import "github.com/skein-log/skein/internal/metadata"
 // decommission wins: the partition, and every record queued for it, waits
 // on the internal broker until librdkafka's next one-second topic scan
 // asks again. Failover with librdkafka's defaults measured 0.7 s median
-// and 2 s worst over 20 kill -9 of the leader that way (docs/performance.md,
-// Failover). Listed for a little longer, the broker is dropped by a later
-// answer, when nothing is delegated to it any more. Kafka itself lists a
-// dead broker for its whole session timeout (9 s by default), until it
-// fences it; this is far shorter.
+// and up to 2 s over 20 kill -9 of the leader that way
+// (docs/performance.md, Failover). Listed a little longer, the broker is
+// dropped by a later answer, when nothing is delegated to it any more.
+// Kafka itself lists a dead broker for its whole session timeout (9 s by
+// default), until it fences it; this is far shorter.
+//
+// Only where a partition refers to it: an answer without such partitions
+// has nothing to move, and a client that learns a dead broker's address
+// from it keeps dialing it when it already holds that broker as a group
+// coordinator (franz-go re-resolves a coordinator whose broker is missing
+// from metadata, not one it fails to dial).
 //
 // FencedListedMs must outlast the time between a fencing and a client's
 // first Metadata answer after it (librdkafka asks at once when its
@@ -69,9 +82,22 @@ func (f *FenceTimes) FencedAtMs(id int32) (int64, bool) {
 	return ms, ok
 }
 
-// fencedListed reports whether Metadata still lists fenced broker b at
-// nowMs.
-func fencedListed(b *metadata.Broker, fencedAtMs func(int32) (int64, bool), nowMs int64) bool {
-	at, ok := fencedAtMs(b.ID)
-	return ok && nowMs-at < FencedListedMs
+// recentlyFencedIn is the fenced brokers a Metadata answer carrying
+// topics still lists at nowMs: those fenced less than FencedListedMs ago
+// that hold a replica of one of its partitions.
+func recentlyFencedIn(topics []kmsg.MetadataResponseTopic, fencedAtMs func(int32) (int64, bool), nowMs int64) func(int32) bool {
+	return func(id int32) bool {
+		at, ok := fencedAtMs(id)
+		if !ok || nowMs-at >= FencedListedMs {
+			return false
+		}
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				if slices.Contains(p.Replicas, id) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 }

@@ -4,21 +4,30 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/skein-log/skein/internal/metadata"
 )
 
-// TestFencedBrokerListedBriefly: Metadata's broker list keeps a broker
-// the node saw fenced for FencedListedMs after that, not one fenced
-// before the node looked, and forgets the time once the broker is back.
+// TestFencedBrokerListedBriefly: a Metadata answer whose partitions have
+// a replica on a broker the node saw fenced keeps it in its broker list
+// for FencedListedMs after that; an answer without such partitions does
+// not, nor one about a broker fenced before the node looked; the time is
+// forgotten once the broker is back.
 func TestFencedBrokerListedBriefly(t *testing.T) {
 	im := coordinatorImage(t)
 	fenced := mustApply(t, im, metadata.FenceBroker{ID: 2, Epoch: 10})
-	listed := func(f *FenceTimes, im *metadata.Image, nowMs int64) []int32 {
+	offsets, _ := fenced.Topic(OffsetsTopic)
+	onBroker2 := []kmsg.MetadataResponseTopic{topicMetadata(fenced, offsets, "EXTERNAL", func(int32) bool { return false })}
+	listedFor := func(f *FenceTimes, im *metadata.Image, topics []kmsg.MetadataResponseTopic, nowMs int64) []int32 {
 		var ids []int32
-		for _, b := range liveBrokers(im, "EXTERNAL", f.FencedAtMs, nowMs) {
+		for _, b := range liveBrokers(im, "EXTERNAL", recentlyFencedIn(topics, f.FencedAtMs, nowMs)) {
 			ids = append(ids, b.id)
 		}
 		return ids
+	}
+	listed := func(f *FenceTimes, im *metadata.Image, nowMs int64) []int32 {
+		return listedFor(f, im, onBroker2, nowMs)
 	}
 	const t0 = 1_000_000
 
@@ -40,6 +49,19 @@ func TestFencedBrokerListedBriefly(t *testing.T) {
 			t.Errorf("%d ms after the fencing: brokers %v, want %v", tc.nowMs-t0, got, tc.want)
 		}
 	}
+	// An answer without partitions (brokers only) or none on broker 2
+	// leaves it out.
+	elsewhere := onBroker2[0]
+	elsewhere.Partitions = slices.Clone(elsewhere.Partitions)
+	for i := range elsewhere.Partitions {
+		elsewhere.Partitions[i].Replicas = []int32{1, 3}
+	}
+	for name, topics := range map[string][]kmsg.MetadataResponseTopic{"no topics": nil, "replicas elsewhere": {elsewhere}} {
+		if got := listedFor(&f, fenced, topics, t0); !slices.Equal(got, []int32{1, 3}) {
+			t.Errorf("%s: brokers %v, want [1 3]", name, got)
+		}
+	}
+
 	// Another image with broker 2 still fenced keeps the first time.
 	f.Observe(fenced, fenced, t0+100)
 	if at, _ := f.FencedAtMs(2); at != t0 {
