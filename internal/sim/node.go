@@ -109,6 +109,9 @@ type process struct {
 	fetchers   map[int32]*fetcher
 	waiters    []*fetchWaiter
 	pokeQueued bool
+	// pokeFollowers and pokeConsumers say whose waiting fetches the queued
+	// poke re-reads (replica.Ready's WakeFollowers and WakeConsumers).
+	pokeFollowers, pokeConsumers bool
 
 	pidNext, pidEnd int64
 	pidAsking       bool
