@@ -99,6 +99,11 @@ type Backend interface {
 	// already names the new leaders: clients refresh metadata rarely
 	// (franz-go at most every 5 s) and a stale answer costs them that long.
 	SettleSuspects()
+	// FencedAtMs is when this node's image first showed broker id
+	// fenced (FenceTimes, on the NowMs clock), if it is fenced and this
+	// node saw it happen: Metadata keeps listing a broker fenced moments
+	// ago (fenced_listing.go).
+	FencedAtMs(id int32) (int64, bool)
 	Forward(r *Request, respond Respond)
 	// Controller is the active controller's side of broker lifecycle and
 	// ISR changes; its calls fail with NOT_CONTROLLER on other nodes.

@@ -138,6 +138,11 @@ type brokerPartitions struct {
 	// suspects are brokers whose replication connection just broke
 	// (id -> time.Time until which they are reported unavailable).
 	suspects sync.Map
+	// fenceTimes is when this node's image first showed each broker
+	// fenced (api.FenceTimes), under fenceMu: the quorum goroutine writes
+	// it as it installs images, Metadata handlers read it.
+	fenceMu    sync.Mutex
+	fenceTimes api.FenceTimes
 	// fetchSessions is the KIP-227 session cache of the Fetch handler.
 	fetchSessions *fetchSessions
 }

@@ -108,7 +108,10 @@ type process struct {
 	// isrSender).
 	isr rcore.ISRBatcher[*replica]
 	// sess is the broker's side of its controller session, as node's.
-	sess       *ctrlcore.BrokerSession
+	sess *ctrlcore.BrokerSession
+	// fenceTimes is when this process's image first showed each broker
+	// fenced (Metadata lists it a little longer, api.FenceTimes).
+	fenceTimes api.FenceTimes
 	parts      map[partKey]*replica
 	fetchers   map[int32]*fetcher
 	waiters    []*fetchWaiter

@@ -33,6 +33,7 @@ func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }
 func (x backend) ActiveControllerID() int32         { return x.p.controller }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
+func (x backend) FencedAtMs(id int32) (int64, bool) { return x.p.fenceTimes.FencedAtMs(id) }
 func (x backend) NowMs() int64                      { return x.p.n.c.nowMs() }
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
 
