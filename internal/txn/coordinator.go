@@ -202,6 +202,12 @@ func completed(t Txn, now int64) Txn {
 	}
 	next.Partitions = nil
 	next.UpdateMs = max(now, t.UpdateMs)
+	if t.NextProducerID >= 0 {
+		// Transaction version 2 with the epoch exhausted: the completion
+		// moves to the next producer id, at epoch 0.
+		next.PrevProducerID, next.ProducerID, next.NextProducerID = t.ProducerID, t.NextProducerID, -1
+		next.Epoch, next.LastEpoch = 0, noEpoch
+	}
 	return next
 }
 
@@ -262,7 +268,7 @@ func (c *Coordinator) InitProducerID(now int64, req InitRequest) (InitResult, Ou
 			return fail(fmt.Errorf("%w: this coordinator holds %d transactional ids", kerr.CoordinatorNotAvailable, len(c.txns))), Output{}
 		}
 		e = &entry{cur: Txn{
-			ID: req.TransactionalID, ProducerID: req.NewProducerID, PrevProducerID: -1,
+			ID: req.TransactionalID, ProducerID: req.NewProducerID, PrevProducerID: -1, NextProducerID: -1,
 			Epoch: noEpoch, LastEpoch: noEpoch, TimeoutMs: req.TimeoutMs, State: Empty, StartMs: -1, UpdateMs: now,
 		}}
 		c.txns[req.TransactionalID] = e
