@@ -30,7 +30,7 @@ type Txn struct {
 	// 2 once it ended or added partitions with KIP-890 part 2's requests,
 	// else 0 (Kafka's ClientTransactionVersion).
 	ClientTV int16
-	Epoch          int16
+	Epoch    int16
 	// LastEpoch is the epoch before the last bump by the same producer,
 	// -1 if a new producer took over: a retried InitProducerId of that
 	// bump gets the current epoch back (KIP-360). Kept in memory only, as
