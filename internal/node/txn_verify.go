@@ -89,10 +89,10 @@ func (x backend) VerifyTxn(v txnverify.Verification) { x.b.txns.verifier.verify(
 
 // StartTxnVerification is api.Backend's: through the partition's replica
 // core.
-func (x backend) StartTxnVerification(topic metadata.TopicID, index int32, producerID int64) (uint64, bool, error) {
+func (x backend) StartTxnVerification(topic metadata.TopicID, index int32, producerID int64, epoch int16, tv2 bool) (uint64, bool, error) {
 	p := x.b.partition(topic, index)
 	if p == nil {
 		return 0, false, x.b.partitionError(topic, index)
 	}
-	return p.startTxnVerification(producerID)
+	return p.startTxnVerification(producerID, epoch, tv2)
 }

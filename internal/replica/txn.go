@@ -143,14 +143,14 @@ func (r *Replica) OngoingTransactions() int { return r.producers.OngoingTransact
 // (not when the producer's transaction is already open here). A marker
 // or another transactional batch of the producer in between voids the
 // guard, so the produce is then refused with INVALID_TXN_STATE.
-func (r *Replica) StartTxnVerification(producerID int64, nowMs int64) (uint64, bool, error) {
+func (r *Replica) StartTxnVerification(producerID int64, epoch int16, tv2 bool, nowMs int64) (uint64, bool, error) {
 	switch {
 	case r.closed || r.leader == nil:
 		return 0, false, kerr.NotLeaderForPartition
 	case r.failed != nil:
 		return 0, false, fmt.Errorf("%w: %v", kerr.KafkaStorageError, r.failed)
 	}
-	guard, need, err := r.producers.StartVerification(producerID, nowMs)
+	guard, need, err := r.producers.StartVerification(producerID, epoch, tv2, nowMs)
 	if err != nil {
 		// Retriable without a metadata refresh, as Kafka answers a
 		// verification it could not complete.

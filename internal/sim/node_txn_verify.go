@@ -41,12 +41,12 @@ func (p *process) carryOutVerify(rd txnverify.Ready) {
 }
 
 // StartTxnVerification is api.Backend's: through the replica core.
-func (x backend) StartTxnVerification(id metadata.TopicID, index int32, producerID int64) (uint64, bool, error) {
+func (x backend) StartTxnVerification(id metadata.TopicID, index int32, producerID int64, epoch int16, tv2 bool) (uint64, bool, error) {
 	r, err := x.replicaOf(id, index)
 	if err != nil {
 		return 0, false, err
 	}
-	guard, need, err := r.core.StartTxnVerification(producerID, r.nowMs())
+	guard, need, err := r.core.StartTxnVerification(producerID, epoch, tv2, r.nowMs())
 	r.p.n.c.check.txnVerifyStarted(need)
 	return guard, need, err
 }

@@ -43,8 +43,13 @@ import (
 const TransactionStateTopic = "__transaction_state"
 
 // RequestVersion is the AddPartitionsToTxn version sent: v4 is the first
-// with the brokers' batched, verify-only form.
-const RequestVersion = 4
+// with the brokers' batched, verify-only form. A request that adds
+// partitions for a transaction version 2 producer (Verification.Add) is
+// AddRequestVersion, KIP-890 part 2's.
+const (
+	RequestVersion    = 4
+	AddRequestVersion = 5
+)
 
 // Limits. A coordinator refuses a request of more than 10,000
 // transactions (api's maxTxnsPerVerify), so no more wait per coordinator;
@@ -74,7 +79,11 @@ type Verification struct {
 	ProducerID      int64
 	Epoch           int16
 	Partitions      []txn.TopicPartition
-	Done            func([]error)
+	// Add (transaction version 2, KIP-890 part 2: Produce v12 and
+	// TxnOffsetCommit v5) asks the coordinator to add the partitions to
+	// the producer's transaction instead of only verifying them.
+	Add  bool
+	Done func([]error)
 }
 
 // Completion is a verification's answer; the wrapper calls Done(Errs)
@@ -110,6 +119,7 @@ type entry struct {
 	id      string
 	pid     int64
 	epoch   int16
+	adding  bool
 	parts   []txn.TopicPartition
 	has     map[txn.TopicPartition]bool
 	waiters []waiter
@@ -200,6 +210,10 @@ func (m *Manager) Verify(v Verification, node int32, lookupErr error) Ready {
 	if i >= 0 {
 		e := c.waiting[i]
 		switch {
+		case e.pid == v.ProducerID && e.epoch == v.Epoch && e.adding != v.Add:
+			// The same producer verifying and adding at once: not a
+			// client's doing; retried (NOT_ENOUGH_REPLICAS on a produce).
+			return fail(fmt.Errorf("%w: %q is both verified and added at epoch %d", kerr.ConcurrentTransactions, v.TransactionalID, v.Epoch))
 		case e.pid == v.ProducerID && e.epoch == v.Epoch:
 			if len(e.parts)+len(v.Partitions) > m.cfg.MaxPartitionsPerTxn {
 				return fail(fmt.Errorf("%w: %d partitions wait for verification of %q", kerr.CoordinatorNotAvailable, len(e.parts), v.TransactionalID))
@@ -224,7 +238,7 @@ func (m *Manager) Verify(v Verification, node int32, lookupErr error) Ready {
 	if len(v.Partitions) > m.cfg.MaxPartitionsPerTxn {
 		return fail(fmt.Errorf("%w: %d partitions to verify for %q", kerr.CoordinatorNotAvailable, len(v.Partitions), v.TransactionalID))
 	}
-	e := &entry{id: v.TransactionalID, pid: v.ProducerID, epoch: v.Epoch, has: map[txn.TopicPartition]bool{}}
+	e := &entry{id: v.TransactionalID, pid: v.ProducerID, epoch: v.Epoch, adding: v.Add, has: map[txn.TopicPartition]bool{}}
 	e.add(v)
 	c.waiting = append(c.waiting, e)
 	m.maybeSend(node, c, &rd)
@@ -251,8 +265,11 @@ func (m *Manager) maybeSend(node int32, c *coordinator, rd *Ready) {
 	req.SetVersion(RequestVersion)
 	c.inflight = make(map[string]*entry, len(c.waiting))
 	for _, e := range c.waiting {
+		if e.adding {
+			req.SetVersion(AddRequestVersion)
+		}
 		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = e.id, e.pid, e.epoch, true
+		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = e.id, e.pid, e.epoch, !e.adding
 		for _, tp := range e.parts {
 			if n := len(t.Topics); n == 0 || t.Topics[n-1].Topic != tp.Topic {
 				rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
@@ -349,25 +366,34 @@ func answerCodes(resp *kmsg.AddPartitionsToTxnResponse, transportErr error) func
 			return nil
 		case code == kerr.ProducerFenced.Code:
 			code = kerr.InvalidProducerEpoch.Code
+		case code == kerr.TransactionAbortable.Code:
+			// A v5 coordinator's "not in the transaction"; the
+			// produce answers it by its own version (ProduceError).
+			code = kerr.InvalidTxnState.Code
 		}
 		return kerr.ErrorForCode(code)
 	}
 }
 
-// OffsetCommitError is what a TxnOffsetCommit answers when the
-// verification of its __consumer_offsets partition ended with err, as
-// Kafka's GroupMetadataManager.maybeConvertOffsetCommitError converts it:
+// OffsetCommitError is what a TxnOffsetCommit of version answers when
+// the verification of its __consumer_offsets partition ended with err, as
+// Kafka's GroupMetadataManager.maybeConvertOffsetCommitError converts it
+// (INVALID_TXN_STATE is TRANSACTION_ABORTABLE from v4):
 // NETWORK_EXCEPTION becomes COORDINATOR_LOAD_IN_PROGRESS (retried without
 // a coordinator lookup), UNKNOWN_TOPIC_OR_PARTITION and NOT_ENOUGH_REPLICAS
 // COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR
 // NOT_COORDINATOR; anything else (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH,
 // CONCURRENT_TRANSACTIONS) as it is.
-func OffsetCommitError(err error) error {
+func OffsetCommitError(err error, version int16) error {
 	var ke *kerr.Error
 	if err == nil || !errors.As(err, &ke) {
 		return err
 	}
 	switch ke.Code {
+	case kerr.InvalidTxnState.Code:
+		if version >= abortableTxnOffsetCommitVersion {
+			return fmt.Errorf("%w: %v", kerr.TransactionAbortable, err)
+		}
 	case kerr.NetworkException.Code:
 		return fmt.Errorf("%w: %v", kerr.CoordinatorLoadInProgress, err)
 	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code:
@@ -378,15 +404,25 @@ func OffsetCommitError(err error) error {
 	return err
 }
 
-// ProduceError is what a produce answers for a partition whose
-// verification ended with err, as Kafka's ReplicaManager maps it:
-// INVALID_TXN_STATE says the partition was not added to the transaction;
+// Versions from which a verification's "not in the transaction" is
+// TRANSACTION_ABORTABLE (KIP-890's error 120, which these clients abort
+// on) rather than INVALID_TXN_STATE, as Kafka's AddPartitionsToTxnManager
+// answers them (its genericErrorSupported and addPartition operations).
+const (
+	abortableProduceVersion         = 11
+	abortableTxnOffsetCommitVersion = 4
+)
+
+// ProduceError is what a produce of version answers for a partition
+// whose verification ended with err, as Kafka's ReplicaManager maps it:
+// INVALID_TXN_STATE says the partition was not added to the transaction
+// (TRANSACTION_ABORTABLE from Produce v11);
 // the coordinator's retriable errors (CONCURRENT_TRANSACTIONS,
 // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 // NOT_COORDINATOR) become NOT_ENOUGH_REPLICAS, which every client retries
 // without a metadata refresh (older clients do not retry the
 // coordinator's codes on a produce); anything else is answered as it is.
-func ProduceError(err error) error {
+func ProduceError(err error, version int16) error {
 	if err == nil {
 		return nil
 	}
@@ -396,6 +432,9 @@ func ProduceError(err error) error {
 	}
 	switch ke.Code {
 	case kerr.InvalidTxnState.Code:
+		if version >= abortableProduceVersion {
+			return fmt.Errorf("%w: partition was not added to the transaction", kerr.TransactionAbortable)
+		}
 		return fmt.Errorf("%w: partition was not added to the transaction", kerr.InvalidTxnState)
 	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code,
 		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:

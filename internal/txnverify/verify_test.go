@@ -216,12 +216,22 @@ func TestProduceError(t *testing.T) {
 		kerr.InvalidProducerEpoch:      kerr.InvalidProducerEpoch,
 		kerr.NetworkException:          kerr.NetworkException,
 	} {
-		if got := ProduceError(in); !errors.Is(got, want) {
+		if got := ProduceError(in, 10); !errors.Is(got, want) {
 			t.Errorf("%v: got %v, want %v", in, got, want)
 		}
 	}
-	if ProduceError(nil) != nil {
+	if ProduceError(nil, 10) != nil {
 		t.Error("nil is not verified")
+	}
+	// From Produce v11 a partition not in the transaction is
+	// TRANSACTION_ABORTABLE; the rest stays.
+	for v, want := range map[int16]*kerr.Error{10: kerr.InvalidTxnState, 11: kerr.TransactionAbortable, 12: kerr.TransactionAbortable} {
+		if got := ProduceError(kerr.InvalidTxnState, v); !errors.Is(got, want) {
+			t.Errorf("v%d: got %v, want %v", v, got, want)
+		}
+	}
+	if got := ProduceError(kerr.CoordinatorNotAvailable, 12); !errors.Is(got, kerr.NotEnoughReplicas) {
+		t.Errorf("v12 coordinator not available: %v", got)
 	}
 }
 
@@ -237,8 +247,47 @@ func TestOffsetCommitError(t *testing.T) {
 		kerr.InvalidProducerEpoch:    kerr.InvalidProducerEpoch,
 		kerr.ConcurrentTransactions:  kerr.ConcurrentTransactions,
 	} {
-		if got := OffsetCommitError(in); !errors.Is(got, want) {
+		if got := OffsetCommitError(in, 3); !errors.Is(got, want) {
 			t.Errorf("%v: got %v, want %v", in, got, want)
 		}
+	}
+	if got := OffsetCommitError(kerr.InvalidTxnState, 4); !errors.Is(got, kerr.TransactionAbortable) {
+		t.Errorf("v4 not in the transaction: %v", got)
+	}
+}
+
+// Transaction version 2: an adding verification goes as AddPartitionsToTxn
+// v5 with VerifyOnly false; a verify-only one of the same producer and
+// epoch does not join it; a v5 coordinator's TRANSACTION_ABORTABLE is
+// "not in the transaction".
+func TestAddingForTransactionVersion2(t *testing.T) {
+	m := New(Config{})
+	var a, b, c result
+	v := verification("a", 1, 0, &a, 0)
+	v.Add = true
+	rd := m.Verify(v, 7, nil)
+	if len(rd.Sends) != 1 {
+		t.Fatalf("adding: %+v", rd)
+	}
+	req := rd.Sends[0].Request
+	if req.GetVersion() != AddRequestVersion || req.Transactions[0].VerifyOnly {
+		t.Fatalf("adding request v%d, verify-only %v", req.GetVersion(), req.Transactions[0].VerifyOnly)
+	}
+	// Waiting behind it: an adding and a verify-only entry of the same
+	// producer and epoch.
+	v2 := verification("b", 2, 3, &b, 1)
+	v2.Add = true
+	m.Verify(v2, 7, nil)
+	complete(m.Verify(verification("b", 2, 3, &c, 2), 7, nil))
+	if c.n != 1 || code(c.errs[0]) != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("verify-only joining an add: %v", c.errs)
+	}
+	rd = m.Answered(7, rd.Sends[0].ID, answer(req, func(string, int32) int16 { return kerr.TransactionAbortable.Code }), nil)
+	complete(rd)
+	if a.n != 1 || code(a.errs[0]) != kerr.InvalidTxnState.Code {
+		t.Fatalf("TRANSACTION_ABORTABLE answer: %v", a.errs)
+	}
+	if len(rd.Sends) != 1 || rd.Sends[0].Request.GetVersion() != AddRequestVersion {
+		t.Fatalf("next request: %+v", rd.Sends)
 	}
 }
