@@ -166,6 +166,10 @@ type TxnMarkerParams struct {
 	CoordinatorEpoch int32
 	Commit           bool
 	Timeout          time.Duration
+	// TransactionVersion is WriteTxnMarkers v2's (KIP-1228): 2 for a
+	// transaction version 2 client's transaction, whose marker must raise
+	// the epoch of the transaction it ends; else 0.
+	TransactionVersion int8
 }
 
 // Isolation levels of Fetch (v4+) and ListOffsets (v2+).

@@ -290,13 +290,19 @@ func (e *Entry) checkTxnState(h batch.Header) error {
 // Kafka's appendEndTxnMarker checks. A producer without state here (it
 // wrote nothing to this partition, or its state expired) takes any marker.
 // Errors wrap the package's sentinels.
-func (t *Table) CheckMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32) error {
+func (t *Table) CheckMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, tv2 bool) error {
 	e, ok := t.producers[producerID]
 	if !ok {
 		return nil
 	}
 	if producerEpoch < e.Epoch {
 		return fmt.Errorf("%w: marker for producer %d epoch %d, current %d", ErrInvalidProducerEpoch, producerID, producerEpoch, e.Epoch)
+	}
+	if tv2 && e.CurrentTxnFirstOffset >= 0 && producerEpoch <= e.Epoch {
+		// KIP-1228: a transaction version 2 transaction ends at the next
+		// epoch. (With none open, a repeated marker ends nothing and is
+		// accepted, so a new coordinator's resend completes.)
+		return fmt.Errorf("%w: transaction version 2 marker for producer %d at epoch %d does not raise the open transaction's %d", ErrInvalidProducerEpoch, producerID, producerEpoch, e.Epoch)
 	}
 	if coordinatorEpoch < e.CoordinatorEpoch {
 		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, last %d", ErrCoordinatorFenced, producerID, coordinatorEpoch, e.CoordinatorEpoch)

@@ -183,7 +183,7 @@ func (r *Replica) WriteTxnMarker(p api.TxnMarkerParams, done func(api.ProduceRes
 	if err := r.leader.CheckAcksAll(); err != nil {
 		return refuse(err)
 	}
-	if err := r.producers.CheckMarker(p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch); err != nil {
+	if err := r.producers.CheckMarker(p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch, p.TransactionVersion >= 2); err != nil {
 		return refuse(err)
 	}
 	b := batch.BuildMarker(p.ProducerID, p.ProducerEpoch, batch.Marker{Commit: p.Commit, CoordinatorEpoch: p.CoordinatorEpoch}, nowMs)

@@ -80,6 +80,11 @@ type Markers struct {
 	Epoch           int16
 	Commit          bool
 	Partitions      []TopicPartition
+	// TransactionVersion is the client's (Txn.ClientTV), which
+	// WriteTxnMarkers v2 carries (KIP-1228): a leader then refuses a
+	// version 2 marker that does not raise the epoch of the transaction
+	// it ends.
+	TransactionVersion int16
 }
 
 // Output is what the runtime must do after a call.
@@ -191,6 +196,7 @@ func (c *Coordinator) afterPrepare(e *entry) Output {
 	return Output{Markers: []Markers{{
 		TransactionalID: t.ID, ProducerID: t.ProducerID, Epoch: t.Epoch,
 		Commit: t.State == PrepareCommit, Partitions: slices.Clone(t.Partitions),
+		TransactionVersion: t.ClientTV,
 	}}}
 }
 
@@ -385,6 +391,7 @@ func (c *Coordinator) AddPartitions(now int64, id string, producerID int64, epoc
 		return Output{}, fmt.Errorf("%w: a transaction may hold at most %d partitions", kerr.InvalidRequest, c.cfg.MaxPartitions)
 	}
 	next.State, next.UpdateMs = Ongoing, max(now, t.UpdateMs)
+	next.ClientTV = 0 // a version 1 client's add; AddPartitionsV2 marks its own
 	return Output{Writes: []*Write{c.transit(e, next, false)}}, nil
 }
 
