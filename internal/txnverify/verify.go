@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/txn"
 )
@@ -69,7 +70,29 @@ type Config struct {
 	MaxWaitingPerCoordinator int
 	// MaxPartitionsPerTxn bounds the partitions of one waiting entry.
 	MaxPartitionsPerTxn int
+	// AddRetryBackoffMs and AddRetryMaxMs are
+	// add.partitions.to.txn.retry.backoff.ms and
+	// add.partitions.to.txn.retry.backoff.max.ms (KAFKA-18654): an add
+	// (Verification.Add) the coordinator answers with
+	// CONCURRENT_TRANSACTIONS, as it does while the producer's previous
+	// transaction's markers are written, is asked again after the backoff
+	// for as long as the add has taken less than the maximum, instead of
+	// failing the produce (which a client would retry after a metadata
+	// refresh). A maximum of 0 never retries.
+	AddRetryBackoffMs int64
+	AddRetryMaxMs     int64
 }
+
+// ConfigFor is the Manager's Config from the broker's properties.
+func ConfigFor(b *config.Broker) Config {
+	return Config{AddRetryBackoffMs: b.AddPartitionsToTxnRetryBackoff.Milliseconds(), AddRetryMaxMs: b.AddPartitionsToTxnRetryBackoffMax.Milliseconds()}
+}
+
+// Kafka's defaults of the two.
+const (
+	DefaultAddRetryBackoffMs = 20
+	DefaultAddRetryMaxMs     = 100
+)
 
 // Verification asks whether Partitions are in the ongoing transaction of
 // TransactionalID at ProducerID and Epoch. Done gets one error per
@@ -84,6 +107,16 @@ type Verification struct {
 	// the producer's transaction instead of only verifying them.
 	Add  bool
 	Done func([]error)
+	// StartMs is when the verification was first asked (Verify sets it
+	// when zero); a retried add keeps it.
+	StartMs int64
+}
+
+// Retry is an add to ask again: the wrapper calls Verify with V after
+// AfterMs (its coordinator looked up again then).
+type Retry struct {
+	V       Verification
+	AfterMs int64
 }
 
 // Completion is a verification's answer; the wrapper calls Done(Errs)
@@ -105,10 +138,12 @@ type Send struct {
 type Ready struct {
 	Sends       []Send
 	Completions []Completion
+	Retries     []Retry
 }
 
 // waiter is one Verify call within an entry.
 type waiter struct {
+	v     Verification
 	parts []txn.TopicPartition
 	done  func([]error)
 }
@@ -148,6 +183,8 @@ func New(cfg Config) *Manager {
 	if cfg.MaxPartitionsPerTxn <= 0 {
 		cfg.MaxPartitionsPerTxn = DefaultMaxPartitionsPerTxn
 	}
+	cfg.AddRetryBackoffMs = max(cfg.AddRetryBackoffMs, 1)
+	cfg.AddRetryMaxMs = max(cfg.AddRetryMaxMs, 0)
 	return &Manager{cfg: cfg, coords: map[int32]*coordinator{}}
 }
 
@@ -187,9 +224,12 @@ func fill(n int, err error) []error {
 
 // Verify queues v for coordinator node (from CoordinatorFor; a
 // lookupErr fails v at once with it) and sends at once if nothing is in
-// flight to that coordinator.
-func (m *Manager) Verify(v Verification, node int32, lookupErr error) Ready {
+// flight to that coordinator. nowMs is the wrapper's clock.
+func (m *Manager) Verify(v Verification, node int32, lookupErr error, nowMs int64) Ready {
 	var rd Ready
+	if v.StartMs == 0 {
+		v.StartMs = nowMs
+	}
 	fail := func(err error) Ready {
 		rd.Completions = append(rd.Completions, Completion{Done: v.Done, Errs: fill(len(v.Partitions), err)})
 		return rd
@@ -252,7 +292,7 @@ func (e *entry) add(v Verification) {
 			e.parts = append(e.parts, tp)
 		}
 	}
-	e.waiters = append(e.waiters, waiter{parts: v.Partitions, done: v.Done})
+	e.waiters = append(e.waiters, waiter{v: v, parts: v.Partitions, done: v.Done})
 }
 
 // maybeSend sends c's waiting entries as one request if none is in
@@ -291,8 +331,10 @@ func (m *Manager) maybeSend(node int32, c *coordinator, rd *Ready) {
 // Answered completes the request id sent to node with the coordinator's
 // response, or the transport's error (a lost connection, a timeout), and
 // sends the next request to that coordinator if entries wait. An answer
-// to a request no longer in flight is ignored.
-func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnResponse, transportErr error) Ready {
+// to a request no longer in flight is ignored. An add answered
+// CONCURRENT_TRANSACTIONS for all its partitions is retried while it is
+// younger than AddRetryMaxMs at nowMs.
+func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnResponse, transportErr error, nowMs int64) Ready {
 	var rd Ready
 	c := m.coords[node]
 	if c == nil || c.inflight == nil || c.sentID != id {
@@ -313,6 +355,10 @@ func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnR
 			for i, tp := range w.parts {
 				errs[i] = codes(e.id, tp)
 			}
+			if m.retryAdd(w.v, errs, nowMs) {
+				rd.Retries = append(rd.Retries, Retry{V: w.v, AfterMs: m.cfg.AddRetryBackoffMs})
+				continue
+			}
 			rd.Completions = append(rd.Completions, Completion{Done: w.done, Errs: errs})
 		}
 	}
@@ -321,6 +367,21 @@ func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnR
 		delete(m.coords, node)
 	}
 	return rd
+}
+
+// retryAdd reports whether the add v, answered errs, is asked again:
+// every partition CONCURRENT_TRANSACTIONS and time left before
+// AddRetryMaxMs (the next attempt's backoff included).
+func (m *Manager) retryAdd(v Verification, errs []error, nowMs int64) bool {
+	if !v.Add || len(errs) == 0 || nowMs+m.cfg.AddRetryBackoffMs-v.StartMs > m.cfg.AddRetryMaxMs {
+		return false
+	}
+	for _, err := range errs {
+		if !errors.Is(err, kerr.ConcurrentTransactions) {
+			return false
+		}
+	}
+	return true
 }
 
 // answerCodes maps a coordinator's answer to each partition's outcome,
