@@ -52,7 +52,7 @@ func (l *wireLog) versions(name string) []int16 {
 
 // finalizedTransactionVersion is transaction.version as ApiVersions
 // finalizes it (0: not finalized).
-func finalizedTransactionVersion(ctx context.Context, t *testing.T, cl *kgo.Client) int16 {
+func finalizedTransactionVersion(ctx context.Context, t *testing.T, cl kmsg.Requestor) int16 {
 	t.Helper()
 	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
 	if err != nil {
@@ -220,5 +220,23 @@ func TestTxnFranzTransactionVersions(t *testing.T) {
 			consumeCommitted(t, tb.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 				kgo.FetchIsolationLevel(kgo.ReadCommitted())), want)
 		})
+	}
+}
+
+// useTransactionVersion1 finalizes transaction.version 1 (a downgrade from
+// a new cluster's 2) and waits until each of the brokers answers it in
+// ApiVersions: the tests of the version 1 protocol speak it with
+// whatever request versions their client negotiates.
+func useTransactionVersion1(ctx context.Context, t *testing.T, cl *kgo.Client, brokers ...int32) {
+	t.Helper()
+	setTransactionVersion(ctx, t, cl, 1, true)
+	for _, id := range brokers {
+		for finalizedTransactionVersion(ctx, t, cl.Broker(int(id))) != 1 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("broker %d never finalized transaction.version 1", id)
+			case <-time.After(externalPollInterval):
+			}
+		}
 	}
 }
