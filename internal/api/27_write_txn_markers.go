@@ -8,9 +8,8 @@ package api
 // may send it: CLUSTER_ACTION on the cluster, else every partition gets
 // CLUSTER_AUTHORIZATION_FAILED. A marker from an older producer epoch is
 // answered INVALID_PRODUCER_EPOCH, one from an older coordinator epoch
-// TRANSACTION_COORDINATOR_FENCED; a transaction version 2 marker (v2) whose
-// epoch does not exceed that of the transaction open on the partition,
-// INVALID_PRODUCER_EPOCH.
+// TRANSACTION_COORDINATOR_FENCED. v2's transaction version is passed on
+// but not enforced (producer.Table.CheckMarker says why).
 //
 // A marker committed on a partition of __consumer_offsets also ends the
 // producer's transactional offset commits there: the group coordinator

@@ -453,6 +453,10 @@ func (c *Coordinator) EndTxn(now int64, id string, producerID int64, epoch int16
 		if commit {
 			next.State = PrepareCommit
 		}
+		// The end's client speaks version 1 (its markers keep the
+		// epoch), whoever added the partitions, as Kafka takes the
+		// transaction version of the request.
+		next.ClientTV = 0
 		return Output{Writes: []*Write{c.transit(e, next, false)}}, nil
 	case CompleteCommit, CompleteAbort:
 		if commit == (t.State == CompleteCommit) {
