@@ -8,15 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-func mustEndV2(t *testing.T, c *Coordinator, now int64, req EndRequest) (EndResult, Output) {
-	t.Helper()
-	res, out := c.EndTxnV2(now, req)
-	if res.Err != nil {
-		t.Fatalf("EndTxnV2 %+v: %v", req, res.Err)
-	}
-	return res, commit(t, c, now, out)
-}
-
 // replayOf is a coordinator rebuilt from every record c wrote.
 func replayOf(t *testing.T, recs []Record) *Coordinator {
 	t.Helper()
