@@ -133,7 +133,13 @@ func (c *Coordinator) prepareEndV2(e *entry, now int64, req EndRequest, empty bo
 	if req.Commit {
 		next.State = PrepareCommit
 	}
-	next.Epoch, next.LastEpoch = t.Epoch+1, t.Epoch
+	// LastEpoch is not the epoch before (Kafka's prepareAbortOrCommit
+	// keeps it there): InitProducerId takes its producer's previous epoch
+	// as a retry of a bump it answered, and would hand a zombie still at
+	// that epoch the epoch this end gives its producer, two producers at
+	// one epoch (found by the simulator, seed 1200). An end is no
+	// InitProducerId to retry; a producer at the previous epoch is fenced.
+	next.Epoch, next.LastEpoch = t.Epoch+1, noEpoch
 	next.ClientTV = TV2
 	next.UpdateMs = max(now, t.UpdateMs)
 	if empty {

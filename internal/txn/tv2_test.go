@@ -46,7 +46,7 @@ func TestEndTxnV2BumpsTheEpochPerTransaction(t *testing.T) {
 		if r.Err != nil || r.ProducerID != pid || r.Epoch != epoch+1 {
 			t.Fatalf("end %d: %+v", i, r)
 		}
-		if p := o.Writes[0].to; p.Epoch != epoch+1 || p.LastEpoch != epoch || p.ClientTV != TV2 {
+		if p := o.Writes[0].to; p.Epoch != epoch+1 || p.LastEpoch != noEpoch || p.ClientTV != TV2 {
 			t.Fatalf("prepared state: %+v", p)
 		}
 		m := commit(t, c, 3, keep(o))
@@ -94,6 +94,12 @@ func TestEndTxnV2BumpsTheEpochPerTransaction(t *testing.T) {
 	}
 	if d, _ := c.Describe("a"); d.State != CompleteAbort || d.Epoch != epoch+1 {
 		t.Fatalf("after the empty abort: %+v", d)
+	}
+	// A zombie still at an older epoch initializing with it is fenced,
+	// not handed the epoch an end gave (KIP-360's retry is of
+	// InitProducerId only).
+	if res, _ := c.InitProducerID(7, InitRequest{TransactionalID: "a", TimeoutMs: 60_000, ProducerID: pid, Epoch: epoch, NewProducerID: -1}); !errors.Is(res.Err, kerr.ProducerFenced) {
+		t.Fatalf("InitProducerId at the epoch before an end: %+v", res)
 	}
 	// Fenced and foreign producers.
 	if r, _ := c.EndTxnV2(7, EndRequest{TransactionalID: "a", ProducerID: pid, Epoch: epoch - 1, NewProducerID: -1}); !errors.Is(r.Err, kerr.ProducerFenced) {
