@@ -46,6 +46,12 @@ type entry struct {
 	// completeFailed: the markers are written but the completion's write
 	// failed; RetryCompletions writes it again.
 	completeFailed bool
+	// endedFrom is the epoch a transaction version 2 end bumped from,
+	// valid while endedValid (from that end's prepared state until the
+	// next other transition): an EndTxn at it is a retry of that end.
+	// Memory only, as Kafka's lastProducerEpoch.
+	endedFrom  int16
+	endedValid bool
 }
 
 // New returns an empty coordinator.
@@ -67,6 +73,10 @@ type Write struct {
 	to     *Txn // nil: the id is removed (a tombstone)
 	// fence: the coordinator's own abort, which fenced the producer.
 	fence bool
+	// endV2 is a transaction version 2 client's end, bumping from
+	// endFrom.
+	endV2   bool
+	endFrom int16
 }
 
 // TransactionalID is the id whose state the write changes.
@@ -180,6 +190,12 @@ func (c *Coordinator) Written(now int64, w *Write, err error) Output {
 	}
 	e.cur = *w.to
 	e.fenceFailed, e.completeFailed = false, false
+	switch {
+	case w.endV2:
+		e.endedFrom, e.endedValid = w.endFrom, true
+	case e.cur.State != CompleteCommit && e.cur.State != CompleteAbort:
+		e.endedValid = false
+	}
 	if e.cur.State == PrepareCommit || e.cur.State == PrepareAbort {
 		return c.afterPrepare(e)
 	}

@@ -51,7 +51,11 @@ func (c *Coordinator) EndTxnV2(now int64, req EndRequest) (EndResult, Output) {
 		return endFail(fmt.Errorf("%w: a state change of %q is being written", kerr.ConcurrentTransactions, t.ID)), Output{}
 	}
 	retryOnOverflow := t.PrevProducerID >= 0 && t.PrevProducerID == req.ProducerID && req.Epoch == math.MaxInt16-1 && t.Epoch == 0
-	retryOnBump := t.ProducerID == req.ProducerID && t.Epoch >= 0 && int(t.Epoch) == int(req.Epoch)+1
+	// Kafka's retryOnEpochBump checks the epoch before against
+	// lastProducerEpoch; here the end remembers it (endedFrom), so an
+	// epoch one below that another bump (InitProducerId's) made is not
+	// taken for a retry: a zombie's end is fenced.
+	retryOnBump := t.ProducerID == req.ProducerID && e.endedValid && e.endedFrom == req.Epoch && int(t.Epoch) == int(req.Epoch)+1
 	if t.ProducerID != req.ProducerID && !retryOnOverflow {
 		return endFail(fmt.Errorf("%w: producer id %d is not that of %q", kerr.InvalidProducerIDMapping, req.ProducerID, t.ID)), Output{}
 	}
@@ -145,7 +149,9 @@ func (c *Coordinator) prepareEndV2(e *entry, now int64, req EndRequest, empty bo
 	if empty {
 		next.StartMs, next.Partitions = next.UpdateMs, nil
 	}
-	return res, Output{Writes: []*Write{c.transit(e, next, false)}}
+	w := c.transit(e, next, false)
+	w.endV2, w.endFrom = true, t.Epoch
+	return res, Output{Writes: []*Write{w}}
 }
 
 // AddPartitionsV2 is AddPartitions for a transaction version 2 client:

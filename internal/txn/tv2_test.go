@@ -176,3 +176,20 @@ func TestTV1EndKeepsTheEpoch(t *testing.T) {
 		t.Fatalf("version 1 record: %+v", got)
 	}
 }
+
+// A zombie at the epoch an InitProducerId bumped from is not taken for a
+// retry of a version 2 end (its epoch is one below the current one too):
+// it is fenced, and never told the new producer's epoch.
+func TestEndTxnV2ZombieAfterInit(t *testing.T) {
+	c := New(DefaultConfig())
+	mustInit(t, c, 1, newReq("a", 7))       // the zombie, epoch 0
+	r := mustInit(t, c, 2, newReq("a", -1)) // its successor, epoch 1
+	if r.Epoch != 1 {
+		t.Fatalf("successor epoch %d", r.Epoch)
+	}
+	for _, commit := range []bool{false, true} {
+		if res, _ := c.EndTxnV2(3, EndRequest{TransactionalID: "a", ProducerID: 7, Epoch: 0, Commit: commit, NewProducerID: -1}); !errors.Is(res.Err, kerr.ProducerFenced) {
+			t.Fatalf("zombie's end (commit %v): %+v", commit, res)
+		}
+	}
+}
