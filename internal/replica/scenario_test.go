@@ -247,7 +247,7 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		// kept under name), open (the producer's transaction is open
 		// here) or the error.
 		name := kv["name"]
-		guard, need, err := s.r.StartTxnVerification(num(kv, "pid", 0), now)
+		guard, need, err := s.r.StartTxnVerification(num(kv, "pid", 0), int16(num(kv, "epoch", 0)), kv["tv2"] == "true", now)
 		switch {
 		case err != nil:
 			s.answers[name] = errName(err)
