@@ -372,6 +372,14 @@ var brokerProperties = []Property{
 		Doc: "KIP-890 part 1: a partition leader asks the transaction coordinator (AddPartitionsToTxn, verify only) whether the partition is in the producer's ongoing transaction before it appends the transaction's first batch there; a batch for a partition not added is refused with INVALID_TXN_STATE.",
 	},
 	{
+		Name: "add.partitions.to.txn.retry.backoff.ms", Kind: KindDurationMs, Default: "20", Min: 1, Max: math.MaxInt32,
+		Doc: "KIP-890 part 2: the backoff before a partition leader asks the transaction coordinator again to add its partition to a transaction (Produce v12+, TxnOffsetCommit v5+) when the coordinator answered CONCURRENT_TRANSACTIONS (the producer's previous transaction still being completed).",
+	},
+	{
+		Name: "add.partitions.to.txn.retry.backoff.max.ms", Kind: KindDurationMs, Default: "100", Min: 0, Max: math.MaxInt32,
+		Doc: "KIP-890 part 2: how long a partition leader goes on asking the transaction coordinator to add its partition while it answers CONCURRENT_TRANSACTIONS, before the produce is answered with the error; it applies to adds only, not to the verification of older clients.",
+	},
+	{
 		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: math.MaxInt32,
 		Doc: "A transactional id with no transaction in progress and no update for this long is removed from __transaction_state.",
 	},

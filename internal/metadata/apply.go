@@ -121,6 +121,8 @@ func (b *builder) apply(r Record) error {
 		}
 		b.img.nextProducerID = r.NextID
 		return nil
+	case FeatureLevel:
+		return b.setFeature(r)
 	case AccessControlEntry:
 		return b.addACL(r)
 	case RemoveAccessControlEntry:

@@ -35,6 +35,9 @@ type Image struct {
 	acls *authz.Set
 	// scram holds the SCRAM credentials, by user and mechanism.
 	scram map[scramKey]UserScramCredential
+	// features are the finalized feature levels (features.go), by name;
+	// copied on write.
+	features map[string]int16
 }
 
 // Empty returns the image of a cluster with no brokers and no topics.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -137,6 +138,11 @@ type brokerPartitions struct {
 	// suspects are brokers whose replication connection just broke
 	// (id -> time.Time until which they are reported unavailable).
 	suspects sync.Map
+	// fenceTimes is when this node's image first showed each broker
+	// fenced (api.FenceTimes), under fenceMu: the quorum goroutine writes
+	// it as it installs images, Metadata handlers read it.
+	fenceMu    sync.Mutex
+	fenceTimes api.FenceTimes
 	// fetchSessions is the KIP-227 session cache of the Fetch handler.
 	fetchSessions *fetchSessions
 }
@@ -172,6 +178,11 @@ type brokerMetadata struct {
 	// reconciledVersion is reconciled, readable without the lock.
 	reconciledVersion atomic.Int64
 	reconcileCh       chan struct{}
+	// reconciledImage is the image reconcilePartitions last brought the
+	// replicas in line with; only the reconcile goroutine uses it.
+	reconciledImage metadata.Reconciled
+	// isr batches the ISR changes of the partitions led here (isr.go).
+	isr isrSender
 	// metadataWaits counts requests held for the image to catch up
 	// (metadata_wait.go).
 	metadataWaits waitCount
@@ -183,6 +194,12 @@ type brokerMetadata struct {
 type brokerController struct {
 	controllerSvc *controllerService
 	ctrl          *controllerClient
+	// ctrlISR carries the AlterPartition requests and ctrlForward the
+	// forwarded admin requests, each on its own connection: a controller
+	// answers a connection's requests in order, so a CreateTopics of
+	// thousands of partitions (answered once committed) would otherwise
+	// hold up the ISR changes and the heartbeats behind it.
+	ctrlISR, ctrlForward *controllerClient
 	// controllerChanged wakes the session loop when the controller
 	// changes (or a heartbeat is wanted now).
 	controllerChanged chan struct{}
@@ -278,6 +295,8 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.fetchBytes = newBudget(cfg.FetchResponseMaxInflightBytes)
 	b.controllerSvc = newControllerService(b)
 	b.ctrl = &controllerClient{b: b}
+	b.ctrlISR = &controllerClient{b: b}
+	b.ctrlForward = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
 	b.throttle = newReplicationThrottle(cfg.NodeID, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
 	b.groups = newGroupRuntime(b)
@@ -453,7 +472,7 @@ func (b *Broker) haltOnce() {
 	b.connWG.Wait()
 	b.bgWG.Wait()
 	// After the session loop ended, so it cannot redial.
-	b.ctrl.close()
+	b.closeControllerClients()
 	if b.flusher != nil {
 		b.flusher.stop()
 	}
@@ -488,7 +507,7 @@ func (b *Broker) closeOnce() error {
 	}
 	b.drainConns()
 	b.bgWG.Wait()
-	b.ctrl.close()
+	b.closeControllerClients()
 	err := b.shutdownStorage()
 	if epoch := b.brokerEpoch.Load(); err == nil && epoch >= 0 {
 		err = b.writeShutdownState(shutdownState{Epoch: epoch, BootID: b.bootID, Clean: true})
@@ -509,11 +528,16 @@ func (b *Broker) shutdownStorage() error {
 	if b.flusher != nil {
 		b.flusher.stop()
 	}
-	for _, p := range parts {
+	// In parallel: each close waits mostly for its fsyncs, and one after
+	// another thousands of partitions took a minute to stop.
+	var mu sync.Mutex
+	forEachParallel(slices.Collect(maps.Values(parts)), maxParallelOpens, func(p *partition) {
 		if err := p.close(); err != nil {
+			mu.Lock()
 			errs = append(errs, fmt.Errorf("close %s: %w", p.name(), err))
+			mu.Unlock()
 		}
-	}
+	})
 	return errors.Join(errs...)
 }
 

@@ -240,7 +240,7 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 		// kept under name), open (the producer's transaction is open
 		// here) or the error.
 		name := kv["name"]
-		guard, need, err := s.r.StartTxnVerification(num(kv, "pid", 0), now)
+		guard, need, err := s.r.StartTxnVerification(num(kv, "pid", 0), int16(num(kv, "epoch", 0)), kv["tv2"] == "true", now)
 		switch {
 		case err != nil:
 			s.answers[name] = errName(err)
@@ -462,7 +462,9 @@ func (s *scenario) expect(kv map[string]string) error {
 		case "sync":
 			got = strconv.FormatBool(s.rd.Sync)
 		case "wake":
-			got = strconv.FormatBool(s.rd.Wake)
+			// Who is woken: followers, consumers, both or none.
+			got = map[[2]bool]string{{false, false}: "none", {true, false}: "followers",
+				{false, true}: "consumers", {true, true}: "all"}[[2]bool{s.rd.WakeFollowers, s.rd.WakeConsumers}]
 		case "flush":
 			got = strconv.FormatInt(s.rd.FlushAfterMs, 10)
 		case "proposal":

@@ -81,6 +81,9 @@ type Stats struct {
 	// transaction and TxnStraysAcked those a leader accepted (a violation
 	// where the leaders verify).
 	TxnVerifications, TxnVerifyMaxWaiting, TxnStrays, TxnStraysAcked int
+	// TxnV2Ends counts the EndTxn v5 answers (transaction version 2,
+	// KIP-890 part 2) that carried a bumped epoch.
+	TxnV2Ends int
 	// ChainCommitted and ChainAborted count the chain's transactions
 	// (client_chain.go) committed and aborted, ChainRecords the input
 	// records its committed output transformed exactly once.

@@ -269,21 +269,7 @@ func (tc *txnCoordinator) deliver(m txnhost.Markers, left []txn.TopicPartition, 
 }
 
 func markersRequest(m txnhost.Markers, tps []txn.TopicPartition) *kmsg.WriteTxnMarkersRequest {
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.SetVersion(1)
-	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
-	for _, tp := range tps {
-		if n := len(mk.Topics); n == 0 || mk.Topics[n-1].Topic != tp.Topic {
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			mk.Topics = append(mk.Topics, t)
-		}
-		last := &mk.Topics[len(mk.Topics)-1]
-		last.Partitions = append(last.Partitions, tp.Partition)
-	}
-	req.Markers = append(req.Markers, mk)
-	return req
+	return m.Request(tps)
 }
 
 func (tc *txnCoordinator) String() string { return fmt.Sprintf("%s@%d", tc.r.name(), tc.epoch) }

@@ -57,6 +57,12 @@ type entry struct {
 	completeFailed   bool
 	completeFailures int
 	retryAt          int64
+	// endedFrom is the epoch a transaction version 2 end bumped from,
+	// valid while endedValid (from that end's prepared state until the
+	// next other transition): an EndTxn at it is a retry of that end.
+	// Memory only, as Kafka's lastProducerEpoch.
+	endedFrom  int16
+	endedValid bool
 }
 
 // New returns an empty coordinator.
@@ -82,6 +88,10 @@ type Write struct {
 	to     *Txn // nil: the id is removed (a tombstone)
 	// fence: the coordinator's own abort, which fenced the producer.
 	fence bool
+	// endV2 is a transaction version 2 client's end, bumping from
+	// endFrom.
+	endV2   bool
+	endFrom int16
 }
 
 // TransactionalID is the id whose state the write changes.
@@ -95,6 +105,11 @@ type Markers struct {
 	Epoch           int16
 	Commit          bool
 	Partitions      []TopicPartition
+	// TransactionVersion is the client's (Txn.ClientTV), which
+	// WriteTxnMarkers v2 carries (KIP-1228): a leader then refuses a
+	// version 2 marker that does not raise the epoch of the transaction
+	// it ends.
+	TransactionVersion int16
 }
 
 // Output is what the runtime must do after a call.
@@ -212,6 +227,12 @@ func (c *Coordinator) Written(now int64, w *Write, err error) Output {
 	e.cur = *w.to
 	e.fenceFailed, e.completeFailed, e.completeFailures = false, false, 0
 	delete(c.retrying, w.id)
+	switch {
+	case w.endV2:
+		e.endedFrom, e.endedValid = w.endFrom, true
+	case e.cur.State != CompleteCommit && e.cur.State != CompleteAbort:
+		e.endedValid = false
+	}
 	if e.cur.State == PrepareCommit || e.cur.State == PrepareAbort {
 		return c.afterPrepare(e)
 	}
@@ -228,6 +249,7 @@ func (c *Coordinator) afterPrepare(e *entry) Output {
 	return Output{Markers: []Markers{{
 		TransactionalID: t.ID, ProducerID: t.ProducerID, Epoch: t.Epoch,
 		Commit: t.State == PrepareCommit, Partitions: slices.Clone(t.Partitions),
+		TransactionVersion: t.ClientTV,
 	}}}
 }
 
@@ -239,6 +261,12 @@ func completed(t Txn, now int64) Txn {
 	}
 	next.Partitions = nil
 	next.UpdateMs = max(now, t.UpdateMs)
+	if t.NextProducerID >= 0 {
+		// Transaction version 2 with the epoch exhausted: the completion
+		// moves to the next producer id, at epoch 0.
+		next.PrevProducerID, next.ProducerID, next.NextProducerID = t.ProducerID, t.NextProducerID, -1
+		next.Epoch, next.LastEpoch = 0, noEpoch
+	}
 	return next
 }
 
@@ -299,7 +327,7 @@ func (c *Coordinator) InitProducerID(now int64, req InitRequest) (InitResult, Ou
 			return fail(fmt.Errorf("%w: this coordinator holds %d transactional ids", kerr.CoordinatorNotAvailable, len(c.txns))), Output{}
 		}
 		e = &entry{cur: Txn{
-			ID: req.TransactionalID, ProducerID: req.NewProducerID, PrevProducerID: -1,
+			ID: req.TransactionalID, ProducerID: req.NewProducerID, PrevProducerID: -1, NextProducerID: -1,
 			Epoch: noEpoch, LastEpoch: noEpoch, TimeoutMs: req.TimeoutMs, State: Empty, StartMs: -1, UpdateMs: now,
 		}}
 		c.txns[req.TransactionalID] = e
@@ -416,6 +444,7 @@ func (c *Coordinator) AddPartitions(now int64, id string, producerID int64, epoc
 		return Output{}, fmt.Errorf("%w: a transaction may hold at most %d partitions", kerr.InvalidRequest, c.cfg.MaxPartitions)
 	}
 	next.State, next.UpdateMs = Ongoing, max(now, t.UpdateMs)
+	next.ClientTV = 0 // a version 1 client's add; AddPartitionsV2 marks its own
 	return Output{Writes: []*Write{c.transit(e, next, false)}}, nil
 }
 
@@ -477,6 +506,10 @@ func (c *Coordinator) EndTxn(now int64, id string, producerID int64, epoch int16
 		if commit {
 			next.State = PrepareCommit
 		}
+		// The end's client speaks version 1 (its markers keep the
+		// epoch), whoever added the partitions, as Kafka takes the
+		// transaction version of the request.
+		next.ClientTV = 0
 		return Output{Writes: []*Write{c.transit(e, next, false)}}, nil
 	case CompleteCommit, CompleteAbort:
 		if commit == (t.State == CompleteCommit) {

@@ -466,7 +466,7 @@ func TestValidTransitions(t *testing.T) {
 	}{
 		{Empty, Ongoing, true}, {Ongoing, PrepareCommit, true}, {PrepareCommit, CompleteCommit, true},
 		{PrepareAbort, CompleteAbort, true}, {PrepareEpochFence, PrepareAbort, true}, {CompleteAbort, Dead, true},
-		{Empty, PrepareCommit, false}, {PrepareCommit, CompleteAbort, false}, {Ongoing, Dead, false}, {CompleteCommit, PrepareAbort, false},
+		{Empty, PrepareCommit, false}, {PrepareCommit, CompleteAbort, false}, {Ongoing, Dead, false}, {CompleteCommit, PrepareAbort, true}, {CompleteCommit, PrepareCommit, false},
 	} {
 		if got := ValidTransition(tc.from, tc.to); got != tc.ok {
 			t.Errorf("%s -> %s: %v", tc.from, tc.to, got)
