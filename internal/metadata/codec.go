@@ -52,6 +52,7 @@ var recordTypes = map[string]func() Record{
 	"user_scram_credential":        func() Record { return &UserScramCredential{} },
 	"remove_user_scram_credential": func() Record { return &RemoveUserScramCredential{} },
 	"client_quota":                 func() Record { return &ClientQuota{} },
+	"config_record":                func() Record { return &ConfigRecord{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -88,6 +89,8 @@ func recordTypeName(r Record) (string, error) {
 		return "remove_user_scram_credential", nil
 	case ClientQuota:
 		return "client_quota", nil
+	case ConfigRecord:
+		return "config_record", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -181,6 +184,8 @@ func deref(r Record) Record {
 	case *RemoveUserScramCredential:
 		return *r
 	case *ClientQuota:
+		return *r
+	case *ConfigRecord:
 		return *r
 	default:
 		return r

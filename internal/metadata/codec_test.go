@@ -39,6 +39,8 @@ func sampleRecords() []Record {
 		RemoveUserScramCredential{Name: "alice", Mechanism: "SCRAM-SHA-512"},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
+		ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "1", Name: "leader.replication.throttled.rate", Value: ptr("1048576")},
+		ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "", Name: "leader.replication.throttled.rate"},
 	}
 }
 
