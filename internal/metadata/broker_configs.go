@@ -80,30 +80,9 @@ func (b *builder) applyConfigRecord(r ConfigRecord) error {
 	if err := validateConfigEntry(r.Name, r.Value); err != nil {
 		return fmt.Errorf("config record of broker %q: %w", r.ResourceName, err)
 	}
-	// The maps may be shared with the previous image: copy what changes.
-	all := maps.Clone(b.img.brokerConfigs)
-	if all == nil {
-		all = map[string]map[string]string{}
-	}
-	values := maps.Clone(all[r.ResourceName])
-	if r.Value == nil {
-		delete(values, r.Name)
-	} else {
-		if values == nil {
-			values = map[string]string{}
-		}
-		values[r.Name] = *r.Value
-		if len(values) > MaxConfigsPerTopic {
-			return fmt.Errorf("config record: more than %d configs on broker %q", MaxConfigsPerTopic, r.ResourceName)
-		}
-	}
-	if len(values) == 0 {
-		delete(all, r.ResourceName)
-	} else {
-		all[r.ResourceName] = values
-	}
-	if len(all) > MaxBrokerConfigResources {
-		return fmt.Errorf("config record: more than %d broker resources with configs", MaxBrokerConfigResources)
+	all, err := withValue(b.img.brokerConfigs, r.ResourceName, r.Name, r.Value, MaxBrokerConfigResources)
+	if err != nil {
+		return fmt.Errorf("config record of broker %q: %w", r.ResourceName, err)
 	}
 	b.img.brokerConfigs = all
 	return nil
