@@ -189,4 +189,3 @@ func awaitThrottleRate(ctx context.Context, t *testing.T, b *node.Broker, side s
 		}
 	}
 }
-
