@@ -49,7 +49,9 @@ func BenchmarkReassignCatchUp(b *testing.B) {
 				if tc.rate > 0 {
 					args = append(args, "--throttle", strconv.FormatInt(tc.rate, 10))
 				}
-				leaderBytes := func() float64 { return throttleMetric(b, brokers[0], "skein_replication_throttled_bytes_total", "leader") }
+				leaderBytes := func() float64 {
+					return throttleMetric(b, brokers[0], "skein_replication_throttled_bytes_total", "leader")
+				}
 				base := leaderBytes()
 				var out bytes.Buffer
 				b.ResetTimer()
