@@ -165,3 +165,19 @@ func DynamicOf(im *metadata.Image, id int32) Dynamic {
 		Default: im.BrokerConfigs(metadata.ClusterDefaultBroker),
 	}
 }
+
+// ReplicationThrottleRates are broker b's leader and follower replication
+// throttle rates (leader/follower.replication.throttled.rate) in image im,
+// dynamic over static; a registry bug leaves the static ones.
+func ReplicationThrottleRates(b *Broker, im *metadata.Image) (leader, follower int64) {
+	d := DynamicOf(im, b.NodeID)
+	leader, err := DynamicLong(b, d, "leader.replication.throttled.rate")
+	if err != nil {
+		leader = b.LeaderReplicationThrottledRate
+	}
+	follower, err = DynamicLong(b, d, "follower.replication.throttled.rate")
+	if err != nil {
+		follower = b.FollowerReplicationThrottledRate
+	}
+	return leader, follower
+}
