@@ -14,7 +14,7 @@ import (
 func TestQuotaThrottlesOutOfISRListedReplicas(t *testing.T) {
 	id := metadata.TopicID{1}
 	im, err := metadata.Empty("c").Apply(metadata.CreateTopic{Name: "t", ID: id,
-		Configs: map[string]string{LeaderReplicasKey: "0:1", FollowerReplicasKey: "0:3"},
+		Configs:    map[string]string{LeaderReplicasKey: "0:1", FollowerReplicasKey: "0:3"},
 		Partitions: []metadata.Partition{{Index: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1}}})
 	if err != nil {
 		t.Fatal(err)
