@@ -16,6 +16,7 @@ import (
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
+	"github.com/skein-log/skein/internal/replthrottle"
 	"github.com/skein-log/skein/internal/txnverify"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -101,9 +102,11 @@ type process struct {
 	// partition directories the image retires (node's strayCheckedEpoch).
 	sweptEpoch int64
 	// sess is the broker's side of its controller session, as node's.
-	sess       *ctrlcore.BrokerSession
-	parts      map[partKey]*replica
-	fetchers   map[int32]*fetcher
+	sess     *ctrlcore.BrokerSession
+	parts    map[partKey]*replica
+	fetchers map[int32]*fetcher
+	// throttle is the replication throttle (throttle.go).
+	throttle   *replthrottle.Quota
 	waiters    []*fetchWaiter
 	pokeQueued bool
 
@@ -217,6 +220,7 @@ func (n *node) start() error {
 		return err
 	}
 	p.cfg = cfg
+	p.throttle = replthrottle.NewQuota(n.id, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
 	p.ctl = ctrlcore.New(ctrlcore.ConfigFor(cfg, pidBlock))
 	// Seeded from the node id and the incarnation, not the run's random
 	// stream (which must not shift): a restarted process hands out other
