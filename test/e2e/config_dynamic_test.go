@@ -68,24 +68,34 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		syn(kmsg.ConfigSourceDynamicDefaultBrokerConfig, "4194304"), syn(kmsg.ConfigSourceDefaultConfig, unlimitedRate))
 	requireBrokerConfig(ctx, t, adm, 1, "num.partitions", "1", kmsg.ConfigSourceDefaultConfig)
 
-	// The cluster default resource lists the defaults only.
-	rcs, err := adm.DescribeBrokerConfigs(ctx)
-	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
-		t.Fatalf("describe the default: %v %+v", err, rcs)
-	}
-	var keys []string
-	for _, cfg := range rcs[0].Configs {
-		keys = append(keys, cfg.Key+"="+cfg.MaybeValue()+"/"+cfg.Source.String())
-	}
-	if want := followerRateKey + "=1048576/DYNAMIC_DEFAULT_BROKER_CONFIG " + leaderRateKey + "=4194304/DYNAMIC_DEFAULT_BROKER_CONFIG"; strings.Join(keys, " ") != want {
-		t.Errorf("default resource = %q, want %q", keys, want)
-	}
-
 	// Applied at runtime: each broker's throttle has its own rates.
 	awaitThrottleRate(ctx, t, c.brokers[1], "leader", 2097152)
 	awaitThrottleRate(ctx, t, c.brokers[1], "follower", 1048576)
 	awaitThrottleRate(ctx, t, c.brokers[0], "leader", 4194304)
 	awaitThrottleRate(ctx, t, c.brokers[2], "follower", 1048576)
+
+	// The cluster default resource lists the defaults only (each broker
+	// answers it from its own image: every one has them by now, as the
+	// throttle rates above waited for all three).
+	cl := c.client()
+	for _, b := range []int32{1, 2, 3} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType = kmsg.ConfigResourceTypeBroker
+		req.Resources = append(req.Resources, rr)
+		kr, err := cl.Broker(int(b)).Request(ctx, req)
+		resp, _ := kr.(*kmsg.DescribeConfigsResponse)
+		if err != nil || resp == nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("describe the default through broker %d: %v %+v", b, err, resp)
+		}
+		var keys []string
+		for _, cfg := range resp.Resources[0].Configs {
+			keys = append(keys, cfg.Name+"="+derefOr(cfg.Value)+"/"+cfg.Source.String())
+		}
+		if want := followerRateKey + "=1048576/DYNAMIC_DEFAULT_BROKER_CONFIG " + leaderRateKey + "=4194304/DYNAMIC_DEFAULT_BROKER_CONFIG"; strings.Join(keys, " ") != want {
+			t.Errorf("default resource through broker %d = %q, want %q", b, keys, want)
+		}
+	}
 
 	// Refusals, as Kafka's KRaft brokers answer them.
 	for _, bad := range []struct {
@@ -138,9 +148,27 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 }
 
 // requireBrokerConfig describes broker's config key (kadm sends it to that
-// broker) and checks its value, source and, when given, its synonyms as
-// SOURCE:value.
+// broker) until its value, source and, when given, its synonyms as
+// SOURCE:value are the ones wanted: a change answered by another broker
+// reaches this one's image a moment later, as in Kafka.
 func requireBrokerConfig(ctx context.Context, t *testing.T, adm *kadm.Client, broker int32, key, value string, source kmsg.ConfigSource, synonyms ...string) {
+	t.Helper()
+	for {
+		mismatch := brokerConfigMismatch(ctx, t, adm, broker, key, value, source, synonyms)
+		if mismatch == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(mismatch)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// brokerConfigMismatch says how broker's key differs from what is wanted,
+// "" if it does not.
+func brokerConfigMismatch(ctx context.Context, t *testing.T, adm *kadm.Client, broker int32, key, value string, source kmsg.ConfigSource, synonyms []string) string {
 	t.Helper()
 	rcs, err := adm.DescribeBrokerConfigs(ctx, broker)
 	if err != nil {
@@ -155,21 +183,21 @@ func requireBrokerConfig(ctx context.Context, t *testing.T, adm *kadm.Client, br
 			continue
 		}
 		if cfg.MaybeValue() != value || cfg.Source != source {
-			t.Errorf("broker %d %s = %q from %s, want %q from %s", broker, key, cfg.MaybeValue(), cfg.Source, value, source)
+			return fmt.Sprintf("broker %d %s = %q from %s, want %q from %s", broker, key, cfg.MaybeValue(), cfg.Source, value, source)
 		}
 		if synonyms == nil {
-			return
+			return ""
 		}
 		var got []string
 		for _, s := range cfg.Synonyms {
 			got = append(got, s.Source.String()+":"+derefOr(s.Value))
 		}
 		if strings.Join(got, " ") != strings.Join(synonyms, " ") {
-			t.Errorf("broker %d %s synonyms %q, want %q", broker, key, got, synonyms)
+			return fmt.Sprintf("broker %d %s synonyms %q, want %q", broker, key, got, synonyms)
 		}
-		return
+		return ""
 	}
-	t.Errorf("broker %d describes no %s", broker, key)
+	return fmt.Sprintf("broker %d describes no %s", broker, key)
 }
 
 // awaitThrottleRate waits until broker b's replication throttle of side
