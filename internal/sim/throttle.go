@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -95,7 +97,7 @@ func throttleRecords(topicID metadata.TopicID, perBroker int32) []metadata.Recor
 func unthrottleRecords(im *metadata.Image) []metadata.Record {
 	var recs []metadata.Record
 	for _, res := range im.BrokerConfigResources() {
-		for k := range im.BrokerConfigs(res) {
+		for _, k := range slices.Sorted(maps.Keys(im.BrokerConfigs(res))) { // a run replays bit for bit
 			recs = append(recs, metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, ResourceName: res, Name: k})
 		}
 	}
