@@ -34,6 +34,9 @@ RUNS=${RUNS:-3}
 N1K=${N1K:-300000}
 N100=${N100:-2000000}
 SKEIN_PORT=${SKEIN_PORT:-19092}
+# Not in the brokers' environment: a broker reads every SKEIN_* variable as
+# a property (SKEIN_PORT would be "port", which it refuses).
+export -n SKEIN_PORT
 KFAKE_PORT=${KFAKE_PORT:-29092}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/skein-bench-XXXXXX")

@@ -15,9 +15,10 @@ func init() {
 }
 
 func runPerf(ctx context.Context, args []string, s streams) error {
-	return runSubcommand(ctx, args, s, "usage: skein perf produce|consume [flags]", map[string]clientRun{
-		"produce": runPerfProduce,
-		"consume": runPerfConsume,
+	return runSubcommand(ctx, args, s, "usage: skein perf produce|consume|partitions [flags]", map[string]clientRun{
+		"produce":    runPerfProduce,
+		"consume":    runPerfConsume,
+		"partitions": runPerfPartitions,
 	})
 }
 

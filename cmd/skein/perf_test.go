@@ -73,3 +73,24 @@ func TestPerfProduceFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfPartitionsCreatesAndWaitsInSync creates 25 partitions of RF=1
+// in topics of 10 (the last one of 5) on a one-broker cluster and checks
+// the JSON line and the topics it made.
+func TestPerfPartitionsCreatesAndWaitsInSync(t *testing.T) {
+	addr := startTestBroker(t)
+	out := mustRun(t, runPerf, "", "partitions", "-b", addr, "--topic-prefix", "pp", "--partitions", "25",
+		"--per-topic", "10", "--replication-factor", "1", "--topics-per-request", "2", "--json")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("decode %q: %v", out, err)
+	}
+	if res["partitions"].(float64) != 25 || res["topics"].(float64) != 3 ||
+		res["in_sync_seconds"].(float64) < res["created_seconds"].(float64) {
+		t.Fatalf("result %v", res)
+	}
+	desc := mustRun(t, runTopic, "", "describe", "pp-2", "-b", addr)
+	if !strings.Contains(desc, "PartitionCount: 5") {
+		t.Fatalf("the last topic holds the remainder:\n%s", desc)
+	}
+}

@@ -243,7 +243,10 @@ type OffsetResult struct {
 type ControllerBackend interface {
 	RegisterBroker(req *kmsg.BrokerRegistrationRequest, conn ConnID, done func(brokerEpoch int64, err error))
 	BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn ConnID, done func(BrokerHeartbeatResult, error))
-	AlterPartition(req AlterPartitionParams, done func(metadata.Partition, error))
+	// AlterPartitions decides the ISR changes of one AlterPartition
+	// request together (one metadata entry) and gives one result per
+	// change, in order.
+	AlterPartitions(reqs []AlterPartitionParams, done func([]AlterPartitionResult))
 	AllocateProducerIDs(brokerID int32, brokerEpoch int64, done func(start int64, length int32, err error))
 }
 
@@ -257,6 +260,13 @@ type AlterPartitionParams struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+}
+
+// AlterPartitionResult is the outcome of one AlterPartitionParams: the
+// partition as committed, or why the change was refused.
+type AlterPartitionResult struct {
+	Partition metadata.Partition
+	Err       error
 }
 
 // ConnID identifies the connection a request came on, so the controller

@@ -30,7 +30,8 @@ func leaderHint(im *metadata.Image, t *metadata.Topic, partition int32) (leader,
 }
 
 // hintEndpoints collects the endpoints of the hinted leaders on the
-// client's listener.
+// client's listener. Its maps are made by the first add: almost every
+// Produce and Fetch answer hints nothing.
 type hintEndpoints struct {
 	im       *metadata.Image
 	listener string
@@ -39,12 +40,15 @@ type hintEndpoints struct {
 }
 
 func newHintEndpoints(im *metadata.Image, listener string) *hintEndpoints {
-	return &hintEndpoints{im: im, listener: listener, seen: map[int32]metadata.Endpoint{}, rack: map[int32]*string{}}
+	return &hintEndpoints{im: im, listener: listener}
 }
 
 func (h *hintEndpoints) add(id int32) {
 	if _, ok := h.seen[id]; ok {
 		return
+	}
+	if h.seen == nil {
+		h.seen, h.rack = map[int32]metadata.Endpoint{}, map[int32]*string{}
 	}
 	b, ok := h.im.Broker(id)
 	if !ok {

@@ -30,8 +30,8 @@ func (b Backend) BrokerHeartbeat(req *kmsg.BrokerHeartbeatRequest, conn api.Conn
 	b.R.Step(func(c *Core, now time.Time, im *metadata.Image) Ready { return c.Heartbeat(now, im, req, conn, done) })
 }
 
-func (b Backend) AlterPartition(req api.AlterPartitionParams, done func(metadata.Partition, error)) {
-	b.R.Step(func(c *Core, now time.Time, im *metadata.Image) Ready { return c.AlterPartition(now, im, req, done) })
+func (b Backend) AlterPartitions(reqs []api.AlterPartitionParams, done func([]api.AlterPartitionResult)) {
+	b.R.Step(func(c *Core, now time.Time, im *metadata.Image) Ready { return c.AlterPartitions(now, im, reqs, done) })
 }
 
 func (b Backend) AllocateProducerIDs(brokerID int32, brokerEpoch int64, done func(int64, int32, error)) {

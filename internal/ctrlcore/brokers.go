@@ -182,24 +182,69 @@ func leadsAnything(im *metadata.Image, id int32) bool {
 // AlterPartition decides an ISR change a partition leader proposed and
 // answers with the partition as committed.
 func (c *Core) AlterPartition(now time.Time, im *metadata.Image, req api.AlterPartitionParams, done func(metadata.Partition, error)) Ready {
+	return c.AlterPartitions(now, im, []api.AlterPartitionParams{req}, func(res []api.AlterPartitionResult) {
+		done(res[0].Partition, res[0].Err)
+	})
+}
+
+// AlterPartitions decides the ISR changes of one AlterPartition request as
+// one decision, committed in one metadata entry: a leader's batcher sends
+// every change it has pending at once, and a broker with thousands of
+// partitions would otherwise wait for thousands of commits in a row. Each
+// change is decided against the image holding the ones before it, and
+// refused on its own (the others go on); done gets one result per change,
+// in order, once the entry is applied (or the whole decision failed).
+func (c *Core) AlterPartitions(now time.Time, im *metadata.Image, reqs []api.AlterPartitionParams, done func([]api.AlterPartitionResult)) Ready {
 	c.begin(now)
-	c.enqueue(im, decision{what: fmt.Sprintf("ISR change of %s-%d to %v", req.Topic, req.Partition, req.NewISR),
+	errs := make([]error, len(reqs))
+	what := fmt.Sprintf("%d ISR changes", len(reqs))
+	if len(reqs) == 1 {
+		what = fmt.Sprintf("ISR change of %s-%d to %v", reqs[0].Topic, reqs[0].Partition, reqs[0].NewISR)
+	}
+	c.enqueue(im, decision{what: what,
 		decide: func(im *metadata.Image) ([]metadata.Record, error) {
-			if br, ok := im.Broker(req.BrokerID); !ok || br.Epoch != req.BrokerEpoch || br.Fenced {
-				return nil, kerr.StaleBrokerEpoch
+			var all []metadata.Record
+			cur := im
+			for i, req := range reqs {
+				if br, ok := cur.Broker(req.BrokerID); !ok || br.Epoch != req.BrokerEpoch || br.Fenced {
+					errs[i] = kerr.StaleBrokerEpoch
+					continue
+				}
+				recs, err := controller.AlterPartition(cur, req.Topic, req.Partition, req.LeaderEpoch, req.PartitionEpoch, req.NewISR)
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				if len(recs) == 0 {
+					continue
+				}
+				next, err := cur.Apply(recs...)
+				if err != nil {
+					errs[i] = fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+					continue
+				}
+				cur, all = next, append(all, recs...)
 			}
-			return controller.AlterPartition(im, req.Topic, req.Partition, req.LeaderEpoch, req.PartitionEpoch, req.NewISR)
+			return all, nil
 		},
 		settle: func(im *metadata.Image, err error) func() {
-			if err != nil {
-				return func() { done(metadata.Partition{}, err) }
+			res := make([]api.AlterPartitionResult, len(reqs))
+			for i, req := range reqs {
+				switch {
+				case errs[i] != nil:
+					res[i].Err = errs[i]
+				case err != nil:
+					res[i].Err = err
+				default:
+					t, ok := im.TopicByID(req.Topic)
+					if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+						res[i].Err = kerr.UnknownTopicOrPartition
+						continue
+					}
+					res[i].Partition = t.Partitions[req.Partition]
+				}
 			}
-			t, ok := im.TopicByID(req.Topic)
-			if !ok || req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
-				return func() { done(metadata.Partition{}, kerr.UnknownTopicOrPartition) }
-			}
-			p := t.Partitions[req.Partition]
-			return func() { done(p, nil) }
+			return func() { done(res) }
 		}})
 	return c.end()
 }

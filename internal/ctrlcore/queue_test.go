@@ -212,3 +212,42 @@ func TestQueueFailedBarrierFailsTheQueue(t *testing.T) {
 	// Still active: the next decision tries a barrier again.
 	h.catchUp()
 }
+
+// The ISR changes of one AlterPartition request are one decision and one
+// entry; each is decided against the image holding the ones before it and
+// refused on its own.
+func TestAlterPartitionsDecidesARequestAsOneEntry(t *testing.T) {
+	h := newHarness(t, image(t, 1, 2, 3))
+	h.catchUp()
+	p := partition(t, h.im)
+	shrink := api.AlterPartitionParams{BrokerID: 1, BrokerEpoch: 11, Topic: topic,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: []int32{1, 2}}
+	again := shrink // computed from the same, now stale, partition epoch
+	again.NewISR = []int32{1}
+	stale := shrink
+	stale.BrokerEpoch = 10
+	var res []api.AlterPartitionResult
+	h.do(func(now time.Time, im *metadata.Image) Ready {
+		return h.c.AlterPartitions(now, im, []api.AlterPartitionParams{shrink, again, stale},
+			func(r []api.AlterPartitionResult) { res = r })
+	})
+	if h.pending == nil || len(h.pending.Records) != 1 {
+		t.Fatalf("proposed %+v, want one entry with the one accepted change", h.pending)
+	}
+	if res != nil {
+		t.Fatalf("answered %+v before the entry committed", res)
+	}
+	h.commit()
+	if len(res) != 3 {
+		t.Fatalf("results %+v, want 3", res)
+	}
+	if res[0].Err != nil || !slices.Equal(res[0].Partition.ISR, []int32{1, 2}) {
+		t.Errorf("shrink: %+v, want ISR [1 2]", res[0])
+	}
+	if !errors.Is(res[1].Err, kerr.InvalidUpdateVersion) {
+		t.Errorf("second change of the same epoch: %v, want INVALID_UPDATE_VERSION", res[1].Err)
+	}
+	if !errors.Is(res[2].Err, kerr.StaleBrokerEpoch) {
+		t.Errorf("stale broker epoch: %v, want STALE_BROKER_EPOCH", res[2].Err)
+	}
+}

@@ -15,6 +15,8 @@ type Builder struct {
 	// The request in flight: what sent becomes once it is answered.
 	pending     map[Key]Partition
 	pendingFull bool
+	// built is set from a Build to its Answered.
+	built bool
 }
 
 // NewBuilder starts without a session.
@@ -30,20 +32,37 @@ type Next struct {
 
 // Build decides the next fetch of the partitions in want.
 func (b *Builder) Build(want []Partition) Next {
-	b.pending = make(map[Key]Partition, len(want))
+	// The map of the previous round is reused: a follower builds one
+	// every fetch round, for every partition it follows.
+	if b.pending == nil {
+		b.pending = make(map[Key]Partition, len(want))
+	} else {
+		clear(b.pending)
+	}
 	for _, p := range want {
 		b.pending[p.Key] = p
 	}
+	b.built = true
 	if b.id == 0 {
 		b.pendingFull = true
 		return Next{Epoch: InitialEpoch, Send: want}
 	}
 	b.pendingFull = false
 	n := Next{SessionID: b.id, Epoch: b.epoch}
+	kept := 0 // partitions of the session fetched again
 	for _, p := range want {
-		if old, ok := b.sent[p.Key]; !ok || old != p {
+		old, ok := b.sent[p.Key]
+		if ok {
+			kept++
+		}
+		if !ok || old != p {
 			n.Send = append(n.Send, p)
 		}
+	}
+	// Every partition of the session is fetched again (the usual round):
+	// nothing to forget, and no need to look each up again.
+	if kept == len(b.sent) && len(want) == len(b.pending) {
+		return n
 	}
 	for k := range b.sent {
 		if _, ok := b.pending[k]; !ok {
@@ -57,6 +76,10 @@ func (b *Builder) Build(want []Partition) Next {
 // error code and session id.
 func (b *Builder) Answered(errorCode int16, sessionID int32) {
 	switch {
+	case !b.built:
+		// No Build to answer: nothing to make of it but a fresh start.
+		b.Reset()
+		return
 	case errorCode != 0, sessionID == 0, !b.pendingFull && sessionID != b.id:
 		// A session error (or any top-level one), no session, or not
 		// ours: the next fetch is full and asks for a new one.
@@ -67,7 +90,10 @@ func (b *Builder) Answered(errorCode int16, sessionID int32) {
 	default:
 		b.epoch = nextEpoch(b.epoch)
 	}
-	b.sent, b.pending = b.pending, nil
+	// The old sent map becomes the next round's pending one (Build
+	// clears it).
+	b.sent, b.pending = b.pending, b.sent
+	b.built = false
 }
 
 // Reset forgets the session (a lost answer, a new connection): the leader

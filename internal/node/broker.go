@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -172,6 +173,11 @@ type brokerMetadata struct {
 	// reconciledVersion is reconciled, readable without the lock.
 	reconciledVersion atomic.Int64
 	reconcileCh       chan struct{}
+	// reconciledImage is the image reconcilePartitions last brought the
+	// replicas in line with; only the reconcile goroutine uses it.
+	reconciledImage metadata.Reconciled
+	// isr batches the ISR changes of the partitions led here (isr.go).
+	isr isrSender
 	// metadataWaits counts requests held for the image to catch up
 	// (metadata_wait.go).
 	metadataWaits waitCount
@@ -183,6 +189,12 @@ type brokerMetadata struct {
 type brokerController struct {
 	controllerSvc *controllerService
 	ctrl          *controllerClient
+	// ctrlISR carries the AlterPartition requests and ctrlForward the
+	// forwarded admin requests, each on its own connection: a controller
+	// answers a connection's requests in order, so a CreateTopics of
+	// thousands of partitions (answered once committed) would otherwise
+	// hold up the ISR changes and the heartbeats behind it.
+	ctrlISR, ctrlForward *controllerClient
 	// controllerChanged wakes the session loop when the controller
 	// changes (or a heartbeat is wanted now).
 	controllerChanged chan struct{}
@@ -278,6 +290,8 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.fetchBytes = newBudget(cfg.FetchResponseMaxInflightBytes)
 	b.controllerSvc = newControllerService(b)
 	b.ctrl = &controllerClient{b: b}
+	b.ctrlISR = &controllerClient{b: b}
+	b.ctrlForward = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
 	b.throttle = newReplicationThrottle(cfg)
 	b.groups = newGroupRuntime(b)
@@ -456,7 +470,7 @@ func (b *Broker) haltOnce() {
 	b.connWG.Wait()
 	b.bgWG.Wait()
 	// After the session loop ended, so it cannot redial.
-	b.ctrl.close()
+	b.closeControllerClients()
 	if b.flusher != nil {
 		b.flusher.stop()
 	}
@@ -491,7 +505,7 @@ func (b *Broker) closeOnce() error {
 	}
 	b.drainConns()
 	b.bgWG.Wait()
-	b.ctrl.close()
+	b.closeControllerClients()
 	err := b.shutdownStorage()
 	if epoch := b.brokerEpoch.Load(); err == nil && epoch >= 0 {
 		err = b.writeShutdownState(shutdownState{Epoch: epoch, BootID: b.bootID, Clean: true})
@@ -512,11 +526,16 @@ func (b *Broker) shutdownStorage() error {
 	if b.flusher != nil {
 		b.flusher.stop()
 	}
-	for _, p := range parts {
+	// In parallel: each close waits mostly for its fsyncs, and one after
+	// another thousands of partitions took a minute to stop.
+	var mu sync.Mutex
+	forEachParallel(slices.Collect(maps.Values(parts)), maxParallelOpens, func(p *partition) {
 		if err := p.close(); err != nil {
+			mu.Lock()
 			errs = append(errs, fmt.Errorf("close %s: %w", p.name(), err))
+			mu.Unlock()
 		}
-	}
+	})
 	return errors.Join(errs...)
 }
 

@@ -83,6 +83,13 @@ func (cc *controllerClient) drop(conn *rpc.Conn) {
 	}
 }
 
+// closeControllerClients closes every connection to the controller.
+func (b *Broker) closeControllerClients() {
+	b.ctrl.close()
+	b.ctrlISR.close()
+	b.ctrlForward.close()
+}
+
 func (cc *controllerClient) close() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

@@ -39,6 +39,12 @@ func newControllerService(b *Broker) *controllerService {
 // Step runs one event on the core and carries out what it returns
 // (ctrlcore.Runtime).
 func (c *controllerService) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlcore.Ready) {
+	c.step(ev, -1)
+}
+
+// step is Step whose answers wait, when answerAt is not negative, until
+// this node's partitions reflect image version answerAt.
+func (c *controllerService) step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlcore.Ready, answerAt int64) {
 	c.mu.Lock()
 	rd := ev(c.core, time.Now(), c.b.Image())
 	c.mu.Unlock()
@@ -55,26 +61,43 @@ func (c *controllerService) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Im
 		c.b.bgWG.Add(1)
 		go c.gatherLogDirs(id)
 	}
+	if answerAt >= 0 && len(rd.Answers) > 0 {
+		go func() {
+			ctx, cancel := context.WithTimeout(c.b.stopCtx, commitTimeout)
+			defer cancel()
+			if err := c.b.waitReconciled(ctx, answerAt); err != nil {
+				c.b.log.Debug("metadata committed; this node's partitions do not reflect it yet", "version", answerAt, "err", err)
+			}
+			for _, answer := range rd.Answers {
+				answer()
+			}
+		}()
+		return
+	}
 	for _, answer := range rd.Answers {
 		answer()
 	}
 }
 
 // propose commits one entry and reports back once this node has applied
-// it and its partitions reflect it.
+// it. The core goes on to its next decision at once (it decides against
+// the image alone); the answers it gives wait until this node's
+// partitions reflect the entry, as before. The decision queue used to
+// wait for that too, so a CreateTopics of 1,000 partitions held every
+// later decision while this node created its replicas.
 func (c *controllerService) propose(p *ctrlcore.Proposal) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	err := c.b.quorum.Propose(ctx, p.Data)
-	if err == nil && p.Records != nil {
-		err = c.b.waitReconciled(ctx, c.b.Image().Version())
-	}
+	answerAt := int64(-1)
 	if err != nil {
 		err = quorumError(err)
+	} else if p.Records != nil {
+		answerAt = c.b.Image().Version()
 	}
-	c.Step(func(core *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
+	c.step(func(core *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
 		return core.ProposalDone(now, im, p.ID, err)
-	})
+	}, answerAt)
 }
 
 // activate runs on the quorum goroutine when this node becomes the

@@ -55,10 +55,18 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 		}
 	}
 	w.mu.Lock()
-	if !w.finished {
+	finished := w.finished
+	if !finished {
 		w.timer = time.AfterFunc(params.MaxWait, w.expire)
 	}
 	w.mu.Unlock()
+	if finished {
+		// A poke from a partition registered first answered it while
+		// the others were being registered: the answer's unhook may have
+		// run before those, so unhook again, now that all are in.
+		w.unhook()
+		return
+	}
 	// Data may have arrived between the read and the registration.
 	w.poke()
 }
@@ -87,10 +95,13 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 
 // Admit is replica.Source.Admit: this broker leads the partition, the
 // caller's epoch matches (KIP-320), and a follower's position is recorded.
+// A fetch reads holding no lock (on the connection's reader, a re-read's
+// goroutine or the max-wait timer's), so the acknowledgements a
+// follower's position completes are answered right here.
 func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool) error {
 	var err error
 	now := time.Now().UnixMilli()
-	p.step(func(c *replica.Replica) (rd replica.Ready) {
+	p.stepHoldingNothing(func(c *replica.Replica) (rd replica.Ready) {
 		rd, err = c.Admit(fp, replicaID, record, now, p.b.isEligibleReplica)
 		return rd
 	})
@@ -161,6 +172,7 @@ func (w *fetchWaiter) reread() {
 			w.finishLocked()
 			w.mu.Unlock()
 			w.answer(results)
+			w.unhook()
 			return
 		}
 		w.discard(results)
@@ -184,6 +196,7 @@ func (w *fetchWaiter) expire() {
 	w.mu.Unlock()
 	results, _ := w.read()
 	w.answer(results)
+	w.unhook()
 }
 
 // answer sends a parked fetch's answer. It leaves the purgatory gauge only
@@ -213,22 +226,25 @@ func (w *fetchWaiter) handOver(results []api.FetchResult) {
 // follower reports whether a broker replica sent this fetch.
 func (w *fetchWaiter) follower() bool { return w.params.ReplicaID >= 0 }
 
-// finishLocked marks the waiter answered and unregisters it. The partition
-// locks are taken in a goroutine: finishLocked may run inside a poke, which
-// already holds one of them.
+// finishLocked marks the waiter answered: pokes find it finished from
+// now on, and its caller unhooks it (unhook) once w.mu is released.
 func (w *fetchWaiter) finishLocked() {
 	w.finished = true
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	parts := w.parts
-	go func() {
-		for _, p := range parts {
-			if p != nil {
-				p.removeWatcher(w)
-			}
+}
+
+// unhook unregisters a finished waiter from its partitions, after its
+// answer is on its way. It takes the partition locks, so it runs with
+// neither w.mu nor a partition lock held (a re-read's goroutine or the
+// timer's, never a poke, which runs under a partition lock).
+func (w *fetchWaiter) unhook() {
+	for _, p := range w.parts {
+		if p != nil {
+			p.removeWatcher(w)
 		}
-	}()
+	}
 }
 
 // countOut adds what a fetch returns to the bytes-out metrics: per topic

@@ -54,7 +54,7 @@ func (b *Broker) forward(r *api.Request, respond api.Respond) {
 		// can carry the version tag. The client's answer is re-encoded
 		// at its own version by the connection writer.
 		req.SetVersion(spec.MaxVersion)
-		resp, err = b.ctrl.request(ctx, req)
+		resp, err = b.ctrlForward.request(ctx, req)
 		if err == nil && !answersNotController(resp) {
 			break
 		}

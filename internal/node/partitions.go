@@ -8,8 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -36,14 +39,47 @@ func (b *Broker) reconcilePartitions() error {
 		t *metadata.Topic
 		p metadata.Partition
 	}
+	// Only what changed since the last reconciled image is visited
+	// (metadata.Reconciled); the replicas of every other partition are
+	// already in line with it.
+	changes := b.reconciledImage.Changes(im, b.cfg.NodeID, epoch)
 	want := map[partKey]assignment{}
-	for _, t := range im.Topics() {
-		for _, p := range t.Partitions {
-			if slices.Contains(p.Replicas, b.cfg.NodeID) {
-				want[partKey{t.ID, p.Index}] = assignment{t, p}
+	// gone lists the open replicas to check for removal.
+	var gone []partKey
+	b.partsMu.RLock()
+	if changes.Full {
+		for _, t := range im.Topics() {
+			for _, p := range t.Partitions {
+				if slices.Contains(p.Replicas, b.cfg.NodeID) {
+					want[partKey{t.ID, p.Index}] = assignment{t, p}
+				}
+			}
+		}
+		for k := range b.parts {
+			gone = append(gone, k)
+		}
+	} else {
+		for _, c := range changes.Partitions {
+			k := partKey{c.Topic.ID, c.Partition.Index}
+			if slices.Contains(c.Partition.Replicas, b.cfg.NodeID) {
+				want[k] = assignment{c.Topic, c.Partition}
+			} else {
+				gone = append(gone, k)
+			}
+		}
+		if len(changes.Removed) > 0 {
+			removed := map[metadata.TopicID]bool{}
+			for _, id := range changes.Removed {
+				removed[id] = true
+			}
+			for k := range b.parts {
+				if removed[k.topic] {
+					gone = append(gone, k)
+				}
 			}
 		}
 	}
+	b.partsMu.RUnlock()
 	var errs []error
 	type removal struct {
 		k partKey
@@ -51,23 +87,19 @@ func (b *Broker) reconcilePartitions() error {
 	}
 	var removed []removal
 	b.partsMu.Lock()
-	for k, p := range b.parts {
-		if _, ok := want[k]; !ok {
+	for _, k := range gone {
+		if p, ok := b.parts[k]; ok && !im.Lists(b.cfg.NodeID, k.topic, k.index) {
 			delete(b.parts, k)
 			removed = append(removed, removal{k, p})
 		}
 	}
 	b.partsMu.Unlock()
-	held := map[string]bool{}
-	for _, w := range want {
-		held[w.t.Name] = true
-	}
 	for _, r := range removed {
 		p := r.p
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
 		}
-		if !held[p.topic] {
+		if !b.holdsReplicaOf(im, p.topic) {
 			// The topic's series go only with its last replica here: a
 			// reassignment may move one partition away and keep others.
 			b.metrics.DeleteTopic(p.topic)
@@ -94,46 +126,181 @@ func (b *Broker) reconcilePartitions() error {
 		}
 	}
 	now := time.Now()
+	// Log directories are counted once per reconcile, not once per new
+	// partition (which made creating N partitions O(N²)).
+	var dirs map[string]int
+	configs := map[*metadata.Topic]config.TopicConfig{}
+	type opening struct {
+		k      partKey
+		w      assignment
+		cfg    config.TopicConfig
+		dir    string
+		create bool
+		p      *partition
+		err    error
+	}
+	var toOpen []*opening
+	var toApply []partKey
 	for k, w := range want {
-		cfg, err := b.topicConfig(w.t)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
+		cfg, ok := configs[w.t]
+		if !ok {
+			var err error
+			if cfg, err = b.topicConfig(w.t); err != nil {
+				errs = append(errs, fmt.Errorf("config of %s: %w", w.t.Name, err))
+				continue
+			}
+			configs[w.t] = cfg
+		}
+		if b.partition(k.topic, k.index) != nil {
+			toApply = append(toApply, k)
 			continue
 		}
-		p := b.partition(k.topic, k.index)
-		if p == nil && b.dirOffline() {
+		if b.dirOffline() {
 			continue // no replica is created while a log directory is offline; the broker is stopping
 		}
-		if p == nil {
-			// Opened without partsMu: recovering a log takes a while,
-			// and the partitions already open keep serving meanwhile.
-			dir, err := b.partitionDir(w.t, w.p.Index)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if p, err = openPartition(b, w.t, w.p, cfg, dir); err != nil {
-				if isDeviceError(err) {
-					b.takeLogDirOffline(filepath.Dir(dir), w.t.Name+"-"+strconv.Itoa(int(w.p.Index)), err)
-				}
-				errs = append(errs, err)
-				continue
-			}
-			b.partsMu.Lock()
-			b.parts[k] = p
-			b.partsMu.Unlock()
-		}
-		if err := p.apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), cfg, now); err != nil {
+		dir, err := b.findPartitionDir(w.t, w.p.Index)
+		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		o := &opening{k: k, w: w, cfg: cfg, dir: dir}
+		if dir == "" {
+			if dirs == nil {
+				dirs = b.logDirCounts()
+			}
+			root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
+			dirs[root]++
+			o.dir, o.create = filepath.Join(root, w.t.Name+"-"+strconv.Itoa(int(w.p.Index))), true
+		}
+		toOpen = append(toOpen, o)
+	}
+	// New replicas are created and opened in parallel, without partsMu
+	// (the partitions already open keep serving meanwhile): each waits
+	// mostly for its fsyncs (directory, partition.metadata, segment), and
+	// one after another they made creating thousands of partitions take
+	// minutes.
+	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
+		if o.create {
+			o.err = b.createPartitionDir(o.w.t, o.dir)
+		}
+	})
+	// The new directories' entries are made durable with one fsync of
+	// each log directory they were made in, before any of them opens
+	// (and so before any can take a write).
+	synced := map[string]error{}
+	for _, o := range toOpen {
+		if !o.create || o.err != nil {
+			continue
+		}
+		root := filepath.Dir(o.dir)
+		err, ok := synced[root]
+		if !ok {
+			if err = b.fs.SyncDir(root); err != nil {
+				err = fmt.Errorf("sync %s: %w", root, err)
+			}
+			synced[root] = err
+		}
+		o.err = err
+	}
+	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
+		if o.err == nil {
+			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir)
+		}
+	})
+	for _, o := range toOpen {
+		if o.err != nil {
+			if isDeviceError(o.err) {
+				b.takeLogDirOffline(filepath.Dir(o.dir), o.w.t.Name+"-"+strconv.Itoa(int(o.w.p.Index)), o.err)
+			}
+			errs = append(errs, o.err)
+			continue
+		}
+		b.partsMu.Lock()
+		b.parts[o.k] = o.p
+		b.partsMu.Unlock()
+		toApply = append(toApply, o.k)
+	}
+	// Applied in parallel too: taking leadership writes the leader-epoch
+	// checkpoint (an fsync), and a broker taking over thousands of
+	// leaderships (another stopping) took tens of seconds one by one. A
+	// stopping broker applies no more (its partitions are closing; the
+	// next start reconciles from scratch).
+	var mu sync.Mutex
+	var stopped atomic.Bool
+	forEachParallel(toApply, maxParallelOpens, func(k partKey) {
+		select {
+		case <-b.stop:
+			stopped.Store(true)
+			return
+		default:
+		}
+		p := b.partition(k.topic, k.index)
+		if p == nil {
+			return // no longer open
+		}
+		w := want[k]
+		if err := p.apply(w.p, im.ReplicaRole(b.cfg.NodeID, epoch, w.p), configs[w.t], now); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
+	if stopped.Load() {
+		return errors.Join(errs...)
+	}
+	if len(errs) > 0 {
+		// What failed is tried again with every partition next time.
+		b.reconciledImage.Forget()
+	} else {
+		b.reconciledImage.Done(im, b.cfg.NodeID, epoch)
 	}
 	return errors.Join(errs...)
 }
 
-// partitionDir finds or creates the directory of a partition. A directory
-// of the same name that belongs to another topic id (a deleted topic whose
-// files were not removed) is removed first.
-func (b *Broker) partitionDir(t *metadata.Topic, index int32) (string, error) {
+// holdsReplicaOf reports whether im still gives this broker a replica of
+// the topic named name.
+func (b *Broker) holdsReplicaOf(im *metadata.Image, name string) bool {
+	t, ok := im.Topic(name)
+	if !ok {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if slices.Contains(p.Replicas, b.cfg.NodeID) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxParallelOpens bounds the replicas one reconcile creates or opens at
+// once, and those a stopping broker closes at once.
+const maxParallelOpens = 64
+
+// forEachParallel runs fn on every item, at most limit at a time, and
+// returns when all are done: for work that mostly waits on the disk.
+func forEachParallel[T any](items []T, limit int, fn func(T)) {
+	var wg sync.WaitGroup
+	work := make(chan T)
+	for range min(len(items), limit) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				fn(it)
+			}
+		}()
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+}
+
+// findPartitionDir finds the directory of a partition in log.dirs, ""
+// when it has none. A directory of the same name that belongs to another
+// topic id (a deleted topic whose files were not removed) is removed.
+func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error) {
 	name := t.Name + "-" + strconv.Itoa(int(index))
 	for _, root := range b.cfg.LogDirs {
 		dir := filepath.Join(root, name)
@@ -149,18 +316,21 @@ func (b *Broker) partitionDir(t *metadata.Topic, index int32) (string, error) {
 			return "", fmt.Errorf("remove stale %s: %w", dir, err)
 		}
 	}
-	dir := filepath.Join(b.leastLoadedLogDir(), name)
+	return "", nil
+}
+
+// createPartitionDir creates the directory dir of a partition of t with
+// its partition.metadata, durable within dir; the caller syncs dir's
+// parent (once for all the directories it creates there).
+func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	content := "version: 0\ntopic_id: " + t.ID.String() + "\n"
 	if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, partitionMetadataFile), []byte(content)); err != nil {
-		return "", fmt.Errorf("write %s: %w", partitionMetadataFile, err)
+		return fmt.Errorf("write %s: %w", partitionMetadataFile, err)
 	}
-	if err := b.fs.SyncDir(filepath.Dir(dir)); err != nil {
-		return "", fmt.Errorf("sync %s: %w", filepath.Dir(dir), err)
-	}
-	return dir, nil
+	return nil
 }
 
 func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
@@ -179,14 +349,21 @@ func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
 	return metadata.TopicID{}, fmt.Errorf("%s has no topic_id", dir)
 }
 
-// leastLoadedLogDir spreads new partitions over log.dirs.
-func (b *Broker) leastLoadedLogDir() string {
+// logDirCounts counts the open partitions in each log directory.
+func (b *Broker) logDirCounts() map[string]int {
 	counts := map[string]int{}
 	for _, p := range b.partitionList() {
 		counts[filepath.Dir(p.log.Dir())]++
 	}
-	best := b.cfg.LogDirs[0]
-	for _, d := range b.cfg.LogDirs[1:] {
+	return counts
+}
+
+// leastLoadedLogDir spreads new partitions over log.dirs: the one of dirs
+// holding the fewest by counts (logDirCounts, kept up to date by the
+// caller as it places partitions).
+func leastLoadedLogDir(dirs []string, counts map[string]int) string {
+	best := dirs[0]
+	for _, d := range dirs[1:] {
 		if counts[d] < counts[best] {
 			best = d
 		}

@@ -314,6 +314,10 @@ func (c *Core) Leader() uint64 { return c.rn.BasicStatus().Lead }
 // IsLeader reports whether this node is the leader.
 func (c *Core) IsLeader() bool { return c.rn.BasicStatus().RaftState == raft.StateLeader }
 
+// IsCandidate reports whether this node is asking for votes (past its
+// pre-vote).
+func (c *Core) IsCandidate() bool { return c.rn.BasicStatus().RaftState == raft.StateCandidate }
+
 // Term is the current Raft term.
 func (c *Core) Term() uint64 { return c.rn.BasicStatus().GetTerm() }
 

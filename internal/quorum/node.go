@@ -68,9 +68,11 @@ type Node struct {
 	waiters     map[uint64]*waiter // by proposal sequence number
 	appliedTerm uint64             // term of the last entry applied
 	// campaignDue: the leader died and this node campaigns at the next
-	// tick (peerDown).
-	campaignDue bool
-	readIdx     readIndexes
+	// tick (peerDown), and again every campaignRetryTicks while no leader
+	// is known; campaignWait counts the ticks to the next try.
+	campaignDue  bool
+	campaignWait int
+	readIdx      readIndexes
 	// changeDone resolves the membership change in flight, nil if none.
 	changeDone chan error
 	// senders are endpoints frames named for their senders where the
@@ -381,24 +383,43 @@ func (n *Node) peerDown(id uint64) {
 			lowest = r
 		}
 	}
-	n.campaignDue = lowest == n.core.ID()
+	n.campaignDue, n.campaignWait = lowest == n.core.ID(), 0
 	n.logger.Info("the quorum leader's process is gone; forgot it", "leader", NodeID(id), "campaigning", n.campaignDue)
 }
 
 // campaignIfDue starts the election peerDown asked for, unless a leader
-// is known again by now.
+// is known again by now, and starts it again every campaignRetryTicks
+// while none is: a survivor that had not yet heard of the death when the
+// pre-vote reached it ignored it (with CheckQuorum a follower ignores
+// pre-votes while its leader's lease lasts) and sends no answer, so the
+// campaign would otherwise wait out this node's election timeout. A vote
+// under way (candidate) is left to finish: campaigning again would only
+// raise the term.
 func (n *Node) campaignIfDue() {
 	if !n.campaignDue {
 		return
 	}
-	n.campaignDue = false
-	if n.core.Leader() != 0 {
+	if n.core.Leader() != 0 || n.core.IsLeader() {
+		n.campaignDue = false
+		return
+	}
+	if n.campaignWait > 0 {
+		n.campaignWait--
+		return
+	}
+	n.campaignWait = campaignRetryTicks
+	if n.core.IsCandidate() {
 		return
 	}
 	if err := n.core.Campaign(); err != nil {
 		n.logger.Warn("campaign after the leader's death failed", "err", err)
 	}
 }
+
+// campaignRetryTicks is how long a campaign after the leader's death
+// waits for an answer before it is started again: a few heartbeats, so
+// that the other survivors have heard of the death meanwhile.
+const campaignRetryTicks = 5
 
 // propose hands one proposal to Raft and registers its waiter.
 func (n *Node) propose(p proposal) {

@@ -247,6 +247,9 @@ func (p *peer) run() {
 		backoff = p.t.cfg.MinBackoff
 		retryAt time.Time
 		failing bool // logged the current outage already
+		// refused: the last dial was refused, so nothing listens at
+		// the peer's address (see downAgain).
+		refused bool
 	)
 	defer func() {
 		if conn != nil {
@@ -293,6 +296,7 @@ func (p *peer) run() {
 		if conn == nil {
 			if time.Now().Before(retryAt) {
 				p.lost(batch) // still backing off: Raft will retry later
+				p.downAgain(refused)
 				continue
 			}
 			c, err := p.dial()
@@ -304,8 +308,11 @@ func (p *peer) run() {
 				retryAt = time.Now().Add(backoff)
 				backoff = min(2*backoff, p.t.cfg.MaxBackoff)
 				p.lost(batch)
+				refused = errors.Is(err, syscall.ECONNREFUSED)
+				p.downAgain(refused)
 				continue
 			}
+			refused = false
 			// Close must not wait out a write deadline on a stuck peer.
 			conn, w, unwatch = c, bufio.NewWriterSize(c, 64<<10), context.AfterFunc(p.ctx, func() { c.Close() })
 			closed = p.watch(c)
@@ -319,6 +326,11 @@ func (p *peer) run() {
 			conn.Close()
 			conn, w = nil, nil
 			p.lost(batch)
+			p.t.wg.Add(1)
+			go func() {
+				defer p.t.wg.Done()
+				p.probeDown()
+			}()
 			continue
 		}
 		if failing {
@@ -350,27 +362,53 @@ func (p *peer) watch(conn net.Conn) <-chan struct{} {
 		if errors.Is(err, net.ErrClosed) || p.ctx.Err() != nil {
 			return // closed here
 		}
-		// A process being killed closes its sockets in no set order:
-		// its listener may still take a connection for a moment after
-		// this one ended, so a probe that connects is tried again.
-		for try := range downProbes {
-			if try > 0 {
-				select {
-				case <-p.ctx.Done():
-					return
-				case <-time.After(downProbeGap):
-				}
-			}
-			if p.refused() {
-				p.logger.Info("raft peer closed its connection and its port refuses connections: treating it as down")
-				if p.reporter != nil {
-					p.reporter.ReportDown(p.id)
-				}
-				return
-			}
-		}
+		p.probeDown()
 	}()
 	return closed
+}
+
+// probeDown reports the peer down if its port refuses connections, after
+// its connection ended (watch) or a write to it failed (run). A write can
+// fail (EPIPE, ECONNRESET) before watch has seen the end; run then closes
+// the connection, which ends watch as if it had been closed here, so run
+// probes itself: without a report a follower of the dead leader that has
+// nothing more to send it would never hear of the death
+// (TestDeadLeaderReplacedAtOnce failed so under load).
+func (p *peer) probeDown() {
+	// A process being killed closes its sockets in no set order: its
+	// listener may still take a connection for a moment after this one
+	// ended, so a probe that connects is tried again.
+	for try := range downProbes {
+		if try > 0 {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(downProbeGap):
+			}
+		}
+		if p.refused() {
+			p.logger.Info("raft peer closed its connection and its port refuses connections: treating it as down")
+			if p.reporter != nil {
+				p.reporter.ReportDown(p.id)
+			}
+			return
+		}
+	}
+}
+
+// downAgain reports the peer down once more when a message to it could
+// not leave because nothing listens at its address. watch reports a death
+// once, when the connection ends, but a message the peer sent just before
+// it died can still be read from its own connection after that: a
+// follower that forgot its dead leader then follows it again, answers it,
+// and, with an election timeout long enough, nothing would ever make it
+// forget again (TestDeadLeaderReplacedAtOnce failed so under load). The
+// answer's dial is refused, which says again that the peer is gone. A
+// report about a peer that is not the leader changes nothing (Node.peerDown).
+func (p *peer) downAgain(refused bool) {
+	if refused && p.reporter != nil {
+		p.reporter.ReportDown(p.id)
+	}
 }
 
 // downProbes and downProbeGap bound how a peer whose connection ended is

@@ -76,3 +76,36 @@ func TestTransportRedialsARestartedPeer(t *testing.T) {
 	send(2)
 	wait("the message sent after the restart", got, 2)
 }
+
+// TestTransportReportsRefusedPeerDown: a message to a peer whose port
+// refuses connections reports the peer down, not only unreachable, on
+// every try. A follower that forgot its dead leader and then followed it
+// again (a heartbeat the leader sent before dying, read late) hears of the
+// death again only this way: its answer's dial is refused.
+func TestTransportReportsRefusedPeerDown(t *testing.T) {
+	port := testport.One(t) // reserved, nothing listens there
+	tr, err := NewTCPTransport(TCPTransportConfig{ClusterID: testClusterID, Self: RaftID(1),
+		Peers:      []config.Voter{{ID: 1, Host: "127.0.0.1", Port: 1}, {ID: 2, Host: "127.0.0.1", Port: port}},
+		MinBackoff: time.Hour, MaxBackoff: time.Hour, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &downReporter{down: make(chan uint64, 4)}
+	if err := tr.Start(rep); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for i := range 2 { // the second while backing off: no dial, still down
+		tr.Send([]*raftpb.Message{{Type: raftpb.MsgHeartbeatResp.Enum(), To: new(RaftID(2)), From: new(RaftID(1))}})
+		deadline := time.NewTimer(testDeadline)
+		select {
+		case id := <-rep.down:
+			if id != RaftID(2) {
+				t.Fatalf("message %d: reported %d down, want %d", i, id, RaftID(2))
+			}
+		case <-deadline.C:
+			t.Fatalf("message %d: the refused peer was not reported down", i)
+		}
+		deadline.Stop()
+	}
+}

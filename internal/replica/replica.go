@@ -92,9 +92,16 @@ type Ready struct {
 	// HighWatermark is the high watermark to publish when HWChanged.
 	HighWatermark int64
 	HWChanged     bool
-	// Wake asks to re-read waiting fetches: new data for followers, or a
-	// higher high watermark for consumers.
-	Wake bool
+	// WakeFollowers asks to re-read the waiting fetches of followers:
+	// there is new data above the log end they fetched from (or the
+	// replica closed). Followers read below the log end and answer only
+	// with data, so a moved high watermark alone does not wake them; they
+	// learn it with their next fetch.
+	WakeFollowers bool
+	// WakeConsumers asks to re-read the waiting fetches of consumers: the
+	// high watermark (and with it the last stable offset they read below)
+	// moved, or the replica closed.
+	WakeConsumers bool
 	// Propose is an ISR change to send to the controller; report each
 	// send's outcome with OnISRAnswer.
 	Propose *replication.ISRChange
@@ -591,7 +598,7 @@ func (r *Replica) afterAppend(messages int64, rd *Ready) {
 	if err := r.leader.OnLocalAppend(leo); err != nil {
 		r.broken(rd, "replication state refused an append: %v", err)
 	}
-	rd.Wake = true // followers wait for new data, not for the high watermark
+	rd.WakeFollowers = true // consumers wait for the high watermark, not for the data
 	if !r.cfg.WriteCaching {
 		rd.Sync = true
 		return
@@ -697,7 +704,7 @@ func (r *Replica) progress(rd *Ready) {
 		if hw := r.leader.HighWatermark(); hw > r.hw {
 			r.hw = hw
 			rd.HighWatermark, rd.HWChanged = hw, true
-			rd.Wake = true
+			rd.WakeConsumers = true
 		} else if hw < r.hw {
 			r.broken(rd, "leader high watermark %d below the published %d", hw, r.hw)
 		}
@@ -750,7 +757,9 @@ func (r *Replica) OnFollowerFetch(id int32, offset, nowMs int64, eligible func(i
 }
 
 // Tick runs the time-driven part of replication: ISR shrinks for
-// followers that stopped catching up.
+// followers that stopped catching up. Its Ready holds nothing but
+// Propose, and changes nothing else: a wrapper ticking thousands of
+// partitions may skip carrying out a Ready without one.
 func (r *Replica) Tick(nowMs int64, eligible func(int32) bool) Ready {
 	var rd Ready
 	if r.leader != nil && !r.closed {
@@ -861,7 +870,7 @@ func (r *Replica) Close() Ready {
 	}
 	r.leader = nil
 	r.failAcks(kerr.NotLeaderForPartition, &rd)
-	rd.Wake = true
+	rd.WakeFollowers, rd.WakeConsumers = true, true
 	return rd
 }
 

@@ -469,7 +469,9 @@ func (s *scenario) expect(kv map[string]string) error {
 		case "sync":
 			got = strconv.FormatBool(s.rd.Sync)
 		case "wake":
-			got = strconv.FormatBool(s.rd.Wake)
+			// Who is woken: followers, consumers, both or none.
+			got = map[[2]bool]string{{false, false}: "none", {true, false}: "followers",
+				{false, true}: "consumers", {true, true}: "all"}[[2]bool{s.rd.WakeFollowers, s.rd.WakeConsumers}]
 		case "flush":
 			got = strconv.FormatInt(s.rd.FlushAfterMs, 10)
 		case "proposal":

@@ -136,6 +136,8 @@ type Session[P interface {
 	// fetch carries no partitions, a busy one only those whose fetch
 	// state changed.
 	fetches *fetchsession.Builder
+	// flightParts is the map of the request in flight (newFlight).
+	flightParts map[fetchsession.Key]sent[P]
 }
 
 type sent[P any] struct {
@@ -146,7 +148,7 @@ type sent[P any] struct {
 
 type flight[P any] struct {
 	fetch bool // else OffsetForLeaderEpoch
-	parts map[string]map[int32]sent[P]
+	parts map[fetchsession.Key]sent[P]
 }
 
 // New returns a session following nothing.
@@ -237,7 +239,7 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	epochs.Version = 3
 	epochs.ReplicaID = s.cfg.ReplicaID
-	f := &flight[P]{parts: map[string]map[int32]sent[P]{}}
+	f := s.newFlight(false)
 	var fetchable []P
 	for _, p := range eligible {
 		st, v := s.parts[p], s.view(p)
@@ -293,7 +295,7 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	req.MinBytes = max(s.cfg.MinBytes, 1)
 	req.MaxBytes = s.cfg.MaxBytes
 	req.ClusterID = kmsg.StringPtr(clusterID)
-	f = &flight[P]{fetch: true, parts: map[string]map[int32]sent[P]{}}
+	f = s.newFlight(true)
 	want := make([]fetchsession.Partition, 0, len(fetchable))
 	for _, p := range fetchable {
 		st, v := s.parts[p], s.view(p)
@@ -332,12 +334,20 @@ func topicIndex[T any](topics *[]T, name string, mk func(string) T, nameOf func(
 }
 
 func (f *flight[P]) add(p view, key P, epoch, latest int32) {
-	byPart := f.parts[p.Topic()]
-	if byPart == nil {
-		byPart = map[int32]sent[P]{}
-		f.parts[p.Topic()] = byPart
+	f.parts[fetchsession.Key{Name: p.Topic(), Partition: p.Partition()}] = sent[P]{p: key, epoch: epoch, latest: latest}
+}
+
+// newFlight starts a request's record of what it asks for, in the map
+// of the previous request (one is in flight at a time, and its answer
+// is done with it before the next is built): a follower builds one
+// every fetch round, for every partition it follows.
+func (s *Session[P]) newFlight(fetch bool) *flight[P] {
+	if s.flightParts == nil {
+		s.flightParts = map[fetchsession.Key]sent[P]{}
+	} else {
+		clear(s.flightParts)
 	}
-	byPart[p.Partition()] = sent[P]{p: key, epoch: epoch, latest: latest}
+	return &flight[P]{fetch: fetch, parts: s.flightParts}
 }
 
 // ActionKind says what an Action does to its partition.
@@ -437,7 +447,7 @@ func (s *Session[P]) Answer(now time.Duration, resp kmsg.Response, err error) Re
 // current finds what was sent for a partition the answer names, if it is
 // still followed in that epoch (else the answer is stale for it).
 func (s *Session[P]) current(f *flight[P], topic string, partition int32) (sent[P], bool) {
-	sp, ok := f.parts[topic][partition]
+	sp, ok := f.parts[fetchsession.Key{Name: topic, Partition: partition}]
 	if !ok {
 		return sp, false
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
+	rcore "github.com/skein-log/skein/internal/replica"
 	"github.com/skein-log/skein/internal/replthrottle"
 	"github.com/skein-log/skein/internal/txnverify"
 	"github.com/skein-log/skein/internal/vfs"
@@ -101,6 +102,12 @@ type process struct {
 	// sweptEpoch is the registration whose reconcile last swept the
 	// partition directories the image retires (node's strayCheckedEpoch).
 	sweptEpoch int64
+	// reconciled is the image reconcile last brought the replicas in
+	// line with.
+	reconciled metadata.Reconciled
+	// isr batches the ISR changes of the replicas led here (node's
+	// isrSender).
+	isr rcore.ISRBatcher[*replica]
 	// sess is the broker's side of its controller session, as node's.
 	sess     *ctrlcore.BrokerSession
 	parts    map[partKey]*replica
@@ -109,6 +116,9 @@ type process struct {
 	throttle   *replthrottle.Quota
 	waiters    []*fetchWaiter
 	pokeQueued bool
+	// pokeFollowers and pokeConsumers say whose waiting fetches the queued
+	// poke re-reads (replica.Ready's WakeFollowers and WakeConsumers).
+	pokeFollowers, pokeConsumers bool
 
 	pidNext, pidEnd int64
 	pidAsking       bool

@@ -207,16 +207,26 @@ func (w *fetchWaiter) finish() {
 	w.done(results)
 }
 
-// pokeFetches re-reads every waiting fetch once, after the current event.
-func (p *process) pokeFetches() {
-	if p.pokeQueued || len(p.waiters) == 0 {
+// pokeFetches re-reads the waiting fetches of followers, of consumers or
+// of both once, after the current event.
+func (p *process) pokeFetches(followers, consumers bool) {
+	if len(p.waiters) == 0 || !followers && !consumers {
+		return
+	}
+	p.pokeFollowers = p.pokeFollowers || followers
+	p.pokeConsumers = p.pokeConsumers || consumers
+	if p.pokeQueued {
 		return
 	}
 	p.pokeQueued = true
 	p.n.after(0, func() {
-		p.pokeQueued = false
+		followers, consumers := p.pokeFollowers, p.pokeConsumers
+		p.pokeQueued, p.pokeFollowers, p.pokeConsumers = false, false, false
 		for _, w := range slices.Clone(p.waiters) {
 			if w.finished {
+				continue
+			}
+			if fromFollower := w.params.ReplicaID >= 0; fromFollower && !followers || !fromFollower && !consumers {
 				continue
 			}
 			if results, enough := w.read(); enough {

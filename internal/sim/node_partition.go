@@ -89,9 +89,7 @@ func (r *replica) ready(rd rcore.Ready) {
 	if rd.BecameLeader && r.topic == txnStateTopic {
 		r.startTxnCoordinator()
 	}
-	if rd.Wake {
-		r.p.pokeFetches()
-	}
+	r.p.pokeFetches(rd.WakeFollowers, rd.WakeConsumers)
 	if rd.Sync {
 		r.scheduleSync()
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/config"
-	rcore "github.com/skein-log/skein/internal/replica"
+	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 )
 
@@ -20,38 +20,77 @@ import (
 // (none until the image holds this incarnation's registration), and assign
 // followers to one fetcher per leader.
 func (p *process) reconcile() {
-	for _, r := range p.partitionList() {
-		if !p.image.Lists(p.n.id, r.id, r.index) {
-			p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+	// Only what changed since the last reconciled image is visited, as
+	// in node (metadata.Reconciled).
+	changes := p.reconciled.Changes(p.image, p.n.id, p.brokerEpoch)
+	var visit []metadata.ChangedPartition
+	if changes.Full {
+		for _, r := range p.partitionList() {
+			if !p.image.Lists(p.n.id, r.id, r.index) {
+				p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+			}
 		}
+		for _, t := range p.image.Topics() {
+			for _, st := range t.Partitions {
+				visit = append(visit, metadata.ChangedPartition{Topic: t, Partition: st})
+			}
+		}
+	} else {
+		for _, c := range changes.Partitions {
+			if r := p.parts[partKey{c.Topic.ID, c.Partition.Index}]; r != nil && !slices.Contains(c.Partition.Replicas, p.n.id) {
+				p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+			}
+		}
+		for _, id := range changes.Removed {
+			for _, r := range p.partitionList() {
+				if r.id == id {
+					p.drop(r, p.image.Retired(p.n.id, p.brokerEpoch, r.id, r.index))
+				}
+			}
+		}
+		visit = changes.Partitions
 	}
 	if p.image.CaughtUpFor(p.n.id, p.brokerEpoch) && p.sweptEpoch != p.brokerEpoch {
 		p.sweptEpoch = p.brokerEpoch
 		p.sweepRetired()
 	}
-	for _, t := range p.image.Topics() {
-		cfg, err := config.ResolveTopic(p.cfg, t.Configs)
-		if err != nil {
-			p.n.c.violation("config of %s: %v", t.Name, err)
+	failed := false
+	configs := map[*metadata.Topic]config.TopicConfig{}
+	for _, c := range visit {
+		t, st := c.Topic, c.Partition
+		if !slices.Contains(st.Replicas, p.n.id) {
 			continue
 		}
-		for _, st := range t.Partitions {
-			if !slices.Contains(st.Replicas, p.n.id) {
+		cfg, ok := configs[t]
+		if !ok {
+			var err error
+			if cfg, err = config.ResolveTopic(p.cfg, t.Configs); err != nil {
+				p.n.c.violation("config of %s: %v", t.Name, err)
+				failed = true
 				continue
 			}
-			k := partKey{t.ID, st.Index}
-			r, ok := p.parts[k]
-			if !ok {
-				if r, err = p.openReplica(t, st, cfg); err != nil {
-					p.n.tracef("cannot open %s-%d: %v", t.Name, st.Index, err)
-					continue
-				}
-				p.parts[k] = r
-			}
-			if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
-				p.n.tracef("apply %s: %v", r.name(), err)
-			}
+			configs[t] = cfg
 		}
+		k := partKey{t.ID, st.Index}
+		r, ok := p.parts[k]
+		if !ok {
+			var err error
+			if r, err = p.openReplica(t, st, cfg); err != nil {
+				p.n.tracef("cannot open %s-%d: %v", t.Name, st.Index, err)
+				failed = true
+				continue
+			}
+			p.parts[k] = r
+		}
+		if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
+			p.n.tracef("apply %s: %v", r.name(), err)
+			failed = true
+		}
+	}
+	if failed {
+		p.reconciled.Forget()
+	} else {
+		p.reconciled.Done(p.image, p.n.id, p.brokerEpoch)
 	}
 	p.updateFetchers()
 }
@@ -150,26 +189,41 @@ func (p *process) isrLoop() {
 
 func (p *process) isEligibleReplica(id int32) bool { return p.image.IsActive(id) }
 
-// sendISRChange sends one ISR proposal to the active controller
-// (AlterPartition) and hands the outcome to the replica core, which
-// decides whether to resend it and when (replication.Leader.OnISRAnswer:
-// the broker's classifier and backoff).
+// sendISRChange queues an ISR proposal in this process's batcher and
+// sends what is queued unless a request is in flight (node's
+// proposeISRChange).
 func (p *process) sendISRChange(r *replica, change replication.ISRChange) {
-	answer := func(err error) { r.ready(r.core.OnISRAnswer(change, err)) }
-	if p.controller < 0 {
-		// An earlier send of the same change may still commit: unknown.
-		answer(errNoController)
+	p.isr.Add(r, r.id, r.index, change)
+	p.sendISRChanges()
+}
+
+// sendISRChanges sends the ISR changes queued to the active controller
+// (one AlterPartition request, one in flight) and hands each outcome to
+// its replica core, which decides whether to resend it and when
+// (replication.Leader.OnISRAnswer: the broker's classifier and backoff);
+// then what was queued meanwhile goes.
+func (p *process) sendISRChanges() {
+	req := p.isr.Next(p.n.id, p.brokerEpoch)
+	if req == nil {
 		return
 	}
-	req := rcore.AlterPartitionRequest(p.n.id, p.brokerEpoch, r.id, r.index, change)
+	answer := func(resp *kmsg.AlterPartitionResponse, err error) {
+		for _, o := range p.isr.Answered(resp, err) {
+			if o.Err != nil {
+				p.n.tracef("%s ISR change %v: %v", o.Key.name(), o.Change.NewISR, o.Err)
+			}
+			o.Key.ready(o.Key.core.OnISRAnswer(o.Change, o.Err))
+		}
+		p.sendISRChanges()
+	}
+	if p.controller < 0 {
+		// An earlier send of the same changes may still commit: unknown.
+		answer(nil, errNoController)
+		return
+	}
 	p.call(p.controller, req, func(resp kmsg.Response, err error) {
-		if err == nil {
-			err = rcore.AlterPartitionOutcome(resp.(*kmsg.AlterPartitionResponse))
-		}
-		if err != nil {
-			p.n.tracef("%s ISR change %v: %v", r.name(), change.NewISR, err)
-		}
-		answer(err)
+		r, _ := resp.(*kmsg.AlterPartitionResponse)
+		answer(r, err)
 	})
 }
 

@@ -191,6 +191,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (baseOffsetOfBatch int64, batchMaxTim
 	if l.closed {
 		return 0, 0, false, fmt.Errorf("offset for timestamp in %s: %w", l.dir, ErrClosed)
 	}
+	var hr headerReader
+	defer hr.release()
 	for _, s := range l.segments {
 		if s.maxTimestamp < ts || s.next <= l.logStart {
 			continue
@@ -210,7 +212,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (baseOffsetOfBatch int64, batchMaxTim
 				break
 			}
 			next := h.LastOffset() + 1
-			if h, err = s.readHeader(pos); err == nil && !follows(next, h.BaseOffset, l.gaps) {
+			if h, err = hr.header(s, pos); err == nil && !follows(next, h.BaseOffset, l.gaps) {
 				err = fmt.Errorf("%w: %s: batch at %d starts at %d, expected %d", ErrCorrupt, s.logPath(), pos, h.BaseOffset, next)
 			}
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/vfs"
@@ -212,14 +213,60 @@ func (s *segment) remove(fs vfs.FS) error {
 // readHeader reads and parses the batch header at pos (which must be below
 // s.size).
 func (s *segment) readHeader(pos int64) (batch.Header, error) {
-	var buf [batch.HeaderSize]byte
+	var hr headerReader
+	defer hr.release()
+	return hr.header(s, pos)
+}
+
+// headerScanBytes is how much of a segment a headerReader reads at once:
+// twice the default index.interval.bytes, so that the walk from an index
+// entry to the batch a fetch asks for is one pread, not one per batch
+// header (a tailing follower of small batches walked about a dozen).
+const headerScanBytes = 2 * DefaultIndexIntervalBytes
+
+var headerScanBufs = sync.Pool{New: func() any { return new([headerScanBytes]byte) }}
+
+// headerReader reads consecutive batch headers of a segment through one
+// pooled buffer, refilled from the wanted position when a header lies
+// outside it. The zero value is ready; release gives the buffer back.
+type headerReader struct {
+	buf  *[headerScanBytes]byte
+	seg  *segment // whose bytes buf holds
+	from int64    // segment position of buf[0]
+	n    int      // bytes of buf read from there
+}
+
+func (r *headerReader) release() {
+	if r.buf != nil {
+		headerScanBufs.Put(r.buf)
+		r.buf = nil
+	}
+}
+
+// header parses the batch header at pos, checking that the batch lies
+// within the segment's checked bytes.
+func (r *headerReader) header(s *segment, pos int64) (batch.Header, error) {
 	if pos+batch.HeaderSize > s.size {
 		return batch.Header{}, fmt.Errorf("%w: %s: batch header at %d runs past the segment end %d", ErrCorrupt, s.logPath(), pos, s.size)
 	}
-	if _, err := s.file.ReadAt(buf[:], pos); err != nil && !errors.Is(err, io.EOF) {
-		return batch.Header{}, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
+	if r.seg != s || pos < r.from || pos+batch.HeaderSize > r.from+int64(r.n) {
+		if r.buf == nil {
+			r.buf = headerScanBufs.Get().(*[headerScanBytes]byte)
+		}
+		n, err := s.file.ReadAt(r.buf[:min(int64(headerScanBytes), s.size-pos)], pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			r.seg = nil
+			return batch.Header{}, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
+		}
+		// Only what was read: the rest of a pooled buffer is another
+		// read's bytes.
+		r.seg, r.from, r.n = s, pos, n
+		if n < batch.HeaderSize {
+			return batch.Header{}, fmt.Errorf("%w: %s: batch header at %d: the file ends at %d", ErrCorrupt, s.logPath(), pos, pos+int64(n))
+		}
 	}
-	h, err := batch.ParseHeader(buf[:])
+	off := int(pos - r.from)
+	h, err := batch.ParseHeader(r.buf[off : off+batch.HeaderSize])
 	if err != nil {
 		return h, fmt.Errorf("%w: %s: batch header at %d: %w", ErrCorrupt, s.logPath(), pos, err)
 	}
@@ -236,12 +283,14 @@ func (s *segment) readHeader(pos int64) (batch.Header, error) {
 // follows), so a
 // damaged offset field reads as corruption rather than as a wrong answer.
 func (s *segment) findBatch(offset int64, gaps bool) (pos int64, h batch.Header, found bool, err error) {
+	var hr headerReader
+	defer hr.release()
 	expected := s.base // base offset of the batch at pos
 	if offset > s.base {
 		if e, ok := s.index.lookup(s.relative(min(offset, s.next))); ok {
 			pos = int64(e.pos)
 			expected = -1 // checked against the entry below
-			h, err = s.readHeader(pos)
+			h, err = hr.header(s, pos)
 			if err != nil {
 				return 0, h, false, err
 			}
@@ -252,7 +301,7 @@ func (s *segment) findBatch(offset int64, gaps bool) (pos int64, h batch.Header,
 	}
 	for pos < s.size {
 		if expected >= 0 {
-			if h, err = s.readHeader(pos); err != nil {
+			if h, err = hr.header(s, pos); err != nil {
 				return 0, h, false, err
 			}
 			if !follows(expected, h.BaseOffset, gaps) || h.LastOffset() >= s.next {
