@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/skein-log/skein/internal/devca"
 	"github.com/skein-log/skein/internal/devcluster"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func init() {
@@ -29,6 +32,9 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	base := fs.Int("port", 9092, "client port of broker 1; broker N listens on port+100*(N-1), its controller on that +1, its admin HTTP listener (/metrics, /readyz) on that +2")
 	demo := fs.Bool("demo", false, "run the replication and failover demo, then stop")
 	failovers := fs.Int("failover-runs", 0, "measure failover: kill the leader this many times and report the time to the first acks=all write acknowledged by the new leader")
+	failoverClient := fs.String("failover-client", "franz-go", "the client --failover-runs measures, with its default settings: "+strings.Join(failoverClientNames(), " or ")+
+		" (librdkafka, through confluent-kafka-go, needs a build with cgo and -tags rdkafka)")
+	failoverLog := fs.String("failover-client-log", "", "write the measured client's debug log to this file")
 	verbose := fs.Bool("v", false, "show broker logs on stderr (they always go to <data>/broker-N.log)")
 	secure := fs.Bool("secure", false, "TLS and SCRAM-SHA-512 on the client ports, mutual TLS between the nodes (on port+3 and the controller ports), "+
 		"ACLs enforced; a throwaway CA in <data>/tls; prints the client properties of the users admin and alice")
@@ -37,6 +43,13 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	newClient, ok := failoverClients[*failoverClient]
+	if !ok {
+		return fmt.Errorf("--failover-client %q: want %s (librdkafka needs a build with cgo and -tags rdkafka)", *failoverClient, strings.Join(failoverClientNames(), " or "))
+	}
+	if *secure && *failoverClient != "franz-go" {
+		return errors.New("--failover-client: only franz-go with --secure")
 	}
 	if *brokers < 1 || *brokers > 9 {
 		return errors.New("--brokers must be between 1 and 9")
@@ -110,7 +123,16 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	}
 	switch {
 	case *failovers > 0:
-		return devInterrupted(ctx, c.MeasureFailover(ctx, *failovers, s.out))
+		var clientLog io.Writer
+		if *failoverLog != "" {
+			f, err := os.Create(*failoverLog)
+			if err != nil {
+				return fmt.Errorf("--failover-client-log: %w", err)
+			}
+			defer f.Close()
+			clientLog = f
+		}
+		return devInterrupted(ctx, c.MeasureFailover(ctx, *failovers, newClient(clientLog), s.out))
 	case *demo:
 		return devInterrupted(ctx, c.Demo(ctx, s.out))
 	}
@@ -136,6 +158,21 @@ func runDev(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("%s stopped by itself (see %s); stopping the cluster", c.Name(i), c.LogPath(i))
 	}
 }
+
+// failoverClients are the clients --failover-client names; each makes a
+// producer with the library's default settings that writes its debug log
+// to the writer, if not nil. dev_rdkafka.go adds librdkafka.
+var failoverClients = map[string]func(debugLog io.Writer) devcluster.NewFailoverProducer{
+	"franz-go": func(debugLog io.Writer) devcluster.NewFailoverProducer {
+		if debugLog == nil {
+			return devcluster.FranzFailoverProducer()
+		}
+		stamp := func() string { return time.Now().UTC().Format("15:04:05.000000 ") }
+		return devcluster.FranzFailoverProducer(kgo.WithLogger(kgo.BasicLogger(debugLog, kgo.LogLevelDebug, stamp)))
+	},
+}
+
+func failoverClientNames() []string { return slices.Sorted(maps.Keys(failoverClients)) }
 
 // printSecure tells how to reach a --secure cluster.
 func printSecure(out io.Writer, c *devcluster.Cluster, sec *devcluster.Secure, dir string) {

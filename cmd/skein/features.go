@@ -15,12 +15,14 @@ import (
 )
 
 // skein features: kafka-features' describe, upgrade and downgrade. The
-// one feature Skein finalizes is kraft.version: 0 for a static controller
+// features Skein finalizes are kraft.version: 0 for a static controller
 // quorum, 1 for a dynamic one (KIP-853); `upgrade --feature
-// kraft.version=1` turns a static quorum dynamic, as in Kafka 4.1.
+// kraft.version=1` turns a static quorum dynamic, as in Kafka 4.1; and
+// transaction.version (0-2, KIP-890 part 2 at 2, a new cluster's level),
+// which may go up or down.
 
 func init() {
-	commands["features"] = command{summary: "describe and upgrade finalized features, such as kraft.version (like kafka-features)", run: clientCommand(runFeatures)}
+	commands["features"] = command{summary: "describe, upgrade and downgrade finalized features: kraft.version, transaction.version (like kafka-features)", run: clientCommand(runFeatures)}
 }
 
 const featuresUsage = "usage: skein features describe|upgrade|downgrade [--feature NAME=LEVEL]... [--dry-run] [--unsafe]"
@@ -113,7 +115,7 @@ func runFeaturesUpdate(ctx context.Context, args []string, s streams, downgrade 
 	bootstrap := clusterFlag(fs)
 	timeout := fs.Duration("timeout", featureUpdateTimeout+10*time.Second, "give up on the cluster after this long")
 	var features featureFlag
-	fs.Var(&features, "feature", "a feature and the level to "+verb+" it to, NAME=LEVEL (e.g. kraft.version=1); repeatable")
+	fs.Var(&features, "feature", "a feature and the level to "+verb+" it to, NAME=LEVEL (e.g. kraft.version=1, transaction.version=2); repeatable")
 	dryRun := fs.Bool("dry-run", false, "validate only: say whether the "+verb+" would succeed")
 	unsafe := fs.Bool("unsafe", false, "(downgrade) allow a downgrade that may lose metadata")
 	cl, ctx, done, err := quorumClient(ctx, fs, args, bootstrap, timeout)

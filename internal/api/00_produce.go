@@ -179,7 +179,7 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 				if i < len(errs) {
 					err = errs[i]
 				}
-				if err = txnverify.ProduceError(err); err != nil {
+				if err = txnverify.ProduceError(err, req.Version); err != nil {
 					mu.Lock()
 					fillPartitionError(pp.sp, err, req.Version)
 					mu.Unlock()
@@ -216,11 +216,20 @@ type producePart struct {
 // refused with INVALID_PRODUCER_ID_MAPPING, as Kafka refuses them: the
 // coordinator can be asked about one producer only. A partition whose
 // verification cannot start gets its error here.
+//
+// Produce v12+ with transaction.version 2 finalized is KIP-890 part 2's:
+// the client sends no AddPartitionsToTxn, and the leader adds each
+// partition to the transaction itself (Verification.Add) before the
+// first batch of the producer's transaction at that epoch. The add is
+// the protocol, so it is made whatever
+// transaction.partition.verification.enable says.
 func (s *Server) startTxnVerification(req *kmsg.ProduceRequest, parts []producePart) txnverify.Verification {
 	v := txnverify.Verification{}
-	if req.TransactionID == nil || !s.Backend.Config().TransactionPartitionVerification {
+	tv2 := ProduceAddsPartitions(req.Version, s.Backend.Image())
+	if req.TransactionID == nil || !tv2 && !s.Backend.Config().TransactionPartitionVerification {
 		return v
 	}
+	v.Add = tv2
 	v.TransactionalID, v.ProducerID = *req.TransactionID, -1
 	type producerKey struct {
 		id    int64
@@ -259,7 +268,7 @@ func (s *Server) startTxnVerification(req *kmsg.ProduceRequest, parts []produceP
 			continue
 		}
 		pp := &parts[i]
-		guard, need, err := s.Backend.StartTxnVerification(pp.params.Topic, pp.params.Partition, v.ProducerID)
+		guard, need, err := s.Backend.StartTxnVerification(pp.params.Topic, pp.params.Partition, v.ProducerID, v.Epoch, tv2)
 		switch {
 		case err != nil:
 			pp.refused = true
@@ -267,10 +276,27 @@ func (s *Server) startTxnVerification(req *kmsg.ProduceRequest, parts []produceP
 		case need:
 			pp.verify = true
 			pp.params.VerificationGuard = guard
+			// The append waits for the coordinator's answer, after this
+			// handler returns, and the connection recycles the request's
+			// frame then (a Produce frame goes back to the pool once its
+			// handler returns): the batches must not point into it, or a
+			// request read meanwhile overwrites them and the log gets its
+			// bytes (seen as CRC mismatches in the log, and batches of
+			// another producer refused INVALID_TXN_STATE).
+			for j, b := range pp.params.Batches {
+				pp.params.Batches[j] = slices.Clone(b)
+			}
 			v.Partitions = append(v.Partitions, txn.TopicPartition{Topic: pp.name, Partition: pp.params.Partition})
 		}
 	}
 	return v
+}
+
+// ProduceAddsPartitions reports whether a Produce of version adds its
+// transactional partitions to their transaction (KIP-890 part 2): v12+
+// with transaction.version 2 finalized.
+func ProduceAddsPartitions(version int16, im *metadata.Image) bool {
+	return version >= 12 && im.TransactionVersion() >= 2
 }
 
 // lookupTopic finds a topic by name, or by id for versions that use ids.

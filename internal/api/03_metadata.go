@@ -28,11 +28,19 @@ func handleMetadata(s *Server, r *Request, respond Respond) {
 	s.Backend.SettleSuspects()
 	im := s.Backend.Image()
 
-	for _, b := range liveBrokers(im, r.Listener) {
-		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.id, b.ep.Host, b.ep.Port, b.rack
-		resp.Brokers = append(resp.Brokers, rb)
-	}
+	// respond lists the brokers last: which fenced ones stay depends
+	// on the partitions the answer carries (fenced_listing.go).
+	respond = func(respond Respond) Respond {
+		return func(k kmsg.Response) {
+			listFencedIn := recentlyFencedIn(resp.Topics, s.Backend.FencedAtMs, s.Backend.NowMs())
+			for _, b := range liveBrokers(im, r.Listener, listFencedIn) {
+				rb := kmsg.NewMetadataResponseBroker()
+				rb.NodeID, rb.Host, rb.Port, rb.Rack = b.id, b.ep.Host, b.ep.Port, b.rack
+				resp.Brokers = append(resp.Brokers, rb)
+			}
+			respond(k)
+		}
+	}(respond)
 	cid := im.ClusterID()
 	resp.ClusterID = &cid
 	resp.ControllerID = s.Backend.NodeID()
@@ -170,11 +178,12 @@ type liveBroker struct {
 	rack *string
 }
 
-// liveBrokers lists the unfenced brokers reachable on a listener.
-func liveBrokers(im *metadata.Image, listener string) []liveBroker {
+// liveBrokers lists the unfenced brokers reachable on a listener, and
+// the fenced ones listFenced names (fenced_listing.go).
+func liveBrokers(im *metadata.Image, listener string, listFenced func(id int32) bool) []liveBroker {
 	var out []liveBroker
 	for _, b := range im.Brokers() {
-		if b.Fenced {
+		if b.Fenced && !listFenced(b.ID) {
 			continue
 		}
 		ep, ok := endpointFor(b, listener)

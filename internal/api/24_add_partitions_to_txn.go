@@ -1,11 +1,15 @@
 package api
 
-// AddPartitionsToTxn: versions 0-4. v0-v3 are a producer's: add its
+// AddPartitionsToTxn: versions 0-5. v0-v3 are a producer's: add its
 // partitions to its ongoing transaction (WRITE on the transactional id and
 // on each topic). v4 (KIP-890 part 1) is a partition leader's, batching
 // several transactions; a VerifyOnly one only asks whether each partition
 // is in the transaction already, before the leader appends a
-// transactional batch; v4 needs CLUSTER_ACTION on the cluster.
+// transactional batch; v4+ needs CLUSTER_ACTION on the cluster. v5 (KIP-890
+// part 2) answers a partition not in the transaction with
+// TRANSACTION_ABORTABLE, and with transaction.version 2 finalized its adds
+// are a transaction version 2 client's (the leader's implicit add of
+// Produce v12, the group coordinator's of TxnOffsetCommit v5).
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
 
 import (
@@ -19,7 +23,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 24, MinVersion: 0, MaxVersion: 4, Handle: handleAddPartitionsToTxn})
+	register(Spec{Key: 24, MinVersion: 0, MaxVersion: 5, Handle: handleAddPartitionsToTxn})
 }
 
 // maxTxnsPerVerify bounds the transactions of one v4 request.
@@ -201,8 +205,16 @@ func addPartitionsBatched(s *Server, r *Request, req *kmsg.AddPartitionsToTxnReq
 				} else {
 					p.codes[j] = ErrorCode(errs[j])
 				}
+				if r.Version >= 5 && p.codes[j] == kerr.InvalidTxnState.Code {
+					p.codes[j] = kerr.TransactionAbortable.Code
+				}
 			}
 			answer(p)
+		case r.Version >= 5 && s.Backend.Image().TransactionVersion() >= 2:
+			s.Backend.Txns().AddPartitionsV2(rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, p.parts, func(err error) {
+				p.setAll(ErrorCode(err))
+				answer(p)
+			})
 		default:
 			s.Backend.Txns().AddPartitions(rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, p.parts, func(err error) {
 				p.setAll(ErrorCode(err))

@@ -1,15 +1,15 @@
 package api
 
-// WriteTxnMarkers: versions 0-1 (v1 is flexible; Kafka 3.x and 4.0 send
-// it). The transaction coordinator asks each partition's leader to write a
+// WriteTxnMarkers: versions 0-2 (v1 is flexible; Kafka 3.x and 4.0 send
+// it; v2, KIP-1228, carries the transaction version). The transaction coordinator asks each partition's leader to write a
 // COMMIT or ABORT marker for a producer (Backend.WriteTxnMarker, through
 // the replica core); each partition is answered once its marker is below
 // the high watermark, as Kafka appends markers with acks=all. Only brokers
 // may send it: CLUSTER_ACTION on the cluster, else every partition gets
 // CLUSTER_AUTHORIZATION_FAILED. A marker from an older producer epoch is
 // answered INVALID_PRODUCER_EPOCH, one from an older coordinator epoch
-// TRANSACTION_COORDINATOR_FENCED. v2 (Kafka 4.2, KIP-1228's transaction
-// version) is not served.
+// TRANSACTION_COORDINATOR_FENCED. v2's transaction version is passed on
+// but not enforced (producer.Table.CheckMarker says why).
 //
 // A marker committed on a partition of __consumer_offsets also ends the
 // producer's transactional offset commits there: the group coordinator
@@ -26,7 +26,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 27, MinVersion: 0, MaxVersion: 1, Handle: handleWriteTxnMarkers})
+	register(Spec{Key: 27, MinVersion: 0, MaxVersion: 2, Handle: handleWriteTxnMarkers})
 }
 
 // markerTimeout bounds the wait for a marker's replication: Kafka's
@@ -78,7 +78,7 @@ func handleWriteTxnMarkers(s *Server, r *Request, respond Respond) {
 					Topic: t.ID, Partition: p,
 					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 					CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed,
-					Timeout: markerTimeout,
+					Timeout: markerTimeout, TransactionVersion: m.TransactionVersion,
 				}, func(err error) {
 					sp.ErrorCode = ErrorCode(err)
 					if l, ok := s.Backend.Groups().(TxnCompletionListener); ok && err == nil && rt.Topic == OffsetsTopic {

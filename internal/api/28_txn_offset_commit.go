@@ -1,6 +1,6 @@
 package api
 
-// TxnOffsetCommit: versions 0-3 (v3 is flexible and adds the member id,
+// TxnOffsetCommit: versions 0-5 (v3 is flexible and adds the member id,
 // generation and group.instance.id of KIP-447; franz-go, sarama and
 // librdkafka send v0-3). A transactional producer commits a group's
 // offsets inside its transaction, after AddOffsetsToTxn added the group's
@@ -22,7 +22,10 @@ package api
 // transaction.partition.verification.enable (KIP-890 part 1) the group's
 // __consumer_offsets partition must be in the producer's ongoing
 // transaction at its coordinator first (verifyTxnOffsets): else
-// INVALID_TXN_STATE. v4+ (KIP-890's transaction version 2) is not served.
+// INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4, which adds that error,
+// as Kafka). v5 with transaction.version 2 (KIP-890 part 2) adds the
+// partition to the transaction itself, Kafka's implicit AddOffsetsToTxn:
+// the client sends none.
 
 import (
 	"fmt"
@@ -37,7 +40,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 28, MinVersion: 0, MaxVersion: 3, Handle: handleTxnOffsetCommit})
+	register(Spec{Key: 28, MinVersion: 0, MaxVersion: 5, Handle: handleTxnOffsetCommit})
 }
 
 func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
@@ -96,13 +99,14 @@ func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
 	if r.Version >= 3 {
 		creq.MemberID, creq.InstanceID, creq.Generation = req.MemberID, deref(req.InstanceID), req.Generation
 	}
-	if !s.Backend.Config().TransactionPartitionVerification {
+	tv2 := r.Version >= 5 && s.Backend.Image().TransactionVersion() >= 2
+	if !tv2 && !s.Backend.Config().TransactionPartitionVerification {
 		s.Backend.Groups().TxnCommitOffsets(creq, answer)
 		return
 	}
-	s.verifyTxnOffsets(req.TransactionalID, &creq, func(err error) {
+	s.verifyTxnOffsets(req.TransactionalID, &creq, tv2, func(err error) {
 		if err != nil {
-			answer(nil, txnverify.OffsetCommitError(err))
+			answer(nil, txnverify.OffsetCommitError(err, r.Version))
 			return
 		}
 		s.Backend.Groups().TxnCommitOffsets(creq, answer)
@@ -116,14 +120,16 @@ func handleTxnOffsetCommit(s *Server, r *Request, respond Respond) {
 // offsets are written as the transaction's batch; the write then carries
 // the verification's guard, so a marker that ends the transaction in
 // between makes the leader refuse it. done(nil) lets the commit go on.
-func (s *Server) verifyTxnOffsets(id string, creq *group.TxnCommitRequest, done func(error)) {
+// tv2 (v5 with transaction.version 2, KIP-890 part 2) adds the partition
+// to the transaction instead: the client sent no AddOffsetsToTxn.
+func (s *Server) verifyTxnOffsets(id string, creq *group.TxnCommitRequest, tv2 bool, done func(error)) {
 	t, ok := s.Backend.Image().Topic(OffsetsTopic)
 	if !ok || len(t.Partitions) == 0 {
 		done(fmt.Errorf("%w: %s does not exist", kerr.CoordinatorNotAvailable, OffsetsTopic))
 		return
 	}
 	part := group.PartitionFor(creq.GroupID, int32(len(t.Partitions)))
-	guard, need, err := s.Backend.StartTxnVerification(t.ID, part, creq.ProducerID)
+	guard, need, err := s.Backend.StartTxnVerification(t.ID, part, creq.ProducerID, creq.ProducerEpoch, tv2)
 	if err != nil {
 		done(err)
 		return
@@ -135,7 +141,7 @@ func (s *Server) verifyTxnOffsets(id string, creq *group.TxnCommitRequest, done 
 	}
 	s.Backend.VerifyTxn(txnverify.Verification{
 		TransactionalID: id, ProducerID: creq.ProducerID, Epoch: creq.ProducerEpoch,
-		Partitions: []txn.TopicPartition{{Topic: OffsetsTopic, Partition: part}},
+		Partitions: []txn.TopicPartition{{Topic: OffsetsTopic, Partition: part}}, Add: tv2,
 		Done: func(errs []error) {
 			if len(errs) != 1 {
 				done(fmt.Errorf("%w: no verification answer", kerr.NetworkException))

@@ -1,8 +1,9 @@
 package api
 
 // UpdateFeatures (57, v0-2): finalizes feature levels, decided by the
-// active controller (forwarded there). The one feature Skein finalizes is
-// kraft.version (KIP-853): 0 for a static quorum (controller.quorum.voters),
+// active controller (forwarded there). transaction.version (KIP-890 part
+// 2, levels 0-2) is a FeatureLevel metadata record; it may go up and, as
+// in Kafka, down (a downgrade asked for as one). kraft.version (KIP-853): 0 for a static quorum (controller.quorum.voters),
 // 1 when the voters are the quorum log's. Upgrading a static quorum to 1 is
 // Kafka 4.1's `kafka-features upgrade --feature kraft.version=1`: it needs
 // every voter's directory id and endpoints, which the voters send the
@@ -26,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 )
 
@@ -83,9 +85,11 @@ func handleUpdateFeatures(s *Server, r *Request, respond Respond) {
 		answer(fmt.Errorf("%w: %d updates, at most %d", kerr.InvalidRequest, len(req.FeatureUpdates), maxFeatureUpdates), make([]error, len(req.FeatureUpdates)))
 		return
 	}
-	current := s.Backend.Quorum().KRaftVersion()
+	kraftCurrent := s.Backend.Quorum().KRaftVersion()
+	tvCurrent := s.Backend.Image().TransactionVersion()
 	errs := make([]error, len(req.FeatureUpdates))
-	upgrade, invalid := false, error(nil)
+	upgradeKRaft, invalid := false, error(nil)
+	tvTo := int16(-1) // the transaction.version to record, -1 none
 	seen := map[string]bool{}
 	for i, u := range req.FeatureUpdates {
 		downgrade := u.AllowDowngrade
@@ -95,18 +99,18 @@ func handleUpdateFeatures(s *Server, r *Request, respond Respond) {
 		switch {
 		case seen[u.Feature]:
 			errs[i] = fmt.Errorf("%w: %s is updated twice", kerr.InvalidRequest, u.Feature)
-		case u.Feature != KRaftVersionFeature:
-			errs[i] = fmt.Errorf("%w: feature %q is not supported (only %s is)", errInvalidUpdateVersion, u.Feature, KRaftVersionFeature)
+		case u.Feature != KRaftVersionFeature && u.Feature != metadata.TransactionVersionFeature:
+			errs[i] = fmt.Errorf("%w: feature %q is not supported (only %s and %s are)", errInvalidUpdateVersion, u.Feature, KRaftVersionFeature, metadata.TransactionVersionFeature)
 		case req.Version >= 1 && (u.UpgradeType < upgradeTypeUpgrade || u.UpgradeType > upgradeTypeUnsafeDowngrade):
 			errs[i] = fmt.Errorf("%w: upgrade type %d", kerr.InvalidRequest, u.UpgradeType)
-		case u.MaxVersionLevel < quorum.SupportedKRaftVersions.Min || u.MaxVersionLevel > quorum.SupportedKRaftVersions.Max:
-			errs[i] = fmt.Errorf("%w: %s %d is outside the supported range %d to %d", errInvalidUpdateVersion, u.Feature, u.MaxVersionLevel, quorum.SupportedKRaftVersions.Min, quorum.SupportedKRaftVersions.Max)
-		case u.MaxVersionLevel < current:
-			errs[i] = fmt.Errorf("%w: %s cannot be downgraded from %d to %d", errInvalidUpdateVersion, u.Feature, current, u.MaxVersionLevel)
-		case u.MaxVersionLevel > current && downgrade:
-			errs[i] = fmt.Errorf("%w: %s %d is an upgrade from %d, not a downgrade", errInvalidUpdateVersion, u.Feature, u.MaxVersionLevel, current)
-		case u.MaxVersionLevel > current:
-			upgrade = true
+		case u.Feature == metadata.TransactionVersionFeature:
+			errs[i] = checkLevelChange(u.Feature, tvCurrent, u.MaxVersionLevel, metadata.TransactionVersionMin, metadata.TransactionVersionMax, downgrade, true)
+			if errs[i] == nil && u.MaxVersionLevel != tvCurrent {
+				tvTo = u.MaxVersionLevel
+			}
+		default:
+			errs[i] = checkLevelChange(u.Feature, kraftCurrent, u.MaxVersionLevel, quorum.SupportedKRaftVersions.Min, quorum.SupportedKRaftVersions.Max, downgrade, false)
+			upgradeKRaft = errs[i] == nil && u.MaxVersionLevel > kraftCurrent
 		}
 		seen[u.Feature] = true
 		if errs[i] != nil && invalid == nil {
@@ -123,7 +127,18 @@ func handleUpdateFeatures(s *Server, r *Request, respond Respond) {
 		answer(invalid, errs)
 		return
 	}
-	if !upgrade {
+	if tvTo >= 0 && !req.ValidateOnly {
+		// A FeatureLevelRecord, decided here on the active controller
+		// (the request is forwarded to it).
+		if err := s.Backend.Commit([]metadata.Record{metadata.FeatureLevel{Name: metadata.TransactionVersionFeature, Level: tvTo}}); err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
+			answer(err, errs)
+			return
+		}
+	}
+	if !upgradeKRaft {
 		answer(nil, errs) // every feature at its level already
 		return
 	}
@@ -140,15 +155,40 @@ func handleUpdateFeatures(s *Server, r *Request, respond Respond) {
 	})
 }
 
+// checkLevelChange checks one feature update from level current to to:
+// within [lo, hi], a lower level only as a downgrade (and only for
+// features that may go down), a higher one not as a downgrade.
+func checkLevelChange(feature string, current, to, lo, hi int16, downgrade, mayDowngrade bool) error {
+	switch {
+	case to < lo || to > hi:
+		return fmt.Errorf("%w: %s %d is outside the supported range %d to %d", errInvalidUpdateVersion, feature, to, lo, hi)
+	case to < current && !mayDowngrade:
+		return fmt.Errorf("%w: %s cannot be downgraded from %d to %d", errInvalidUpdateVersion, feature, current, to)
+	case to < current && !downgrade:
+		return fmt.Errorf("%w: %s %d is a downgrade from %d: ask for a downgrade", errInvalidUpdateVersion, feature, to, current)
+	case to > current && downgrade:
+		return fmt.Errorf("%w: %s %d is an upgrade from %d, not a downgrade", errInvalidUpdateVersion, feature, to, current)
+	}
+	return nil
+}
+
 // apiVersionsFeatures fills ApiVersions v3's feature fields.
 func apiVersionsFeatures(s *Server, resp *kmsg.ApiVersionsResponse) {
 	sf := kmsg.NewApiVersionsResponseSupportedFeature()
 	sf.Name, sf.MinVersion, sf.MaxVersion = KRaftVersionFeature, quorum.SupportedKRaftVersions.Min, quorum.SupportedKRaftVersions.Max
 	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 	resp.FinalizedFeaturesEpoch = s.Backend.Image().Version()
+	tv := kmsg.NewApiVersionsResponseSupportedFeature()
+	tv.Name, tv.MinVersion, tv.MaxVersion = metadata.TransactionVersionFeature, metadata.TransactionVersionMin, metadata.TransactionVersionMax
+	resp.SupportedFeatures = append(resp.SupportedFeatures, tv)
 	if v := s.Backend.Quorum().KRaftVersion(); v > 0 {
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = KRaftVersionFeature, v, v
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
+	if v := s.Backend.Image().TransactionVersion(); v > 0 {
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = metadata.TransactionVersionFeature, v, v
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 	}
 }

@@ -71,7 +71,10 @@ type Backend interface {
 	// transactional producer's first batch on a partition led here
 	// (replica.StartTxnVerification): the guard the produce then carries,
 	// and whether the coordinator must be asked at all.
-	StartTxnVerification(topic metadata.TopicID, partition int32, producerID int64) (guard uint64, need bool, err error)
+	// epoch is the batch's producer epoch; tv2 marks a transaction
+	// version 2 producer (Produce v12+, TxnOffsetCommit v5+ with
+	// transaction.version 2), whose partitions are added, not verified.
+	StartTxnVerification(topic metadata.TopicID, partition int32, producerID int64, epoch int16, tv2 bool) (guard uint64, need bool, err error)
 	// VerifyTxn asks the transaction coordinator of v.TransactionalID
 	// whether v.Partitions are in its ongoing transaction (AddPartitionsToTxn
 	// v4 verify-only, batched per coordinator by a txnverify.Manager) and
@@ -99,6 +102,11 @@ type Backend interface {
 	// already names the new leaders: clients refresh metadata rarely
 	// (franz-go at most every 5 s) and a stale answer costs them that long.
 	SettleSuspects()
+	// FencedAtMs is when this node's image first showed broker id
+	// fenced (FenceTimes, on the NowMs clock), if it is fenced and this
+	// node saw it happen: Metadata keeps listing a broker fenced moments
+	// ago (fenced_listing.go).
+	FencedAtMs(id int32) (int64, bool)
 	Forward(r *Request, respond Respond)
 	// Controller is the active controller's side of broker lifecycle and
 	// ISR changes; its calls fail with NOT_CONTROLLER on other nodes.
@@ -163,6 +171,10 @@ type TxnMarkerParams struct {
 	CoordinatorEpoch int32
 	Commit           bool
 	Timeout          time.Duration
+	// TransactionVersion is WriteTxnMarkers v2's (KIP-1228): 2 for a
+	// transaction version 2 client's transaction, whose marker must raise
+	// the epoch of the transaction it ends; else 0.
+	TransactionVersion int8
 }
 
 // Isolation levels of Fetch (v4+) and ListOffsets (v2+).

@@ -30,4 +30,18 @@ type TxnBackend interface {
 	// is COORDINATOR_LOAD_IN_PROGRESS while one of them loads (the list
 	// then holds the others').
 	ListTransactions(f txn.ListFilter) ([]txn.Txn, error)
+	TxnBackendV2
+}
+
+// TxnBackendV2 is the transaction coordinator's side of transaction
+// version 2 (KIP-890 part 2), for the handlers of EndTxn v5 and
+// AddPartitionsToTxn v5 when transaction.version 2 is finalized.
+type TxnBackendV2 interface {
+	// EndTxnV2 ends the transaction bumping the producer epoch; done
+	// gets the producer id and epoch the client goes on with. It may
+	// block while it allocates a producer id (an exhausted epoch).
+	EndTxnV2(req txn.EndRequest, done func(txn.EndResult))
+	// AddPartitionsV2 adds partitions for a version 2 client (the
+	// implicit adds of Produce v12 and TxnOffsetCommit v5).
+	AddPartitionsV2(id string, producerID int64, epoch int16, parts []txn.TopicPartition, done func(error))
 }

@@ -145,6 +145,8 @@ type Broker struct {
 	TransactionMaxTimeout                time.Duration // transaction.max.timeout.ms
 	TransactionalIDExpiration            time.Duration // transactional.id.expiration.ms
 	TransactionPartitionVerification     bool          // transaction.partition.verification.enable
+	AddPartitionsToTxnRetryBackoff       time.Duration // add.partitions.to.txn.retry.backoff.ms
+	AddPartitionsToTxnRetryBackoffMax    time.Duration // add.partitions.to.txn.retry.backoff.max.ms
 	TransactionAbortCheckInterval        time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	TransactionExpireCheckInterval       time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
 
@@ -281,6 +283,8 @@ func (s *settings) build() (*Broker, error) {
 		TransactionStateLogSegmentBytes:      r.int32("transaction.state.log.segment.bytes"),
 		TransactionMaxTimeout:                r.durationMs("transaction.max.timeout.ms"),
 		TransactionPartitionVerification:     r.bool("transaction.partition.verification.enable"),
+		AddPartitionsToTxnRetryBackoff:       r.durationMs("add.partitions.to.txn.retry.backoff.ms"),
+		AddPartitionsToTxnRetryBackoffMax:    r.durationMs("add.partitions.to.txn.retry.backoff.max.ms"),
 		TransactionalIDExpiration:            r.durationMs("transactional.id.expiration.ms"),
 		TransactionAbortCheckInterval:        r.durationMs("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
 		TransactionExpireCheckInterval:       r.durationMs("transaction.remove.expired.transaction.cleanup.interval.ms"),

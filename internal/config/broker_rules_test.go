@@ -354,6 +354,8 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"transaction.state.log.segment.bytes":                         {"transaction.state.log.segment.bytes": "1024"},
 		"transaction.max.timeout.ms":                                  {"transaction.max.timeout.ms": "1000"},
 		"transaction.partition.verification.enable":                   {"transaction.partition.verification.enable": "false"},
+		"add.partitions.to.txn.retry.backoff.ms":                      {"add.partitions.to.txn.retry.backoff.ms": "5"},
+		"add.partitions.to.txn.retry.backoff.max.ms":                  {"add.partitions.to.txn.retry.backoff.max.ms": "0"},
 		"transactional.id.expiration.ms":                              {"transactional.id.expiration.ms": "1000"},
 		"auto.replica.balance.enable":                                 {"auto.replica.balance.enable": "true"},
 		"replica.balance.check.interval.ms":                           {"replica.balance.check.interval.ms": "5000"},

@@ -259,11 +259,13 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "leader.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
-		Doc: "Bytes per second this broker, as leader, sends to followers of the replicas its topics' leader.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+		Update: UpdateClusterWide,
+		Doc:    "Bytes per second this broker, as leader, sends to followers of the replicas its topics' leader.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Dynamic (KIP-73): set per broker or as the cluster default with IncrementalAlterConfigs (skein configs, kafka-configs --entity-type brokers) and applied at once; server.properties gives the value when neither is set (KIP-1051).",
 	},
 	{
 		Name: "follower.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
-		Doc: "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+		Update: UpdateClusterWide,
+		Doc:    "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Dynamic like leader.replication.throttled.rate.",
 	},
 	{
 		Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: "10485760", Min: 0, Max: math.MaxInt32,
@@ -370,6 +372,14 @@ var brokerProperties = []Property{
 	{
 		Name: "transaction.partition.verification.enable", Kind: KindBool, Default: "true",
 		Doc: "KIP-890 part 1: a partition leader asks the transaction coordinator (AddPartitionsToTxn, verify only) whether the partition is in the producer's ongoing transaction before it appends the transaction's first batch there; a batch for a partition not added is refused with INVALID_TXN_STATE.",
+	},
+	{
+		Name: "add.partitions.to.txn.retry.backoff.ms", Kind: KindDurationMs, Default: "20", Min: 1, Max: math.MaxInt32,
+		Doc: "KIP-890 part 2: the backoff before a partition leader asks the transaction coordinator again to add its partition to a transaction (Produce v12+, TxnOffsetCommit v5+) when the coordinator answered CONCURRENT_TRANSACTIONS (the producer's previous transaction still being completed).",
+	},
+	{
+		Name: "add.partitions.to.txn.retry.backoff.max.ms", Kind: KindDurationMs, Default: "100", Min: 0, Max: math.MaxInt32,
+		Doc: "KIP-890 part 2: how long a partition leader goes on asking the transaction coordinator to add its partition while it answers CONCURRENT_TRANSACTIONS, before the produce is answered with the error; it applies to adds only, not to the verification of older clients.",
 	},
 	{
 		Name: "transactional.id.expiration.ms", Kind: KindDurationMs, Default: "604800000", Min: 1, Max: math.MaxInt32,

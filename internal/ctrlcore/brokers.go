@@ -41,6 +41,11 @@ func (c *Core) Register(now time.Time, im *metadata.Image, req *kmsg.BrokerRegis
 		decide: func(im *metadata.Image) ([]metadata.Record, error) {
 			recs, e, err := controller.RegisterBroker(im, reg, c.writeCaching, c.unclean)
 			epoch = e
+			if err == nil && im.Fresh() && c.cfg.BootstrapTransactionVersion > 0 {
+				// A new cluster's first registration: its feature levels,
+				// as Kafka's storage tool writes them when formatting.
+				recs = append(recs, metadata.FeatureLevel{Name: metadata.TransactionVersionFeature, Level: c.cfg.BootstrapTransactionVersion})
+			}
 			return recs, err
 		},
 		settle: func(_ *metadata.Image, err error) func() {

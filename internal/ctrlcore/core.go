@@ -32,11 +32,19 @@ type Config struct {
 	// Broker resolves topic configs (write.caching,
 	// unclean.leader.election.enable).
 	Broker *config.Broker
+	// BootstrapTransactionVersion is the transaction.version a new
+	// cluster starts at (the first broker registration of an image that
+	// is Fresh records it): metadata.TransactionVersionDefault, as Kafka
+	// 4.0 formats new clusters; -1 records none (level 0). Set otherwise
+	// only by the simulator, where Kafka's would be the storage tool's
+	// --feature transaction.version=N.
+	BootstrapTransactionVersion int16
 }
 
 // ConfigFor is the Config of a broker configured by b.
 func ConfigFor(b *config.Broker, pidBlockSize int32) Config {
-	cfg := Config{Self: b.NodeID, SessionTimeout: b.BrokerSessionTimeout, PIDBlockSize: pidBlockSize, Broker: b}
+	cfg := Config{Self: b.NodeID, SessionTimeout: b.BrokerSessionTimeout, PIDBlockSize: pidBlockSize, Broker: b,
+		BootstrapTransactionVersion: metadata.TransactionVersionDefault}
 	if b.AutoLeaderRebalanceEnable {
 		cfg.RebalanceInterval = max(b.LeaderImbalanceCheckInterval, time.Second)
 	}

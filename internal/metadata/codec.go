@@ -52,6 +52,8 @@ var recordTypes = map[string]func() Record{
 	"user_scram_credential":        func() Record { return &UserScramCredential{} },
 	"remove_user_scram_credential": func() Record { return &RemoveUserScramCredential{} },
 	"client_quota":                 func() Record { return &ClientQuota{} },
+	"feature_level":                func() Record { return &FeatureLevel{} },
+	"config_record":                func() Record { return &ConfigRecord{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -88,6 +90,10 @@ func recordTypeName(r Record) (string, error) {
 		return "remove_user_scram_credential", nil
 	case ClientQuota:
 		return "client_quota", nil
+	case FeatureLevel:
+		return "feature_level", nil
+	case ConfigRecord:
+		return "config_record", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -181,6 +187,10 @@ func deref(r Record) Record {
 	case *RemoveUserScramCredential:
 		return *r
 	case *ClientQuota:
+		return *r
+	case *FeatureLevel:
+		return *r
+	case *ConfigRecord:
 		return *r
 	default:
 		return r

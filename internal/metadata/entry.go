@@ -76,6 +76,8 @@ func ImageRecords(im *Image) []Record {
 	recs = append(recs, aclImageRecords(im)...)
 	recs = append(recs, scramImageRecords(im)...)
 	recs = append(recs, clientQuotaRecords(im)...)
+	recs = append(recs, featureImageRecords(im)...)
+	recs = append(recs, brokerConfigRecords(im)...)
 	return recs
 }
 

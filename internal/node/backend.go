@@ -40,7 +40,9 @@ func (x backend) ActiveControllerID() int32 { return x.b.controllerID.Load() }
 func (x backend) LeaderSuspect(id int32) bool { return x.b.isSuspect(id) }
 
 func (x backend) SettleSuspects() { x.b.settleSuspects() }
-func (x backend) NowMs() int64    { return time.Now().UnixMilli() }
+
+func (x backend) FencedAtMs(id int32) (int64, bool) { return x.b.fencedAtMs(id) }
+func (x backend) NowMs() int64                      { return time.Now().UnixMilli() }
 
 func (x backend) Forward(r *api.Request, respond api.Respond) { x.b.forward(r, respond) }
 

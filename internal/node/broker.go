@@ -138,6 +138,11 @@ type brokerPartitions struct {
 	// suspects are brokers whose replication connection just broke
 	// (id -> time.Time until which they are reported unavailable).
 	suspects sync.Map
+	// fenceTimes is when this node's image first showed each broker
+	// fenced (api.FenceTimes), under fenceMu: the quorum goroutine writes
+	// it as it installs images, Metadata handlers read it.
+	fenceMu    sync.Mutex
+	fenceTimes api.FenceTimes
 	// fetchSessions is the KIP-227 session cache of the Fetch handler.
 	fetchSessions *fetchSessions
 }
@@ -293,7 +298,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.ctrlISR = &controllerClient{b: b}
 	b.ctrlForward = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
-	b.throttle = newReplicationThrottle(cfg.NodeID, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
+	b.throttle = newReplicationThrottle(cfg)
 	b.groups = newGroupRuntime(b)
 	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
@@ -324,6 +329,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	if err := b.registerLogDirSpace(); err != nil {
+		return err
+	}
+	if err := b.metrics.RegisterReplicationThrottle(func() metrics.ReplicationThrottle { return b.throttle.stats(b.Image()) }); err != nil {
 		return err
 	}
 	// The admin listener comes up first so /readyz can say "starting"

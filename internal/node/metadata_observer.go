@@ -55,9 +55,8 @@ func (b *Broker) restoreObservedSnapshot(s quorum.SnapshotInfo, data []byte) err
 	if err != nil {
 		return fmt.Errorf("apply metadata snapshot: %w", err)
 	}
-	b.image.Store(im.WithVersion(int64(s.Index)))
 	b.metadataSnapshotsLoaded.Add(1)
-	b.notifyImageChange()
+	b.installImage(b.Image(), im.WithVersion(int64(s.Index)))
 	return nil
 }
 

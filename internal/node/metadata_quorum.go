@@ -148,8 +148,24 @@ func (b *Broker) applyMetadataEntry(index uint64, data []byte) {
 			next = cur
 		}
 	}
-	b.image.Store(next.WithVersion(int64(index)))
+	b.installImage(cur, next.WithVersion(int64(index)))
+}
+
+// installImage makes next the image (its version set), after cur, and
+// wakes whoever waits for it.
+func (b *Broker) installImage(cur, next *metadata.Image) {
+	b.fenceMu.Lock()
+	b.fenceTimes.Observe(cur, next, time.Now().UnixMilli())
+	b.fenceMu.Unlock()
+	b.image.Store(next)
 	b.notifyImageChange()
+}
+
+// fencedAtMs is api.Backend.FencedAtMs.
+func (b *Broker) fencedAtMs(id int32) (int64, bool) {
+	b.fenceMu.Lock()
+	defer b.fenceMu.Unlock()
+	return b.fenceTimes.FencedAtMs(id)
 }
 
 // notifyImageChange wakes the reconciler and everyone waiting for a
@@ -286,8 +302,7 @@ func (s imageSnapshotter) Restore(index uint64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	s.b.image.Store(im)
-	s.b.notifyImageChange()
+	s.b.installImage(s.b.Image(), im)
 	return nil
 }
 

@@ -258,11 +258,11 @@ func (p *partition) produce(req api.ProduceParams, done func(api.ProduceResult))
 
 // startTxnVerification is replica.StartTxnVerification under the
 // partition's lock.
-func (p *partition) startTxnVerification(producerID int64) (uint64, bool, error) {
+func (p *partition) startTxnVerification(producerID int64, epoch int16, tv2 bool) (uint64, bool, error) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.core.StartTxnVerification(producerID, now.UnixMilli())
+	return p.core.StartTxnVerification(producerID, epoch, tv2, now.UnixMilli())
 }
 
 // writeTxnMarker appends a transaction marker and calls done once the

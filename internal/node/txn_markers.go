@@ -20,10 +20,6 @@ const (
 	markerTimeout    = 30 * time.Second
 )
 
-// writeTxnMarkersVersion is the version sent: v1 (flexible) has every
-// field transaction version 1 needs.
-const writeTxnMarkersVersion = 1
-
 // deliverMarkers writes one transaction's markers to the leaders of its
 // partitions, as the image names them at each round, until every
 // partition has it (txnhost.MarkerOutcomeFor decides per answer), then
@@ -103,23 +99,7 @@ func (rt *txnRuntime) deliverMarkers(tc *txnCoordinator, m txnhost.Markers) {
 // sendMarkers sends one WriteTxnMarkers request to leader for the
 // partitions tps and returns each partition's error code.
 func (rt *txnRuntime) sendMarkers(leader int32, m txnhost.Markers, tps []txn.TopicPartition) (map[txn.TopicPartition]int16, error) {
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.SetVersion(writeTxnMarkersVersion)
-	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
-	idx := map[string]int{}
-	for _, tp := range tps {
-		i, ok := idx[tp.Topic]
-		if !ok {
-			i = len(mk.Topics)
-			idx[tp.Topic] = i
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			mk.Topics = append(mk.Topics, t)
-		}
-		mk.Topics[i].Partitions = append(mk.Topics[i].Partitions, tp.Partition)
-	}
-	req.Markers = append(req.Markers, mk)
+	req := m.Request(tps)
 	conn, err := rt.markerConns.get(leader)
 	if err != nil {
 		return nil, err

@@ -85,6 +85,12 @@ type Table struct {
 type verification struct {
 	guard     uint64
 	startedMs int64
+	// epoch is the producer epoch verified; tv2 marks a transaction
+	// version 2 producer's (KIP-890 part 2: its transactions end with a
+	// marker of the next epoch, so a marker at or below epoch ends the
+	// transaction before, never the one being verified).
+	epoch int16
+	tv2   bool
 }
 
 // NoGuard is the guard of a produce that needs no verification: its
@@ -170,7 +176,7 @@ func (t *Table) check(h batch.Header, verify bool, guard uint64) (Decision, erro
 // transaction here without the coordinator having confirmed it (e is the
 // producer's entry, nil if it has none).
 func (t *Table) checkGuard(h batch.Header, e *Entry, verify bool, guard uint64) error {
-	if !verify || !h.IsTransactional() || h.IsControl() || e != nil && e.CurrentTxnFirstOffset >= 0 {
+	if !verify || !h.IsTransactional() || h.IsControl() || e != nil && e.openAt(h.ProducerEpoch) {
 		return nil
 	}
 	if v, ok := t.verifying[h.ProducerID]; !ok || guard == NoGuard || v.guard != guard {
@@ -180,26 +186,35 @@ func (t *Table) checkGuard(h batch.Header, e *Entry, verify bool, guard uint64) 
 }
 
 // StartVerification begins (or joins) the verification of producerID's
-// transaction before its first transactional batch here: it returns the
-// guard to append with, or NoGuard and false when the producer's
-// transaction is already open here (nothing to verify). A retry joins the
-// verification under way and keeps its start time, as Kafka does, so an
-// entry never outlives the expiry. A producer the table cannot admit is
-// refused with ErrTooManyProducers.
-func (t *Table) StartVerification(producerID int64, nowMs int64) (uint64, bool, error) {
-	if e, ok := t.producers[producerID]; ok && e.CurrentTxnFirstOffset >= 0 {
+// transaction at epoch before its first transactional batch here: it
+// returns the guard to append with, or NoGuard and false when the
+// producer's transaction at that epoch is already open here (nothing to
+// verify; Kafka's hasOngoingTransaction with the epoch, so the first
+// batch of a transaction version 2 producer's next transaction, at the
+// next epoch, is verified even while its previous transaction's marker
+// is still on its way). tv2 marks a transaction version 2 producer. A
+// retry joins the verification under way and keeps its start time, as
+// Kafka does, so an entry never outlives the expiry; one of another
+// epoch replaces it. A producer the table cannot admit is refused with
+// ErrTooManyProducers.
+func (t *Table) StartVerification(producerID int64, epoch int16, tv2 bool, nowMs int64) (uint64, bool, error) {
+	if e, ok := t.producers[producerID]; ok && e.openAt(epoch) {
 		return NoGuard, false, nil
 	}
-	if v, ok := t.verifying[producerID]; ok {
+	if v, ok := t.verifying[producerID]; ok && v.epoch == epoch && v.tv2 == tv2 {
 		return v.guard, true, nil
 	}
-	if len(t.verifying) >= t.maxProducers {
+	if _, ok := t.verifying[producerID]; !ok && len(t.verifying) >= t.maxProducers {
 		return NoGuard, false, fmt.Errorf("%w: %d transaction verifications under way", ErrTooManyProducers, len(t.verifying))
 	}
 	t.nextGuard++
-	t.verifying[producerID] = verification{guard: t.nextGuard, startedMs: nowMs}
+	t.verifying[producerID] = verification{guard: t.nextGuard, startedMs: nowMs, epoch: epoch, tv2: tv2}
 	return t.nextGuard, true, nil
 }
+
+// openAt reports whether the producer's transaction is open here at
+// epoch.
+func (e *Entry) openAt(epoch int16) bool { return e.CurrentTxnFirstOffset >= 0 && e.Epoch == epoch }
 
 // Verifications is how many producers' verifications are under way.
 func (t *Table) Verifications() int { return len(t.verifying) }
@@ -275,7 +290,7 @@ func (e *Entry) checkTxnState(h batch.Header) error {
 // Kafka's appendEndTxnMarker checks. A producer without state here (it
 // wrote nothing to this partition, or its state expired) takes any marker.
 // Errors wrap the package's sentinels.
-func (t *Table) CheckMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32) error {
+func (t *Table) CheckMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, tv2 bool) error {
 	e, ok := t.producers[producerID]
 	if !ok {
 		return nil
@@ -283,6 +298,13 @@ func (t *Table) CheckMarker(producerID int64, producerEpoch int16, coordinatorEp
 	if producerEpoch < e.Epoch {
 		return fmt.Errorf("%w: marker for producer %d epoch %d, current %d", ErrInvalidProducerEpoch, producerID, producerEpoch, e.Epoch)
 	}
+	// tv2 (WriteTxnMarkers v2, KIP-1228) is not enforced: Kafka 4.2
+	// refuses a version 2 marker that does not raise the producer's epoch,
+	// but this coordinator's fencing abort after a failed fencing write
+	// (Kafka's hasFailedEpochFence) writes one at the same epoch, and
+	// refusing it left the transaction prepared for good (simulator seeds
+	// 11 and 168).
+	_ = tv2
 	if coordinatorEpoch < e.CoordinatorEpoch {
 		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, last %d", ErrCoordinatorFenced, producerID, coordinatorEpoch, e.CoordinatorEpoch)
 	}
@@ -380,8 +402,13 @@ func (t *Table) ApplyMarker(h batch.Header, m batch.Marker) CompletedTxn {
 	// A marker ends the transaction a verification under way was about:
 	// a batch verified before it must not open a new one after it (the
 	// race KAFKA-14884 closes: the coordinator answered "in the
-	// transaction", then aborted it before the append).
-	delete(t.verifying, h.ProducerID)
+	// transaction", then aborted it before the append). A transaction
+	// version 2 producer's transaction ends with a marker of its next
+	// epoch: a marker at or below the epoch being verified ended the
+	// transaction before it, which that verification waits for.
+	if v, ok := t.verifying[h.ProducerID]; !ok || !v.tv2 || h.ProducerEpoch > v.epoch {
+		delete(t.verifying, h.ProducerID)
+	}
 	e := t.entry(h)
 	if e == nil {
 		return done

@@ -58,17 +58,21 @@ func TestTransactionalChecks(t *testing.T) {
 		// A retry is still a duplicate, whatever the transaction state.
 		dup(txnHdr(1, 2, 1, 1, 9), 1, 1),
 	})
-	if err := tab.CheckMarker(1, 1, 0); !errors.Is(err, ErrInvalidProducerEpoch) {
+	if err := tab.CheckMarker(1, 1, 0, false); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("marker of an old epoch: %v", err)
 	}
-	if err := tab.CheckMarker(1, 2, 5); err != nil {
+	if err := tab.CheckMarker(1, 2, 5, false); err != nil {
 		t.Fatalf("marker: %v", err)
 	}
+	// A transaction version 2 marker (KIP-1228) is judged as any other.
+	if err := tab.CheckMarker(1, 3, 5, true); err != nil {
+		t.Fatalf("version 2 marker at the next epoch: %v", err)
+	}
 	tab.ApplyMarker(marker(1, 2, 2, 0), batch.Marker{CoordinatorEpoch: 5})
-	if err := tab.CheckMarker(1, 2, 4); !errors.Is(err, ErrCoordinatorFenced) {
+	if err := tab.CheckMarker(1, 2, 4, false); !errors.Is(err, ErrCoordinatorFenced) {
 		t.Fatalf("marker of an old coordinator: %v", err)
 	}
-	if err := tab.CheckMarker(99, 0, 0); err != nil {
+	if err := tab.CheckMarker(99, 0, 0, false); err != nil {
 		t.Fatalf("unknown producer: %v", err)
 	}
 	// After the marker the producer may write outside a transaction.

@@ -143,14 +143,14 @@ func (r *Replica) OngoingTransactions() int { return r.producers.OngoingTransact
 // (not when the producer's transaction is already open here). A marker
 // or another transactional batch of the producer in between voids the
 // guard, so the produce is then refused with INVALID_TXN_STATE.
-func (r *Replica) StartTxnVerification(producerID int64, nowMs int64) (uint64, bool, error) {
+func (r *Replica) StartTxnVerification(producerID int64, epoch int16, tv2 bool, nowMs int64) (uint64, bool, error) {
 	switch {
 	case r.closed || r.leader == nil:
 		return 0, false, kerr.NotLeaderForPartition
 	case r.failed != nil:
 		return 0, false, fmt.Errorf("%w: %v", kerr.KafkaStorageError, r.failed)
 	}
-	guard, need, err := r.producers.StartVerification(producerID, nowMs)
+	guard, need, err := r.producers.StartVerification(producerID, epoch, tv2, nowMs)
 	if err != nil {
 		// Retriable without a metadata refresh, as Kafka answers a
 		// verification it could not complete.
@@ -183,7 +183,7 @@ func (r *Replica) WriteTxnMarker(p api.TxnMarkerParams, done func(api.ProduceRes
 	if err := r.leader.CheckAcksAll(); err != nil {
 		return refuse(err)
 	}
-	if err := r.producers.CheckMarker(p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch); err != nil {
+	if err := r.producers.CheckMarker(p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch, p.TransactionVersion >= 2); err != nil {
 		return refuse(err)
 	}
 	b := batch.BuildMarker(p.ProducerID, p.ProducerEpoch, batch.Marker{Commit: p.Commit, CoordinatorEpoch: p.CoordinatorEpoch}, nowMs)

@@ -139,9 +139,20 @@ func txnStep(prev, next *txn.Txn) string {
 		return fmt.Sprintf("%s -> %s", prev.State, next.State)
 	case next.ProducerID == prev.ProducerID && next.Epoch < prev.Epoch:
 		return fmt.Sprintf("epoch of producer %d went back from %d to %d", next.ProducerID, prev.Epoch, next.Epoch)
-	case next.ProducerID != prev.ProducerID && next.State != txn.Empty:
+	case next.ProducerID != prev.ProducerID && next.State != txn.Empty &&
+		!(prev.NextProducerID == next.ProducerID && next.Epoch == 0 && (next.State == txn.CompleteCommit || next.State == txn.CompleteAbort)):
+		// (Transaction version 2 rotates an exhausted producer id at the
+		// completion, to the prepared state's NextProducerID.)
 		return fmt.Sprintf("producer id changed from %d to %d in state %s", prev.ProducerID, next.ProducerID, next.State)
-	case (next.State == txn.PrepareCommit || next.State == txn.CompleteCommit) && next.Epoch != prev.Epoch:
+	case next.ClientTV >= txn.TV2 && (next.State == txn.PrepareCommit || next.State == txn.PrepareAbort && prev.State != txn.Ongoing) &&
+		next.Epoch != prev.Epoch+1:
+		// KIP-890 part 2: a version 2 client's end bumps the epoch. (A
+		// coordinator's fencing abort of an ongoing one bumps it too,
+		// unless an earlier fencing write failed: Kafka's
+		// hasFailedEpochFence.)
+		return fmt.Sprintf("version 2 transaction ended at epoch %d, it was at %d", next.Epoch, prev.Epoch)
+	case next.ClientTV < txn.TV2 && next.State == txn.PrepareCommit && next.Epoch != prev.Epoch,
+		next.State == txn.CompleteCommit && next.ProducerID == prev.ProducerID && next.Epoch != prev.Epoch:
 		return fmt.Sprintf("committed at epoch %d, the transaction was at %d", next.Epoch, prev.Epoch)
 	}
 	return ""

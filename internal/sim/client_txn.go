@@ -151,12 +151,19 @@ func (d *txnDriver) produce(part int32, b []byte, attempt int, done func(bool)) 
 // lc, whose endpoint it sends from); done(false) when it gave up or the
 // sequence was refused.
 func sendTxnBatch(c *Cluster, lc *leaderCache, txnID string, part int32, b []byte, attempt int, done func(bool)) {
+	sendTxnBatchAt(c, lc, txnID, part, b, 9, attempt, done)
+}
+
+// sendTxnBatchAt is sendTxnBatch with Produce of version (v12+: a
+// transaction version 2 client's, whose partition the leader adds to the
+// transaction).
+func sendTxnBatchAt(c *Cluster, lc *leaderCache, txnID string, part int32, b []byte, version int16, attempt int, done func(bool)) {
 	retry := func() {
 		if attempt >= maxSendAttempts || c.stopped {
 			done(false)
 			return
 		}
-		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { sendTxnBatch(c, lc, txnID, part, b, attempt+1, done) })
+		c.s.after(c.s.between(20*time.Millisecond, 200*time.Millisecond), func() { sendTxnBatchAt(c, lc, txnID, part, b, version, attempt+1, done) })
 	}
 	leader, ok := lc.leader(part)
 	if !ok {
@@ -165,7 +172,7 @@ func sendTxnBatch(c *Cluster, lc *leaderCache, txnID string, part int32, b []byt
 		return
 	}
 	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
+	req.Version = version
 	req.Acks = -1
 	req.TransactionID = kmsg.StringPtr(txnID)
 	req.TimeoutMillis = int32(produceTimeout.Milliseconds())

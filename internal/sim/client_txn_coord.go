@@ -57,6 +57,11 @@ type txnClient struct {
 	// them); strays goes to a partition outside it.
 	tried  map[int32]bool
 	strays int
+	// tv2: the client speaks transaction version 2 (KIP-890 part 2) as
+	// franz-go does with transaction.version 2 finalized: no
+	// AddPartitionsToTxn (Produce v12 has the leader add the partition),
+	// EndTxn v5, whose answer carries the next epoch.
+	tv2 bool
 }
 
 type txnClientState int8
@@ -72,7 +77,8 @@ func (c *Cluster) newTxnClients() []client {
 	for i := range txnClients {
 		self := int32(txnCoordClientEndpoint + i)
 		out = append(out, &txnClient{c: c, self: self, id: fmt.Sprintf("sim-tx-%d", i%txnIDs), coord: -1, pid: -1, epoch: -1,
-			lc: &leaderCache{c: c, self: self, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{}})
+			lc: &leaderCache{c: c, self: self, leaders: map[int32]int32{}, topic: topicName}, seq: map[int32]int32{},
+			tv2: c.s.chance(0.5)})
 	}
 	return out
 }
@@ -94,6 +100,8 @@ func (tc *txnClient) loop() {
 		tc.findCoordinator()
 	case tc.state == txnNeedInit:
 		tc.initProducer()
+	case tc.state == txnIdle && tc.tv2:
+		tc.beginV2()
 	case tc.state == txnIdle:
 		tc.addPartitions()
 	default:
@@ -157,25 +165,45 @@ func (tc *txnClient) initProducer() {
 	})
 }
 
-func (tc *txnClient) addPartitions() {
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 3
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch = tc.id, tc.pid, tc.epoch
-	t := kmsg.NewAddPartitionsToTxnRequestTopic()
-	t.Topic = topicName
+// pickParts draws the next transaction's partitions (at least one) and
+// counts them as tried: a request naming them may have added them.
+func (tc *txnClient) pickParts() []int32 {
+	var parts []int32
 	for p := range tc.c.opts.Partitions {
-		if tc.c.s.chance(0.6) || len(t.Partitions) == 0 && p == tc.c.opts.Partitions-1 {
-			t.Partitions = append(t.Partitions, int32(p))
+		if tc.c.s.chance(0.6) || len(parts) == 0 && p == tc.c.opts.Partitions-1 {
+			parts = append(parts, int32(p))
 		}
 	}
-	req.Topics = append(req.Topics, t)
-	parts := t.Partitions
 	if tc.tried == nil {
 		tc.tried = map[int32]bool{}
 	}
 	for _, p := range parts {
 		tc.tried[p] = true
 	}
+	return parts
+}
+
+// open starts the client's next transaction over parts and writes it.
+func (tc *txnClient) open(parts []int32) {
+	tc.state = txnOpen
+	tc.n++
+	tc.txn, tc.parts, tc.clean = fmt.Sprintf("c%d-%d", tc.self, tc.n), parts, true
+	tc.produceAll()
+}
+
+// beginV2 opens a transaction version 2 transaction: no request, the
+// produces add their partitions.
+func (tc *txnClient) beginV2() { tc.open(tc.pickParts()) }
+
+func (tc *txnClient) addPartitions() {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = tc.id, tc.pid, tc.epoch
+	t := kmsg.NewAddPartitionsToTxnRequestTopic()
+	t.Topic = topicName
+	t.Partitions = tc.pickParts()
+	req.Topics = append(req.Topics, t)
+	parts := t.Partitions
 	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
 			for _, rt := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
@@ -186,10 +214,7 @@ func (tc *txnClient) addPartitions() {
 				}
 			}
 			if err == nil {
-				tc.state = txnOpen
-				tc.n++
-				tc.txn, tc.parts, tc.clean = fmt.Sprintf("c%d-%d", tc.self, tc.n), parts, true
-				tc.produceAll()
+				tc.open(parts)
 				return
 			}
 		}
@@ -212,7 +237,11 @@ func (tc *txnClient) produceAll() {
 		b := batch.BuildTransactional(values, tc.c.nowMs(), tc.pid, tc.epoch, tc.seq[p])
 		tc.seq[p] += int32(count)
 		name := tc.txn
-		sendTxnBatch(tc.c, tc.lc, tc.id, p, b, 1, func(ok bool) {
+		version := int16(9)
+		if tc.tv2 {
+			version = 12
+		}
+		sendTxnBatchAt(tc.c, tc.lc, tc.id, p, b, version, 1, func(ok bool) {
 			if ok {
 				tc.c.check.txnBatchAcked(name, p, count)
 			}
@@ -270,14 +299,28 @@ func (tc *txnClient) endTxn(commit bool) {
 	}
 	req := kmsg.NewPtrEndTxnRequest()
 	req.Version = 3
+	if tc.tv2 {
+		req.Version = 5
+	}
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = tc.id, tc.pid, tc.epoch, commit
 	sentAt := tc.c.s.now
 	pid, epoch, name := tc.pid, tc.epoch, tc.txn
 	tc.c.call(tc.self, tc.coord, req, rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
-			if err = kerr.ErrorForCode(resp.(*kmsg.EndTxnResponse).ErrorCode); err == nil {
+			r := resp.(*kmsg.EndTxnResponse)
+			if err = kerr.ErrorForCode(r.ErrorCode); err == nil {
 				tc.c.check.txnEndAcked(tc.id, pid, epoch, commit, sentAt)
 				tc.c.check.txnEndOutcome(name, commit)
+				if r.Version >= 5 && r.ProducerID >= 0 {
+					// Version 2: the next transaction is the next epoch's
+					// (a new producer id's, if it rotated): sequences
+					// start again.
+					if r.ProducerID != tc.pid || r.ProducerEpoch != tc.epoch {
+						clear(tc.seq)
+					}
+					tc.pid, tc.epoch = r.ProducerID, r.ProducerEpoch
+					tc.c.check.stats.TxnV2Ends++
+				}
 				clear(tc.tried)
 				tc.busy, tc.state = false, txnIdle
 				return

@@ -81,6 +81,9 @@ type Stats struct {
 	// transaction and TxnStraysAcked those a leader accepted (a violation
 	// where the leaders verify).
 	TxnVerifications, TxnVerifyMaxWaiting, TxnStrays, TxnStraysAcked int
+	// TxnV2Ends counts the EndTxn v5 answers (transaction version 2,
+	// KIP-890 part 2) that carried a bumped epoch.
+	TxnV2Ends int
 	// ChainCommitted and ChainAborted count the chain's transactions
 	// (client_chain.go) committed and aborted, ChainRecords the input
 	// records its committed output transformed exactly once.
@@ -97,11 +100,14 @@ type Stats struct {
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
 	Reassignments, Cancels, Retired int
-	BalancerMoves                   int           // reassignments the controllers' balancer started (Options.Balancer)
-	BalancerDiskMoves               int           // of which for disk imbalance (reported log sizes)
-	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
-	Converged                       time.Duration // simulated time from heal to convergence
-	ACLAllowed, ACLDenied           int64         // the ACL prober's writes served and refused (Options.ACLs)
+	// Throttles: reassignments the operator throttled (FaultMix.Throttle);
+	// ThrottledBytes: what throttled leaders sent and followers fetched.
+	Throttles, ThrottledBytes int
+	BalancerMoves             int           // reassignments the controllers' balancer started (Options.Balancer)
+	BalancerDiskMoves         int           // of which for disk imbalance (reported log sizes)
+	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
+	Converged                 time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied     int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.
@@ -227,6 +233,7 @@ func (c *Cluster) run() {
 			return
 		}
 		c.recoverLeaderless()
+		c.removeThrottle()
 		if c.converged() {
 			c.check.stats.Converged = c.s.now - healedAt
 			c.tracef("converged %v after healing", c.s.now-healedAt)

@@ -17,6 +17,7 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 	rcore "github.com/skein-log/skein/internal/replica"
+	"github.com/skein-log/skein/internal/replthrottle"
 	"github.com/skein-log/skein/internal/txnverify"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -108,9 +109,14 @@ type process struct {
 	// isrSender).
 	isr rcore.ISRBatcher[*replica]
 	// sess is the broker's side of its controller session, as node's.
-	sess       *ctrlcore.BrokerSession
+	sess *ctrlcore.BrokerSession
+	// fenceTimes is when this process's image first showed each broker
+	// fenced (Metadata lists it a little longer, api.FenceTimes).
+	fenceTimes api.FenceTimes
 	parts      map[partKey]*replica
 	fetchers   map[int32]*fetcher
+	// throttle is the replication throttle (throttle.go).
+	throttle   *replthrottle.Quota
 	waiters    []*fetchWaiter
 	pokeQueued bool
 	// pokeFollowers and pokeConsumers say whose waiting fetches the queued
@@ -227,6 +233,7 @@ func (n *node) start() error {
 		return err
 	}
 	p.cfg = cfg
+	p.throttle = replthrottle.NewQuota(n.id, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
 	p.ctl = ctrlcore.New(ctrlcore.ConfigFor(cfg, pidBlock))
 	// Seeded from the node id and the incarnation, not the run's random
 	// stream (which must not shift): a restarted process hands out other

@@ -33,6 +33,7 @@ func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }
 func (x backend) ActiveControllerID() int32         { return x.p.controller }
 func (x backend) LeaderSuspect(int32) bool          { return false }
 func (x backend) SettleSuspects()                   {}
+func (x backend) FencedAtMs(id int32) (int64, bool) { return x.p.fenceTimes.FencedAtMs(id) }
 func (x backend) NowMs() int64                      { return x.p.n.c.nowMs() }
 func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R: x.p} }
 
@@ -242,6 +243,10 @@ func (p *process) pokeFetches(followers, consumers bool) {
 // process's replicas.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 	x := backend{w.p}
+	var throttle rcore.Throttle
+	if lr := w.leaderThrottle(); lr != nil {
+		throttle = lr
+	}
 	return rcore.ReadFetch(w.params, func(i int) (rcore.Source, error) {
 		fp := w.params.Partitions[i]
 		r, err := x.replicaOf(fp.Topic, fp.Partition)
@@ -249,7 +254,7 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 			return nil, err
 		}
 		return r, nil
-	}, !w.positionRecorded, nil) // simulated brokers replicate unthrottled
+	}, !w.positionRecorded, throttle)
 }
 
 // Admit is replica.Source.Admit.

@@ -128,6 +128,7 @@ func (p *process) applyEntry(e quorum.Entry) {
 // one: leader epochs only grow.
 func (p *process) setImage(next *metadata.Image, why string) {
 	p.n.c.checkImage(p.n, p.image, next)
+	p.fenceTimes.Observe(p.image, next, p.n.c.nowMs())
 	p.image = next
 	if why != "" {
 		p.n.tracef("image replaced from %s (version %d)", why, next.Version())

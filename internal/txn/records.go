@@ -34,17 +34,19 @@ func recordKey(id string) []byte {
 }
 
 // record is t's state in Kafka's TransactionLogValue format. The previous
-// producer id is kept only in version 1 (Kafka 4.0's), written when there
-// is one, so older readers can still read every other record.
+// and next producer ids and the client's transaction version are kept
+// only in version 1 (Kafka 4.0's tagged fields), written when one of them
+// is set, so older readers can still read every other record.
 func record(t *Txn) Record {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = valueVersion
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.Epoch, t.TimeoutMs
 	v.State = kmsg.TransactionState(t.State)
 	v.LastUpdateTimestamp, v.StartTimestamp = t.UpdateMs, t.StartMs
-	if t.PrevProducerID >= 0 {
+	if t.PrevProducerID >= 0 || t.NextProducerID >= 0 || t.ClientTV > 0 {
+		// Kafka's tagged fields of version 1 (KIP-890 part 2).
 		v.Version = valueVersionV1
-		v.PreviousProducerID = t.PrevProducerID
+		v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion = t.PrevProducerID, t.NextProducerID, t.ClientTV
 	}
 	for _, tp := range t.Partitions {
 		if n := len(v.Topics); n > 0 && v.Topics[n-1].Topic == tp.Topic {
@@ -86,12 +88,12 @@ func decode(r Record) (string, *Txn, error) {
 		return "", nil, fmt.Errorf("transaction log value of %q: state %d", k.TransactionalID, v.State)
 	}
 	t := &Txn{
-		ID: k.TransactionalID, ProducerID: v.ProducerID, PrevProducerID: -1, Epoch: v.ProducerEpoch,
+		ID: k.TransactionalID, ProducerID: v.ProducerID, PrevProducerID: -1, NextProducerID: -1, Epoch: v.ProducerEpoch,
 		LastEpoch: -1, TimeoutMs: v.TimeoutMillis, State: s,
 		StartMs: v.StartTimestamp, UpdateMs: v.LastUpdateTimestamp,
 	}
 	if v.Version >= valueVersionV1 {
-		t.PrevProducerID = v.PreviousProducerID
+		t.PrevProducerID, t.NextProducerID, t.ClientTV = v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion
 	}
 	for _, vt := range v.Topics {
 		for _, p := range vt.Partitions {

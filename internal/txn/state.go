@@ -36,10 +36,11 @@ func ParseState(name string) (State, bool) {
 // validPrevious lists, for every state, the states a transaction may move
 // to it from (Kafka's TransactionState.validPreviousStates).
 var validPrevious = map[State][]State{
-	Empty:             {Empty, CompleteCommit, CompleteAbort},
-	Ongoing:           {Ongoing, Empty, CompleteCommit, CompleteAbort},
-	PrepareCommit:     {Ongoing},
-	PrepareAbort:      {Ongoing, PrepareEpochFence},
+	Empty:         {Empty, CompleteCommit, CompleteAbort},
+	Ongoing:       {Ongoing, Empty, CompleteCommit, CompleteAbort},
+	PrepareCommit: {Ongoing},
+	// Transaction version 2 aborts with nothing open too (Kafka 4.0).
+	PrepareAbort:      {Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort},
 	CompleteCommit:    {PrepareCommit},
 	CompleteAbort:     {PrepareAbort},
 	Dead:              {Empty, CompleteCommit, CompleteAbort},

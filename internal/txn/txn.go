@@ -22,7 +22,15 @@ type Txn struct {
 	// exhaustion), -1 if none: a producer retrying the InitProducerId that
 	// rotated it is recognised by it.
 	PrevProducerID int64
-	Epoch          int16
+	// NextProducerID (transaction version 2) is the producer id a
+	// prepared transaction's completion rotates to, its epoch exhausted;
+	// -1 if none.
+	NextProducerID int64
+	// ClientTV is the transaction version the transaction's client uses:
+	// 2 once it ended or added partitions with KIP-890 part 2's requests,
+	// else 0 (Kafka's ClientTransactionVersion).
+	ClientTV int16
+	Epoch    int16
 	// LastEpoch is the epoch before the last bump by the same producer,
 	// -1 if a new producer took over: a retried InitProducerId of that
 	// bump gets the current epoch back (KIP-360). Kept in memory only, as

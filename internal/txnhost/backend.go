@@ -59,23 +59,36 @@ func writeTo(h Handle, fn func(c *txn.Coordinator, now int64) txn.Output, finish
 // one allocated, outside the serialisation, and the request made again.
 func (b Backend) InitProducerID(req txn.InitRequest, done func(txn.InitResult)) {
 	fail := func(err error) { done(txn.InitResult{Err: err, ProducerID: -1, Epoch: -1}) }
-	h, err := b.Hosts.For(req.TransactionalID)
+	withProducerID(b, req.TransactionalID, func(c *txn.Coordinator, now, newID int64) (txn.InitResult, txn.Output) {
+		req.NewProducerID = newID
+		return c.InitProducerID(now, req)
+	}, func(r txn.InitResult) error { return r.Err }, fail, done)
+}
+
+// withProducerID runs call on the id's coordinator, first with no new
+// producer id (-1); if its result's error (errOf) is ErrNeedProducerID,
+// one is allocated outside the serialisation and call runs again with
+// it. done gets the answer once its write is committed; fail any error
+// before or of the write.
+func withProducerID[R any](b Backend, id string, call func(c *txn.Coordinator, now, newID int64) (R, txn.Output),
+	errOf func(R) error, fail func(error), done func(R)) {
+	h, err := b.Hosts.For(id)
 	if err != nil {
 		fail(err)
 		return
 	}
-	req.NewProducerID = -1
+	newID := int64(-1)
 	for attempt := 0; ; attempt++ {
-		var res txn.InitResult
+		var res R
 		err := writeTo(h, func(c *txn.Coordinator, now int64) txn.Output {
 			var out txn.Output
-			res, out = c.InitProducerID(now, req)
+			res, out = call(c, now, newID)
 			return out
 		}, func(werr error) {
 			switch {
 			case werr != nil:
 				fail(werr)
-			case errors.Is(res.Err, txn.ErrNeedProducerID):
+			case errors.Is(errOf(res), txn.ErrNeedProducerID):
 				// Not an answer: asked again below with an id.
 			default:
 				done(res)
@@ -85,18 +98,16 @@ func (b Backend) InitProducerID(req txn.InitRequest, done func(txn.InitResult)) 
 		case err != nil:
 			fail(err)
 			return
-		case !errors.Is(res.Err, txn.ErrNeedProducerID):
+		case !errors.Is(errOf(res), txn.ErrNeedProducerID):
 			return
 		case attempt > 0:
 			fail(fmt.Errorf("%w: the coordinator asked twice for a producer id", kerr.UnknownServerError))
 			return
 		}
-		id, err := b.AllocateProducerID()
-		if err != nil {
+		if newID, err = b.AllocateProducerID(); err != nil {
 			fail(err)
 			return
 		}
-		req.NewProducerID = id
 	}
 }
 

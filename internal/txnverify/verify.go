@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/txn"
 )
@@ -43,8 +44,13 @@ import (
 const TransactionStateTopic = "__transaction_state"
 
 // RequestVersion is the AddPartitionsToTxn version sent: v4 is the first
-// with the brokers' batched, verify-only form.
-const RequestVersion = 4
+// with the brokers' batched, verify-only form. A request that adds
+// partitions for a transaction version 2 producer (Verification.Add) is
+// AddRequestVersion, KIP-890 part 2's.
+const (
+	RequestVersion    = 4
+	AddRequestVersion = 5
+)
 
 // Limits. A coordinator refuses a request of more than 10,000
 // transactions (api's maxTxnsPerVerify), so no more wait per coordinator;
@@ -64,7 +70,29 @@ type Config struct {
 	MaxWaitingPerCoordinator int
 	// MaxPartitionsPerTxn bounds the partitions of one waiting entry.
 	MaxPartitionsPerTxn int
+	// AddRetryBackoffMs and AddRetryMaxMs are
+	// add.partitions.to.txn.retry.backoff.ms and
+	// add.partitions.to.txn.retry.backoff.max.ms (KAFKA-18654): an add
+	// (Verification.Add) the coordinator answers with
+	// CONCURRENT_TRANSACTIONS, as it does while the producer's previous
+	// transaction's markers are written, is asked again after the backoff
+	// for as long as the add has taken less than the maximum, instead of
+	// failing the produce (which a client would retry after a metadata
+	// refresh). A maximum of 0 never retries.
+	AddRetryBackoffMs int64
+	AddRetryMaxMs     int64
 }
+
+// ConfigFor is the Manager's Config from the broker's properties.
+func ConfigFor(b *config.Broker) Config {
+	return Config{AddRetryBackoffMs: b.AddPartitionsToTxnRetryBackoff.Milliseconds(), AddRetryMaxMs: b.AddPartitionsToTxnRetryBackoffMax.Milliseconds()}
+}
+
+// Kafka's defaults of the two.
+const (
+	DefaultAddRetryBackoffMs = 20
+	DefaultAddRetryMaxMs     = 100
+)
 
 // Verification asks whether Partitions are in the ongoing transaction of
 // TransactionalID at ProducerID and Epoch. Done gets one error per
@@ -74,7 +102,21 @@ type Verification struct {
 	ProducerID      int64
 	Epoch           int16
 	Partitions      []txn.TopicPartition
-	Done            func([]error)
+	// Add (transaction version 2, KIP-890 part 2: Produce v12 and
+	// TxnOffsetCommit v5) asks the coordinator to add the partitions to
+	// the producer's transaction instead of only verifying them.
+	Add  bool
+	Done func([]error)
+	// StartMs is when the verification was first asked (Verify sets it
+	// when zero); a retried add keeps it.
+	StartMs int64
+}
+
+// Retry is an add to ask again: the wrapper calls Verify with V after
+// AfterMs (its coordinator looked up again then).
+type Retry struct {
+	V       Verification
+	AfterMs int64
 }
 
 // Completion is a verification's answer; the wrapper calls Done(Errs)
@@ -92,14 +134,21 @@ type Send struct {
 	Request *kmsg.AddPartitionsToTxnRequest
 }
 
-// Ready is what to do after a call.
+// Ready is what to do after a call. Run the Completions, in order, before
+// starting the Sends: a Send may carry a later verification of a producer
+// whose earlier one completes here, and the earlier produce's append must
+// come first (its batch has the lower sequence; appended after the later
+// one's, it would be refused with OUT_OF_ORDER_SEQUENCE_NUMBER, and a
+// transactional producer then aborts its transaction).
 type Ready struct {
 	Sends       []Send
 	Completions []Completion
+	Retries     []Retry
 }
 
 // waiter is one Verify call within an entry.
 type waiter struct {
+	v     Verification
 	parts []txn.TopicPartition
 	done  func([]error)
 }
@@ -110,6 +159,7 @@ type entry struct {
 	id      string
 	pid     int64
 	epoch   int16
+	adding  bool
 	parts   []txn.TopicPartition
 	has     map[txn.TopicPartition]bool
 	waiters []waiter
@@ -138,6 +188,8 @@ func New(cfg Config) *Manager {
 	if cfg.MaxPartitionsPerTxn <= 0 {
 		cfg.MaxPartitionsPerTxn = DefaultMaxPartitionsPerTxn
 	}
+	cfg.AddRetryBackoffMs = max(cfg.AddRetryBackoffMs, 1)
+	cfg.AddRetryMaxMs = max(cfg.AddRetryMaxMs, 0)
 	return &Manager{cfg: cfg, coords: map[int32]*coordinator{}}
 }
 
@@ -177,9 +229,12 @@ func fill(n int, err error) []error {
 
 // Verify queues v for coordinator node (from CoordinatorFor; a
 // lookupErr fails v at once with it) and sends at once if nothing is in
-// flight to that coordinator.
-func (m *Manager) Verify(v Verification, node int32, lookupErr error) Ready {
+// flight to that coordinator. nowMs is the wrapper's clock.
+func (m *Manager) Verify(v Verification, node int32, lookupErr error, nowMs int64) Ready {
 	var rd Ready
+	if v.StartMs == 0 {
+		v.StartMs = nowMs
+	}
 	fail := func(err error) Ready {
 		rd.Completions = append(rd.Completions, Completion{Done: v.Done, Errs: fill(len(v.Partitions), err)})
 		return rd
@@ -200,6 +255,10 @@ func (m *Manager) Verify(v Verification, node int32, lookupErr error) Ready {
 	if i >= 0 {
 		e := c.waiting[i]
 		switch {
+		case e.pid == v.ProducerID && e.epoch == v.Epoch && e.adding != v.Add:
+			// The same producer verifying and adding at once: not a
+			// client's doing; retried (NOT_ENOUGH_REPLICAS on a produce).
+			return fail(fmt.Errorf("%w: %q is both verified and added at epoch %d", kerr.ConcurrentTransactions, v.TransactionalID, v.Epoch))
 		case e.pid == v.ProducerID && e.epoch == v.Epoch:
 			if len(e.parts)+len(v.Partitions) > m.cfg.MaxPartitionsPerTxn {
 				return fail(fmt.Errorf("%w: %d partitions wait for verification of %q", kerr.CoordinatorNotAvailable, len(e.parts), v.TransactionalID))
@@ -224,7 +283,7 @@ func (m *Manager) Verify(v Verification, node int32, lookupErr error) Ready {
 	if len(v.Partitions) > m.cfg.MaxPartitionsPerTxn {
 		return fail(fmt.Errorf("%w: %d partitions to verify for %q", kerr.CoordinatorNotAvailable, len(v.Partitions), v.TransactionalID))
 	}
-	e := &entry{id: v.TransactionalID, pid: v.ProducerID, epoch: v.Epoch, has: map[txn.TopicPartition]bool{}}
+	e := &entry{id: v.TransactionalID, pid: v.ProducerID, epoch: v.Epoch, adding: v.Add, has: map[txn.TopicPartition]bool{}}
 	e.add(v)
 	c.waiting = append(c.waiting, e)
 	m.maybeSend(node, c, &rd)
@@ -238,7 +297,7 @@ func (e *entry) add(v Verification) {
 			e.parts = append(e.parts, tp)
 		}
 	}
-	e.waiters = append(e.waiters, waiter{parts: v.Partitions, done: v.Done})
+	e.waiters = append(e.waiters, waiter{v: v, parts: v.Partitions, done: v.Done})
 }
 
 // maybeSend sends c's waiting entries as one request if none is in
@@ -251,8 +310,11 @@ func (m *Manager) maybeSend(node int32, c *coordinator, rd *Ready) {
 	req.SetVersion(RequestVersion)
 	c.inflight = make(map[string]*entry, len(c.waiting))
 	for _, e := range c.waiting {
+		if e.adding {
+			req.SetVersion(AddRequestVersion)
+		}
 		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = e.id, e.pid, e.epoch, true
+		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = e.id, e.pid, e.epoch, !e.adding
 		for _, tp := range e.parts {
 			if n := len(t.Topics); n == 0 || t.Topics[n-1].Topic != tp.Topic {
 				rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
@@ -274,8 +336,10 @@ func (m *Manager) maybeSend(node int32, c *coordinator, rd *Ready) {
 // Answered completes the request id sent to node with the coordinator's
 // response, or the transport's error (a lost connection, a timeout), and
 // sends the next request to that coordinator if entries wait. An answer
-// to a request no longer in flight is ignored.
-func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnResponse, transportErr error) Ready {
+// to a request no longer in flight is ignored. An add answered
+// CONCURRENT_TRANSACTIONS for all its partitions is retried while it is
+// younger than AddRetryMaxMs at nowMs.
+func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnResponse, transportErr error, nowMs int64) Ready {
 	var rd Ready
 	c := m.coords[node]
 	if c == nil || c.inflight == nil || c.sentID != id {
@@ -296,6 +360,10 @@ func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnR
 			for i, tp := range w.parts {
 				errs[i] = codes(e.id, tp)
 			}
+			if m.retryAdd(w.v, errs, nowMs) {
+				rd.Retries = append(rd.Retries, Retry{V: w.v, AfterMs: m.cfg.AddRetryBackoffMs})
+				continue
+			}
 			rd.Completions = append(rd.Completions, Completion{Done: w.done, Errs: errs})
 		}
 	}
@@ -304,6 +372,21 @@ func (m *Manager) Answered(node int32, id uint64, resp *kmsg.AddPartitionsToTxnR
 		delete(m.coords, node)
 	}
 	return rd
+}
+
+// retryAdd reports whether the add v, answered errs, is asked again:
+// every partition CONCURRENT_TRANSACTIONS and time left before
+// AddRetryMaxMs (the next attempt's backoff included).
+func (m *Manager) retryAdd(v Verification, errs []error, nowMs int64) bool {
+	if !v.Add || len(errs) == 0 || nowMs+m.cfg.AddRetryBackoffMs-v.StartMs > m.cfg.AddRetryMaxMs {
+		return false
+	}
+	for _, err := range errs {
+		if !errors.Is(err, kerr.ConcurrentTransactions) {
+			return false
+		}
+	}
+	return true
 }
 
 // answerCodes maps a coordinator's answer to each partition's outcome,
@@ -349,25 +432,34 @@ func answerCodes(resp *kmsg.AddPartitionsToTxnResponse, transportErr error) func
 			return nil
 		case code == kerr.ProducerFenced.Code:
 			code = kerr.InvalidProducerEpoch.Code
+		case code == kerr.TransactionAbortable.Code:
+			// A v5 coordinator's "not in the transaction"; the
+			// produce answers it by its own version (ProduceError).
+			code = kerr.InvalidTxnState.Code
 		}
 		return kerr.ErrorForCode(code)
 	}
 }
 
-// OffsetCommitError is what a TxnOffsetCommit answers when the
-// verification of its __consumer_offsets partition ended with err, as
-// Kafka's GroupMetadataManager.maybeConvertOffsetCommitError converts it:
+// OffsetCommitError is what a TxnOffsetCommit of version answers when
+// the verification of its __consumer_offsets partition ended with err, as
+// Kafka's GroupMetadataManager.maybeConvertOffsetCommitError converts it
+// (INVALID_TXN_STATE is TRANSACTION_ABORTABLE from v4):
 // NETWORK_EXCEPTION becomes COORDINATOR_LOAD_IN_PROGRESS (retried without
 // a coordinator lookup), UNKNOWN_TOPIC_OR_PARTITION and NOT_ENOUGH_REPLICAS
 // COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR
 // NOT_COORDINATOR; anything else (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH,
 // CONCURRENT_TRANSACTIONS) as it is.
-func OffsetCommitError(err error) error {
+func OffsetCommitError(err error, version int16) error {
 	var ke *kerr.Error
 	if err == nil || !errors.As(err, &ke) {
 		return err
 	}
 	switch ke.Code {
+	case kerr.InvalidTxnState.Code:
+		if version >= abortableTxnOffsetCommitVersion {
+			return fmt.Errorf("%w: %v", kerr.TransactionAbortable, err)
+		}
 	case kerr.NetworkException.Code:
 		return fmt.Errorf("%w: %v", kerr.CoordinatorLoadInProgress, err)
 	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code:
@@ -378,15 +470,25 @@ func OffsetCommitError(err error) error {
 	return err
 }
 
-// ProduceError is what a produce answers for a partition whose
-// verification ended with err, as Kafka's ReplicaManager maps it:
-// INVALID_TXN_STATE says the partition was not added to the transaction;
+// Versions from which a verification's "not in the transaction" is
+// TRANSACTION_ABORTABLE (KIP-890's error 120, which these clients abort
+// on) rather than INVALID_TXN_STATE, as Kafka's AddPartitionsToTxnManager
+// answers them (its genericErrorSupported and addPartition operations).
+const (
+	abortableProduceVersion         = 11
+	abortableTxnOffsetCommitVersion = 4
+)
+
+// ProduceError is what a produce of version answers for a partition
+// whose verification ended with err, as Kafka's ReplicaManager maps it:
+// INVALID_TXN_STATE says the partition was not added to the transaction
+// (TRANSACTION_ABORTABLE from Produce v11);
 // the coordinator's retriable errors (CONCURRENT_TRANSACTIONS,
 // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 // NOT_COORDINATOR) become NOT_ENOUGH_REPLICAS, which every client retries
 // without a metadata refresh (older clients do not retry the
 // coordinator's codes on a produce); anything else is answered as it is.
-func ProduceError(err error) error {
+func ProduceError(err error, version int16) error {
 	if err == nil {
 		return nil
 	}
@@ -396,6 +498,9 @@ func ProduceError(err error) error {
 	}
 	switch ke.Code {
 	case kerr.InvalidTxnState.Code:
+		if version >= abortableProduceVersion {
+			return fmt.Errorf("%w: partition was not added to the transaction", kerr.TransactionAbortable)
+		}
 		return fmt.Errorf("%w: partition was not added to the transaction", kerr.InvalidTxnState)
 	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code,
 		kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:

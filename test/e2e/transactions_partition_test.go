@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/skein-log/skein/internal/batch"
 )
@@ -48,6 +49,17 @@ func (p *txnPartition) produce(values ...string) {
 
 // produceBatch sends one batch under the transactional id and returns the
 // partition's error.
+// produceBeforeKIP890p2 keeps a client's Produce at v11: these tests
+// write their own markers for a transaction no coordinator knows, as a
+// client before KIP-890 part 2 does with verification off; from v12 with
+// transaction.version 2 the leader adds the partition through the
+// coordinator, which knows no such transaction.
+func produceBeforeKIP890p2() kgo.Opt {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(0, 11)
+	return kgo.MaxVersions(v)
+}
+
 func (p *txnPartition) produceBatch(b []byte) error {
 	req := kmsg.NewPtrProduceRequest()
 	req.TransactionID = kmsg.StringPtr("e2e-txn")
@@ -142,7 +154,7 @@ func TestTransactionsPartitionSide(t *testing.T) {
 	const topic = "txn-partition"
 	tb.createTopic(topic, 1, nil)
 	ctx := testContext(t, 30*time.Second)
-	cl := tb.client()
+	cl := tb.client(produceBeforeKIP890p2())
 
 	init := kmsg.NewPtrInitProducerIDRequest()
 	init.TransactionTimeoutMillis = 60_000
@@ -282,7 +294,7 @@ func TestClusterTransactionSurvivesLeaderFailover(t *testing.T) {
 	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &min2}, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
-	cl := c.client()
+	cl := c.client(produceBeforeKIP890p2())
 	init := kmsg.NewPtrInitProducerIDRequest()
 	ir, err := init.RequestWith(ctx, cl)
 	if err != nil || ir.ErrorCode != 0 {

@@ -97,6 +97,7 @@ func TestTxnCoordinatorLifecycle(t *testing.T) {
 	tb.createTopic("out", 2, nil)
 	tb.createTopic("doomed", 1, nil)
 	cl := tb.client()
+	useTransactionVersion1(ctx, t, cl, 1) // version 1's rules: the epoch stays at EndTxn
 
 	if resp := initTxnProducer(ctx, t, cl, "tx", 10*60*60*1000, -1, -1); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
 		t.Fatalf("timeout above transaction.max.timeout.ms: code %d", resp.ErrorCode)

@@ -26,6 +26,7 @@ func TestTxnProduceVerifiedWithCoordinator(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	createReplicatedTopic(ctx, t, kadm.NewClient(c.client()), "tv", 3, 3, nil)
 	cl := c.client()
+	useTransactionVersion1(ctx, t, cl, 1, 2, 3) // KIP-890 part 1's verification, EndTxn keeping the epoch
 
 	p := initTxnProducer(ctx, t, cl, "tv-id", 60_000, -1, -1)
 	if p.ErrorCode != 0 {
@@ -118,8 +119,14 @@ func TestTxnProduceVerifiedWithCoordinator(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, kerr.InvalidTxnState) {
-			t.Fatalf("TxnOffsetCommit outside a transaction: %v, want INVALID_TXN_STATE", err)
+		// INVALID_TXN_STATE before v4; from v4 (which adds it) Kafka
+		// answers TRANSACTION_ABORTABLE.
+		want := kerr.InvalidTxnState
+		if resp.Version >= 4 {
+			want = kerr.TransactionAbortable
+		}
+		if !errors.Is(err, want) {
+			t.Fatalf("TxnOffsetCommit v%d outside a transaction: %v, want %v", resp.Version, err, want)
 		}
 		break
 	}
