@@ -158,8 +158,28 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		})
 	}
 	verifying := s.startTxnVerification(req, parts)
-	for _, pp := range parts {
-		if !pp.verify && !pp.refused {
+	// A transactional part queues behind its producer's earlier parts
+	// for the partition that still wait for the coordinator, and a part
+	// that waits takes its turn now, in request order (append_order.go).
+	turns := make([]*appendTurn, len(parts))
+	for i, pp := range parts {
+		if pp.refused || !pp.txnal {
+			continue
+		}
+		key := appendKey{pp.params.Topic, pp.params.Partition, verifying.ProducerID}
+		if pp.verify || s.order.waiting(key) {
+			mu.Lock()
+			pending++
+			mu.Unlock()
+			turns[i] = s.order.join(key)
+		}
+	}
+	for i, pp := range parts {
+		switch {
+		case pp.refused || pp.verify:
+		case turns[i] != nil:
+			s.order.ready(turns[i], func() { dispatch(pp); finish() })
+		default:
 			dispatch(pp)
 		}
 	}
@@ -167,25 +187,33 @@ func handleProduce(s *Server, r *Request, respond Respond) {
 		mu.Lock()
 		pending++
 		mu.Unlock()
-		waiting := make([]producePart, 0, len(verifying.Partitions))
-		for _, pp := range parts {
+		type waitingPart struct {
+			pp   producePart
+			turn *appendTurn
+		}
+		waiting := make([]waitingPart, 0, len(verifying.Partitions))
+		for i, pp := range parts {
 			if pp.verify {
-				waiting = append(waiting, pp)
+				waiting = append(waiting, waitingPart{pp, turns[i]})
 			}
 		}
 		verifying.Done = func(errs []error) {
-			for i, pp := range waiting {
+			for i, w := range waiting {
 				var err error
 				if i < len(errs) {
 					err = errs[i]
 				}
-				if err = txnverify.ProduceError(err, req.Version); err != nil {
-					mu.Lock()
-					fillPartitionError(pp.sp, err, req.Version)
-					mu.Unlock()
-					continue
-				}
-				dispatch(pp)
+				err = txnverify.ProduceError(err, req.Version)
+				s.order.ready(w.turn, func() {
+					if err != nil {
+						mu.Lock()
+						fillPartitionError(w.pp.sp, err, req.Version)
+						mu.Unlock()
+					} else {
+						dispatch(w.pp)
+					}
+					finish()
+				})
 			}
 			finish()
 		}
@@ -204,6 +232,9 @@ type producePart struct {
 	verify bool
 	// refused: answered with an error before the append.
 	refused bool
+	// txnal: the part holds transactional batches of the request's
+	// producer (set when its verification applies).
+	txnal bool
 }
 
 // startTxnVerification applies KIP-890 part 1
@@ -268,6 +299,7 @@ func (s *Server) startTxnVerification(req *kmsg.ProduceRequest, parts []produceP
 			continue
 		}
 		pp := &parts[i]
+		pp.txnal = true
 		guard, need, err := s.Backend.StartTxnVerification(pp.params.Topic, pp.params.Partition, v.ProducerID, v.Epoch, tv2)
 		switch {
 		case err != nil:

@@ -138,6 +138,9 @@ type Server struct {
 	Log     *slog.Logger
 	// OnDenied, if set, counts an authorization denial.
 	OnDenied func(authz.ResourceType)
+	// order keeps a producer's transactional appends in request order
+	// while some wait for their coordinator (append_order.go).
+	order appendOrder
 }
 
 // Serve runs the handler for a request whose version was already checked
