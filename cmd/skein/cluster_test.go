@@ -163,7 +163,7 @@ func startTestCluster(t *testing.T, n int) []*node.Broker {
 
 // startClusterOf starts one in-process node per entry of props and waits
 // until every broker registered.
-func startClusterOf(t *testing.T, props []map[string]string) []*node.Broker {
+func startClusterOf(t testing.TB, props []map[string]string) []*node.Broker {
 	t.Helper()
 	out := make([]*node.Broker, len(props))
 	for i := range out {

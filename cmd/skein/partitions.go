@@ -43,8 +43,8 @@ func runReassign(ctx context.Context, args []string, s streams) error {
 	rf := fs.Int("replication-factor", 0, "--generate: the new replication factor (default: each partition keeps its own)")
 	plan := fs.String("plan", "", "--execute, --verify, --cancel: the reassignment JSON file (kafka-reassign-partitions' format)")
 	fs.StringVar(plan, "reassignment-json-file", "", "the same as --plan (kafka-reassign-partitions' name)")
-	throttle := fs.Int64("throttle", -1, "--execute: throttle the copying to this many bytes/s: sets the moving partitions' leader/follower.replication.throttled.replicas; the brokers' *.replication.throttled.rate are static properties, checked against it")
-	preserve := fs.Bool("preserve-throttles", false, "--verify: keep the throttled-replicas lists when every reassignment of the plan completed")
+	throttle := fs.Int64("throttle", -1, "--execute: throttle the copying to this many bytes/s: sets the moving partitions' leader/follower.replication.throttled.replicas and the leader/follower.replication.throttled.rate of the brokers involved (dynamic broker configs); --verify removes them once the moves complete")
+	preserve := fs.Bool("preserve-throttles", false, "--verify: keep the throttle (rates and throttled-replicas lists) when every reassignment of the plan completed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 		}
 	}
 	if done && clearThrottles {
-		return clearThrottleLists(ctx, adm, out, planTopics(p))
+		return removeThrottles(ctx, adm, out, planTopics(p))
 	}
 	return nil
 }

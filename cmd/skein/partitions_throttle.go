@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -20,14 +21,25 @@ const (
 	followerThrottledRate     = "follower.replication.throttled.rate"
 )
 
-// setThrottles sets the throttled-replicas lists of the plan's copying
-// partitions (IncrementalAlterConfigs SET, per topic, as
-// kafka-reassign-partitions --throttle) and checks the brokers' rates.
-// Kafka's tool also sets the rates on each broker; in Skein they are
-// static properties, so a broker whose rate differs from rate is named
-// and the lists still apply at that broker's configured rate.
+// setThrottles throttles the plan's copying as kafka-reassign-partitions
+// --execute --throttle does: it sets the throttled-replicas lists of the
+// copying partitions (IncrementalAlterConfigs SET, per topic) and both
+// rates, leader.replication.throttled.rate and
+// follower.replication.throttled.rate, as dynamic configs of every broker
+// that sends or receives a copy (IncrementalAlterConfigs SET on each
+// broker's resource), which apply at once.
 func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, current, target []reassignplan.Assignment, rate int64) error {
 	byTopic, brokers := reassignplan.Throttles(current, target)
+	if len(brokers) > 0 {
+		value := strconv.FormatInt(rate, 10)
+		res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: leaderThrottledRate, Value: &value},
+			{Op: kadm.SetConfig, Name: followerThrottledRate, Value: &value},
+		}, brokers...)
+		if err = firstAlterError(res, err); err != nil {
+			return fmt.Errorf("set the throttle rates of brokers %s: %w", int32List(brokers), explainError(err))
+		}
+	}
 	topics := make([]string, 0, len(byTopic))
 	for t := range byTopic {
 		topics = append(topics, t)
@@ -39,58 +51,54 @@ func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, current,
 			{Op: kadm.SetConfig, Name: leaderThrottledReplicas, Value: &th.Leader},
 			{Op: kadm.SetConfig, Name: followerThrottledReplicas, Value: &th.Follower},
 		}, topic)
-		if err == nil {
-			for _, r := range res {
-				if r.Err != nil {
-					err = withBrokerMessage(r.Err, r.ErrMessage)
-				}
-			}
-		}
-		if err != nil {
+		if err = firstAlterError(res, err); err != nil {
 			return fmt.Errorf("throttle %s: %w", topic, explainError(err))
 		}
 	}
-	if len(brokers) == 0 {
-		return nil
-	}
-	configs, err := adm.DescribeBrokerConfigs(ctx, brokers...)
-	if err != nil {
-		return fmt.Errorf("describe broker configs: %w", explainError(err))
-	}
-	want := strconv.FormatInt(rate, 10)
-	for _, rc := range configs {
-		if rc.Err != nil {
-			fmt.Fprintf(out, "Warning: broker %s: cannot read its throttle rates: %v\n", rc.Name, withBrokerMessage(rc.Err, rc.ErrMessage))
-			continue
-		}
-		for _, c := range rc.Configs {
-			if c.Key != leaderThrottledRate && c.Key != followerThrottledRate {
-				continue
-			}
-			if got := c.MaybeValue(); got != want {
-				fmt.Fprintf(out, "Warning: broker %s has %s=%s, not %s: the rate is a static broker property in Skein; set it in server.properties and restart the broker.\n", rc.Name, c.Key, got, want)
-			}
-		}
-	}
-	fmt.Fprintf(out, "The inter-broker throttle limit is %d B/s on the moving replicas.\nWarning: run --verify until the reassignment completes, so that the throttle is removed.\n", rate)
+	fmt.Fprintf(out, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.\nThe inter-broker throttle limit was set to %d B/s\n", rate)
 	return nil
 }
 
-// clearThrottleLists deletes the throttled-replicas lists of topics once
-// their reassignments completed, as kafka-reassign-partitions --verify.
-func clearThrottleLists(ctx context.Context, adm *kadm.Client, out io.Writer, topics []string) error {
-	res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+// firstAlterError is err, else the first resource's error with the
+// broker's message.
+func firstAlterError(res kadm.AlterConfigsResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %w", r.Name, withBrokerMessage(r.Err, r.ErrMessage))
+		}
+	}
+	return nil
+}
+
+// removeThrottles removes the throttle once the plan's reassignments
+// completed, as kafka-reassign-partitions --verify: the rates from every
+// broker of the cluster (a dynamic value set on a broker is deleted, so
+// its static one applies again) and the throttled-replicas lists of the
+// plan's topics.
+func removeThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, topics []string) error {
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("remove throttle: list brokers: %w", explainError(err))
+	}
+	brokers := md.Brokers.NodeIDs()
+	slices.Sort(brokers)
+	fmt.Fprintf(out, "Clearing broker-level throttles on brokers %s\n", int32List(brokers))
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: leaderThrottledRate},
+		{Op: kadm.DeleteConfig, Name: followerThrottledRate},
+	}, brokers...)
+	if err = firstAlterError(res, err); err != nil {
+		return fmt.Errorf("remove throttle rates: %w", explainError(err))
+	}
+	fmt.Fprintf(out, "Clearing topic-level throttles on %s %s\n", plural(len(topics), "topic"), strings.Join(topics, ","))
+	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
 		{Op: kadm.DeleteConfig, Name: leaderThrottledReplicas},
 		{Op: kadm.DeleteConfig, Name: followerThrottledReplicas},
 	}, topics...)
-	if err == nil {
-		for _, r := range res {
-			if r.Err != nil {
-				err = fmt.Errorf("%s: %w", r.Name, withBrokerMessage(r.Err, r.ErrMessage))
-			}
-		}
-	}
-	if err != nil {
+	if err = firstAlterError(res, err); err != nil {
 		return fmt.Errorf("remove throttle: %w", explainError(err))
 	}
 	fmt.Fprintln(out, "Throttle was removed.")

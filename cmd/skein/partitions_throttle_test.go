@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -16,72 +17,73 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/node"
 	"github.com/skein-log/skein/internal/reassignplan"
 	"github.com/skein-log/skein/internal/testcluster"
 )
 
-// throttleTestRate is the brokers' static leader/follower rate in the
-// throttle test: 1 MiB/s.
-const throttleTestRate = 1 << 20
+// staticFollowerRate is broker 3's follower.replication.throttled.rate in
+// server.properties in TestPartitionsReassignThrottle: the dynamic rate
+// --throttle sets wins over it, and it applies again once --verify
+// removed the throttle.
+const staticFollowerRate = 123456
 
-// throttleTestBytes is what each moved partition holds: enough that a
-// throttled copy takes seconds.
-const throttleTestBytes = 4 << 20
-
-// TestPartitionsReassignThrottle (issue 15): adding a replica to a
-// partition of 4 MiB copies unthrottled without --throttle; with
-// --throttle the copy cannot beat 1 MiB/s, whether the leader's rate
-// (brokers 1 and 2) or the follower's (brokers 3 and 4) is the one set:
-// the new replica joins (the reassignment completes) no sooner than a
-// loose lower bound derived from the rate. --execute --throttle sets the
-// partition's throttled-replicas lists and names the brokers whose static
-// rates differ; the --verify that sees the move completed removes the
-// lists. Only the lower bound is asserted; the measured rates are logged.
+// TestPartitionsReassignThrottle (issue 15), as kafka-reassign-partitions
+// --throttle: --execute sets leader/follower.replication.throttled.rate
+// as dynamic configs of the brokers a copy runs between (DescribeConfigs
+// shows DYNAMIC_BROKER_CONFIG, and their throttles run at it at once: the
+// configured limiter, read from skein_replication_throttle_rate_bytes) and
+// the partition's throttled-replicas lists; the --verify that sees the
+// move completed deletes the rates on every broker (broker 3 falls back to
+// its static rate) and the lists. How fast a throttled copy runs is
+// measured by BenchmarkReassignThrottledCatchUp, not asserted here.
 func TestPartitionsReassignThrottle(t *testing.T) {
-	rate := strconv.Itoa(throttleTestRate)
-	props := testcluster.Props(t, testcluster.Combine(4), map[string]string{"offsets.topic.num.partitions": "1"})
-	props[0]["leader.replication.throttled.rate"] = rate
-	props[1]["leader.replication.throttled.rate"] = rate
-	props[2]["follower.replication.throttled.rate"] = rate
-	props[3]["follower.replication.throttled.rate"] = rate
-	addr := startClusterOf(t, props)[0].Addr("PLAINTEXT")
+	props := testcluster.Props(t, testcluster.Combine(3), map[string]string{"offsets.topic.num.partitions": "1"})
+	props[2]["follower.replication.throttled.rate"] = strconv.Itoa(staticFollowerRate)
+	brokers := startClusterOf(t, props)
+	addr := brokers[0].Addr("PLAINTEXT")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const rate = 8 << 20
+	adm, file := fillAndPlan(t, ctx, addr, "moving", 1, 3, 1<<20)
 
-	unthrottled := moveAndTime(t, addr, "fast", 1, 2, false)
-	byLeader := moveAndTime(t, addr, "by-leader", 1, 2, true)
-	byFollower := moveAndTime(t, addr, "by-follower", 3, 4, true)
-	mib := func(d time.Duration) float64 { return float64(throttleTestBytes) / (1 << 20) / d.Seconds() }
-	// The bucket lets one second's worth through at once; the rate past
-	// it is the steady one.
-	steady := func(d time.Duration) float64 {
-		return float64(throttleTestBytes-throttleTestRate) / (1 << 20) / d.Seconds()
+	out := mustRun(t, runPartitions, "", "reassign", "--execute", "--plan", file, "-b", addr, "--throttle", strconv.Itoa(rate))
+	if !strings.Contains(out, "Successfully started partition reassignments for moving-0") ||
+		!strings.Contains(out, fmt.Sprintf("The inter-broker throttle limit was set to %d B/s", rate)) {
+		t.Fatalf("execute --throttle:\n%s", out)
 	}
-	t.Logf("catch-up of %d MiB: unthrottled %v (%.1f MiB/s); leader throttled at 1 MiB/s %v (%.2f MiB/s, %.2f past the 1 MiB burst); follower throttled %v (%.2f MiB/s, %.2f past the burst)",
-		throttleTestBytes>>20, unthrottled, mib(unthrottled), byLeader, mib(byLeader), steady(byLeader), byFollower, mib(byFollower), steady(byFollower))
-
-	// The copy may run one second's burst and one batch ahead of the
-	// rate; half of the rest at the rate is a bound no scheduling breaks.
-	floor := time.Duration(float64(throttleTestBytes-2<<20) / throttleTestRate * 0.5 * float64(time.Second))
-	for name, took := range map[string]time.Duration{"leader": byLeader, "follower": byFollower} {
-		if took < floor {
-			t.Errorf("%s-throttled copy of %d bytes took %v, faster than the floor %v a 1 MiB/s throttle allows", name, throttleTestBytes, took, floor)
+	for _, b := range []int32{1, 3} {
+		for _, key := range []string{leaderThrottledRate, followerThrottledRate} {
+			requireRate(t, ctx, adm, b, key, strconv.Itoa(rate), kmsg.ConfigSourceDynamicBrokerConfig)
 		}
 	}
+	requireRate(t, ctx, adm, 2, leaderThrottledRate, "9223372036854775807", kmsg.ConfigSourceDefaultConfig)
+	awaitLimiter(t, ctx, brokers[0], "leader", rate)
+	awaitLimiter(t, ctx, brokers[2], "follower", rate)
+	waitThrottleLists(t, ctx, adm, "moving", map[string]string{leaderThrottledReplicas: "0:1", followerThrottledReplicas: "0:3"}, "--execute")
+
+	out = verifyUntilCompleted(t, ctx, file, addr)
+	if !strings.Contains(out, "Clearing broker-level throttles on brokers 1,2,3") || !strings.Contains(out, "Throttle was removed.") {
+		t.Fatalf("verify of a completed move did not remove the throttle:\n%s", out)
+	}
+	requireRate(t, ctx, adm, 1, leaderThrottledRate, "9223372036854775807", kmsg.ConfigSourceDefaultConfig)
+	requireRate(t, ctx, adm, 3, followerThrottledRate, strconv.Itoa(staticFollowerRate), kmsg.ConfigSourceStaticBrokerConfig)
+	awaitLimiter(t, ctx, brokers[0], "leader", 9223372036854775807)
+	awaitLimiter(t, ctx, brokers[2], "follower", staticFollowerRate)
+	waitThrottleLists(t, ctx, adm, "moving", map[string]string{}, "--verify")
 }
 
-// moveAndTime creates topic with one replica on leader, fills it with
-// throttleTestBytes, adds a replica on follower with skein partitions
-// reassign (--throttle at the test rate when throttle is set) and returns
-// how long from --execute until --verify saw the move completed.
-func moveAndTime(t *testing.T, addr, topic string, leader, follower int32, throttle bool) time.Duration {
+// fillAndPlan creates topic with one replica on leader, fills it with
+// size bytes (uncompressed: the bytes copied are the bytes produced) and
+// writes a plan that adds a replica on follower.
+func fillAndPlan(t testing.TB, ctx context.Context, addr, topic string, leader, follower int32, size int) (*kadm.Client, string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(256<<10),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	t.Cleanup(cl.Close)
 	create := kmsg.NewPtrCreateTopicsRequest()
 	ct := kmsg.NewCreateTopicsRequestTopic()
 	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
@@ -97,59 +99,106 @@ func moveAndTime(t *testing.T, addr, topic string, leader, follower int32, throt
 	if err != nil {
 		t.Fatalf("create %s on broker %d: %v", topic, leader, err)
 	}
-	// Not compressed: the bytes copied are the bytes produced.
 	value := make([]byte, 32<<10)
 	var records []*kgo.Record
-	for range throttleTestBytes / len(value) {
+	for range size / len(value) {
 		records = append(records, &kgo.Record{Value: value})
 	}
 	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	adm := kadm.NewClient(cl)
 	file := filepath.Join(t.TempDir(), "plan.json")
 	plan := reassignplan.Format([]reassignplan.Assignment{{Topic: topic, Partition: 0, Replicas: []int32{leader, follower}}})
 	if err := os.WriteFile(file, plan, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return kadm.NewClient(cl), file
+}
 
-	args := []string{"reassign", "--execute", "--plan", file, "-b", addr}
-	if throttle {
-		args = append(args, "--throttle", strconv.Itoa(throttleTestRate))
-	}
-	start := time.Now()
-	out := mustRun(t, runPartitions, "", args...)
-	if !strings.Contains(out, "Successfully started partition reassignments for "+topic+"-0") {
-		t.Fatalf("execute:\n%s", out)
-	}
-	if throttle {
-		// Each pair of brokers has only one of the two rates set.
-		if !strings.Contains(out, "The inter-broker throttle limit is") || !strings.Contains(out, fmt.Sprintf("Warning: broker %d has ", follower)) {
-			t.Fatalf("execute --throttle:\n%s", out)
-		}
-		want := map[string]string{
-			"leader.replication.throttled.replicas":   fmt.Sprintf("0:%d", leader),
-			"follower.replication.throttled.replicas": fmt.Sprintf("0:%d", follower),
-		}
-		waitThrottleLists(t, ctx, adm, topic, want, "--execute")
-	}
+// verifyUntilCompleted runs --verify until it says the move completed and
+// returns that output.
+func verifyUntilCompleted(t testing.TB, ctx context.Context, file, addr string) string {
+	t.Helper()
 	for {
-		out = mustRun(t, runPartitions, "", "reassign", "--verify", "--plan", file, "-b", addr)
-		if strings.Contains(out, "is completed.") {
-			break
+		var out bytes.Buffer
+		err := runPartitions(ctx, []string{"reassign", "--verify", "--plan", file, "-b", addr}, streams{in: strings.NewReader(""), out: &out, err: &out})
+		if err != nil {
+			t.Fatalf("--verify: %v\n%s", err, out.String())
+		}
+		if strings.Contains(out.String(), "is completed.") {
+			return out.String()
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("never completed:\n%s", out)
+			t.Fatalf("never completed:\n%s", out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	took := time.Since(start)
-	if !strings.Contains(out, "Throttle was removed.") {
-		t.Fatalf("verify of a completed move did not remove the throttle:\n%s", out)
+}
+
+// requireRate checks a broker's rate and its source, as that broker
+// describes it.
+func requireRate(t *testing.T, ctx context.Context, adm *kadm.Client, broker int32, key, value string, source kmsg.ConfigSource) {
+	t.Helper()
+	rcs, err := adm.DescribeBrokerConfigs(ctx, broker)
+	if err != nil {
+		t.Fatal(err)
 	}
-	waitThrottleLists(t, ctx, adm, topic, map[string]string{}, "--verify")
-	return took
+	rc, err := rcs.On(strconv.Itoa(int(broker)), nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe broker %d: %v %v", broker, err, rc.Err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == key {
+			if c.MaybeValue() != value || c.Source != source {
+				t.Errorf("broker %d %s = %s from %s, want %s from %s", broker, key, c.MaybeValue(), c.Source, value, source)
+			}
+			return
+		}
+	}
+	t.Errorf("broker %d describes no %s", broker, key)
+}
+
+// awaitLimiter waits until b's throttle of side runs at rate (its image
+// may trail the controller's by a moment).
+func awaitLimiter(t testing.TB, ctx context.Context, b *node.Broker, side string, rate float64) {
+	t.Helper()
+	for {
+		got := throttleMetric(t, b, "skein_replication_throttle_rate_bytes", side)
+		if got == rate {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s throttle of broker %s runs at %v B/s, want %v", side, b.Addr("PLAINTEXT"), got, rate)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// throttleMetric reads name{side=side} from b's registry, -1 if absent.
+func throttleMetric(t testing.TB, b *node.Broker, name, side string) float64 {
+	t.Helper()
+	mfs, err := b.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "side" && l.GetValue() == side {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // waitThrottleLists waits until the topic's non-empty throttled-replicas

@@ -30,15 +30,24 @@ func runPerfConsume(ctx context.Context, args []string, s streams) error {
 	messages := fs.Int64("messages", 100_000, "records to consume")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	isolation := fs.String("isolation-level", "read_uncommitted", "isolation.level: read_uncommitted, or read_committed (only committed transactions, up to the last stable offset)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	level := kgo.ReadUncommitted()
+	switch *isolation {
+	case "read_uncommitted":
+	case "read_committed":
+		level = kgo.ReadCommitted()
+	default:
+		return fmt.Errorf("--isolation-level %q: want read_uncommitted or read_committed", *isolation)
 	}
 	opts, err := bootstrap.opts()
 	if err != nil {
 		return err
 	}
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(*topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchIsolationLevel(level))...)
 	if err != nil {
 		return err
 	}
@@ -63,7 +72,7 @@ func runPerfConsume(ctx context.Context, args []string, s streams) error {
 		})
 	}
 	secs := time.Since(start).Seconds()
-	res := map[string]any{"records": n, "bytes": bytes, "seconds": secs,
+	res := map[string]any{"records": n, "bytes": bytes, "seconds": secs, "isolation_level": *isolation,
 		"records_per_sec": float64(n) / secs, "mb_per_sec": float64(bytes) / secs / (1 << 20)}
 	if *asJSON {
 		return json.NewEncoder(out).Encode(res)

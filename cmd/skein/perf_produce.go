@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,22 +39,30 @@ type perfProduceFlags struct {
 	duration, linger                        time.Duration
 	latency, asJSON                         bool
 	configs                                 keyValuesFlag
+	// transactionalID (Kafka's --transactional-id) makes the producers
+	// transactional, producer p with id "<transactionalID>-<p>", each
+	// committing a transaction every transactionSize of its records.
+	transactionalID string
+	transactionSize int
 }
 
 // perfResult is the summary of one run; --json prints it as one line.
 type perfResult struct {
-	Label         string  `json:"label,omitempty"`
-	Mode          string  `json:"mode"` // "throughput" or "fixed-rate"
-	Topic         string  `json:"topic"`
-	Producers     int     `json:"producers"`
-	RecordSize    int     `json:"record_size"`
-	Acks          string  `json:"acks"`
-	TargetPerSec  float64 `json:"target_records_per_sec,omitempty"`
-	Records       int64   `json:"records"`
-	Errors        int64   `json:"errors"`
-	Seconds       float64 `json:"seconds"`
-	RecordsPerSec float64 `json:"records_per_sec"`
-	MBPerSec      float64 `json:"mb_per_sec"` // MiB of record values per second
+	Label      string `json:"label,omitempty"`
+	Mode       string `json:"mode"` // "throughput" or "fixed-rate"
+	Topic      string `json:"topic"`
+	Producers  int    `json:"producers"`
+	RecordSize int    `json:"record_size"`
+	Acks       string `json:"acks"`
+	// TransactionSize is the records per committed transaction (0: not
+	// transactional).
+	TransactionSize int     `json:"transaction_size,omitempty"`
+	TargetPerSec    float64 `json:"target_records_per_sec,omitempty"`
+	Records         int64   `json:"records"`
+	Errors          int64   `json:"errors"`
+	Seconds         float64 `json:"seconds"`
+	RecordsPerSec   float64 `json:"records_per_sec"`
+	MBPerSec        float64 `json:"mb_per_sec"` // MiB of record values per second
 	// Latencies, from when a record was due (fixed rate: its slot in the
 	// schedule, so a stalled broker is not hidden by the client sending
 	// less) or handed to the client, to its acknowledgement. Absent when
@@ -86,6 +95,8 @@ func runPerfProduce(ctx context.Context, args []string, s streams) error {
 	fs.IntVar(&f.partitions, "partitions", 0, "create the topic first with this many partitions (0: produce to it as it is)")
 	fs.IntVar(&f.replicationFactor, "replication-factor", -1, "with --partitions: replicas per partition (-1: the broker default)")
 	fs.Var(&f.configs, "config", "with --partitions: topic property key=value (repeatable)")
+	fs.StringVar(&f.transactionalID, "transactional-id", "", "transactional.id prefix: each producer is transactional (id <prefix>-<n>) and commits a transaction every --transaction-size records")
+	fs.IntVar(&f.transactionSize, "transaction-size", 1000, "with --transactional-id: records per transaction, per producer")
 	fs.StringVar(&f.label, "label", "", "name of the run, copied into the JSON line")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as one JSON line (and no progress lines)")
 	if err := fs.Parse(args); err != nil {
@@ -158,6 +169,9 @@ func (f *perfProduceFlags) check() (float64, error) {
 	}
 	if f.numRecords <= 0 {
 		return 0, errors.New("--num-records must be positive")
+	}
+	if f.transactionalID != "" && (f.transactionSize < 1 || f.transactionSize > f.buffered || f.acks != "all") {
+		return 0, errors.New("--transactional-id needs --acks all and a --transaction-size between 1 and --buffered-records (a transaction's records are buffered until it commits)")
 	}
 	return perSec, nil
 }
@@ -232,9 +246,15 @@ func runProducers(ctx context.Context, f *perfProduceFlags, perSec float64, prog
 		return perfResult{}, nil, err
 	}
 	opts = append(append(opts, ackOpt...), kgo.ProducerBatchCompression(codec))
+	txnSize := 0
 	clients := make([]*kgo.Client, f.producers)
 	for i := range clients {
-		if clients[i], err = kgo.NewClient(opts...); err != nil {
+		copts := opts
+		if f.transactionalID != "" {
+			txnSize = f.transactionSize
+			copts = append(slices.Clone(opts), kgo.TransactionalID(fmt.Sprintf("%s-%d", f.transactionalID, i)))
+		}
+		if clients[i], err = kgo.NewClient(copts...); err != nil {
 			return perfResult{}, nil, err
 		}
 		defer clients[i].Close()
@@ -259,7 +279,7 @@ func runProducers(ctx context.Context, f *perfProduceFlags, perSec float64, prog
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[p] = produceShare(ctx, cl, run, value, n, perSec/float64(f.producers), start)
+			errs[p] = produceShare(ctx, cl, run, value, n, perSec/float64(f.producers), txnSize, start)
 		}()
 	}
 	wg.Wait()
@@ -273,7 +293,8 @@ func runProducers(ctx context.Context, f *perfProduceFlags, perSec float64, prog
 	}
 	res := perfResult{
 		Label: f.label, Mode: "throughput", Topic: f.topic, Producers: f.producers, RecordSize: f.recordSize, Acks: f.acks,
-		Records: run.acked.Load(), Errors: run.failed.Load(), Seconds: elapsed.Seconds(),
+		TransactionSize: txnSize,
+		Records:         run.acked.Load(), Errors: run.failed.Load(), Seconds: elapsed.Seconds(),
 	}
 	if perSec > 0 {
 		res.Mode, res.TargetPerSec = "fixed-rate", perSec
@@ -289,8 +310,11 @@ func runProducers(ctx context.Context, f *perfProduceFlags, perSec float64, prog
 }
 
 // produceShare sends one producer's n records, at perSec records per
-// second when that is positive, and waits for all of them.
-func produceShare(ctx context.Context, cl *kgo.Client, run *perfRun, value []byte, n int64, perSec float64, start time.Time) error {
+// second when that is positive, and waits for all of them. With txnSize
+// (a transactional client), every txnSize records (and the rest at the
+// end) are one transaction, flushed and committed before the next
+// begins, as Kafka's producer perf test commits.
+func produceShare(ctx context.Context, cl *kgo.Client, run *perfRun, value []byte, n int64, perSec float64, txnSize int, start time.Time) error {
 	pool := &sync.Pool{New: func() any { return new(kgo.Record) }}
 	done := run.done(pool)
 	var interval float64
@@ -300,6 +324,16 @@ func produceShare(ctx context.Context, cl *kgo.Client, run *perfRun, value []byt
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for i := int64(0); i < n && ctx.Err() == nil; i++ {
+		if txnSize > 0 && i%int64(txnSize) == 0 {
+			if i > 0 {
+				if err := commitPerfTxn(ctx, cl); err != nil {
+					return err
+				}
+			}
+			if err := cl.BeginTransaction(); err != nil {
+				return fmt.Errorf("begin transaction: %w", err)
+			}
+		}
 		rec := pool.Get().(*kgo.Record)
 		*rec = kgo.Record{Value: value}
 		if interval > 0 {
@@ -318,8 +352,25 @@ func produceShare(ctx context.Context, cl *kgo.Client, run *perfRun, value []byt
 		}
 		cl.Produce(ctx, rec, done)
 	}
+	if txnSize > 0 {
+		if err := commitPerfTxn(ctx, cl); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
 	if err := cl.Flush(ctx); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+// commitPerfTxn flushes the open transaction's records and commits it.
+func commitPerfTxn(ctx context.Context, cl *kgo.Client) error {
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
 }

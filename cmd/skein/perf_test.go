@@ -59,6 +59,28 @@ func TestPerfProduceThroughputRecordsNoLatency(t *testing.T) {
 	}
 }
 
+// TestPerfTransactionalProduceReadCommitted: two transactional producers
+// commit transactions of 40 records (the last of each one shorter), and a
+// read_committed consume reads every record; an unknown isolation level is
+// refused.
+func TestPerfTransactionalProduceReadCommitted(t *testing.T) {
+	addr := startTestBroker(t)
+	out := mustRun(t, runPerf, "", "produce", "-b", addr, "--topic", "ptx", "--partitions", "3", "--producers", "2",
+		"--num-records", "500", "--record-size", "10", "--transactional-id", "perf-t", "--transaction-size", "40", "--json")
+	var res perfResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Records != 500 || res.Errors != 0 || res.TransactionSize != 40 {
+		t.Fatalf("produce: %v %+v", err, res)
+	}
+	var got map[string]any
+	cons := mustRun(t, runPerf, "", "consume", "-b", addr, "--topic", "ptx", "--messages", "500", "--isolation-level", "read_committed", "--json")
+	if err := json.Unmarshal([]byte(cons), &got); err != nil || got["records"].(float64) != 500 || got["isolation_level"] != "read_committed" {
+		t.Fatalf("consume: %v %s", err, cons)
+	}
+	if r := runCLI(t, runPerf, "", "consume", "-b", addr, "--topic", "ptx", "--isolation-level", "committed"); r.err == nil {
+		t.Fatal("--isolation-level committed accepted")
+	}
+}
+
 func TestPerfProduceFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--throughput", "10", "--rate-mb", "1"},
@@ -66,6 +88,8 @@ func TestPerfProduceFlagErrors(t *testing.T) {
 		{"--config", "retention.ms=1"},
 		{"--producers", "0"},
 		{"--num-records", "0"},
+		{"--transactional-id", "x", "--acks", "1"},
+		{"--transactional-id", "x", "--transaction-size", "0"},
 	} {
 		r := runCLI(t, runPerf, "", append([]string{"produce", "-b", "127.0.0.1:1"}, args...)...)
 		if r.err == nil {

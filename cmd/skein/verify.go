@@ -30,6 +30,7 @@ func parseVerifyFlags(args []string, s streams, now time.Time) (*chaos.Config, e
 	workload := fs.String("workload", "plain", "plain: idempotent (or not) producers, assigned consumers and a group; txn: transactional producers (some transactions aborted on purpose, chosen by the seed) and read_committed consumers, checked for all-or-nothing transactions")
 	acks := fs.String("acks", "all", "producer acks: all, 1 or 0")
 	fs.BoolVar(&cfg.Idempotent, "idempotent", true, "idempotent producers (needs --acks all)")
+	fs.BoolVar(&cfg.ClientDebug, "client-debug", false, "with --workload txn: franz-go debug logs of the transactional clients in <out>/client-N.log, and goroutine dumps of this process and of each local broker (run with admin.pprof.enable) in <out>/unanswered-*.txt when a transaction's records go unanswered")
 	fs.IntVar(&cfg.Partitions, "partitions", 3, "partitions of the topic")
 	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", 3, "replication factor of the topic")
 	fs.IntVar(&cfg.MinInsync, "min-insync-replicas", 2, "min.insync.replicas of the topic")

@@ -276,6 +276,16 @@ func (s *Server) startTxnVerification(req *kmsg.ProduceRequest, parts []produceP
 		case need:
 			pp.verify = true
 			pp.params.VerificationGuard = guard
+			// The append waits for the coordinator's answer, after this
+			// handler returns, and the connection recycles the request's
+			// frame then (a Produce frame goes back to the pool once its
+			// handler returns): the batches must not point into it, or a
+			// request read meanwhile overwrites them and the log gets its
+			// bytes (seen as CRC mismatches in the log, and batches of
+			// another producer refused INVALID_TXN_STATE).
+			for j, b := range pp.params.Batches {
+				pp.params.Batches[j] = slices.Clone(b)
+			}
 			v.Partitions = append(v.Partitions, txn.TopicPartition{Topic: pp.name, Partition: pp.params.Partition})
 		}
 	}

@@ -2,10 +2,14 @@ package api
 
 // DescribeConfigs: versions 1-4. Topic resources list every topic config
 // with its effective value and where it came from (topic override, broker
-// static config, default), with synonyms when asked. Broker resources list
-// the broker's own properties.
+// static config, default), with synonyms when asked. A broker's resource
+// (its id) lists its properties with their dynamic values from the
+// metadata image (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG)
+// over the static ones; the resource "" lists the cluster-wide dynamic
+// defaults only, as Kafka answers kafka-configs --entity-default.
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
@@ -51,12 +56,18 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 				res.ErrorMessage = ErrorMessage(err)
 			}
 		case resourceBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.Backend.NodeID())) {
+			dyn := config.DynamicOf(s.Backend.Image(), s.Backend.NodeID())
+			switch rr.ResourceName {
+			case metadata.ClusterDefaultBroker:
+				entries = config.DescribeBrokerDefault(s.Backend.Config(), dyn)
+			case strconv.Itoa(int(s.Backend.NodeID())):
+				entries = config.DescribeBroker(s.Backend.Config(), dyn)
+			default:
+				// Kafka: "Unexpected broker id, expected N or empty
+				// string"; admin clients send a broker's resource to it.
 				res.ErrorCode = kerr.InvalidRequest.Code
-				res.ErrorMessage = kmsg.StringPtr("describe the configs of another broker through that broker")
-				break
+				res.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unexpected broker id %q, expected %d or empty string: describe the configs of another broker through that broker", rr.ResourceName, s.Backend.NodeID()))
 			}
-			entries = config.DescribeBroker(s.Backend.Config())
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code
 			res.ErrorMessage = kmsg.StringPtr("unsupported resource type " + strconv.Itoa(int(rr.ResourceType)))

@@ -1,9 +1,12 @@
 package api
 
-// IncrementalAlterConfigs: versions 0-1. SET and DELETE on topic configs;
-// APPEND and SUBTRACT apply to list-valued configs (cleanup.policy).
+// IncrementalAlterConfigs: versions 0-1. SET and DELETE on topic configs
+// and on the dynamic configs of broker resources (a broker id, or "" for
+// the cluster-wide default); APPEND and SUBTRACT apply to list-valued
+// configs (cleanup.policy). Forwarded to the active controller.
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -11,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
-	"github.com/skein-log/skein/internal/metadata"
 )
 
 func init() {
@@ -34,9 +36,9 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
 		err := s.configResourceDenied(r, authz.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
-		var t *metadata.Topic
+		var target configTarget
 		if err == nil {
-			t, err = s.alterableTopic(rr.ResourceType, rr.ResourceName)
+			target, err = s.alterableConfigs(rr.ResourceType, rr.ResourceName)
 		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
@@ -44,7 +46,7 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 			continue
 		}
 		set := map[string]*string{}
-		var bad *kerr.Error
+		var bad error
 		for _, c := range rr.Configs {
 			switch c.Op {
 			case opSet:
@@ -52,7 +54,12 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 			case opDelete:
 				set[c.Name] = nil
 			case opAppend, opSubtract:
-				cur := splitList(t.Configs[c.Name])
+				if !target.list(c.Name) {
+					// Kafka: InvalidConfigurationException.
+					bad = fmt.Errorf("%w: config value append or subtract is not allowed for %s, which is not a list", kerr.InvalidConfig, c.Name)
+					continue
+				}
+				cur := splitList(target.current[c.Name])
 				var arg []string
 				if c.Value != nil {
 					arg = splitList(*c.Value)
@@ -74,7 +81,7 @@ func handleIncrementalAlterConfigs(s *Server, r *Request, respond Respond) {
 		if bad != nil {
 			err = bad
 		} else {
-			err = s.alterTopicConfigs(rr.ResourceName, set, req.ValidateOnly)
+			err = target.alter(set, req.ValidateOnly)
 		}
 		res.ErrorCode = ErrorCode(err)
 		res.ErrorMessage = ErrorMessage(err)

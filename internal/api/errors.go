@@ -52,15 +52,8 @@ func init() {
 			return 0, false
 		},
 		func(err error) (int16, bool) {
-			switch {
-			case errors.Is(err, producer.ErrOutOfOrderSequence):
-				return kerr.OutOfOrderSequenceNumber.Code, true
-			case errors.Is(err, producer.ErrInvalidProducerEpoch):
-				return kerr.InvalidProducerEpoch.Code, true
-			case errors.Is(err, producer.ErrInvalidTxnState), errors.Is(err, producer.ErrNotVerified):
-				return kerr.InvalidTxnState.Code, true
-			case errors.Is(err, producer.ErrCoordinatorFenced):
-				return kerr.TransactionCoordinatorFenced.Code, true
+			if ke, ok := producer.KafkaError(err); ok {
+				return ke.Code, true
 			}
 			var cfgErr *config.Error
 			if errors.As(err, &cfgErr) {

@@ -78,6 +78,12 @@ func newTransformer(id int, cfg *Config, seeds []string, rec *recorder, extra ..
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat), kgo.RebalanceTimeout(groupRebalanceTimeout),
 		kgo.DefaultProduceTopic(cfg.OutputTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	// Diagnostics only: a log that cannot be opened is noted, not fatal.
+	dbg, err := clientDebugLog(cfg, 100+id)
+	if err != nil {
+		rec.add(verify.Event{Type: verify.EventPhase, Note: fmt.Sprintf("transformer %d: %v", id, err)})
+	}
+	opts = append(opts, dbg...)
 	return &transformer{id: id, cfg: cfg, rec: rec, opts: append(opts, extra...), fencerOpts: append(txnOpts, extra...),
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id)))}
 }
@@ -217,6 +223,7 @@ func (t *transformer) transaction(ctx context.Context, stop <-chan struct{}) err
 		acancel()
 	}
 	if !waitGroupFor(&answered, answerGrace) {
+		dumpUnanswered(t.cfg, name)
 		// As txnProducer.transaction: given up on without asking to
 		// commit; the next session's InitProducerId aborts it.
 		t.rec.add(verify.Event{Type: verify.EventChainEnd, Consumer: t.id, Group: t.cfg.ChainGroup, Txn: name, ProducerID: -1,

@@ -76,6 +76,11 @@ type Config struct {
 	// ClientOpts secure every client of a --bootstrap-server cluster
 	// (TLS, SASL: the CLI's --command-config).
 	ClientOpts []kgo.Opt
+	// ClientDebug: franz-go debug logs of the transactional clients and
+	// goroutine dumps when a transaction goes unanswered (clientdebug.go).
+	ClientDebug bool
+	// adminAddrs are the local brokers' admin listeners (set once started).
+	adminAddrs []string
 }
 
 // clientOpts are the options every client of the run starts from: the

@@ -267,7 +267,7 @@ type workloadProducer interface {
 // say, so clients and brokers reach each other only through them.
 func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devcluster.Cluster, *faultNetwork, error) {
 	ports := devcluster.BasePorts(cfg.Port)
-	dcfg := devcluster.Config{Bin: cfg.Bin, Dir: filepath.Join(cfg.Out, "cluster"), Brokers: cfg.Brokers, Ports: ports, Props: brokerOverrides}
+	dcfg := devcluster.Config{Bin: cfg.Bin, Dir: filepath.Join(cfg.Out, "cluster"), Brokers: cfg.Brokers, Ports: ports, Props: debugBrokerProps(cfg)}
 	if cfg.BrokerOutput != nil {
 		dcfg.Output = func(int) io.Writer { return cfg.BrokerOutput }
 	}
@@ -289,6 +289,7 @@ func startLocalCluster(ctx context.Context, cfg *Config, log io.Writer) (*devclu
 	if err != nil {
 		return nil, vn, err
 	}
+	cfg.adminAddrs = c.AdminAddrs()
 	fmt.Fprintf(log, "verify: local brokers' admin (/metrics, /readyz) on %s\n", strings.Join(c.AdminAddrs(), ","))
 	// The proxies hold the client and controller ports on 127.0.0.1 now;
 	// the admin ports are the brokers' own.

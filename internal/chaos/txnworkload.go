@@ -55,6 +55,11 @@ func newTxnProducer(id int, cfg *Config, seeds []string, rec *recorder, extra ..
 		kgo.TransactionalID(fmt.Sprintf("%s-p%d", cfg.Topic, id)),
 		kgo.TransactionTimeout(txnTimeout), kgo.RecordDeliveryTimeout(txnRecordTimeout))
 	opts = append(opts, extra...)
+	dbg, err := clientDebugLog(cfg, id)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, dbg...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("transactional producer %d: %w", id, err)
@@ -143,6 +148,7 @@ func (p *txnProducer) transaction(ctx context.Context, tick <-chan time.Time, st
 		// commit, so the transaction cannot have committed; the
 		// replacement's InitProducerId aborts it. Closing the client
 		// fails the records, and those failures are recorded.
+		dumpUnanswered(p.cfg, name)
 		p.rec.add(verify.Event{Type: verify.EventTxnEnd, Producer: p.id, Txn: name, Note: "abort", Err: errUnanswered.Error()})
 		return fmt.Errorf("%s: %w", name, errUnanswered)
 	}

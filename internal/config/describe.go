@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -9,15 +10,21 @@ import (
 type ConfigSource int8
 
 const (
-	SourceDynamicTopic ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: a topic override
-	SourceStaticBroker ConfigSource = 4 // STATIC_BROKER_CONFIG: file, environment or flag
-	SourceDefault      ConfigSource = 5 // DEFAULT_CONFIG: nobody set it
+	SourceDynamicTopic         ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: a topic override
+	SourceDynamicBroker        ConfigSource = 2 // DYNAMIC_BROKER_CONFIG: set for this broker at runtime
+	SourceDynamicDefaultBroker ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: the cluster-wide dynamic default
+	SourceStaticBroker         ConfigSource = 4 // STATIC_BROKER_CONFIG: file, environment or flag
+	SourceDefault              ConfigSource = 5 // DEFAULT_CONFIG: nobody set it
 )
 
 func (s ConfigSource) String() string {
 	switch s {
 	case SourceDynamicTopic:
 		return "DYNAMIC_TOPIC_CONFIG"
+	case SourceDynamicBroker:
+		return "DYNAMIC_BROKER_CONFIG"
+	case SourceDynamicDefaultBroker:
+		return "DYNAMIC_DEFAULT_BROKER_CONFIG"
 	case SourceStaticBroker:
 		return "STATIC_BROKER_CONFIG"
 	case SourceDefault:
@@ -31,8 +38,8 @@ type ConfigEntry struct {
 	Name   string
 	Value  string
 	Source ConfigSource
-	// ReadOnly is true for broker properties: Skein has no dynamic broker
-	// configuration, so AlterConfigs on a broker must be refused.
+	// ReadOnly is true for a broker property whose update mode is
+	// read-only: AlterConfigs on a broker refuses it.
 	ReadOnly bool
 	Type     int8 // ConfigType* code
 	Doc      string
@@ -68,7 +75,9 @@ func DescribeTopic(b *Broker, overrides map[string]string) ([]ConfigEntry, error
 			value = strings.TrimSpace(v)
 			synonyms = append(synonyms, ConfigSynonym{Name: p.TopicName, Value: value, Source: SourceDynamicTopic})
 		}
-		synonyms = append(synonyms, brokerSynonyms(b.Raw, p)...)
+		// No topic property's broker synonym is dynamic (a registry test
+		// checks), so the topic's value never comes from a dynamic layer.
+		synonyms = append(synonyms, brokerSynonyms(b.Raw, Dynamic{}, p)...)
 		out = append(out, ConfigEntry{
 			Name:     p.TopicName,
 			Value:    value,
@@ -83,49 +92,75 @@ func DescribeTopic(b *Broker, overrides map[string]string) ([]ConfigEntry, error
 }
 
 // DescribeBroker lists every broker property with its effective value,
-// source and synonyms, sorted by name.
-func DescribeBroker(b *Broker) []ConfigEntry {
+// source and synonyms, sorted by name: the DescribeConfigs answer for the
+// BROKER resource of this broker, whose dynamic configuration is d.
+func DescribeBroker(b *Broker, d Dynamic) []ConfigEntry {
 	var out []ConfigEntry
 	for _, p := range theRegistry().all {
 		if p.Name == "" {
 			continue
 		}
-		value, _, explicit := resolveBroker(b.Raw, p)
-		source := SourceDefault
-		if explicit {
-			source = SourceStaticBroker
-		}
-		e := ConfigEntry{
-			Name:      p.Name,
-			Value:     value,
-			Source:    source,
-			ReadOnly:  true,
-			Type:      p.Kind.ConfigType(),
-			Doc:       p.Doc,
-			Synonyms:  brokerSynonyms(b.Raw, p),
-			Sensitive: p.Sensitive,
-		}
-		if p.Sensitive {
-			e.Value = ""
-			for i := range e.Synonyms {
-				e.Synonyms[i].Value = ""
-			}
-		}
-		out = append(out, e)
+		value, source := resolveDynamic(b.Raw, d, p)
+		out = append(out, brokerEntry(p, value, source, brokerSynonyms(b.Raw, d, p)))
 	}
 	slices.SortFunc(out, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
+// DescribeBrokerDefault lists the cluster-wide dynamic defaults, sorted by
+// name: the DescribeConfigs answer for the BROKER resource "" (Kafka lists
+// only what is set there, with this broker's static values and the
+// defaults as synonyms, never a per-broker value).
+func DescribeBrokerDefault(b *Broker, d Dynamic) []ConfigEntry {
+	def := Dynamic{Default: d.Default}
+	var out []ConfigEntry
+	for _, name := range slices.Sorted(maps.Keys(d.Default)) {
+		p := theRegistry().byName[name]
+		if p == nil || p.Update == UpdateReadOnly {
+			continue // not a value this node applies
+		}
+		out = append(out, brokerEntry(p, d.Default[name], SourceDynamicDefaultBroker, brokerSynonyms(b.Raw, def, p)))
+	}
+	return out
+}
+
+func brokerEntry(p *Property, value string, source ConfigSource, synonyms []ConfigSynonym) ConfigEntry {
+	e := ConfigEntry{
+		Name:      p.Name,
+		Value:     value,
+		Source:    source,
+		ReadOnly:  p.Update == UpdateReadOnly,
+		Type:      p.Kind.ConfigType(),
+		Doc:       p.Doc,
+		Synonyms:  synonyms,
+		Sensitive: p.Sensitive,
+	}
+	if p.Sensitive {
+		e.Value = ""
+		for i := range e.Synonyms {
+			e.Synonyms[i].Value = ""
+		}
+	}
+	return e
+}
+
 // brokerSynonyms lists, for p and its fallbacks in precedence order, the
-// explicitly set values and then the defaults. Values are as written (in
-// each synonym's own unit), as Kafka shows them.
-func brokerSynonyms(values map[string]string, p *Property) []ConfigSynonym {
+// values set per broker dynamically, then as the dynamic cluster default,
+// then statically, and then the defaults, as Kafka does. Values are as
+// written (in each synonym's own unit), as Kafka shows them.
+func brokerSynonyms(values map[string]string, d Dynamic, p *Property) []ConfigSynonym {
 	chain := []string{p.Name}
 	for _, f := range p.Fallbacks {
 		chain = append(chain, f.Name)
 	}
 	var out []ConfigSynonym
+	for _, l := range d.layers(p) {
+		for _, name := range chain {
+			if v, ok := explicitValue(l.values, name); ok {
+				out = append(out, ConfigSynonym{Name: name, Value: v, Source: l.source})
+			}
+		}
+	}
 	for _, name := range chain {
 		if v, ok := explicitValue(values, name); ok {
 			out = append(out, ConfigSynonym{Name: name, Value: v, Source: SourceStaticBroker})

@@ -107,7 +107,7 @@ func TestNodeIDSourceDerivedValueIsVisible(t *testing.T) {
 	if b.Raw["node.id"] != "2" || !strings.Contains(b.Origin("node.id"), `"skein-1"`) {
 		t.Errorf("Raw node.id %q from %q; want 2 from host name skein-1", b.Raw["node.id"], b.Origin("node.id"))
 	}
-	for _, e := range DescribeBroker(b) {
+	for _, e := range DescribeBroker(b, Dynamic{}) {
 		if e.Name == "node.id" && (e.Value != "2" || e.Source != SourceStaticBroker) {
 			t.Errorf("DescribeBroker node.id = %q (%s), want 2 (STATIC_BROKER_CONFIG)", e.Value, e.Source)
 		}

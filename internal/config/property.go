@@ -41,6 +41,10 @@ type Property struct {
 	// Ignored marks a Kafka property accepted only so that an unmodified
 	// Kafka server.properties loads; Skein has no use for its value.
 	Ignored bool
+	// Update is how the broker property may change at runtime (Kafka's
+	// update mode); read-only unless the broker applies a new value
+	// without a restart.
+	Update UpdateMode
 	// Sensitive values (private keys, passwords) are never shown:
 	// DescribeConfigs answers them as null with is_sensitive set, and
 	// errors do not quote them.

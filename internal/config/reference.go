@@ -14,14 +14,15 @@ func Reference() string {
 	b.WriteString(referenceIntro)
 
 	b.WriteString("\n## Broker properties\n\n")
-	b.WriteString("| Property | Type | Default | Valid values | Description |\n")
-	b.WriteString("|---|---|---|---|---|\n")
+	b.WriteString(updateModeIntro)
+	b.WriteString("| Property | Type | Default | Valid values | Update mode | Description |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, p := range Properties() {
 		if p.Name == "" || p.Ignored {
 			continue
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n",
-			p.Name, p.Kind, defaultCell(&p), cell(p.Allowed()), cell(brokerDoc(&p)))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n",
+			p.Name, p.Kind, defaultCell(&p), cell(p.Allowed()), p.Update, cell(brokerDoc(&p)))
 	}
 
 	b.WriteString("\n## Topic properties\n\n")
@@ -111,6 +112,16 @@ completely full disk, which is what the floor's headroom is for: the metadata lo
 (in the first log directory; a node that cannot write it halts) and creating or
 recovering a replica.
 `
+
+const updateModeIntro = "The update mode is Kafka's: *read-only* properties are read at start " +
+	"(a change needs a restart); *per-broker* ones may be changed at runtime for one broker; " +
+	"*cluster-wide* ones also as the cluster-wide default. A dynamic value is set with " +
+	"IncrementalAlterConfigs or AlterConfigs on the BROKER resource (`skein configs --alter " +
+	"--entity-type brokers --entity-name N` or `--entity-default`, or `kafka-configs.sh`), " +
+	"kept in the metadata log, and wins over server.properties: per-broker dynamic, then " +
+	"cluster-default dynamic, then static, then the default. DescribeConfigs names the " +
+	"source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, " +
+	"DEFAULT_CONFIG) and the synonyms.\n\n"
 
 func defaultCell(p *Property) string {
 	if p.Default == "" && p.Kind.isNumeric() {

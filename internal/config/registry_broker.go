@@ -259,11 +259,13 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "leader.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
-		Doc: "Bytes per second this broker, as leader, sends to followers of the replicas its topics' leader.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+		Update: UpdateClusterWide,
+		Doc:    "Bytes per second this broker, as leader, sends to followers of the replicas its topics' leader.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Dynamic (KIP-73): set per broker or as the cluster default with IncrementalAlterConfigs (skein configs, kafka-configs --entity-type brokers) and applied at once; server.properties gives the value when neither is set (KIP-1051).",
 	},
 	{
 		Name: "follower.replication.throttled.rate", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
-		Doc: "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Static: set in server.properties.",
+		Update: UpdateClusterWide,
+		Doc:    "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Dynamic like leader.replication.throttled.rate.",
 	},
 	{
 		Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: "10485760", Min: 0, Max: math.MaxInt32,

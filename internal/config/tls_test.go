@@ -232,7 +232,7 @@ func TestSecretNotDescribed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range DescribeBroker(b) {
+	for _, e := range DescribeBroker(b, Dynamic{}) {
 		if strings.Contains(e.Value, "TOPSECRET") {
 			t.Errorf("%s shows the secret", e.Name)
 		}

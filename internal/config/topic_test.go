@@ -287,7 +287,7 @@ func TestDescribeTopic(t *testing.T) {
 
 func TestDescribeBroker(t *testing.T) {
 	b := mustBroker(t, map[string]string{"node.id": "1", "log.retention.hours": "24"})
-	entries := DescribeBroker(b)
+	entries := DescribeBroker(b, Dynamic{})
 	tests := []struct {
 		name   string
 		value  string

@@ -172,7 +172,21 @@ func AlterTopicConfigs(im *metadata.Image, topic string, set map[string]*string,
 	if !ok {
 		return nil, errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", topic)
 	}
-	result := maps.Clone(t.Configs)
+	result := mergeConfigs(t.Configs, set)
+	if err := checkConfigs(result, validate); err != nil {
+		return nil, err
+	}
+	var recs []metadata.Record
+	for _, c := range configChanges(t.Configs, set) {
+		recs = append(recs, metadata.SetTopicConfig{TopicID: t.ID, Key: c.key, Value: c.value})
+	}
+	return recs, nil
+}
+
+// mergeConfigs is current with set applied (a nil value deletes), in a
+// new map.
+func mergeConfigs(current map[string]string, set map[string]*string) map[string]string {
+	result := maps.Clone(current)
 	if result == nil {
 		result = map[string]string{}
 	}
@@ -183,12 +197,20 @@ func AlterTopicConfigs(im *metadata.Image, topic string, set map[string]*string,
 			result[k] = *v
 		}
 	}
-	if err := checkConfigs(result, validate); err != nil {
-		return nil, err
-	}
-	var recs []metadata.Record
+	return result
+}
+
+type configChange struct {
+	key   string
+	value *string // nil: delete
+}
+
+// configChanges lists, sorted by key, the entries of set that change
+// current, with values copied.
+func configChanges(current map[string]string, set map[string]*string) []configChange {
+	var out []configChange
 	for _, k := range slices.Sorted(maps.Keys(set)) {
-		old, had := t.Configs[k]
+		old, had := current[k]
 		v := set[k]
 		if (v == nil && !had) || (v != nil && had && old == *v) {
 			continue
@@ -198,9 +220,9 @@ func AlterTopicConfigs(im *metadata.Image, topic string, set map[string]*string,
 			value = new(string)
 			*value = *v
 		}
-		recs = append(recs, metadata.SetTopicConfig{TopicID: t.ID, Key: k, Value: value})
+		out = append(out, configChange{key: k, value: value})
 	}
-	return recs, nil
+	return out
 }
 
 // checkConfigs enforces the metadata limits (so the records will apply) and

@@ -115,6 +115,8 @@ func (b *builder) apply(r Record) error {
 		return b.setTopicConfig(r)
 	case ClientQuota:
 		return b.applyClientQuota(r)
+	case ConfigRecord:
+		return b.applyConfigRecord(r)
 	case AllocateProducerIDs:
 		if r.NextID <= b.img.nextProducerID {
 			return fmt.Errorf("producer id mark %d does not advance past %d", r.NextID, b.img.nextProducerID)

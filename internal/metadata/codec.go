@@ -53,6 +53,7 @@ var recordTypes = map[string]func() Record{
 	"remove_user_scram_credential": func() Record { return &RemoveUserScramCredential{} },
 	"client_quota":                 func() Record { return &ClientQuota{} },
 	"feature_level":                func() Record { return &FeatureLevel{} },
+	"config_record":                func() Record { return &ConfigRecord{} },
 }
 
 func recordTypeName(r Record) (string, error) {
@@ -91,6 +92,8 @@ func recordTypeName(r Record) (string, error) {
 		return "client_quota", nil
 	case FeatureLevel:
 		return "feature_level", nil
+	case ConfigRecord:
+		return "config_record", nil
 	default:
 		return "", fmt.Errorf("encode metadata record: unsupported type %T", r)
 	}
@@ -186,6 +189,8 @@ func deref(r Record) Record {
 	case *ClientQuota:
 		return *r
 	case *FeatureLevel:
+		return *r
+	case *ConfigRecord:
 		return *r
 	default:
 		return r

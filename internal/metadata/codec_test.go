@@ -40,6 +40,8 @@ func sampleRecords() []Record {
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityUser, Name: ptr("alice")}, {Type: QuotaEntityClientID}}, Key: QuotaProducerByteRate, Value: 1024},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaEntityClientID, Name: ptr("app")}}, Key: QuotaConsumerByteRate, Remove: true},
 		FeatureLevel{Name: TransactionVersionFeature, Level: 2},
+		ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "1", Name: "leader.replication.throttled.rate", Value: ptr("1048576")},
+		ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: "", Name: "leader.replication.throttled.rate"},
 	}
 }
 

@@ -77,6 +77,7 @@ func ImageRecords(im *Image) []Record {
 	recs = append(recs, scramImageRecords(im)...)
 	recs = append(recs, clientQuotaRecords(im)...)
 	recs = append(recs, featureImageRecords(im)...)
+	recs = append(recs, brokerConfigRecords(im)...)
 	return recs
 }
 

@@ -24,6 +24,9 @@ type Image struct {
 	brokers      map[int32]*Broker
 	// quotas are the client quotas (quotas.go), by entity.
 	quotas map[QuotaEntity]map[string]float64
+	// brokerConfigs are the dynamic broker configs (broker_configs.go),
+	// by resource name: "" for the cluster default, "N" for broker N.
+	brokerConfigs map[string]map[string]string
 
 	// Sorted views, rebuilt only when an Apply changes topics or brokers, so
 	// Metadata requests do not sort on every call.

@@ -162,34 +162,49 @@ func (b *builder) applyClientQuota(r ClientQuota) error {
 	if !r.Remove && (math.IsNaN(r.Value) || math.IsInf(r.Value, 0)) {
 		return fmt.Errorf("client quota %s: value %v is not a number", r.Key, r.Value)
 	}
-	// The map and its value maps may be shared with the previous image:
-	// copy what changes.
-	quotas := maps.Clone(b.img.quotas)
-	if quotas == nil {
-		quotas = map[QuotaEntity]map[string]float64{}
+	var value *float64
+	if !r.Remove {
+		value = &r.Value
 	}
-	values := maps.Clone(quotas[e])
-	if r.Remove {
-		delete(values, r.Key)
-	} else {
-		if values == nil {
-			values = map[string]float64{}
-		}
-		values[r.Key] = r.Value
-		if len(values) > MaxConfigsPerTopic {
-			return fmt.Errorf("client quota: more than %d keys on one entity", MaxConfigsPerTopic)
-		}
-	}
-	if len(values) == 0 {
-		delete(quotas, e)
-	} else {
-		quotas[e] = values
-	}
-	if len(quotas) > MaxQuotaEntities {
-		return fmt.Errorf("client quota: more than %d entities", MaxQuotaEntities)
+	quotas, err := withValue(b.img.quotas, e, r.Key, value, MaxQuotaEntities)
+	if err != nil {
+		return fmt.Errorf("client quota: %w", err)
 	}
 	b.img.quotas = quotas
 	return nil
+}
+
+// withValue returns a copy of m with value set (or, when nil, deleted)
+// under key in the map of owner; an owner left with no values is dropped.
+// m and its inner maps may be shared with the previous image, so only
+// copies are written. At most MaxConfigsPerTopic keys per owner and
+// maxOwners owners.
+func withValue[K comparable, V any](m map[K]map[string]V, owner K, key string, value *V, maxOwners int) (map[K]map[string]V, error) {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[K]map[string]V{}
+	}
+	values := maps.Clone(out[owner])
+	if value == nil {
+		delete(values, key)
+	} else {
+		if values == nil {
+			values = map[string]V{}
+		}
+		values[key] = *value
+		if len(values) > MaxConfigsPerTopic {
+			return nil, fmt.Errorf("more than %d keys on %v", MaxConfigsPerTopic, owner)
+		}
+	}
+	if len(values) == 0 {
+		delete(out, owner)
+	} else {
+		out[owner] = values
+	}
+	if len(out) > maxOwners {
+		return nil, fmt.Errorf("more than %d entities", maxOwners)
+	}
+	return out, nil
 }
 
 // clientQuotaRecords rebuild the image's client quotas (for snapshots).

@@ -298,7 +298,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.ctrlISR = &controllerClient{b: b}
 	b.ctrlForward = &controllerClient{b: b}
 	b.fetchers = newFetcherManager(b)
-	b.throttle = newReplicationThrottle(cfg.NodeID, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
+	b.throttle = newReplicationThrottle(cfg)
 	b.groups = newGroupRuntime(b)
 	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
@@ -329,6 +329,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	if err := b.registerLogDirSpace(); err != nil {
+		return err
+	}
+	if err := b.metrics.RegisterReplicationThrottle(func() metrics.ReplicationThrottle { return b.throttle.stats(b.Image()) }); err != nil {
 		return err
 	}
 	// The admin listener comes up first so /readyz can say "starting"

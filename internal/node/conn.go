@@ -436,8 +436,9 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		c.b.awaitMetadataFor(body)
 	}
 	// A Produce handler is done with the frame when it returns: every
-	// batch is appended (copied into the log) by then, and what waits
-	// for acks holds no byte of it. Other handlers may keep byte fields
+	// batch is appended (copied into the log) by then, or copied to wait
+	// for its transaction's verification (KIP-890), and what waits for
+	// acks holds no byte of it. Other handlers may keep byte fields
 	// of their request (group protocol metadata, assignments), so only
 	// a Produce frame goes back to the pool.
 	c.frameDone = hdr.Key == int16(kmsg.Produce)

@@ -28,6 +28,22 @@ type fetchWaiter struct {
 	positionRecorded bool
 	again            bool // a poke arrived during the re-read
 	timer            *time.Timer
+	// last is the latest read that went on waiting, kept when it holds
+	// no records, errors or divergences, with snap, its partitions'
+	// state taken before it. A fetch whose max wait expires with no
+	// re-read running and no partition changed since answers last
+	// rather than reading every partition again (Kafka's DelayedFetch
+	// completes on expiry with what it has).
+	last []api.FetchResult
+	snap []partSnap
+}
+
+// partSnap is what may change a partition's fetch answer: its
+// generation (bumped by every step that wakes waiting fetches or moves
+// the high watermark or last stable offset), its log end and log start.
+type partSnap struct {
+	gen           uint64
+	leo, logStart int64
 }
 
 func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
@@ -35,6 +51,7 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	for i, fp := range params.Partitions {
 		w.parts[i] = b.partition(fp.Topic, fp.Partition)
 	}
+	snap := w.snapshot()
 	results, enough := w.read()
 	w.positionRecorded = true
 	if enough || params.MaxWait <= 0 {
@@ -44,6 +61,7 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 		return
 	}
 	w.discard(results)
+	w.keepLocked(results, snap) // nothing else sees w yet
 	// Counted before any partition can poke it: from here on only answer
 	// finishes it, and uncounts it.
 	b.metrics.FetchParked(w.follower())
@@ -67,8 +85,58 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 		w.unhook()
 		return
 	}
-	// Data may have arrived between the read and the registration.
-	w.poke()
+	// Data may have arrived between the read and the registration: a
+	// step that changed a partition bumped its generation before poking
+	// its watchers, so either the poke reached w or the check sees it.
+	w.mu.Lock()
+	reading, last, snap := w.reading, w.last, w.snap
+	w.mu.Unlock()
+	if reading {
+		return
+	}
+	if last == nil || !w.unchanged(snap) {
+		w.poke()
+	}
+}
+
+// snapshot takes the state of every partition, before a read.
+func (w *fetchWaiter) snapshot() []partSnap {
+	snap := make([]partSnap, len(w.parts))
+	for i, p := range w.parts {
+		if p != nil {
+			snap[i] = partSnap{gen: p.generation.Load(), leo: p.log.LogEndOffset(), logStart: p.log.LogStartOffset()}
+		}
+	}
+	return snap
+}
+
+// unchanged reports whether no partition changed since snap was taken.
+func (w *fetchWaiter) unchanged(snap []partSnap) bool {
+	for i, p := range w.parts {
+		if p == nil {
+			continue
+		}
+		if p.offline.Load() || p.generation.Load() != snap[i].gen ||
+			p.log.LogEndOffset() != snap[i].leo || p.log.LogStartOffset() != snap[i].logStart {
+			return false
+		}
+	}
+	return true
+}
+
+// keepLocked keeps a read that goes on waiting (its pooled buffers
+// already given back) as last, if it can answer an expiry as is.
+func (w *fetchWaiter) keepLocked(results []api.FetchResult, snap []partSnap) {
+	w.last, w.snap = nil, nil
+	for _, r := range results {
+		if len(r.Records) > 0 || r.Err != nil || r.Diverging != nil {
+			return
+		}
+	}
+	for i := range results {
+		results[i].Records = nil
+	}
+	w.last, w.snap = results, snap
 }
 
 // read reads every partition with the shared fetch read plan
@@ -160,6 +228,7 @@ func (w *fetchWaiter) poke() {
 
 func (w *fetchWaiter) reread() {
 	for {
+		snap := w.snapshot()
 		results, enough := w.read()
 		w.mu.Lock()
 		if w.finished {
@@ -176,6 +245,7 @@ func (w *fetchWaiter) reread() {
 			return
 		}
 		w.discard(results)
+		w.keepLocked(results, snap)
 		if !w.again {
 			w.reading = false
 			w.mu.Unlock()
@@ -193,9 +263,18 @@ func (w *fetchWaiter) expire() {
 		return
 	}
 	w.finishLocked()
+	// With a re-read running, last is older than what it reads.
+	last, snap := w.last, w.snap
+	if w.reading {
+		last = nil
+	}
 	w.mu.Unlock()
-	results, _ := w.read()
-	w.answer(results)
+	if last != nil && w.unchanged(snap) {
+		w.answer(last)
+	} else {
+		results, _ := w.read()
+		w.answer(results)
+	}
 	w.unhook()
 }
 

@@ -268,11 +268,11 @@ func (f *replicaFetcher) exchange(ctx context.Context, conn *rpc.Conn, req kmsg.
 // nil when its quota is not spent, else which partitions to leave out and
 // how long until the quota allows a fetch again.
 func (f *replicaFetcher) followerHold() (func(*partition) bool, time.Duration) {
-	spent, wait := f.b.throttle.followerHold(time.Now())
+	im := f.b.Image()
+	spent, wait := f.b.throttle.followerHold(im, time.Now())
 	if !spent {
 		return nil, 0
 	}
-	im := f.b.Image()
 	return func(p *partition) bool { return f.b.throttle.followerThrottled(im, p.id, p.index) }, wait
 }
 

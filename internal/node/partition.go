@@ -48,6 +48,12 @@ type partition struct {
 	// (diskfail.go) or an invariant broke: reads fail too. Readable
 	// without mu.
 	offline atomic.Bool
+	// generation counts the steps that may change what a fetch of this
+	// partition answers (high watermark, last stable offset, new data, a
+	// leadership change: whatever wakes waiting fetches). A parked fetch
+	// whose partitions' generations did not move answers from its last
+	// read rather than reading them all again (fetchWaiter.unchanged).
+	generation atomic.Uint64
 
 	mu       sync.Mutex
 	core     *replica.Replica
@@ -91,7 +97,13 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 	}
 	// After the high watermark: a reader loads the LSO first, so it never
 	// sees an LSO above the high watermark it loads next.
-	p.lastStable.Store(p.core.LastStableOffset())
+	lso := p.core.LastStableOffset()
+	lsoChanged := p.lastStable.Swap(lso) != lso
+	if rd.HWChanged || lsoChanged || rd.WakeFollowers || rd.WakeConsumers {
+		// Before the pokes: a waiter that reads the generation after
+		// its read either sees this bump or is poked.
+		p.generation.Add(1)
+	}
 	if rd.WakeFollowers || rd.WakeConsumers {
 		for fw := range p.watchers {
 			if fw.follower() && rd.WakeFollowers || !fw.follower() && rd.WakeConsumers {

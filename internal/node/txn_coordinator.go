@@ -32,6 +32,10 @@ type txnCoordinator struct {
 	// every transaction.remove.expired.transaction.cleanup.interval.ms.
 	// Nil until loaded.
 	abort, expire *time.Timer
+	// retry fires at retryAt (ms; 0: not armed), the earliest RetryAt a
+	// Ready asked for: refused completions are written again then.
+	retry   *time.Timer
+	retryAt int64
 }
 
 var _ txnhost.Handle = (*txnCoordinator)(nil)
@@ -92,11 +96,13 @@ func (tc *txnCoordinator) Writable() error { return tc.part.acksAllWritable() }
 // under it too (log order), its answers go out after.
 func (tc *txnCoordinator) Do(op func(h *txnhost.Host, now int64) (txnhost.Ready, error)) error {
 	tc.mu.Lock()
-	rd, err := op(tc.host, nowMs())
+	now := nowMs()
+	rd, err := op(tc.host, now)
 	if err != nil {
 		tc.mu.Unlock()
 		return err
 	}
+	tc.armRetryLocked(now, rd.RetryAt)
 	for _, w := range rd.Writes {
 		done := func(err error) { go tc.written(w.ID, err) }
 		if w.Records == nil {
@@ -153,6 +159,28 @@ func (tc *txnCoordinator) onExpireTimer() {
 	tc.rearm(tc.expire, tc.rt.b.cfg.TransactionExpireCheckInterval)
 }
 
+// armRetryLocked sets the retry timer to fire at at (ms) unless it fires
+// earlier already.
+func (tc *txnCoordinator) armRetryLocked(now, at int64) {
+	if at == 0 || tc.host.Stopped() || (tc.retryAt != 0 && tc.retryAt <= at) {
+		return
+	}
+	tc.retryAt = at
+	d := time.Duration(max(at-now, 0)) * time.Millisecond
+	if tc.retry == nil {
+		tc.retry = time.AfterFunc(d, tc.onRetryTimer)
+		return
+	}
+	tc.retry.Reset(d)
+}
+
+func (tc *txnCoordinator) onRetryTimer() {
+	_ = tc.Do(func(h *txnhost.Host, now int64) (txnhost.Ready, error) {
+		tc.retryAt = 0
+		return h.RetryCompletions(now)
+	})
+}
+
 func (tc *txnCoordinator) rearm(t *time.Timer, d time.Duration) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
@@ -173,6 +201,9 @@ func (tc *txnCoordinator) stop(why string) {
 	if tc.abort != nil {
 		tc.abort.Stop()
 		tc.expire.Stop()
+	}
+	if tc.retry != nil {
+		tc.retry.Stop()
 	}
 	tc.mu.Unlock()
 	if wasActive {

@@ -56,14 +56,19 @@ func (v *txnVerifier) ask(req txnverify.Verification) {
 	v.carryOut(rd)
 }
 
-// carryOut sends the requests and completes the verifications of rd,
-// outside the lock.
+// carryOut completes the verifications of rd, then sends its requests,
+// outside the lock. In that order: a request sent first could be answered
+// and its produce appended before a completion here appends the same
+// producer's earlier batch, which would then be out of sequence (seen
+// under load in skein verify --workload txn: two pipelined Produce
+// requests of one transactional producer to a partition new to its
+// transaction, the second refused with OUT_OF_ORDER_SEQUENCE_NUMBER).
 func (v *txnVerifier) carryOut(rd txnverify.Ready) {
-	for _, s := range rd.Sends {
-		go v.send(s)
-	}
 	for _, c := range rd.Completions {
 		c.Done(c.Errs)
+	}
+	for _, s := range rd.Sends {
+		go v.send(s)
 	}
 	for _, r := range rd.Retries {
 		time.AfterFunc(time.Duration(r.AfterMs)*time.Millisecond, func() { v.ask(r.V) })

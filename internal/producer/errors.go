@@ -1,6 +1,10 @@
 package producer
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
 
 // Errors returned by Table.Check. Each maps to one Kafka error code in the
 // API layer; they are wrapped with detail, so match them with errors.Is.
@@ -33,11 +37,36 @@ var (
 	ErrCoordinatorFenced = errors.New("transaction marker from a fenced coordinator epoch")
 
 	// ErrTooManyProducers is returned for a producer the table does not know
-	// while the table already holds its maximum number of producers. Kafka
-	// has no exact code for this; the API layer should answer with a
-	// retriable error (the table shrinks as idle producers expire).
+	// while the table already holds its maximum number of producers. It
+	// maps to THROTTLING_QUOTA_EXCEEDED (89), retriable: Kafka 4.x has no
+	// such bound (producer state is bounded only by
+	// producer.id.expiration.ms), and KIP-936, which would cap new
+	// producer ids per principal at the partition leader, is still under
+	// discussion; it proposes a quota whose clients are throttled and
+	// resume, and 89 is Kafka's code for an exceeded throttling quota
+	// (KIP-599), which the Java producer and franz-go retry. The table
+	// shrinks as idle producers expire.
 	ErrTooManyProducers = errors.New("too many idempotent producers on this partition")
 )
+
+// KafkaError is the Kafka error a refusal of the table (one of the
+// errors above, wrapped or not) is answered with; false for any other
+// error.
+func KafkaError(err error) (*kerr.Error, bool) {
+	switch {
+	case errors.Is(err, ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber, true
+	case errors.Is(err, ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch, true
+	case errors.Is(err, ErrInvalidTxnState), errors.Is(err, ErrNotVerified):
+		return kerr.InvalidTxnState, true
+	case errors.Is(err, ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced, true
+	case errors.Is(err, ErrTooManyProducers):
+		return kerr.ThrottlingQuotaExceeded, true
+	}
+	return nil, false
+}
 
 // ErrIDsExhausted is returned by IDAllocator.NextBlock when the next block
 // would pass the largest producer id.

@@ -405,6 +405,10 @@ func (r *Replica) becomeLeader(st metadata.Partition, nowMs int64) (Ready, error
 	}
 	r.opts.Logger.Info("leading partition", "epoch", st.LeaderEpoch, "isr", st.ISR, "log_end", leo, "hw", hw)
 	rd.BecameLeader, rd.LeaderEpoch = true, st.LeaderEpoch
+	// A waiting fetch that named an older epoch is now fenced: it is
+	// answered now (as Kafka completes a DelayedFetch whose leader
+	// changed), not at its max wait.
+	rd.WakeFollowers, rd.WakeConsumers = true, true
 	r.progress(&rd)
 	return rd, nil
 }
@@ -421,6 +425,9 @@ func (r *Replica) becomeFollower(st metadata.Partition, rd *Ready) {
 	r.leaderEpoch = st.LeaderEpoch
 	rd.LeaderEpoch = st.LeaderEpoch
 	r.failAcks(kerr.NotLeaderForPartition, rd)
+	// Waiting fetches learn NOT_LEADER_OR_FOLLOWER (or the new epoch)
+	// now, not at their max wait.
+	rd.WakeFollowers, rd.WakeConsumers = true, true
 }
 
 func failed(id WaiterID, done func(api.ProduceResult), err error) Answer {

@@ -26,7 +26,7 @@ import (
 // replica core on an in-memory disk. Each line is a command; '#' starts a
 // comment. Commands (t=MS is the event's time):
 //
-//	open [dir=t-0] [local=1] [lag=MS] [min-isr=N] [write-caching] [flush-messages=N]
+//	open [dir=t-0] [local=1] [lag=MS] [min-isr=N] [max-producers=N] [write-caching] [flush-messages=N]
 //	     [flush-ms=MS] [timestamp=LogAppendTime]   open (or reopen) the replica
 //	apply role=leader|follower|none leader=ID epoch=E pepoch=P replicas=1,2,3 isr=1,2 t=T
 //	produce name=X acks=-1|0|1 records=N [pid=P seq=S [pepoch=E] [txn]] [timeout=MS] t=T
@@ -138,16 +138,8 @@ func errName(err error) string {
 		return ke.Message
 	}
 	// The producer table's refusals, by the code the handlers map them to.
-	for sentinel, code := range map[error]*kerr.Error{
-		producer.ErrInvalidProducerEpoch: kerr.InvalidProducerEpoch,
-		producer.ErrCoordinatorFenced:    kerr.TransactionCoordinatorFenced,
-		producer.ErrInvalidTxnState:      kerr.InvalidTxnState,
-		producer.ErrNotVerified:          kerr.InvalidTxnState,
-		producer.ErrOutOfOrderSequence:   kerr.OutOfOrderSequenceNumber,
-	} {
-		if errors.Is(err, sentinel) {
-			return code.Message
-		}
+	if ke, ok := producer.KafkaError(err); ok {
+		return ke.Message
 	}
 	return "error"
 }
@@ -204,7 +196,8 @@ func (s *scenario) run(cmd string, kv map[string]string) error {
 			cfg.MessageTimestampType = ts
 		}
 		s.cfg = cfg
-		s.opts = Options{LocalID: int32(num(kv, "local", 1)), ReplicaLagTimeMaxMs: num(kv, "lag", 30000)}
+		s.opts = Options{LocalID: int32(num(kv, "local", 1)), ReplicaLagTimeMaxMs: num(kv, "lag", 30000),
+			MaxProducers: int(num(kv, "max-producers", 0))}
 		dir := "t-0"
 		if d, ok := kv["dir"]; ok {
 			dir = d

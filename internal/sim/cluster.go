@@ -100,11 +100,14 @@ type Stats struct {
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
 	Reassignments, Cancels, Retired int
-	BalancerMoves                   int           // reassignments the controllers' balancer started (Options.Balancer)
-	BalancerDiskMoves               int           // of which for disk imbalance (reported log sizes)
-	SnapshotsInstalled              int           // metadata snapshots sent by a quorum leader
-	Converged                       time.Duration // simulated time from heal to convergence
-	ACLAllowed, ACLDenied           int64         // the ACL prober's writes served and refused (Options.ACLs)
+	// Throttles: reassignments the operator throttled (FaultMix.Throttle);
+	// ThrottledBytes: what throttled leaders sent and followers fetched.
+	Throttles, ThrottledBytes int
+	BalancerMoves             int           // reassignments the controllers' balancer started (Options.Balancer)
+	BalancerDiskMoves         int           // of which for disk imbalance (reported log sizes)
+	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
+	Converged                 time.Duration // simulated time from heal to convergence
+	ACLAllowed, ACLDenied     int64         // the ACL prober's writes served and refused (Options.ACLs)
 }
 
 // Run simulates one seed.
@@ -230,6 +233,7 @@ func (c *Cluster) run() {
 			return
 		}
 		c.recoverLeaderless()
+		c.removeThrottle()
 		if c.converged() {
 			c.check.stats.Converged = c.s.now - healedAt
 			c.tracef("converged %v after healing", c.s.now-healedAt)

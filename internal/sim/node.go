@@ -17,6 +17,7 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 	rcore "github.com/skein-log/skein/internal/replica"
+	"github.com/skein-log/skein/internal/replthrottle"
 	"github.com/skein-log/skein/internal/txnverify"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -114,6 +115,8 @@ type process struct {
 	fenceTimes api.FenceTimes
 	parts      map[partKey]*replica
 	fetchers   map[int32]*fetcher
+	// throttle is the replication throttle (throttle.go).
+	throttle   *replthrottle.Quota
 	waiters    []*fetchWaiter
 	pokeQueued bool
 	// pokeFollowers and pokeConsumers say whose waiting fetches the queued
@@ -230,6 +233,7 @@ func (n *node) start() error {
 		return err
 	}
 	p.cfg = cfg
+	p.throttle = replthrottle.NewQuota(n.id, cfg.LeaderReplicationThrottledRate, cfg.FollowerReplicationThrottledRate)
 	p.ctl = ctrlcore.New(ctrlcore.ConfigFor(cfg, pidBlock))
 	// Seeded from the node id and the incarnation, not the run's random
 	// stream (which must not shift): a restarted process hands out other

@@ -243,6 +243,10 @@ func (p *process) pokeFetches(followers, consumers bool) {
 // process's replicas.
 func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 	x := backend{w.p}
+	var throttle rcore.Throttle
+	if lr := w.leaderThrottle(); lr != nil {
+		throttle = lr
+	}
 	return rcore.ReadFetch(w.params, func(i int) (rcore.Source, error) {
 		fp := w.params.Partitions[i]
 		r, err := x.replicaOf(fp.Topic, fp.Partition)
@@ -250,7 +254,7 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 			return nil, err
 		}
 		return r, nil
-	}, !w.positionRecorded, nil) // simulated brokers replicate unthrottled
+	}, !w.positionRecorded, throttle)
 }
 
 // Admit is replica.Source.Admit.

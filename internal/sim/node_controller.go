@@ -210,6 +210,13 @@ func describeRecords(recs []metadata.Record) string {
 				v = *r.Value
 			}
 			s += fmt.Sprintf("config %s %s=%s", shortID(r.TopicID), r.Key, v)
+		case metadata.ConfigRecord:
+			// Spelled out too, for the same reason.
+			v := "<deleted>"
+			if r.Value != nil {
+				v = *r.Value
+			}
+			s += fmt.Sprintf("broker config %q %s=%s", r.ResourceName, r.Name, v)
 		default:
 			s += fmt.Sprintf("%T%+v", r, r)
 		}

@@ -51,7 +51,8 @@ func (f *fetcher) round() {
 		return
 	}
 	c := f.p.n.c
-	step := f.sess.Next(c.s.now, f.p.image.ClusterID())
+	hold, holdWait := f.p.followerHold()
+	step := f.sess.NextHolding(c.s.now, f.p.image.ClusterID(), hold, holdWait)
 	for _, v := range step.Violations {
 		c.violation("n%d fetcher of n%d: %s", f.p.n.id, f.leader, v)
 	}
@@ -89,6 +90,9 @@ func (f *fetcher) carryOut(rd replicafetch.Ready[*replica]) {
 		if err := replicafetch.Do(a); err != nil {
 			f.p.n.tracef("%s: %s failed: %v", a.P.name(), a.Kind, err)
 			f.sess.Failed(c.s.now, a)
+		} else if a.Kind == replicafetch.Append && f.p.throttle.FollowerThrottled(f.p.image, a.P.id, a.P.index) {
+			f.p.throttle.FollowerTook(len(a.Batches), c.nowMs())
+			c.check.stats.ThrottledBytes += len(a.Batches)
 		}
 	}
 }

@@ -43,6 +43,7 @@ const (
 func simTxnConfig() txn.Config {
 	cfg := txn.DefaultConfig()
 	cfg.MaxTimeoutMs, cfg.ExpirationMs = txnMaxTimeoutMs, txnExpirationMs
+	cfg.RetryBackoffMs, cfg.RetryBackoffMaxMs = txnMarkerBackoffMin.Milliseconds(), txnMarkerBackoffMax.Milliseconds()
 	return cfg
 }
 
@@ -52,6 +53,9 @@ type txnCoordinator struct {
 	r     *replica
 	epoch int32
 	host  *txnhost.Host
+	// retryAt is when the retry of refused completions is scheduled
+	// (ms; 0: none), the earliest RetryAt a Ready asked for.
+	retryAt int64
 }
 
 var _ txnhost.Handle = (*txnCoordinator)(nil)
@@ -121,6 +125,16 @@ func (tc *txnCoordinator) Writable() error {
 
 func (tc *txnCoordinator) carryOut(rd txnhost.Ready) {
 	r := tc.r
+	if at := rd.RetryAt; at != 0 && (tc.retryAt == 0 || at < tc.retryAt) {
+		tc.retryAt = at
+		r.p.n.after(time.Duration(max(at-r.nowMs(), 0))*time.Millisecond, func() {
+			if tc.host.Stopped() || tc.retryAt != at {
+				return // stopped, or an earlier retry replaced this one
+			}
+			tc.retryAt = 0
+			_ = tc.Do(func(h *txnhost.Host, now int64) (txnhost.Ready, error) { return h.RetryCompletions(now) })
+		})
+	}
 	for _, w := range rd.Writes {
 		done := func(err error) {
 			r.p.n.after(0, func() {

@@ -70,6 +70,10 @@ type FaultMix struct {
 	DiskFull     bool          // a node's disk fills up for a while
 	BitFlip      bool          // a stored byte of a partition log rots
 	Reassign     bool          // an operator reassigns a partition (KIP-455), changing its replication factor at times, or cancels
+	// Throttle, with Reassign, has the operator throttle every other
+	// reassignment (dynamic broker rates and throttled-replicas lists,
+	// throttle.go) and remove the throttle once healed.
+	Throttle bool
 	// Membership makes the quorum dynamic and has an operator remove
 	// voters and add them back while the other faults go on.
 	Membership bool
@@ -144,6 +148,8 @@ func Swarm(seed uint64, duration time.Duration) Options {
 		// Drawn from a source of its own, so every other choice of the
 		// seed (and the regressions pinned to seeds) stays as it was.
 		o.Faults.Reassign = rand.New(rand.NewPCG(seed, 0x4ea55)).IntN(2) == 0
+		// Its own source too: the seeds without it keep their runs.
+		o.Faults.Throttle = o.Faults.Reassign && rand.New(rand.NewPCG(seed, 0x7407)).IntN(2) == 0
 	}
 	o.Producers = []ProducerSpec{{Acks: -1, Idempotent: true}}
 	for range r.IntN(3) {

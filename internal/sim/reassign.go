@@ -54,6 +54,7 @@ func (f *faultState) reassign() {
 		rq.Target = ids[:rf]
 		st.Reassignments++
 		c.tracef("OP reassign %s-%d from %v to %v", t.Name, p.Index, p.Replicas, rq.Target)
+		c.throttle(ctl, t, rq.Target)
 	}
 	ctl.Step(func(core *ctrlcore.Core, now time.Time, im *metadata.Image) ctrlcore.Ready {
 		return core.Reassign(now, im, []controller.Reassignment{rq}, true, func(errs []error, err error) {

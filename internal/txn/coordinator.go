@@ -22,11 +22,16 @@ type Config struct {
 	MaxTransactionalIDs int
 	// MaxPartitions bounds the partitions of one transaction.
 	MaxPartitions int
+	// RetryBackoffMs and RetryBackoffMaxMs bound the wait before a
+	// completion whose write was refused is written again: the first,
+	// doubled after each failure in a row up to the second.
+	RetryBackoffMs, RetryBackoffMaxMs int64
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{MaxTimeoutMs: 900_000, ExpirationMs: 604_800_000, MaxTransactionalIDs: 1_000_000, MaxPartitions: 100_000}
+	return Config{MaxTimeoutMs: 900_000, ExpirationMs: 604_800_000, MaxTransactionalIDs: 1_000_000, MaxPartitions: 100_000,
+		RetryBackoffMs: 50, RetryBackoffMaxMs: 2_000}
 }
 
 // Coordinator holds the transactional ids of one __transaction_state
@@ -34,6 +39,9 @@ func DefaultConfig() Config {
 type Coordinator struct {
 	cfg  Config
 	txns map[string]*entry
+	// retrying are the ids whose completion write failed (completeFailed),
+	// so that RetryCompletions need not scan every id.
+	retrying map[string]struct{}
 }
 
 type entry struct {
@@ -44,8 +52,11 @@ type entry struct {
 	// failed, so the next one does not bump the epoch again.
 	fenceFailed bool
 	// completeFailed: the markers are written but the completion's write
-	// failed; RetryCompletions writes it again.
-	completeFailed bool
+	// failed; RetryCompletions writes it again from retryAt on, after
+	// completeFailures failures in a row.
+	completeFailed   bool
+	completeFailures int
+	retryAt          int64
 	// endedFrom is the epoch a transaction version 2 end bumped from,
 	// valid while endedValid (from that end's prepared state until the
 	// next other transition): an EndTxn at it is a retry of that end.
@@ -62,7 +73,11 @@ func New(cfg Config) *Coordinator {
 	if cfg.MaxPartitions <= 0 {
 		cfg.MaxPartitions = DefaultConfig().MaxPartitions
 	}
-	return &Coordinator{cfg: cfg, txns: map[string]*entry{}}
+	if cfg.RetryBackoffMs <= 0 {
+		cfg.RetryBackoffMs = DefaultConfig().RetryBackoffMs
+	}
+	cfg.RetryBackoffMaxMs = max(cfg.RetryBackoffMaxMs, cfg.RetryBackoffMs)
+	return &Coordinator{cfg: cfg, txns: map[string]*entry{}, retrying: map[string]struct{}{}}
 }
 
 // Write is one state record to append. The runtime hands it back to
@@ -101,6 +116,9 @@ type Markers struct {
 type Output struct {
 	Writes  []*Write
 	Markers []Markers
+	// RetryAt, when not 0, is the time (ms) from which RetryCompletions
+	// has a refused completion to write again: the runtime calls it then.
+	RetryAt int64
 	// Warnings are worth a log line.
 	Warnings []string
 }
@@ -108,7 +126,16 @@ type Output struct {
 func (o *Output) merge(p Output) {
 	o.Writes = append(o.Writes, p.Writes...)
 	o.Markers = append(o.Markers, p.Markers...)
+	o.RetryAt = EarlierRetry(o.RetryAt, p.RetryAt)
 	o.Warnings = append(o.Warnings, p.Warnings...)
+}
+
+// EarlierRetry is the earlier of two RetryAt times, 0 meaning none.
+func EarlierRetry(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // transit starts e's transition to next: its write goes out, and it takes
@@ -175,21 +202,31 @@ func (c *Coordinator) Written(now int64, w *Write, err error) Output {
 		if w.fence {
 			e.fenceFailed = true
 		}
+		var out Output
 		if w.to != nil && (w.to.State == CompleteCommit || w.to.State == CompleteAbort) {
 			e.completeFailed = true
+			e.completeFailures++
+			backoff := c.cfg.RetryBackoffMaxMs
+			if n := e.completeFailures - 1; n < 32 {
+				backoff = min(backoff, c.cfg.RetryBackoffMs<<n)
+			}
+			e.retryAt = now + backoff
+			c.retrying[w.id] = struct{}{}
+			out.RetryAt = e.retryAt
 		}
 		if e.cur.Epoch == noEpoch && e.cur.State == Empty && w.to != nil && e.cur.ProducerID == w.to.ProducerID {
 			// The id was created for this write and never committed.
 			delete(c.txns, w.id)
 		}
-		return Output{}
+		return out
 	}
 	if w.to == nil {
 		delete(c.txns, w.id)
 		return Output{}
 	}
 	e.cur = *w.to
-	e.fenceFailed, e.completeFailed = false, false
+	e.fenceFailed, e.completeFailed, e.completeFailures = false, false, 0
+	delete(c.retrying, w.id)
 	switch {
 	case w.endV2:
 		e.endedFrom, e.endedValid = w.endFrom, true
@@ -517,15 +554,28 @@ func (c *Coordinator) AbortTimedOut(now int64) Output {
 // the completion: the transaction would stay prepared, and its producer
 // refused with CONCURRENT_TRANSACTIONS, until the next leader change.
 // Kafka's marker channel manager retries that append too (its queue of
-// log appends to retry, on COORDINATOR_NOT_AVAILABLE).
+// log appends to retry, on COORDINATOR_NOT_AVAILABLE), promptly: here
+// each completion is written again once its backoff (Written's RetryAt)
+// has passed; the Output's RetryAt is the next one not yet due.
 func (c *Coordinator) RetryCompletions(now int64) Output {
 	var out Output
-	for _, id := range c.sortedIDs() {
-		e := c.txns[id]
-		if !e.completeFailed || e.pending != nil || (e.cur.State != PrepareCommit && e.cur.State != PrepareAbort) {
-			continue
+	ids := make([]string, 0, len(c.retrying))
+	for id := range c.retrying {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e, ok := c.txns[id]
+		switch {
+		case !ok || !e.completeFailed || (e.cur.State != PrepareCommit && e.cur.State != PrepareAbort):
+			delete(c.retrying, id)
+		case e.pending != nil:
+			// Its outcome (Written) decides what follows.
+		case e.retryAt > now:
+			out.RetryAt = EarlierRetry(out.RetryAt, e.retryAt)
+		default:
+			out.Writes = append(out.Writes, c.transit(e, completed(e.cur, now), false))
 		}
-		out.Writes = append(out.Writes, c.transit(e, completed(e.cur, now), false))
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package txn
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -304,23 +305,84 @@ func TestRetryCompletions(t *testing.T) {
 	if out := c.RetryCompletions(4); len(out.Writes) != 0 {
 		t.Fatal("a completion written again while its write is in flight")
 	}
-	c.Written(5, done.Writes[0], kerr.NotEnoughReplicas)
+	failed := c.Written(5, done.Writes[0], kerr.NotEnoughReplicas)
 	if d, _ := c.Describe("a"); d.State != PrepareCommit {
 		t.Fatalf("a failed completion took effect: %+v", d)
+	}
+	if failed.RetryAt != 5+50 {
+		t.Fatalf("RetryAt %d after the first failure at 5, want 55 (RetryBackoffMs 50)", failed.RetryAt)
 	}
 	if _, err := c.EndTxn(5, "a", 7, r.Epoch, true); !errors.Is(err, kerr.ConcurrentTransactions) {
 		t.Fatalf("retried commit while the completion is unwritten: %v", err)
 	}
-	retry := c.RetryCompletions(6)
-	if len(retry.Writes) != 1 || len(retry.Markers) != 0 {
-		t.Fatalf("retry: %d writes, %d marker deliveries; want the completion's write alone", len(retry.Writes), len(retry.Markers))
+	if early := c.RetryCompletions(54); len(early.Writes) != 0 || early.RetryAt != 55 {
+		t.Fatalf("retry before the backoff: %d writes, RetryAt %d; want none and 55", len(early.Writes), early.RetryAt)
 	}
-	commit(t, c, 6, retry)
+	retry := c.RetryCompletions(55)
+	if len(retry.Writes) != 1 || len(retry.Markers) != 0 || retry.RetryAt != 0 {
+		t.Fatalf("retry: %d writes, %d marker deliveries, RetryAt %d; want the completion's write alone", len(retry.Writes), len(retry.Markers), retry.RetryAt)
+	}
+	commit(t, c, 55, retry)
 	if d, _ := c.Describe("a"); d.State != CompleteCommit || len(d.Partitions) != 0 {
 		t.Fatalf("after the retried completion: %+v", d)
 	}
-	if out := c.RetryCompletions(7); len(out.Writes) != 0 {
+	if out := c.RetryCompletions(10_000); len(out.Writes) != 0 || out.RetryAt != 0 {
 		t.Fatal("a completed transaction's completion written again")
+	}
+}
+
+// The backoff doubles with each failure in a row up to RetryBackoffMaxMs,
+// and starts again from RetryBackoffMs after a completion is written.
+func TestRetryCompletionsBackoff(t *testing.T) {
+	c := New(DefaultConfig())
+	prepared := func(now int64, id string, pid int64) *Write {
+		r := mustInit(t, c, now, newReq(id, pid))
+		out, _ := c.AddPartitions(now, id, pid, r.Epoch, []TopicPartition{tp0})
+		commit(t, c, now, out)
+		out, _ = c.EndTxn(now, id, pid, r.Epoch, false)
+		m := commit(t, c, now, out)
+		return c.MarkersWritten(now, m.Markers[0]).Writes[0]
+	}
+	w := prepared(0, "a", 7)
+	now := int64(100)
+	var waits []int64
+	for range 8 {
+		out := c.Written(now, w, kerr.NotEnoughReplicas)
+		waits = append(waits, out.RetryAt-now)
+		now = out.RetryAt
+		retry := c.RetryCompletions(now)
+		if len(retry.Writes) != 1 {
+			t.Fatalf("at %d: %d writes, want the completion", now, len(retry.Writes))
+		}
+		w = retry.Writes[0]
+	}
+	if want := []int64{50, 100, 200, 400, 800, 1600, 2000, 2000}; !slices.Equal(waits, want) {
+		t.Fatalf("backoffs %v, want %v", waits, want)
+	}
+	// Another id's failure meanwhile: the earlier of the two is next.
+	w2 := prepared(now, "b", 8)
+	second := c.Written(now, w2, kerr.NotEnoughReplicas)
+	if second.RetryAt != now+50 {
+		t.Fatalf("b's RetryAt %d, want %d", second.RetryAt, now+50)
+	}
+	c.Written(now, w, kerr.NotEnoughReplicas) // a: 2000 again
+	if out := c.RetryCompletions(now + 1); len(out.Writes) != 0 || out.RetryAt != now+50 {
+		t.Fatalf("two waiting: %d writes, RetryAt %d; want none and %d", len(out.Writes), out.RetryAt, now+50)
+	}
+	out := c.RetryCompletions(now + 50)
+	if len(out.Writes) != 1 || out.Writes[0].TransactionalID() != "b" || out.RetryAt != now+2000 {
+		t.Fatalf("at b's retry: %d writes, RetryAt %d; want b's and %d", len(out.Writes), out.RetryAt, now+2000)
+	}
+	commit(t, c, now+50, out)
+	out = c.RetryCompletions(now + 2000)
+	commit(t, c, now+2000, out)
+	if d, _ := c.Describe("a"); d.State != CompleteAbort {
+		t.Fatalf("a: %+v", d)
+	}
+	// a's next failure starts the backoff again.
+	w = prepared(now+3000, "a", 7)
+	if out := c.Written(now+3000, w, kerr.NotEnoughReplicas); out.RetryAt != now+3050 {
+		t.Fatalf("after a success: RetryAt %d, want %d", out.RetryAt, now+3050)
 	}
 }
 

@@ -84,7 +84,12 @@ type Ready struct {
 	// Reload is set when a write failed: the coordinator's memory may no
 	// longer match its log (a timed-out write may still be committed), so
 	// stop this Host and load the partition again.
-	Reload   error
+	Reload error
+	// RetryAt, when not 0, is the time (ms) at which to call
+	// RetryCompletions: a completion whose write was refused waits for it
+	// (the backoff is the coordinator's). A runtime keeps the earliest
+	// one it was given.
+	RetryAt  int64
 	Warnings []string
 }
 
@@ -95,6 +100,7 @@ func (r *Ready) merge(o Ready) {
 	if r.Reload == nil {
 		r.Reload = o.Reload
 	}
+	r.RetryAt = txn.EarlierRetry(r.RetryAt, o.RetryAt)
 	r.Warnings = append(r.Warnings, o.Warnings...)
 }
 
@@ -171,7 +177,7 @@ func (h *Host) Read(fn func(c *txn.Coordinator)) error {
 }
 
 func (h *Host) carryOut(out txn.Output, finish func(error)) Ready {
-	rd := Ready{Warnings: out.Warnings}
+	rd := Ready{Warnings: out.Warnings, RetryAt: out.RetryAt}
 	for _, m := range out.Markers {
 		rd.Markers = append(rd.Markers, Markers{Markers: m, CoordinatorEpoch: h.epoch})
 	}
@@ -262,18 +268,16 @@ func (h *Host) MarkersWritten(now int64, m Markers) Ready {
 }
 
 // AbortTimedOut aborts the transactions past their timeout (every
-// transaction.abort.timed.out.transaction.cleanup.interval.ms). The same
-// round writes again the completions that failed
-// (txn.Coordinator.RetryCompletions): a runtime needs no timer of its
-// own for them.
+// transaction.abort.timed.out.transaction.cleanup.interval.ms).
 func (h *Host) AbortTimedOut(now int64) (Ready, error) {
-	rd, err := h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.RetryCompletions(now) }, nil)
-	if err != nil {
-		return rd, err
-	}
-	aborts, err := h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.AbortTimedOut(now) }, nil)
-	rd.merge(aborts)
-	return rd, err
+	return h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.AbortTimedOut(now) }, nil)
+}
+
+// RetryCompletions writes again the completions refused earlier whose
+// backoff has passed (txn.Coordinator.RetryCompletions), at the RetryAt a
+// Ready asked for.
+func (h *Host) RetryCompletions(now int64) (Ready, error) {
+	return h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.RetryCompletions(now) }, nil)
 }
 
 // ExpireTransactionalIDs removes idle transactional ids (every

@@ -24,6 +24,7 @@ type testHandle struct {
 	pending []Write
 	markers []Markers
 	reloads []error
+	retryAt int64
 }
 
 func (h *testHandle) Do(op func(h *Host, now int64) (Ready, error)) error {
@@ -51,6 +52,7 @@ func (h *testHandle) carry(rd Ready) {
 		h.pending = append(h.pending, w)
 	}
 	h.markers = append(h.markers, rd.Markers...)
+	h.retryAt = txn.EarlierRetry(h.retryAt, rd.RetryAt)
 	if rd.Reload != nil {
 		h.reloads = append(h.reloads, rd.Reload)
 	}
@@ -199,13 +201,53 @@ func TestFailedWriteAnswersAndReloads(t *testing.T) {
 	}
 }
 
-func TestStoppedHostWritesNothingMore(t *testing.T) {
+// ongoing loads a coordinator in epoch 1 over an empty log and opens a
+// transaction of id on t-0.
+func ongoing(t *testing.T, id string) (*testHandle, Backend, txn.InitResult) {
+	t.Helper()
 	h := load(t, openLog(t), 1)
 	h.completeAll(nil)
 	b := backend(h)
-	r := initTxn(t, b, h, "a")
-	b.AddPartitions("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 0}}, func(error) {})
+	r := initTxn(t, b, h, id)
+	b.AddPartitions(id, r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 0}}, func(error) {})
 	h.completeAll(nil)
+	return h, b, r
+}
+
+// A completion refused with NOT_ENOUGH_REPLICAS keeps the coordinator and
+// asks to be retried after the coordinator's backoff, not at the next
+// abort round; the retry writes it.
+func TestRefusedCompletionRetriedAtRetryAt(t *testing.T) {
+	h, b, r := ongoing(t, "a")
+	b.EndTxn("a", r.ProducerID, r.Epoch, true, func(error) {})
+	h.completeAll(nil)
+	h.carry(h.host.MarkersWritten(h.now, h.markers[0]))
+	h.completeAll(kerr.NotEnoughReplicas)
+	if len(h.reloads) != 0 || h.retryAt != h.now+txn.DefaultConfig().RetryBackoffMs {
+		t.Fatalf("after a refused completion: reloads %v, RetryAt %d (now %d)", h.reloads, h.retryAt, h.now)
+	}
+	if d, _ := b.DescribeTransaction("a"); d.State != txn.PrepareCommit {
+		t.Fatalf("state %s, want PrepareCommit until the completion is written", d.State)
+	}
+	rd, err := h.host.AbortTimedOut(h.retryAt)
+	if err != nil || len(rd.Writes) != 0 {
+		t.Fatalf("the abort round wrote %d records (%v); the retry is RetryCompletions'", len(rd.Writes), err)
+	}
+	h.now, h.retryAt = h.retryAt, 0
+	if err := h.Do(func(host *Host, now int64) (Ready, error) { return host.RetryCompletions(now) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.pending) != 1 {
+		t.Fatalf("%d writes at RetryAt, want the completion", len(h.pending))
+	}
+	h.completeAll(nil)
+	if d, _ := b.DescribeTransaction("a"); d.State != txn.CompleteCommit || h.retryAt != 0 {
+		t.Fatalf("after the retry: %s, RetryAt %d", d.State, h.retryAt)
+	}
+}
+
+func TestStoppedHostWritesNothingMore(t *testing.T) {
+	h, b, r := ongoing(t, "a")
 	var got error = errors.New("unanswered")
 	b.EndTxn("a", r.ProducerID, r.Epoch, false, func(err error) { got = err })
 	h.host.Stop()

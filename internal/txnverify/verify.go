@@ -134,7 +134,12 @@ type Send struct {
 	Request *kmsg.AddPartitionsToTxnRequest
 }
 
-// Ready is what to do after a call.
+// Ready is what to do after a call. Run the Completions, in order, before
+// starting the Sends: a Send may carry a later verification of a producer
+// whose earlier one completes here, and the earlier produce's append must
+// come first (its batch has the lower sequence; appended after the later
+// one's, it would be refused with OUT_OF_ORDER_SEQUENCE_NUMBER, and a
+// transactional producer then aborts its transaction).
 type Ready struct {
 	Sends       []Send
 	Completions []Completion

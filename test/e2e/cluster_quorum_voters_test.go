@@ -428,7 +428,11 @@ func TestClusterQuorumVoterMovesPort(t *testing.T) {
 		case <-time.After(externalPollInterval):
 		}
 	}
-	// A commit now needs both: node 3 is reached at its new port.
+	// A commit now needs both: node 3 is reached at its new port. The
+	// topic needs two unfenced brokers, and node 2 restarted moments ago:
+	// CreateTopics answers INVALID_REPLICATION_FACTOR until its
+	// registration is unfenced, as Kafka's does.
+	awaitBrokerList(ctx, t, survivors, []int32{2, 3})
 	createReplicatedTopic(ctx, t, observerClient(t, c.addrs()[1:]), "after-the-move", 1, 2, nil)
 	awaitProgress(ctx, t, acks, 100)
 	sent := st.stopAndWait(t)
