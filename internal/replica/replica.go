@@ -14,6 +14,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -479,6 +480,7 @@ func (r *Replica) Produce(req api.ProduceParams, done func(api.ProduceResult), n
 		}
 		dec, err := check(h)
 		if err != nil {
+			r.logProducerRefusal(h, err)
 			rd.Answers = append(rd.Answers, failed(id, done, err))
 			return id, rd
 		}
@@ -912,4 +914,24 @@ func IsDiskFailure(err error) bool {
 // takes the directory offline (Synced does not ask).
 func IsDiskFull(err error) bool {
 	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, storage.ErrLogFailed)
+}
+
+// logProducerRefusal logs, at debug level, a batch the producer state
+// refused, with the producer's state here: what the client sent against
+// what the partition expected.
+func (r *Replica) logProducerRefusal(h batch.Header, err error) {
+	if !r.opts.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"producer_id", h.ProducerID, "epoch", h.ProducerEpoch, "base_sequence", h.BaseSequence,
+		"last_sequence", h.LastSequence(), "transactional", h.IsTransactional(), "err", err}
+	if e, ok := r.producers.Lookup(h.ProducerID); ok {
+		last := int32(-1)
+		if n := len(e.Batches); n > 0 {
+			last = e.Batches[n-1].LastSeq
+		}
+		attrs = append(attrs, "state_epoch", e.Epoch, "state_last_sequence", last, "state_batches", len(e.Batches),
+			"state_txn_first_offset", e.CurrentTxnFirstOffset)
+	}
+	r.opts.Logger.Debug("produce refused by producer state", attrs...)
 }
