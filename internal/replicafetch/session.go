@@ -248,8 +248,13 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 			continue
 		}
 		latest, ok := v.LatestEpoch()
-		if !ok || v.LogEndOffset() == v.LogStartOffset() {
-			// Nothing of ours can diverge.
+		if !ok {
+			// Nothing of ours can diverge. An empty log that still names
+			// an epoch (one this replica led without appending) must
+			// reconcile all the same: the truncation at its end drops that
+			// epoch, which it would otherwise keep sending as its last
+			// fetched one, and the leader, which never had it, would
+			// answer every fetch with a divergence (sim seed 4255).
 			st.truncate, st.rounds = false, 0
 			fetchable = append(fetchable, p)
 			continue

@@ -266,6 +266,14 @@ func TestRegressions(t *testing.T) {
 		// found the committed transaction's output still open.
 		// Convergence now waits until no transaction awaits its markers.
 		Swarm(3423, 10*time.Second),
+		// A replica that led __transaction_state-0 briefly with an empty
+		// log kept that epoch; as a follower its log stayed empty, so
+		// the fetcher skipped reconciling ("nothing of ours can
+		// diverge") yet sent the epoch as its last fetched one, and the
+		// leader, which never had it, answered every fetch with a
+		// divergence: it never caught up. An empty log that names an
+		// epoch now reconciles, and the truncation at its end drops it.
+		Swarm(4255, 10*time.Second),
 		// The coordinator's CompleteCommit, written once the markers were
 		// on every partition, was refused with NOT_ENOUGH_REPLICAS (the
 		// ISR of __transaction_state-0 had shrunk to its leader); the
