@@ -291,8 +291,14 @@ func unregisterBroker(ctx context.Context, c *brokerCommand, cl *kgo.Client, out
 		return fmt.Errorf("unregister broker %d: %w", id, withBrokerMessage(err, deref(resp.ErrorMessage)))
 	}
 	fmt.Fprintf(out, "Broker %d unregistered.\n", id)
-	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-	if err == nil && slices.ContainsFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return b.NodeID == id }) {
+	// Asked afresh, not from the client's metadata cache: the answer cached
+	// from before the unregister may list the broker, and one carrying
+	// topics lists a broker fenced moments ago whose replicas it names
+	// (api.FencedListedMs). Without topics, only a live broker is listed.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Topics = []kmsg.MetadataRequestTopic{}
+	mresp, err := mreq.RequestWith(ctx, cl)
+	if err == nil && slices.ContainsFunc(mresp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) {
 		fmt.Fprintf(out, "Broker %d is still running: stop its process, or it registers again at its next heartbeat.\n", id)
 	}
 	return nil
