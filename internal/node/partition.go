@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,8 @@ type partition struct {
 	id    metadata.TopicID
 	index int32
 	log   *storage.Log
+	// logDir is the log directory holding the partition's directory.
+	logDir string
 
 	// highWatermark is the core's, published for readers without mu:
 	// consumers read below it.
@@ -76,6 +79,7 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 	}
 	pt := &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
+		logDir:   filepath.Dir(core.Log().Dir()),
 		watchers: map[*fetchWaiter]struct{}{},
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
@@ -459,7 +463,7 @@ func (p *partition) following() (leader, epoch int32, ok bool) {
 // watermark (replica.AppendFromLeader).
 func (p *partition) AppendFromLeader(data []byte, leaderHW int64, epoch int32) error {
 	if len(data) > 0 {
-		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+		if err := p.b.checkFreeSpace(p.logDir, int64(len(data))); err != nil {
 			return err
 		}
 	}
