@@ -57,6 +57,13 @@ type partition struct {
 	// whose partitions' generations did not move answers from its last
 	// read rather than reading them all again (fetchWaiter.unchanged).
 	generation atomic.Uint64
+	// dataGeneration counts the steps that wake followers' fetches (new
+	// data, a leadership change, the close): all a parked follower fetch
+	// is poked for. A follower fetch that registers checks it rather than
+	// generation, since the high watermark its own position just moved
+	// (a bump of generation) would have it read again for nothing: a
+	// goroutine and a read of every partition per acknowledged record.
+	dataGeneration atomic.Uint64
 
 	mu       sync.Mutex
 	core     *replica.Replica
@@ -107,6 +114,9 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 		// Before the pokes: a waiter that reads the generation after
 		// its read either sees this bump or is poked.
 		p.generation.Add(1)
+		if rd.WakeFollowers {
+			p.dataGeneration.Add(1)
+		}
 	}
 	if rd.WakeFollowers || rd.WakeConsumers {
 		for fw := range p.watchers {
