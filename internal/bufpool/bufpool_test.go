@@ -1,6 +1,10 @@
 package bufpool
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/skein-log/skein/internal/invariant"
+)
 
 // Get returns buffers of the asked length whose capacity is at least
 // their class, whatever Put gave back before.
@@ -68,5 +72,24 @@ func TestGetPutAllocatesNothing(t *testing.T) {
 	Put(Get(Min))
 	if n := testing.AllocsPerRun(1000, func() { Put(Get(Min)) }); n >= 0.5 {
 		t.Fatalf("Get+Put allocates %.2f times per call", n)
+	}
+}
+
+// TestPutPoisonsUnderInvariants: with the invariants tag, a buffer given
+// back is overwritten, so a use after Put shows at once.
+func TestPutPoisonsUnderInvariants(t *testing.T) {
+	if !invariant.Panics {
+		t.Skip("poisoning is on only with -tags invariants")
+	}
+	b := make([]byte, Min)
+	for i := range b {
+		b[i] = 1
+	}
+	kept := b[:16]
+	Put(b)
+	for i, c := range kept {
+		if c != Poison {
+			t.Fatalf("byte %d after Put is %#x, want %#x", i, c, Poison)
+		}
 	}
 }
