@@ -1,11 +1,11 @@
 package storage
 
 import (
-	"math"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
