@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -51,36 +52,9 @@ func TestAlterReplicaLogDirsWhileProducing(t *testing.T) {
 		to = d1
 	}
 
-	cl := tb.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var mu sync.Mutex
-	var acked []string // values in offset order
-	produce := func(n int, tag string) {
-		for i := range n {
-			v := fmt.Sprintf("%s-%05d", tag, i)
-			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr(); err != nil {
-				t.Errorf("produce %s: %v", v, err)
-				return
-			}
-			mu.Lock()
-			acked = append(acked, v)
-			mu.Unlock()
-		}
-	}
-	produce(3000, "before")
-
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			produce(50, fmt.Sprintf("during%03d", i))
-		}
-	}()
+	pr := &ackedProducer{t: t, cl: tb.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))}
+	pr.produce(ctx, 3000, "before")
+	stop := pr.background(ctx, 50)
 
 	var req kadm.AlterReplicaLogDirsReq
 	req.Add(to, kadm.TopicsSet{topic: {0: {}}})
@@ -118,15 +92,10 @@ func TestAlterReplicaLogDirsWhileProducing(t *testing.T) {
 		}
 	})
 
-	awaitAdmin(ctx, t, "replica in "+to+" alone", func() (bool, any) {
-		cur, dirs := where()
-		n := 0
-		dirs.EachPartition(func(kadm.DescribedLogDirPartition) { n++ })
-		return filepath.Clean(cur) == to && n == 1, dirs.SortedPartitions()
-	})
-	close(stop)
-	<-done
-	produce(200, "after")
+	awaitReplicaDir(ctx, t, adm, 1, topic, to)
+	stop()
+	pr.produce(ctx, 200, "after")
+	acked := pr.acked
 	if t.Failed() {
 		return
 	}
@@ -179,34 +148,9 @@ func TestAlterReplicaLogDirsReplicated(t *testing.T) {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
-	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	var mu sync.Mutex
-	var acked []string
-	produce := func(n int, tag string) {
-		for i := range n {
-			v := fmt.Sprintf("%s-%05d", tag, i)
-			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr(); err != nil {
-				t.Errorf("produce %s: %v", v, err)
-				return
-			}
-			mu.Lock()
-			acked = append(acked, v)
-			mu.Unlock()
-		}
-	}
-	produce(2000, "before")
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			produce(20, fmt.Sprintf("during%04d", i))
-		}
-	}()
+	pr := &ackedProducer{t: t, cl: c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))}
+	pr.produce(ctx, 2000, "before")
+	stop := pr.background(ctx, 20)
 	for i := range c.props {
 		var req kadm.AlterReplicaLogDirsReq
 		req.Add(second[i], kadm.TopicsSet{topic: {0: {}}})
@@ -221,19 +165,11 @@ func TestAlterReplicaLogDirsReplicated(t *testing.T) {
 		})
 	}
 	for i := range c.props {
-		awaitAdmin(ctx, t, fmt.Sprintf("broker %d's replica in %s alone", i+1, second[i]), func() (bool, any) {
-			dirs, err := adm.DescribeBrokerLogDirs(ctx, int32(i+1), kadm.TopicsSet{topic: {0: {}}})
-			if err != nil {
-				return false, err
-			}
-			var in []string
-			dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { in = append(in, fmt.Sprintf("%s future=%v", p.Dir, p.IsFuture)) })
-			return len(in) == 1 && in[0] == second[i]+" future=false", in
-		})
+		awaitReplicaDir(ctx, t, adm, int32(i+1), topic, second[i])
 	}
-	close(stop)
-	<-done
-	produce(100, "after")
+	stop()
+	pr.produce(ctx, 100, "after")
+	acked := pr.acked
 	if t.Failed() {
 		return
 	}
@@ -292,15 +228,7 @@ func TestAlterReplicaLogDirsResumedAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.start()
-	awaitAdmin(ctx, t, "replica moved to "+to, func() (bool, any) {
-		dirs, err := adm.DescribeBrokerLogDirs(ctx, 1, kadm.TopicsSet{topic: {0: {}}})
-		if err != nil {
-			return false, err
-		}
-		var in []string
-		dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { in = append(in, fmt.Sprintf("%s future=%v", p.Dir, p.IsFuture)) })
-		return len(in) == 1 && in[0] == to+" future=false", in
-	})
+	awaitReplicaDir(ctx, t, adm, 1, topic, to)
 	if _, err := os.Stat(fut); !os.IsNotExist(err) {
 		t.Fatalf("the interrupted future log is still there: %v", err)
 	}
@@ -310,4 +238,59 @@ func TestAlterReplicaLogDirsResumedAfterRestart(t *testing.T) {
 			t.Fatalf("record %d: %q", i, r.Value)
 		}
 	}
+}
+
+// ackedProducer writes numbered values to partition 0 one at a time and
+// keeps, in offset order, those acknowledged.
+type ackedProducer struct {
+	t     *testing.T
+	cl    *kgo.Client
+	mu    sync.Mutex
+	acked []string
+}
+
+func (p *ackedProducer) produce(ctx context.Context, n int, tag string) {
+	for i := range n {
+		v := fmt.Sprintf("%s-%05d", tag, i)
+		if err := p.cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr(); err != nil {
+			p.t.Errorf("produce %s: %v", v, err)
+			return
+		}
+		p.mu.Lock()
+		p.acked = append(p.acked, v)
+		p.mu.Unlock()
+	}
+}
+
+// background produces rounds of n until the returned stop is called
+// (which waits for the round under way).
+func (p *ackedProducer) background(ctx context.Context, n int) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			p.produce(ctx, n, fmt.Sprintf("during%04d", i))
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// awaitReplicaDir waits until broker's DescribeLogDirs lists the
+// partition topic-0 in dir, and nowhere else (no future replica either).
+func awaitReplicaDir(ctx context.Context, t *testing.T, adm *kadm.Client, broker int32, topic, dir string) {
+	t.Helper()
+	awaitAdmin(ctx, t, fmt.Sprintf("broker %d's replica of %s-0 in %s alone", broker, topic, dir), func() (bool, any) {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, broker, kadm.TopicsSet{topic: {0: {}}})
+		if err != nil {
+			return false, err
+		}
+		var in []string
+		dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { in = append(in, fmt.Sprintf("%s future=%v", p.Dir, p.IsFuture)) })
+		return len(in) == 1 && in[0] == dir+" future=false", in
+	})
 }
