@@ -32,6 +32,10 @@ const maxPreferredDirs = 100_000
 // logMoves is the broker's moves under way and the directories preferred
 // for replicas not hosted yet.
 type logMoves struct {
+	// reqMu serialises the requests' decisions and their starts and
+	// cancels (an AlterReplicaLogDirs partition, a resumed move), so two
+	// never start moves of one partition at once. Taken before mu.
+	reqMu     sync.Mutex
 	mu        sync.Mutex
 	moves     map[*partition]*logMove
 	preferred map[string]string // partition name -> log directory
@@ -98,6 +102,8 @@ func (b *Broker) logDirRoot(dir string) string {
 
 // alterReplicaLogDir serves one partition of AlterReplicaLogDirs.
 func (b *Broker) alterReplicaLogDir(topic string, index int32, dir string) error {
+	b.logMoves.reqMu.Lock()
+	defer b.logMoves.reqMu.Unlock()
 	root := b.logDirRoot(dir)
 	var offline string
 	if d := b.offlineDir.Load(); d != nil {
@@ -298,11 +304,13 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 // maybeResumeLogMove starts again, for a partition just opened, the move a
 // restart interrupted (storage.RecoverMoves discarded its future log).
 func (b *Broker) maybeResumeLogMove(p *partition) {
+	b.logMoves.reqMu.Lock()
+	defer b.logMoves.reqMu.Unlock()
 	b.logMoves.mu.Lock()
 	root, ok := b.logMoves.preferred[p.name()]
 	delete(b.logMoves.preferred, p.name())
 	b.logMoves.mu.Unlock()
-	if !ok || root == filepath.Dir(p.log.Dir()) || b.dirOffline() {
+	if !ok || root == filepath.Dir(p.log.Dir()) || b.dirOffline() || b.logMoves.of(p) != nil {
 		return
 	}
 	if err := b.startLogMove(p, root); err != nil {
