@@ -276,11 +276,20 @@ func runUnregister(ctx context.Context, args []string, s streams) error {
 }
 
 // unregisterBroker sends UnregisterBroker for id. A broker still running
-// registers again at its next heartbeat, so it says so when Metadata lists
-// the broker as alive.
+// registers again at its next heartbeat, so it says so when the broker was
+// alive just before: listed in a Metadata answer without topics, asked
+// afresh (not from the client's cache). Such an answer lists only unfenced
+// brokers; one carrying topics also lists a broker fenced moments ago whose
+// replicas it names (api.FencedListedMs), and one asked after the
+// unregister may leave out a running broker that has not registered again
+// yet.
 func unregisterBroker(ctx context.Context, c *brokerCommand, cl *kgo.Client, out io.Writer, id int32) error {
 	ctx, cancel := c.step(ctx)
 	defer cancel()
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Topics = []kmsg.MetadataRequestTopic{}
+	mresp, err := mreq.RequestWith(ctx, cl)
+	running := err == nil && slices.ContainsFunc(mresp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id })
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = id
 	resp, err := req.RequestWith(ctx, cl)
@@ -291,14 +300,7 @@ func unregisterBroker(ctx context.Context, c *brokerCommand, cl *kgo.Client, out
 		return fmt.Errorf("unregister broker %d: %w", id, withBrokerMessage(err, deref(resp.ErrorMessage)))
 	}
 	fmt.Fprintf(out, "Broker %d unregistered.\n", id)
-	// Asked afresh, not from the client's metadata cache: the answer cached
-	// from before the unregister may list the broker, and one carrying
-	// topics lists a broker fenced moments ago whose replicas it names
-	// (api.FencedListedMs). Without topics, only a live broker is listed.
-	mreq := kmsg.NewPtrMetadataRequest()
-	mreq.Topics = []kmsg.MetadataRequestTopic{}
-	mresp, err := mreq.RequestWith(ctx, cl)
-	if err == nil && slices.ContainsFunc(mresp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) {
+	if running {
 		fmt.Fprintf(out, "Broker %d is still running: stop its process, or it registers again at its next heartbeat.\n", id)
 	}
 	return nil

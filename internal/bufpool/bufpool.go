@@ -13,6 +13,8 @@ package bufpool
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/skein-log/skein/internal/invariant"
 )
 
 const (
@@ -78,7 +80,23 @@ func Put(b []byte) {
 	if cap(b) < Min {
 		return
 	}
+	if invariant.Panics {
+		poison(b[:cap(b)])
+	}
 	i := floorClass(cap(b))
 	b = b[:0]
 	pools[i].Put(&b)
+}
+
+// Poison is the byte a buffer is filled with when it is given back in a
+// build with the invariants tag, so that whatever still refers to its
+// bytes reads garbage at once (bad CRCs, impossible lengths) instead of,
+// now and then, another request's data: a batch kept from a request frame
+// past its handler once corrupted the log exactly that way.
+const Poison = 0xDB
+
+func poison(b []byte) {
+	for i := range b {
+		b[i] = Poison
+	}
 }

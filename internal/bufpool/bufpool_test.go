@@ -1,6 +1,10 @@
 package bufpool
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/skein-log/skein/internal/invariant"
+)
 
 // Get returns buffers of the asked length whose capacity is at least
 // their class, whatever Put gave back before.
@@ -47,6 +51,25 @@ func TestClasses(t *testing.T) {
 		f := floorClass(n)
 		if size(f) > n || (f+1 < classes && size(f+1) <= n) {
 			t.Fatalf("floorClass(%d) = %d (size %d)", n, f, size(f))
+		}
+	}
+}
+
+// TestPutPoisonsUnderInvariants: with the invariants tag, a buffer given
+// back is overwritten, so a use after Put shows at once.
+func TestPutPoisonsUnderInvariants(t *testing.T) {
+	if !invariant.Panics {
+		t.Skip("poisoning is on only with -tags invariants")
+	}
+	b := make([]byte, Min)
+	for i := range b {
+		b[i] = 1
+	}
+	kept := b[:16]
+	Put(b)
+	for i, c := range kept {
+		if c != Poison {
+			t.Fatalf("byte %d after Put is %#x, want %#x", i, c, Poison)
 		}
 	}
 }
