@@ -19,7 +19,11 @@ var moveRoots = []string{"/a", "/b"}
 // a broker's copier and producers would (the pause holds appends off, as
 // the partition's lock does). appended records every batch appended, by
 // base offset. It returns the first error (a crash stops it).
-func moveScript(src *Log, appended map[int64][]byte, seed byte) error {
+//
+// Midway it also does what a follower and retention do to a log while it
+// moves: truncates its tail (lowering *durable, the offset below which
+// the test expects everything to survive) and deletes its head.
+func moveScript(src *Log, appended map[int64][]byte, seed byte, durable *int64) error {
 	fut, err := Open(src.fs, FutureDir("/b", filepath.Base(src.Dir()), "m1"), src.Config(), quietOptions())
 	if err != nil {
 		return err
@@ -30,7 +34,7 @@ func moveScript(src *Log, appended map[int64][]byte, seed byte) error {
 	appendOne := func() error {
 		b := makeBatch(3, 40, 1000, seed)
 		seed++
-		res, err := src.Append(b, 1, 1000)
+		res, err := src.Append(b, 5, 1000)
 		if err != nil {
 			return err
 		}
@@ -38,6 +42,7 @@ func moveScript(src *Log, appended map[int64][]byte, seed byte) error {
 		return nil
 	}
 	paused := false
+	copies := 0
 	for range 10_000 {
 		rw, has := src.TakeRewound()
 		st := logmove.Next(logmove.Progress{
@@ -49,6 +54,41 @@ func moveScript(src *Log, appended map[int64][]byte, seed byte) error {
 		case logmove.Copy:
 			if _, err := fut.CopyFrom(src, st.Offset, 700); err != nil {
 				return err
+			}
+			copies++
+			switch copies {
+			case 4:
+				// A follower cutting a divergent tail, into what the
+				// copy has passed, then taking other batches there.
+				cut := fut.LogEndOffset() - 9
+				// The batch holding cut goes, and a crash inside
+				// Truncate may leave the log cut already.
+				for off := range appended {
+					if off <= cut && off+100 > cut {
+						*durable = min(*durable, off)
+					}
+				}
+				if err := src.Truncate(cut); err != nil {
+					return err
+				}
+				for off := range appended {
+					if off >= src.LogEndOffset() {
+						delete(appended, off)
+					}
+				}
+				*durable = min(*durable, src.LogEndOffset())
+				// More than was cut (a batch of 100), so that only
+				// the rewound mark tells the copier its copy of the
+				// tail is stale.
+				for range 40 {
+					if err := appendOne(); err != nil {
+						return err
+					}
+				}
+			case 6:
+				if err := src.DeleteBefore(7); err != nil {
+					return err
+				}
 			}
 			if !paused && seed%3 == 0 {
 				if err := appendOne(); err != nil {
@@ -76,14 +116,23 @@ func moveScript(src *Log, appended map[int64][]byte, seed byte) error {
 	return errors.New("move did not finish")
 }
 
-// fillSource creates /a/t-0 with n synced batches.
+// moveConfig has a few batches per segment, each of 100 offsets, so that
+// a log of a few dozen batches is more than logmove.PauseLagOffsets long
+// and the copier copies unpaused, alongside appends, before it pauses.
+func moveConfig() Config {
+	c := smallConfig()
+	c.SegmentBytes = 8192
+	return c
+}
+
+// fillSource creates /a/t-0 with n synced batches of 100 records.
 func fillSource(t *testing.T, fs vfs.FS, n int) (*Log, map[int64][]byte) {
 	t.Helper()
-	src := openLog(t, fs, "/a/t-0", smallConfig())
+	src := openLog(t, fs, "/a/t-0", moveConfig())
 	appended := map[int64][]byte{}
 	for i := range n {
-		b := makeBatch(2+i%3, 50, int64(1000+i), byte(i))
-		res := mustAppend(t, src, b, int32(1+i/10), int64(1000+i))
+		b := makeBatch(100, 5, int64(1000+i), byte(i))
+		res := mustAppend(t, src, b, int32(1+i/20), int64(1000+i))
 		appended[res.BaseOffset] = b
 	}
 	if _, err := src.Sync(); err != nil {
@@ -101,12 +150,14 @@ func checkBatches(t *testing.T, l *Log, appended map[int64][]byte, durable int64
 		t.Fatalf("%s: log ends at %d, %d were durable", label, l.LogEndOffset(), durable)
 	}
 	next := l.LogStartOffset()
-	for _, b := range readAll(t, l) {
+	for i, b := range readAll(t, l) {
 		h, err := batch.ParseHeader(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.BaseOffset != next {
+		// The first batch may begin below the log start (DeleteBefore
+		// cuts inside it); every other one begins where the last ended.
+		if h.BaseOffset != next && (i > 0 || h.BaseOffset > next || h.LastOffset() < next) {
 			t.Fatalf("%s: batch at %d, want %d (a lost or extra batch)", label, h.BaseOffset, next)
 		}
 		next = h.LastOffset() + 1
@@ -118,12 +169,13 @@ func checkBatches(t *testing.T, l *Log, appended map[int64][]byte, durable int64
 
 func TestMoveWhileAppending(t *testing.T) {
 	fs := vfs.NewMem()
-	src, appended := fillSource(t, fs, 40)
+	src, appended := fillSource(t, fs, 60)
 	if err := src.AddAbortedTxn(AbortedTxn{ProducerID: 7, FirstOffset: 0, LastOffset: 3, LastStableOffset: 0}); err != nil {
 		t.Fatal(err)
 	}
 	epochsBefore := src.Epochs().Entries()
-	if err := moveScript(src, appended, 100); err != nil {
+	durable := src.LogEndOffset()
+	if err := moveScript(src, appended, 100, &durable); err != nil {
 		t.Fatalf("move: %v", err)
 	}
 	if got := src.Dir(); got != "/b/t-0" {
@@ -145,7 +197,9 @@ func TestMoveWhileAppending(t *testing.T) {
 		t.Fatalf("sync after move: %d %v", d, err)
 	}
 	checkBatches(t, src, appended, src.LogEndOffset(), "after move")
-	if got := src.Epochs().Entries(); len(got) != len(epochsBefore)+1 {
+	// Epoch 1, what the truncation and DeleteBefore left of the first, 5 of the
+	// appends during the move, 9 of the one after.
+	if got := src.Epochs().Entries(); len(got) != 3 || got[0].Epoch != epochsBefore[0].Epoch || got[1].Epoch != 5 || got[2].Epoch != 9 {
 		t.Fatalf("epochs after move: %v, before %v", got, epochsBefore)
 	}
 	if got := src.AllAbortedTxns(); len(got) != 1 || got[0].ProducerID != 7 {
@@ -155,7 +209,7 @@ func TestMoveWhileAppending(t *testing.T) {
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}
-	re := openLog(t, fs, "/b/t-0", smallConfig())
+	re := openLog(t, fs, "/b/t-0", moveConfig())
 	defer re.Close()
 	checkBatches(t, re, appended, end, "reopened")
 	if re.LogEndOffset() != end {
@@ -166,7 +220,7 @@ func TestMoveWhileAppending(t *testing.T) {
 func TestMoveFollowsTruncation(t *testing.T) {
 	fs := vfs.NewMem()
 	src, appended := fillSource(t, fs, 30)
-	fut := openLog(t, fs, FutureDir("/b", "t-0", "m1"), smallConfig())
+	fut := openLog(t, fs, FutureDir("/b", "t-0", "m1"), moveConfig())
 	for fut.LogEndOffset() < src.LogEndOffset() {
 		if _, err := fut.CopyFrom(src, fut.LogEndOffset(), 4096); err != nil {
 			t.Fatal(err)
@@ -183,7 +237,9 @@ func TestMoveFollowsTruncation(t *testing.T) {
 			delete(appended, k)
 		}
 	}
-	for i := range 5 {
+	// More than was cut, so the current log ends past the future again:
+	// only the rewound mark tells the copier its tail is stale.
+	for i := range 40 {
 		b := makeBatch(4, 30, 9000, byte(200+i))
 		res := mustAppend(t, src, b, 20, 9000)
 		appended[res.BaseOffset] = b
@@ -247,10 +303,11 @@ func moveScriptFrom(src, fut *Log) error {
 func TestMoveCrashAtEveryCall(t *testing.T) {
 	count := func() int {
 		fs := vfs.NewMem()
-		src, appended := fillSource(t, fs, 40)
+		src, appended := fillSource(t, fs, 60)
 		c := &crasher{fs: fs}
 		fs.SetFault(c.fault)
-		if err := moveScript(src, appended, 100); err != nil {
+		durable := src.LogEndOffset()
+		if err := moveScript(src, appended, 100, &durable); err != nil {
 			t.Fatalf("uninterrupted move: %v", err)
 		}
 		return c.count
@@ -261,11 +318,11 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 		for _, torn := range []bool{false, true} {
 			label := fmt.Sprintf("crash at call %d/%d torn=%v", at, total, torn)
 			fs := vfs.NewMem()
-			src, appended := fillSource(t, fs, 40)
+			src, appended := fillSource(t, fs, 60)
 			durable := src.LogEndOffset()
 			c := &crasher{fs: fs, at: at, opts: vfs.CrashOptions{TornWrites: torn, Seed: uint64(at)}}
 			fs.SetFault(c.fault)
-			err := moveScript(src, appended, 100)
+			err := moveScript(src, appended, 100, &durable)
 			if err == nil {
 				durable = src.LogEndOffset() // the swap synced everything
 			}
@@ -296,7 +353,7 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 			if err == nil && live[0] != "/b/t-0" {
 				t.Fatalf("%s: finished move but the log is in %s", label, live[0])
 			}
-			l := openLog(t, fs, live[0], smallConfig())
+			l := openLog(t, fs, live[0], moveConfig())
 			checkBatches(t, l, appended, durable, label)
 			if ok, _ := vfs.Exists(fs, filepath.Join(live[0], moveMarkerFile)); ok {
 				t.Fatalf("%s: move marker left in %s", label, live[0])
