@@ -294,3 +294,56 @@ func awaitReplicaDir(ctx context.Context, t *testing.T, adm *kadm.Client, broker
 		return len(in) == 1 && in[0] == dir+" future=false", in
 	})
 }
+
+// TestAlterReplicaLogDirsBeforeReassignment: asked for a replica it does
+// not host yet, a broker answers REPLICA_NOT_AVAILABLE and remembers the
+// directory (Kafka's preferred log dir), so the replica a reassignment
+// then adds there is created in it, not in the least loaded directory.
+func TestAlterReplicaLogDirsBeforeReassignment(t *testing.T) {
+	c := newRolesCluster(t, testcluster.Combine(3), nil, node.Options{})
+	second := make([]string, len(c.props))
+	for i := range c.props {
+		second[i] = c.props[i]["log.dirs"] + "-second"
+		c.props[i]["log.dirs"] += "," + second[i]
+	}
+	for i := range c.props {
+		c.start(i)
+	}
+	c.waitRegistered()
+	defer c.dumpGoroutinesIfFailed()
+	ctx := testContext(t, 60*time.Second)
+	const topic = "grown"
+	adm := kadm.NewClient(c.client())
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var md kadm.Metadata
+	awaitAdmin(ctx, t, "topic created", func() (bool, any) {
+		var err error
+		md, err = adm.Metadata(ctx, topic)
+		return err == nil && len(md.Topics[topic].Partitions[0].Replicas) == 1, err
+	})
+	// A broker that has no replica of it yet.
+	has := md.Topics[topic].Partitions[0].Replicas[0]
+	target := int32(1)
+	if has == 1 {
+		target = 2
+	}
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(second[target-1], kadm.TopicsSet{topic: {0: {}}})
+	resps, err := adm.AlterBrokerReplicaLogDirs(ctx, target, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if !errors.Is(r.Err, kerr.ReplicaNotAvailable) {
+			t.Fatalf("replica not hosted yet: %v, want REPLICA_NOT_AVAILABLE", r.Err)
+		}
+	})
+	var move kadm.AlterPartitionAssignmentsReq
+	move.Assign(topic, 0, []int32{has, target})
+	if _, err := adm.AlterPartitionAssignments(ctx, move); err != nil {
+		t.Fatal(err)
+	}
+	awaitReplicaDir(ctx, t, adm, target, topic, second[target-1])
+}
