@@ -75,10 +75,12 @@ func printLogDirs(out io.Writer, dirs kadm.DescribedAllLogDirs) {
 
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tBROKER\tDIR\tSIZE\tOFFSET-LAG")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tBROKER\tDIR\tSIZE\tOFFSET-LAG\tFUTURE")
 	for _, d := range sorted {
 		for _, p := range d.Topics.Sorted() {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\n", p.Topic, p.Partition, p.Broker, p.Dir, byteCount(p.Size), p.OffsetLag)
+			// FUTURE: the copy of a move to this directory under way
+			// (AlterReplicaLogDirs); its lag is how far it is behind.
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%v\n", p.Topic, p.Partition, p.Broker, p.Dir, byteCount(p.Size), p.OffsetLag, p.IsFuture)
 		}
 	}
 	tw.Flush()

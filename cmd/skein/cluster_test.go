@@ -198,8 +198,8 @@ func TestClusterLogDirs(t *testing.T) {
 	if len(row) < 10 || !filepath.IsAbs(row[1]) || row[2] != "3" || row[len(row)-1] != "ok" || row[4] == "-" || row[6] == "-" {
 		t.Errorf("log dir row %q:\n%s", row, out)
 	}
-	// TOPIC PARTITION BROKER DIR SIZE OFFSET-LAG
-	if got := tableRow(t, out, "sized", "1"); got[4] == "0" || got[len(got)-1] != "0" {
+	// TOPIC PARTITION BROKER DIR SIZE OFFSET-LAG FUTURE
+	if got := tableRow(t, out, "sized", "1"); got[4] == "0" || got[len(got)-2] != "0" || got[len(got)-1] != "false" {
 		t.Errorf("partition row %q: want a size and no lag:\n%s", got, out)
 	}
 	if got := tableRow(t, out, "sized", "0"); got[4] != "0" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -191,6 +192,11 @@ func reassignExecute(ctx context.Context, adm *kadm.Client, out io.Writer, p rea
 			return err
 		}
 	}
+	// Directories first, as Kafka's tool does: a replica the broker does
+	// not host yet is then created in the one asked for.
+	if err := alterLogDirs(ctx, adm, out, p); err != nil {
+		return err
+	}
 	var rollback []reassignplan.Assignment
 	var req kadm.AlterPartitionAssignmentsReq
 	for _, a := range p.Partitions {
@@ -320,6 +326,50 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 	}
 	if done && clearThrottles {
 		return removeThrottles(ctx, adm, out, planTopics(p))
+	}
+	return nil
+}
+
+// alterLogDirs sends each broker named with a log directory in the plan's
+// log_dirs its AlterReplicaLogDirs. REPLICA_NOT_AVAILABLE is what a broker
+// answers for a replica the reassignment has not created there yet: it
+// remembers the directory for it.
+func alterLogDirs(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan) error {
+	byBroker := map[int32]kadm.AlterReplicaLogDirsReq{}
+	for _, a := range p.Partitions {
+		for i, d := range a.LogDirs {
+			if d == reassignplan.AnyLogDir {
+				continue
+			}
+			req := byBroker[a.Replicas[i]]
+			req.Add(d, kadm.TopicsSet{a.Topic: {a.Partition: {}}})
+			byBroker[a.Replicas[i]] = req
+		}
+	}
+	brokers := slices.Sorted(maps.Keys(byBroker))
+	var started, failed []string
+	for _, b := range brokers {
+		res, err := adm.AlterBrokerReplicaLogDirs(ctx, b, byBroker[b])
+		if err != nil {
+			return fmt.Errorf("alter replica log dirs of broker %d: %w", b, explainError(err))
+		}
+		res.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+			name := fmt.Sprintf("%s-%d-%d", r.Topic, r.Partition, r.Broker)
+			switch {
+			case r.Err == nil, errors.Is(r.Err, kerr.ReplicaNotAvailable):
+				started = append(started, name)
+			default:
+				failed = append(failed, fmt.Sprintf("%s to %s: %v", name, r.Dir, explainError(r.Err)))
+			}
+		})
+	}
+	if len(started) > 0 {
+		slices.Sort(started)
+		fmt.Fprintf(out, "Successfully started log directory move for: %s\n", strings.Join(started, ","))
+	}
+	if len(failed) > 0 {
+		slices.Sort(failed)
+		return fmt.Errorf("%d log directory moves refused:\n  %s", len(failed), strings.Join(failed, "\n  "))
 	}
 	return nil
 }

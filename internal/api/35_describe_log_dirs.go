@@ -6,8 +6,9 @@ package api
 // the log end, 0 for a leader or a caught-up follower), an offline
 // directory answered with KAFKA_STORAGE_ERROR, and v4+ the volume's total
 // and usable bytes. A null topic list means every partition; v3+ has a
-// top-level error code. Skein has no future (moving) replicas or cordoned
-// directories (v5, KIP-1066), so v5 is not served.
+// top-level error code. A replica being moved to another directory
+// (AlterReplicaLogDirs) is listed there too, with IsFuture set. Skein has
+// no cordoned directories (v5, KIP-1066), so v5 is not served.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,6 +36,9 @@ type LogDirPartition struct {
 	Partition int32
 	Size      int64
 	OffsetLag int64
+	// IsFuture: the future log of a move to this directory under way
+	// (AlterReplicaLogDirs); OffsetLag is then how far its copy is behind.
+	IsFuture bool
 }
 
 func handleDescribeLogDirs(s *Server, r *Request, respond Respond) {
@@ -76,7 +80,7 @@ func handleDescribeLogDirs(s *Server, r *Request, respond Respond) {
 				rd.Topics = append(rd.Topics, t)
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition, rp.Size, rp.OffsetLag = p.Partition, p.Size, p.OffsetLag
+			rp.Partition, rp.Size, rp.OffsetLag, rp.IsFuture = p.Partition, p.Size, p.OffsetLag, p.IsFuture
 			rd.Topics[ti].Partitions = append(rd.Topics[ti].Partitions, rp)
 		}
 		resp.Dirs = append(resp.Dirs, rd)

@@ -54,6 +54,11 @@ type Backend interface {
 	// DescribeLogDirs lists this broker's log directories and the
 	// partition replicas in each, sorted by topic and partition.
 	DescribeLogDirs() []LogDirDescription
+	// AlterReplicaLogDir moves this broker's replica of a partition to
+	// the log directory dir (or, not hosted yet, remembers dir for its
+	// creation), as AlterReplicaLogDirs asks; the error carries the
+	// partition's Kafka error.
+	AlterReplicaLogDir(topic string, partition int32, dir string) error
 	// DescribeProducers lists the idempotent producers of a partition led
 	// here, by producer id.
 	DescribeProducers(topic metadata.TopicID, partition int32) ([]ProducerState, error)

@@ -53,6 +53,9 @@ func (x backend) Quorum() api.QuorumBackend { return quorumAdmin(x) }
 func (x backend) FetchSessions() api.FetchSessions { return x.b.fetchSessions }
 
 func (x backend) DescribeLogDirs() []api.LogDirDescription { return x.b.describeLogDirs() }
+func (x backend) AlterReplicaLogDir(topic string, partition int32, dir string) error {
+	return x.b.alterReplicaLogDir(topic, partition, dir)
+}
 
 func (x backend) DescribeProducers(topic metadata.TopicID, index int32) ([]api.ProducerState, error) {
 	p := x.b.partition(topic, index)

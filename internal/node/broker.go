@@ -33,6 +33,7 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/quorum"
+	"github.com/skein-log/skein/internal/storage"
 	"github.com/skein-log/skein/internal/tlsconf"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -237,6 +238,9 @@ type brokerController struct {
 // the health of the log directories.
 type brokerMaintenance struct {
 	cleaner *logCleaner // compaction of cleanup.policy=compact partitions
+	// logMoves are the replica moves between log directories under way
+	// (AlterReplicaLogDirs; log_moves.go).
+	logMoves *logMoves
 
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy; diskfail.go).
@@ -302,6 +306,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.groups = newGroupRuntime(b)
 	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
+	b.logMoves = newLogMoves()
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.log}
 	b.reg = metrics.NewRegistry()
@@ -350,6 +355,16 @@ func (b *Broker) Start() error {
 	}
 	if err := b.takeShutdownState(); err != nil {
 		return err
+	}
+	// Before any partition opens: a move a crash interrupted is
+	// finished (its swap was decided) or its future log discarded and
+	// the move started again once the partition is open.
+	resume, err := storage.RecoverMoves(b.fs, b.cfg.LogDirs, storage.Options{Logger: b.log})
+	if err != nil {
+		return err
+	}
+	for name, root := range resume {
+		b.logMoves.preferred[name] = root
 	}
 	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
 	if (len(b.cfg.ControllerQuorumVoters) > 1 || len(b.cfg.ControllerQuorumBootstrapServers) > 0) && b.cfg.ClusterID == "" {

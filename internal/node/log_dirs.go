@@ -20,6 +20,13 @@ func (b *Broker) describeLogDirs() []api.LogDirDescription {
 		lag := max(p.highWatermark.Load()-p.log.LogEndOffset(), 0)
 		byDir[dir] = append(byDir[dir], api.LogDirPartition{Topic: p.topic, Partition: p.index, Size: p.log.Size(), OffsetLag: lag})
 	}
+	// Future replicas (a move under way): their lag is how far the copy
+	// is behind the current log's end, as Kafka reports it.
+	for _, mv := range b.logMoves.list() {
+		dir := filepath.Clean(mv.root)
+		lag := max(mv.p.log.LogEndOffset()-mv.fut.LogEndOffset(), 0)
+		byDir[dir] = append(byDir[dir], api.LogDirPartition{Topic: mv.p.topic, Partition: mv.p.index, Size: mv.fut.Size(), OffsetLag: lag, IsFuture: true})
+	}
 	var offline string
 	if d := b.offlineDir.Load(); d != nil {
 		offline = filepath.Clean(*d)
@@ -44,9 +51,19 @@ func (b *Broker) describeLogDirs() []api.LogDirDescription {
 			if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.Partition, b.Partition)
+			if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+				return c
+			}
+			return cmp.Compare(btoi(a.IsFuture), btoi(b.IsFuture))
 		})
 		out = append(out, d)
 	}
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -169,6 +169,11 @@ func (b *Broker) reconcilePartitions() error {
 				dirs = b.logDirCounts()
 			}
 			root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
+			if d, ok := b.logMoves.takePreferred(w.t.Name + "-" + strconv.Itoa(int(w.p.Index))); ok {
+				// AlterReplicaLogDirs asked for this directory
+				// before the replica was created (KIP-113).
+				root = d
+			}
 			dirs[root]++
 			o.dir, o.create = filepath.Join(root, w.t.Name+"-"+strconv.Itoa(int(w.p.Index))), true
 		}
@@ -219,6 +224,7 @@ func (b *Broker) reconcilePartitions() error {
 		b.parts[o.k] = o.p
 		b.partsMu.Unlock()
 		toApply = append(toApply, o.k)
+		b.maybeResumeLogMove(o.p)
 	}
 	// Applied in parallel too: taking leadership writes the leader-epoch
 	// checkpoint (an fsync), and a broker taking over thousands of

@@ -17,12 +17,18 @@ import (
 // each its role, with no network or controller.
 func newUnitBroker(t *testing.T, fs *vfs.Mem) *Broker {
 	t.Helper()
+	return newUnitBrokerDirs(t, fs, "/data")
+}
+
+// newUnitBrokerDirs is newUnitBroker with log.dirs set to dirs.
+func newUnitBrokerDirs(t *testing.T, fs *vfs.Mem, dirs string) *Broker {
+	t.Helper()
 	cfg, err := config.NewBroker(map[string]string{
 		"node.id":                  "1",
 		"process.roles":            "broker,controller",
 		"listeners":                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"controller.quorum.voters": "1@127.0.0.1:1",
-		"log.dirs":                 "/data",
+		"log.dirs":                 dirs,
 		"cluster.id":               "unit-test",
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 )
 
@@ -19,6 +20,9 @@ const (
 	MaxPartitions = 100_000
 	MaxReplicas   = 128
 )
+
+// AnyLogDir in log_dirs leaves the replica's directory to the broker.
+const AnyLogDir = "any"
 
 // Assignment is one partition's replicas, in preference order (the first
 // is the preferred leader).
@@ -38,8 +42,10 @@ type Plan struct {
 
 // Parse reads a plan and checks it: version 1, at least one partition,
 // each named once with 1..MaxReplicas distinct non-negative brokers, and
-// log_dirs (if given) one per replica and all "any" (Skein has no
-// AlterReplicaLogDirs: a replica goes to the broker's least loaded dir).
+// log_dirs (if given) one per replica, each "any" (the broker's least
+// loaded directory, or the replica's current one) or an absolute path,
+// which the tool asks the broker to move (or create) the replica in
+// (AlterReplicaLogDirs), as Kafka's does.
 func Parse(data []byte) (Plan, error) {
 	var p Plan
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -76,8 +82,8 @@ func Parse(data []byte) (Plan, error) {
 			}
 		}
 		for _, d := range a.LogDirs {
-			if d != "any" {
-				return Plan{}, fmt.Errorf("reassignment json: %s: log dir %q: only \"any\" is supported", name, d)
+			if d != AnyLogDir && !filepath.IsAbs(d) {
+				return Plan{}, fmt.Errorf("reassignment json: %s: log dir %q: want \"any\" or an absolute path", name, d)
 			}
 		}
 		seen[tp] = true

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
+	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/metadata"
 	rcore "github.com/skein-log/skein/internal/replica"
 )
@@ -56,6 +58,21 @@ func (x backend) DescribeLogDirs() []api.LogDirDescription {
 		return int(a.Partition - b.Partition)
 	})
 	return []api.LogDirDescription{d}
+}
+
+// AlterReplicaLogDir: a simulated broker has one log directory ("data"),
+// so every replica it hosts is already there; the same decision as node's
+// answers the rest (the sim models no moves between directories).
+func (x backend) AlterReplicaLogDir(topic string, index int32, dir string) error {
+	r := logmove.Replica{DirKnown: dir == "data", DirOnline: true}
+	if t, ok := x.p.image.Topic(topic); ok && index >= 0 && int(index) < len(t.Partitions) {
+		r.Exists = true
+		if x.p.parts[partKey{t.ID, index}] != nil {
+			r.Hosted, r.CurrentDir = true, "data"
+		}
+	}
+	out := logmove.Decide(r, dir)
+	return api.LogMoveError(out, topic+"-"+strconv.Itoa(int(index)), dir, x.p.n.id)
 }
 
 // DescribeProducers serves no simulated client; it answers as node does

@@ -191,6 +191,7 @@ func (l *Log) Truncate(offset int64) error {
 		return l.failLocked(fmt.Errorf("truncate %s: %w", l.dir, err))
 	}
 	l.durableEnd = min(l.durableEnd, keep.next)
+	l.noteRewoundLocked(keep.next)
 	l.lowerCleanedToLocked(keep.next)
 	l.logger.Info("truncated log", "dir", l.dir, "requested", offset, "log_end", keep.next)
 	if err := l.epochs.TruncateFromEnd(keep.next); err != nil {
@@ -264,6 +265,7 @@ func (l *Log) resetTo(offset int64) error {
 		return l.failLocked(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
 	l.logStart, l.durableEnd, l.recoveryPoint = offset, offset, offset
+	l.noteRewoundLocked(offset)
 	l.lowerCleanedToLocked(offset)
 	l.logger.Info("log restarted", "dir", l.dir, "offset", offset)
 	if err := writeOffsetCheckpoint(l.fs, l.dir, recoveryPointFile, offset); err != nil {

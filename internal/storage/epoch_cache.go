@@ -194,3 +194,14 @@ func (c *EpochCache) replace(entries []EpochEntry) error {
 	}
 	return nil
 }
+
+// takeOver makes c hold other's entries and persist them as other does:
+// a moved log keeps the cache object its replica holds (move.go).
+func (c *EpochCache) takeOver(other *EpochCache) {
+	other.mu.Lock()
+	entries, persist := slices.Clone(other.entries), other.persist
+	other.mu.Unlock()
+	c.mu.Lock()
+	c.entries, c.persist = entries, persist
+	c.mu.Unlock()
+}

@@ -59,9 +59,12 @@ func parseEpochCheckpoint(lines []string) ([]EpochEntry, error) {
 // as recovery re-derives entries from the batches it re-validates; failing
 // the whole partition over it would be worse.
 func (l *Log) loadEpochCache() (*EpochCache, error) {
-	path := filepath.Join(l.dir, epochCheckpointFile)
+	// The directory is fixed here, not read from l: a moved log's cache
+	// takes over the new directory's persist (EpochCache.takeOver).
+	dir, fs := l.dir, l.fs
+	path := filepath.Join(dir, epochCheckpointFile)
 	persist := func(entries []EpochEntry) error {
-		if err := vfs.WriteFileAtomic(l.fs, l.dir, path, encodeEpochCheckpoint(entries)); err != nil {
+		if err := vfs.WriteFileAtomic(fs, dir, path, encodeEpochCheckpoint(entries)); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 		return nil

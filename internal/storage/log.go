@@ -59,6 +59,11 @@ type Log struct {
 	// cleanMu serialises compaction passes (Clean) of this log.
 	cleanMu sync.Mutex
 
+	// rewoundTo is the lowest log end a truncation or restart left since
+	// the last TakeRewound (math.MaxInt64: none): a move's copier must
+	// drop what it copied from there on (move.go).
+	rewoundTo int64
+
 	// forceFullRecovery is set while opening when a checkpoint that
 	// recovery relies on is unreadable.
 	forceFullRecovery bool
@@ -74,8 +79,13 @@ type AppendResult struct {
 	Size         int   // bytes
 }
 
-// Dir returns the partition directory.
-func (l *Log) Dir() string { return l.dir }
+// Dir returns the partition directory. It changes when the log is moved to
+// another log directory (AdoptFuture), hence the lock.
+func (l *Log) Dir() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.dir
+}
 
 // Epochs returns the leader-epoch cache.
 func (l *Log) Epochs() *EpochCache { return l.epochs }

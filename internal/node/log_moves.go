@@ -1,0 +1,319 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/logmove"
+	"github.com/skein-log/skein/internal/storage"
+)
+
+// Moving partition replicas between this broker's log directories
+// (AlterReplicaLogDirs, KIP-113). internal/logmove decides; here a
+// goroutine per move copies the current log into a future log in the
+// destination directory (storage.Log.CopyFrom), pauses the partition's
+// appends (its lock, after the cleaner's: storage.Log.PauseCleaning) for
+// the last stretch, and swaps (storage.Log.AdoptFuture). The partition and
+// its *storage.Log stay the same objects throughout, so produce, fetch,
+// the flusher, the cleaner and retention never see a closed log.
+
+// maxPreferredDirs bounds the directories remembered for replicas not
+// created yet (Kafka keeps them in memory the same way, unbounded).
+const maxPreferredDirs = 100_000
+
+// logMoves is the broker's moves under way and the directories preferred
+// for replicas not hosted yet.
+type logMoves struct {
+	// reqMu serialises the requests' decisions and their starts and
+	// cancels (an AlterReplicaLogDirs partition, a resumed move), so two
+	// never start moves of one partition at once. Taken before mu.
+	reqMu     sync.Mutex
+	mu        sync.Mutex
+	moves     map[*partition]*logMove
+	preferred map[string]string // partition name -> log directory
+}
+
+func newLogMoves() *logMoves {
+	return &logMoves{moves: map[*partition]*logMove{}, preferred: map[string]string{}}
+}
+
+// logMove is one move under way.
+type logMove struct {
+	p      *partition
+	root   string // the destination log directory
+	fut    *storage.Log
+	cancel chan struct{}
+	done   chan struct{}
+}
+
+// takePreferred returns (and forgets) the directory an AlterReplicaLogDirs
+// asked for partition name before it was created here.
+func (m *logMoves) takePreferred(name string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.preferred[name]
+	delete(m.preferred, name)
+	return d, ok
+}
+
+func (m *logMoves) of(p *partition) *logMove {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.moves[p]
+}
+
+func (m *logMoves) list() []*logMove {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*logMove, 0, len(m.moves))
+	for _, mv := range m.moves {
+		out = append(out, mv)
+	}
+	return out
+}
+
+// logDirRoot maps a directory named in a request to the configured log
+// directory it is ("" if none): Kafka compares absolute paths.
+func (b *Broker) logDirRoot(dir string) string {
+	want := filepath.Clean(dir)
+	if abs, err := filepath.Abs(want); err == nil {
+		want = abs
+	}
+	for _, d := range b.cfg.LogDirs {
+		c := filepath.Clean(d)
+		abs, err := filepath.Abs(c)
+		if err != nil {
+			abs = c
+		}
+		if abs == want || c == want {
+			return c
+		}
+	}
+	return ""
+}
+
+// alterReplicaLogDir serves one partition of AlterReplicaLogDirs.
+func (b *Broker) alterReplicaLogDir(topic string, index int32, dir string) error {
+	b.logMoves.reqMu.Lock()
+	defer b.logMoves.reqMu.Unlock()
+	root := b.logDirRoot(dir)
+	var offline string
+	if d := b.offlineDir.Load(); d != nil {
+		offline = filepath.Clean(*d)
+	}
+	r := logmove.Replica{DirKnown: root != "", DirOnline: root != "" && root != offline, AnyDirOffline: offline != ""}
+	name := topic + "-" + strconv.Itoa(int(index))
+	var p *partition
+	if t, ok := b.Image().Topic(topic); ok && index >= 0 && int(index) < len(t.Partitions) {
+		r.Exists = true
+		p = b.partition(t.ID, index)
+	}
+	if p != nil {
+		r.Hosted = true
+		r.HostedOffline = p.offline.Load()
+		r.CurrentDir = filepath.Dir(p.log.Dir())
+		if mv := b.logMoves.of(p); mv != nil {
+			r.FutureDir = mv.root
+		}
+	}
+	out := logmove.Decide(r, root)
+	if out.Prefer {
+		b.logMoves.mu.Lock()
+		if _, ok := b.logMoves.preferred[name]; ok || len(b.logMoves.preferred) < maxPreferredDirs {
+			b.logMoves.preferred[name] = out.Dir
+		}
+		b.logMoves.mu.Unlock()
+	}
+	if err := api.LogMoveError(out, name, dir, b.cfg.NodeID); err != nil {
+		return err
+	}
+	if out.Cancel {
+		b.cancelLogMove(p)
+	}
+	if out.Start {
+		if err := b.startLogMove(p, out.Dir); err != nil {
+			return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+		}
+	}
+	return nil
+}
+
+// startLogMove creates the future log of p in root and starts its copier.
+func (b *Broker) startLogMove(p *partition, root string) error {
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return fmt.Errorf("move id: %w", err)
+	}
+	dir := storage.FutureDir(root, p.name(), hex.EncodeToString(raw[:]))
+	t, ok := b.Image().TopicByID(p.id)
+	if !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	// partition.metadata first, so that once renamed into place the
+	// directory is a partition's like any other.
+	if err := b.createPartitionDir(t, dir); err != nil {
+		return err
+	}
+	if err := b.fs.SyncDir(root); err != nil {
+		return fmt.Errorf("sync %s: %w", root, err)
+	}
+	fut, err := storage.Open(b.fs, dir, p.log.Config(), storage.Options{Logger: b.log})
+	if err == nil {
+		err = fut.TruncateFullyAndStartAt(p.log.LogStartOffset())
+		if err != nil {
+			fut.Close()
+		}
+	}
+	if err != nil {
+		b.fs.RemoveAll(dir)
+		return fmt.Errorf("create future log %s: %w", dir, err)
+	}
+	mv := &logMove{p: p, root: root, fut: fut, cancel: make(chan struct{}), done: make(chan struct{})}
+	b.logMoves.mu.Lock()
+	b.logMoves.moves[p] = mv
+	b.logMoves.mu.Unlock()
+	b.log.Info("moving partition to another log directory", "partition", p.name(), "from", filepath.Dir(p.log.Dir()), "to", root)
+	b.bgWG.Add(1)
+	go func() {
+		defer b.bgWG.Done()
+		b.runLogMove(mv)
+	}()
+	return nil
+}
+
+// cancelLogMove stops p's move, if any, and deletes its future log.
+func (b *Broker) cancelLogMove(p *partition) {
+	mv := b.logMoves.of(p)
+	if mv == nil {
+		return
+	}
+	close(mv.cancel)
+	<-mv.done
+}
+
+var errMoveCancelled = errors.New("log move cancelled")
+
+// runLogMove runs one move to its end: swapped, cancelled, the broker
+// stopping, or failed (the future log is then deleted; the current log
+// was authoritative all along).
+func (b *Broker) runLogMove(mv *logMove) {
+	defer close(mv.done)
+	retired, err := b.copyAndSwap(mv)
+	b.logMoves.mu.Lock()
+	delete(b.logMoves.moves, mv.p)
+	b.logMoves.mu.Unlock()
+	if err == nil {
+		b.log.Info("moved partition to another log directory", "partition", mv.p.name(), "dir", mv.p.log.Dir())
+		if retired != "" {
+			if err := b.fs.RemoveAll(retired); err != nil {
+				b.log.Warn("superseded log not removed; it is at the next start", "dir", retired, "err", err)
+			}
+		}
+		return
+	}
+	dir := mv.fut.Dir()
+	mv.fut.Close()
+	select {
+	case <-b.stop:
+		// Left for the next start, which discards it and starts the
+		// move again (storage.RecoverMoves).
+		return
+	default:
+	}
+	if !errors.Is(err, errMoveCancelled) {
+		b.log.Warn("log move failed; the partition stays where it was", "partition", mv.p.name(), "to", mv.root, "err", err)
+	}
+	if rerr := b.fs.RemoveAll(dir); rerr != nil {
+		b.log.Warn("future log not removed; it is at the next start", "dir", dir, "err", rerr)
+	}
+}
+
+// copyAndSwap steps logmove.Next until the swap.
+func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
+	src, fut, p := mv.p.log, mv.fut, mv.p
+	paused := false
+	pause := func() {
+		src.PauseCleaning()
+		p.mu.Lock()
+		paused = true
+	}
+	release := func() {
+		if paused {
+			p.mu.Unlock()
+			src.ResumeCleaning()
+			paused = false
+		}
+	}
+	defer release()
+	for {
+		select {
+		case <-mv.cancel:
+			return "", errMoveCancelled
+		case <-b.stop:
+			return "", errMoveCancelled
+		default:
+		}
+		if paused && p.core.Closed() {
+			return "", fmt.Errorf("%s closed", p.name())
+		}
+		rw, has := src.TakeRewound()
+		st := logmove.Next(logmove.Progress{
+			SrcStart: src.LogStartOffset(), SrcEnd: src.LogEndOffset(),
+			FutStart: fut.LogStartOffset(), FutEnd: fut.LogEndOffset(),
+			Rewound: rw, HasRewound: has, Paused: paused,
+		})
+		var err error
+		switch st.Kind {
+		case logmove.Copy:
+			var n int
+			n, err = fut.CopyFrom(src, st.Offset, 1<<20)
+			if err == nil && n == 0 {
+				// Only offsets without batches are left (a compacted
+				// or restarted tail): nothing could ever be copied.
+				err = fmt.Errorf("no batches between %d and the log end", st.Offset)
+			}
+		case logmove.Truncate:
+			err = fut.Truncate(st.Offset)
+		case logmove.Reset:
+			err = fut.TruncateFullyAndStartAt(st.Offset)
+		case logmove.Pause:
+			pause()
+		case logmove.Release:
+			release()
+		case logmove.Swap:
+			retired, err := src.AdoptFuture(fut)
+			if errors.Is(err, storage.ErrFutureBehind) {
+				continue
+			}
+			return retired, err
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// maybeResumeLogMove starts again, for a partition just opened, the move a
+// restart interrupted (storage.RecoverMoves discarded its future log).
+func (b *Broker) maybeResumeLogMove(p *partition) {
+	b.logMoves.reqMu.Lock()
+	defer b.logMoves.reqMu.Unlock()
+	b.logMoves.mu.Lock()
+	root, ok := b.logMoves.preferred[p.name()]
+	delete(b.logMoves.preferred, p.name())
+	b.logMoves.mu.Unlock()
+	if !ok || root == filepath.Dir(p.log.Dir()) || b.dirOffline() || b.logMoves.of(p) != nil {
+		return
+	}
+	if err := b.startLogMove(p, root); err != nil {
+		b.log.Warn("interrupted log move not resumed", "partition", p.name(), "to", root, "err", err)
+	}
+}
