@@ -31,7 +31,15 @@ const Min = 1 << minShift
 // Max is the largest.
 const Max = 1 << maxShift
 
-var pools [classes]sync.Pool
+// pools hold *[]byte, not []byte: a slice stored in an interface is
+// boxed on the heap at every Put. The boxes themselves are recycled
+// through boxes (Get empties the one it took, Put fills one), so a warm
+// Get and Put allocate nothing; the lone-record path puts a buffer back
+// several times per record.
+var (
+	pools [classes]sync.Pool
+	boxes sync.Pool
+)
 
 // size is class i's capacity.
 func size(i int) int {
@@ -67,8 +75,11 @@ func Get(n int) []byte {
 		return make([]byte, n)
 	}
 	i := ceilClass(n)
-	if b, ok := pools[i].Get().(*[]byte); ok {
-		return (*b)[:n]
+	if p, ok := pools[i].Get().(*[]byte); ok {
+		b := *p
+		*p = nil // the box must not keep the buffer alive
+		boxes.Put(p)
+		return b[:n]
 	}
 	return make([]byte, n, size(i))
 }
@@ -84,8 +95,12 @@ func Put(b []byte) {
 		poison(b[:cap(b)])
 	}
 	i := floorClass(cap(b))
-	b = b[:0]
-	pools[i].Put(&b)
+	p, ok := boxes.Get().(*[]byte)
+	if !ok {
+		p = new([]byte)
+	}
+	*p = b[:0]
+	pools[i].Put(p)
 }
 
 // Poison is the byte a buffer is filled with when it is given back in a

@@ -100,8 +100,9 @@ space returns), while fetches, metadata, consumer groups and the metadata quorum
 serving on the space the floor leaves. Kafka has no code for "disk low"; this one is
 retriable in every client (franz-go, librdkafka and the Java client refresh metadata
 and retry until their delivery timeout), so producers resume by themselves once space
-is freed, which the broker notices at the next produce (one statfs per produce and
-partition). POLICY_VIOLATION or a non-retriable code would make clients drop the
+is freed, which the broker notices at the next produce (below the floor it reads the
+free space at every write; above it, at most once a second, sooner as its own writes use
+up half the headroom left, and at every metrics scrape). POLICY_VIOLATION or a non-retriable code would make clients drop the
 records instead. The gauges ` + "`skein_log_dir_free_bytes`" + ` and
 ` + "`skein_log_dir_below_min_free`" + ` report each directory (alert rules in
 ` + "`deploy/prometheus/`" + `). A write that still meets ENOSPC (floor 0, or a

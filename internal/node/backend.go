@@ -81,7 +81,11 @@ func (x backend) Produce(req api.ProduceParams, done func(api.ProduceResult)) {
 		done(api.ProduceResult{Err: fmt.Errorf("%w: clients cannot write to the internal topic %s", kerr.InvalidTopicException, p.topic), BaseOffset: -1, LogAppendTime: -1})
 		return
 	}
-	if err := x.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+	var n int64
+	for _, b := range req.Batches {
+		n += int64(len(b))
+	}
+	if err := x.b.checkFreeSpace(p.logDir, n); err != nil {
 		done(api.ProduceResult{Err: err, BaseOffset: -1, LogAppendTime: -1})
 		return
 	}

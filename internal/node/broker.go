@@ -245,9 +245,9 @@ type brokerMaintenance struct {
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy; diskfail.go).
 	offlineDir atomic.Pointer[string]
-	// lowDirs holds the log directories last seen below their free-space
-	// floor (diskspace.go), so crossing it is logged once each way.
-	lowDirs         sync.Map
+	// spaceReadings holds each log directory's last free-space reading
+	// (*dirSpace, diskspace.go).
+	spaceReadings   sync.Map
 	handoverMu      sync.Mutex
 	handoverClosed  bool // guarded by handoverMu
 	handoverAnswers sync.WaitGroup

@@ -42,7 +42,7 @@ type fetchWaiter struct {
 // generation (bumped by every step that wakes waiting fetches or moves
 // the high watermark or last stable offset), its log end and log start.
 type partSnap struct {
-	gen           uint64
+	gen, dataGen  uint64
 	leo, logStart int64
 }
 
@@ -88,13 +88,18 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	// Data may have arrived between the read and the registration: a
 	// step that changed a partition bumped its generation before poking
 	// its watchers, so either the poke reached w or the check sees it.
+	// The check asks only about what would have poked w: a follower's own
+	// position moves the high watermark during its read, which pokes
+	// consumers, not followers. (An expiry still compares the whole
+	// generation, so an idle follower's answer carries the current high
+	// watermark.)
 	w.mu.Lock()
 	reading, last, snap := w.reading, w.last, w.snap
 	w.mu.Unlock()
 	if reading {
 		return
 	}
-	if last == nil || !w.unchanged(snap) {
+	if last == nil || !w.unchangedSince(snap, true) {
 		w.poke()
 	}
 }
@@ -104,19 +109,30 @@ func (w *fetchWaiter) snapshot() []partSnap {
 	snap := make([]partSnap, len(w.parts))
 	for i, p := range w.parts {
 		if p != nil {
-			snap[i] = partSnap{gen: p.generation.Load(), leo: p.log.LogEndOffset(), logStart: p.log.LogStartOffset()}
+			snap[i] = partSnap{gen: p.generation.Load(), dataGen: p.dataGeneration.Load(),
+				leo: p.log.LogEndOffset(), logStart: p.log.LogStartOffset()}
 		}
 	}
 	return snap
 }
 
 // unchanged reports whether no partition changed since snap was taken.
-func (w *fetchWaiter) unchanged(snap []partSnap) bool {
+func (w *fetchWaiter) unchanged(snap []partSnap) bool { return w.unchangedSince(snap, false) }
+
+// unchangedSince is unchanged; with wakes, only in what would have poked
+// w meanwhile: a consumer is poked whenever generation moves, a follower
+// only when dataGeneration does (replica.Ready.WakeFollowers).
+func (w *fetchWaiter) unchangedSince(snap []partSnap, wakes bool) bool {
+	byData := wakes && w.follower()
 	for i, p := range w.parts {
 		if p == nil {
 			continue
 		}
-		if p.offline.Load() || p.generation.Load() != snap[i].gen ||
+		gen, was := p.generation.Load(), snap[i].gen
+		if byData {
+			gen, was = p.dataGeneration.Load(), snap[i].dataGen
+		}
+		if p.offline.Load() || gen != was ||
 			p.log.LogEndOffset() != snap[i].leo || p.log.LogStartOffset() != snap[i].logStart {
 			return false
 		}

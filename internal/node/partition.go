@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,8 @@ type partition struct {
 	id    metadata.TopicID
 	index int32
 	log   *storage.Log
+	// logDir is the log directory holding the partition's directory.
+	logDir string
 
 	// highWatermark is the core's, published for readers without mu:
 	// consumers read below it.
@@ -54,6 +57,13 @@ type partition struct {
 	// whose partitions' generations did not move answers from its last
 	// read rather than reading them all again (fetchWaiter.unchanged).
 	generation atomic.Uint64
+	// dataGeneration counts the steps that wake followers' fetches (new
+	// data, a leadership change, the close): all a parked follower fetch
+	// is poked for. A follower fetch that registers checks it rather than
+	// generation, since the high watermark its own position just moved
+	// (a bump of generation) would have it read again for nothing: a
+	// goroutine and a read of every partition per acknowledged record.
+	dataGeneration atomic.Uint64
 
 	mu       sync.Mutex
 	core     *replica.Replica
@@ -76,6 +86,7 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 	}
 	pt := &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
+		logDir:   filepath.Dir(core.Log().Dir()),
 		watchers: map[*fetchWaiter]struct{}{},
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
@@ -103,6 +114,9 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 		// Before the pokes: a waiter that reads the generation after
 		// its read either sees this bump or is poked.
 		p.generation.Add(1)
+		if rd.WakeFollowers {
+			p.dataGeneration.Add(1)
+		}
 	}
 	if rd.WakeFollowers || rd.WakeConsumers {
 		for fw := range p.watchers {
@@ -459,7 +473,7 @@ func (p *partition) following() (leader, epoch int32, ok bool) {
 // watermark (replica.AppendFromLeader).
 func (p *partition) AppendFromLeader(data []byte, leaderHW int64, epoch int32) error {
 	if len(data) > 0 {
-		if err := p.b.checkFreeSpace(partitionLogDir(p)); err != nil {
+		if err := p.b.checkFreeSpace(p.logDir, int64(len(data))); err != nil {
 			return err
 		}
 	}

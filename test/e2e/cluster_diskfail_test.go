@@ -236,6 +236,11 @@ func TestDiskClusterFollowerBelowFloor(t *testing.T) {
 
 	dir := c.props[low-1]["log.dirs"]
 	mem.SetSpace(dir, vfs.Space{Total: 1 << 30, Free: 1 << 20}) // below the 64 MiB default floor
+	// Read now (brokerLogDirGauge), not within the refresh interval: the
+	// 50 records below take less than that.
+	if v := brokerLogDirGauge(t, c.brokers[low-1], "skein_log_dir_below_min_free"); v != 1 {
+		t.Fatalf("broker %d: skein_log_dir_below_min_free %v below the floor, want 1", low, v)
+	}
 	t.Logf("broker %d (a follower of leader %d) is below its free-space floor", low, leader)
 	produce(50, 100) // acks=all completes once the stalled follower leaves the ISR
 	v := awaitPartition(ctx, t, adm, topic, 0, fmt.Sprintf("broker %d out of the ISR", low), func(v partitionView) bool {
