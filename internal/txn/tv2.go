@@ -64,7 +64,12 @@ func (c *Coordinator) EndTxnV2(now int64, req EndRequest) (EndResult, Output) {
 	case Ongoing, Empty:
 		valid = req.Epoch == t.Epoch
 	case PrepareCommit, PrepareAbort:
-		valid = retryOnBump
+		// The prepared state already carries the new epoch, which the
+		// client learnt from its end's answer: an end at that epoch is
+		// the next transaction's (franz-go aborts at once after a
+		// rebalance, not knowing whether a produce added a partition),
+		// told to wait below, not fenced.
+		valid = retryOnBump || req.Epoch == t.Epoch
 	case CompleteCommit, CompleteAbort:
 		valid = retryOnBump || retryOnOverflow || req.Epoch == t.Epoch
 	}
@@ -105,6 +110,11 @@ func (c *Coordinator) EndTxnV2(now int64, req EndRequest) (EndResult, Output) {
 		}
 		return c.prepareEndV2(e, now, req, true)
 	case PrepareCommit, PrepareAbort:
+		if !retry {
+			// The next transaction's end while this one's markers are
+			// written: once it completes, the end goes on from there.
+			return endFail(fmt.Errorf("%w: %q is completing its previous transaction", kerr.ConcurrentTransactions, t.ID)), Output{}
+		}
 		if req.Commit == (t.State == PrepareCommit) {
 			return endFail(fmt.Errorf("%w: %q is completing that transaction", kerr.ConcurrentTransactions, t.ID)), Output{}
 		}

@@ -58,6 +58,14 @@ func TestEndTxnV2BumpsTheEpochPerTransaction(t *testing.T) {
 		if r, _ := c.EndTxnV2(3, EndRequest{TransactionalID: "a", ProducerID: pid, Epoch: epoch, Commit: commitAll, NewProducerID: -1}); !errors.Is(r.Err, kerr.ConcurrentTransactions) {
 			t.Fatalf("retry while prepared: %v", r.Err)
 		}
+		// The client already holds the new epoch: its next
+		// transaction's end (an abort of nothing, as franz-go sends
+		// after a rebalance) waits for the completion, not fenced.
+		for _, next := range []bool{false, true} {
+			if r, _ := c.EndTxnV2(3, EndRequest{TransactionalID: "a", ProducerID: pid, Epoch: epoch + 1, Commit: next, NewProducerID: -1}); !errors.Is(r.Err, kerr.ConcurrentTransactions) {
+				t.Fatalf("the next transaction's end (commit %v) while prepared: %v", next, r.Err)
+			}
+		}
 		commit(t, c, 4, keep(c.MarkersWritten(4, m.Markers[0])))
 		// A retry after completion gets the new epoch back.
 		if r, o := c.EndTxnV2(5, EndRequest{TransactionalID: "a", ProducerID: pid, Epoch: epoch, Commit: commitAll, NewProducerID: -1}); r.Err != nil || r.Epoch != epoch+1 || len(o.Writes) != 0 {
