@@ -9,7 +9,6 @@ package api
 // defaults only, as Kafka answers kafka-configs --entity-default.
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,17 +55,16 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 				res.ErrorMessage = ErrorMessage(err)
 			}
 		case resourceBroker:
+			// Admin clients send a broker's resource to that broker.
+			if err := s.foreignBrokerError(rr.ResourceName, true); err != nil {
+				res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+				break
+			}
 			dyn := config.DynamicOf(s.Backend.Image(), s.Backend.NodeID())
-			switch rr.ResourceName {
-			case metadata.ClusterDefaultBroker:
+			if rr.ResourceName == metadata.ClusterDefaultBroker {
 				entries = config.DescribeBrokerDefault(s.Backend.Config(), dyn)
-			case strconv.Itoa(int(s.Backend.NodeID())):
+			} else {
 				entries = config.DescribeBroker(s.Backend.Config(), dyn)
-			default:
-				// Kafka: "Unexpected broker id, expected N or empty
-				// string"; admin clients send a broker's resource to it.
-				res.ErrorCode = kerr.InvalidRequest.Code
-				res.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unexpected broker id %q, expected %d or empty string: describe the configs of another broker through that broker", rr.ResourceName, s.Backend.NodeID()))
 			}
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code
