@@ -211,14 +211,15 @@ func (s *Server) lookupAuthorized(r *Request, op authz.Operation, im *metadata.I
 
 // configResourceDenied is the error for a config resource the principal
 // may not describe or alter (op DESCRIBE_CONFIGS or ALTER_CONFIGS): a
-// topic's are checked on the topic, a broker's on the cluster.
+// topic's are checked on the topic, a broker's and a broker logger's on
+// the cluster.
 func (s *Server) configResourceDenied(r *Request, op authz.Operation, resourceType kmsg.ConfigResourceType, name string) error {
 	switch resourceType {
 	case resourceTopic:
 		if !s.allowed(r, op, authz.ResourceTopic, name) {
 			return fmt.Errorf("%w: %s on topic %q", kerr.TopicAuthorizationFailed, op, name)
 		}
-	case resourceBroker:
+	case resourceBroker, resourceBrokerLogger:
 		if !s.allowedCluster(r, op) {
 			return fmt.Errorf("%w: %s on the cluster", kerr.ClusterAuthorizationFailed, op)
 		}

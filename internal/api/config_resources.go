@@ -6,8 +6,8 @@ package api
 // (ConfigAdminManager.preprocess): a broker resource that names another
 // broker is refused, since only the broker named knows it is meant (an
 // admin client sends a broker's resource to that broker), and a broker
-// logger resource is applied here, its levels being this process's and
-// no metadata.
+// logger resource (broker_loggers.go) is applied here, its levels being
+// this process's and no metadata.
 
 import (
 	"fmt"
@@ -122,15 +122,21 @@ func preprocessAlterConfigs(s *Server, r *Request) (merge func(kmsg.Response), r
 }
 
 // preprocessIncrementalAlterConfigs answers IncrementalAlterConfigs'
-// resources of other brokers.
+// resources of other brokers, and applies and answers its broker logger
+// resources (broker_loggers.go).
 func preprocessIncrementalAlterConfigs(s *Server, r *Request) (merge func(kmsg.Response), rest bool) {
 	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	local, rest := splitLocal(&req.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsResponseResource, bool) {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.foreignBrokerResource(r, rr.ResourceType, rr.ResourceName)
+		var err error
+		if rr.ResourceType == resourceBrokerLogger {
+			err = s.alterBrokerLoggers(r, rr, req.ValidateOnly)
+		} else if err = s.foreignBrokerResource(r, rr.ResourceType, rr.ResourceName); err == nil {
+			return res, false
+		}
 		res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
-		return res, err != nil
+		return res, true
 	})
 	if local == nil {
 		return nil, true

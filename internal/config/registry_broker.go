@@ -435,7 +435,7 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "log.level", Kind: KindEnum, Default: "info", Values: []string{"debug", "info", "warn", "error"},
-		Doc: "Skein extension: least severe server log line printed.",
+		Doc: "Skein extension: least severe server log line printed at start: the level of the root broker logger, which IncrementalAlterConfigs on a BROKER_LOGGER resource changes at runtime (see Broker loggers).",
 	},
 }
 

@@ -165,7 +165,7 @@ func (b *Broker) startLogMove(p *partition, root string) error {
 	if err := b.fs.SyncDir(root); err != nil {
 		return fmt.Errorf("sync %s: %w", root, err)
 	}
-	fut, err := storage.Open(b.fs, dir, p.log.Config(), storage.Options{Logger: b.log})
+	fut, err := storage.Open(b.fs, dir, p.log.Config(), storage.Options{Logger: b.logger(loggerPartition)})
 	if err == nil {
 		err = fut.TruncateFullyAndStartAt(p.log.LogStartOffset())
 		if err != nil {
