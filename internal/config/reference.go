@@ -11,6 +11,7 @@ import (
 // (internal/api/broker_loggers.go; the names are internal/node's
 // loggerNames, which a node test checks against this text).
 const brokerLoggersSection = "Kafka's broker loggers (the BROKER_LOGGER config resource, " +
+	"`skein configs describe|alter --entity-type broker-loggers --entity-name N`, or " +
 	"`kafka-configs.sh --entity-type broker-loggers`): each broker has the root logger, `root`, whose level " +
 	"starts at `log.level`, and one logger per component that logs on its own, whose lines carry " +
 	"`component=NAME`: `api` (request handlers), `connection` (client connections: accept, " +
