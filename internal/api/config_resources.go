@@ -49,7 +49,10 @@ func (s *Server) foreignBrokerError(name string, allowDefault bool) error {
 // the cluster first, as for every broker resource, then the refusal.
 // nil for every other resource, which the controller decides.
 func (s *Server) foreignBrokerResource(r *Request, resourceType kmsg.ConfigResourceType, name string) error {
-	if resourceType != resourceBroker {
+	if resourceType != resourceBroker || r.ControllerListener {
+		// On a controller listener (kafka-configs --bootstrap-controller)
+		// the request is the controllers' to judge: Kafka's controllers
+		// alter any broker's resource.
 		return nil
 	}
 	err := s.foreignBrokerError(name, true)

@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,7 +19,8 @@ import (
 // IncrementalAlterConfigs alike, whether that broker is the active
 // controller or forwards to it; the other resources of the same request
 // are answered in their places, the broker's own and the cluster default
-// ("") are altered, and the refused one changes nothing.
+// ("") are altered, and the refused one changes nothing. On a controller
+// listener any broker's resource may be altered.
 func TestBrokerResourceSentToAnotherBroker(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -114,4 +117,30 @@ func TestBrokerResourceSentToAnotherBroker(t *testing.T) {
 	for b := int32(1); b <= 3; b++ {
 		requireBrokerConfig(ctx, t, adm, b, leaderRateKey, fmt.Sprint(1048576*int(b)), kmsg.ConfigSourceDynamicBrokerConfig)
 	}
+
+	// On a controller listener (kafka-configs --bootstrap-controller) any
+	// broker's resource is the controllers' to alter, as in Kafka.
+	var ctrlAddr string
+	for _, l := range strings.Split(c.props[0]["listeners"], ",") {
+		if a, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
+			ctrlAddr = a
+		}
+	}
+	ctrl, err := kgo.NewClient(kgo.SeedBrokers(ctrlAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "2"
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = leaderRateKey, kmsg.StringPtr("7340032")
+	rr.Configs = append(rr.Configs, cfg)
+	iac.Resources = append(iac.Resources, rr)
+	ir, err := iac.RequestWith(ctx, ctrl.SeedBrokers()[0])
+	if err != nil || len(ir.Resources) != 1 || ir.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter broker 2 through node 1's controller listener: %v %+v", err, ir)
+	}
+	requireBrokerConfig(ctx, t, adm, 2, leaderRateKey, "7340032", kmsg.ConfigSourceDynamicBrokerConfig)
 }
