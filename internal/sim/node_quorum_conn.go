@@ -42,12 +42,12 @@ import (
 // transport sends by node id, so the old port never refuses).
 
 // Timing of the probes: quorum's downProbes and downProbeGap, and the
-// TCP transport's default dial timeout (1 s) at the simulator's ratio of
-// its timings to production's (raftTick is half of DefaultTickInterval).
+// TCP transport's default dial timeout, as node runs them (raftTick is
+// node's quorum tick too).
 const (
 	downProbes      = 3
-	downProbeGap    = 10 * time.Millisecond
-	raftDialTimeout = 500 * time.Millisecond
+	downProbeGap    = 20 * time.Millisecond
+	raftDialTimeout = time.Second
 )
 
 // raftLink is a process's outbound Raft connection to one peer.
