@@ -126,6 +126,9 @@ func newCluster(opts Options) *Cluster {
 	c := &Cluster{opts: opts, s: s, trace: newTrace(), nodes: map[int32]*node{},
 		clusterID: "sim-" + strconv.FormatUint(opts.Seed, 36)}
 	c.trace.verbose, c.trace.out = opts.Verbose, opts.Out
+	s.stuck = func(steps int) {
+		c.violation("livelock: %d events at simulated time %v without time moving on (the trace's last lines show what repeats)", steps, s.now)
+	}
 	c.net = newNetwork(s, opts.Net)
 	c.check = newChecker(c)
 	for i := 1; i <= opts.Nodes; i++ {
