@@ -70,7 +70,7 @@ func (c *Core) campaignTick() {
 		c.campaignWait--
 		return
 	}
-	c.campaignWait = campaignRetryTicks
+	c.campaignWait = campaignRetryTicks - 1 // the ticks between two tries
 	if c.IsCandidate() {
 		return
 	}

@@ -138,8 +138,9 @@ func TestPeerDownCampaignRetriesWhileNoLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node 3 forgot the leader, but it is the campaigner's turn only:
-	// nothing happens until the retry, campaignRetryTicks ticks later.
-	for i := range campaignRetryTicks {
+	// nothing happens until the retry, campaignRetryTicks ticks after
+	// the first try.
+	for i := range campaignRetryTicks - 1 {
 		c.tick(1)
 		if c.cores[2].IsLeader() || c.cores[3].IsLeader() {
 			t.Fatalf("a leader %d ticks after node 3 heard, before the retry", i+1)
