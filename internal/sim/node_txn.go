@@ -90,7 +90,7 @@ func (r *replica) stopTxnCoordinator(why string) {
 		return
 	}
 	r.txnCoord = nil
-	tc.host.Stop()
+	tc.carryOut(tc.host.Stop())
 	r.p.n.tracef("%s: stopped coordinating transactions of epoch %d (%s)", r.name(), tc.epoch, why)
 }
 

@@ -250,7 +250,7 @@ func TestStoppedHostWritesNothingMore(t *testing.T) {
 	h, b, r := ongoing(t, "a")
 	var got error = errors.New("unanswered")
 	b.EndTxn("a", r.ProducerID, r.Epoch, false, func(err error) { got = err })
-	h.host.Stop()
+	h.carry(h.host.Stop())
 	h.completeAll(nil)
 	if got != nil || len(h.markers) != 0 {
 		t.Fatalf("after stop: answer %v, markers %v", got, h.markers)
