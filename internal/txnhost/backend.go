@@ -119,23 +119,28 @@ func withProducerID[R any](b Backend, id string, call func(c *txn.Coordinator, n
 }
 
 func (b Backend) AddPartitions(id string, producerID int64, epoch int16, parts []txn.TopicPartition, done func(error)) {
-	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+	b.change(id, false, func(c *txn.Coordinator, now int64) (txn.Output, error) {
 		return c.AddPartitions(now, id, producerID, epoch, parts)
 	}, done)
 }
 
-// change runs op, a request that may write, on the id's coordinator
-// (Host.CallHolding: one that meets a state change of the id in flight
-// waits for it); done gets the write's failure, else op's own error. As
-// writeTo, it is refused up front when the partition cannot take an
-// acks=all write now.
-func (b Backend) change(id string, op func(c *txn.Coordinator, now int64) (txn.Output, error), done func(error)) {
+// change runs op, a request that may write, on the id's coordinator;
+// done gets the write's failure, else op's own error. With hold, a
+// request that meets a state change of the id in flight waits for it
+// (Host.CallHolding). As writeTo, it is refused up front when the
+// partition cannot take an acks=all write now.
+func (b Backend) change(id string, hold bool, op func(c *txn.Coordinator, now int64) (txn.Output, error), done func(error)) {
 	h, err := b.Hosts.For(id)
 	if err == nil {
 		err = writable(h)
 	}
 	if err == nil {
-		err = h.Do(func(host *Host, now int64) (Ready, error) { return host.CallHolding(now, id, op, done) })
+		err = h.Do(func(host *Host, now int64) (Ready, error) {
+			if !hold {
+				return host.CallNow(now, op, done)
+			}
+			return host.CallHolding(now, id, op, done)
+		})
 	}
 	if err != nil {
 		done(err)
@@ -165,7 +170,7 @@ func (b Backend) VerifyPartitions(id string, producerID int64, epoch int16, part
 }
 
 func (b Backend) EndTxn(id string, producerID int64, epoch int16, commit bool, done func(error)) {
-	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+	b.change(id, false, func(c *txn.Coordinator, now int64) (txn.Output, error) {
 		return c.EndTxn(now, id, producerID, epoch, commit)
 	}, done)
 }

@@ -201,6 +201,14 @@ func (h *Host) CallHolding(now int64, id string, op func(c *txn.Coordinator, now
 	return h.run(now, hc, true), nil
 }
 
+// CallNow runs op as CallHolding does, but never holds it.
+func (h *Host) CallNow(now int64, op func(c *txn.Coordinator, now int64) (txn.Output, error), finish func(error)) (Ready, error) {
+	if err := h.servingErr(); err != nil {
+		return Ready{}, err
+	}
+	return h.run(now, &heldCall{op: op, finish: finish}, false), nil
+}
+
 // run runs a held (or new: first) call: held again if the coordinator
 // holds it and its deadline has not passed, else carried out and
 // answered.

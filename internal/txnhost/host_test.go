@@ -296,7 +296,7 @@ func TestAddHeldUntilThePreviousTransactionCompletes(t *testing.T) {
 	h, b, r := ongoing(t, "a")
 	m := commitMarkers(t, h, b, r, "a")
 	var got []error
-	b.AddPartitions("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = append(got, err) })
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = append(got, err) })
 	if len(got) != 0 || h.host.Held() != 1 || h.retryAt != h.now+txn.DefaultHoldMs {
 		t.Fatalf("while the markers are written: answers %v, held %d, RetryAt %d (now %d)", got, h.host.Held(), h.retryAt, h.now)
 	}
@@ -321,7 +321,7 @@ func TestHeldAddAnsweredAtItsDeadline(t *testing.T) {
 	h, b, r := ongoing(t, "a")
 	m := commitMarkers(t, h, b, r, "a")
 	var got error = errors.New("unanswered")
-	b.AddPartitions("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
 	deadline := h.retryAt
 	h.carry(h.host.MarkersWritten(h.now, m))
 	h.completeAll(kerr.NotEnoughReplicas)
@@ -376,11 +376,13 @@ func TestConcurrentAddsOfOneIDRunInOrder(t *testing.T) {
 	}
 }
 
-// A request of an id that is not busy is not held, whatever its error.
+// Only a version 2 add that meets a change in flight is held: not one
+// failing otherwise, nor a version 1 client's add or end (whose epoch
+// its next transaction shares).
 func TestOnlyAChangeInFlightHolds(t *testing.T) {
 	h, b, r := ongoing(t, "a")
 	var got error = errors.New("unanswered")
-	b.AddPartitions("a", r.ProducerID, r.Epoch+1, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch+1, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
 	if !errors.Is(got, kerr.ProducerFenced) || h.host.Held() != 0 {
 		t.Fatalf("a fenced add: %v, held %d", got, h.host.Held())
 	}
@@ -389,6 +391,14 @@ func TestOnlyAChangeInFlightHolds(t *testing.T) {
 	if !errors.Is(got, kerr.InvalidTxnState) || h.host.Held() != 0 {
 		t.Fatalf("an abort of a transaction being committed: %v, held %d", got, h.host.Held())
 	}
+	b.AddPartitions("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	if !errors.Is(got, kerr.ConcurrentTransactions) || h.host.Held() != 0 {
+		t.Fatalf("a version 1 add while the markers are written: %v, held %d", got, h.host.Held())
+	}
+	b.EndTxn("a", r.ProducerID, r.Epoch, true, func(err error) { got = err })
+	if !errors.Is(got, kerr.ConcurrentTransactions) || h.host.Held() != 0 {
+		t.Fatalf("a version 1 end's retry while the markers are written: %v, held %d", got, h.host.Held())
+	}
 }
 
 // Stopping the Host answers what it holds with NOT_COORDINATOR.
@@ -396,7 +406,7 @@ func TestStopAnswersHeldRequests(t *testing.T) {
 	h, b, r := ongoing(t, "a")
 	commitMarkers(t, h, b, r, "a")
 	var got error = errors.New("unanswered")
-	b.AddPartitions("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
 	h.carry(h.host.Stop())
 	if !errors.Is(got, kerr.NotCoordinator) || h.host.Held() != 0 {
 		t.Fatalf("after stop: %v, held %d", got, h.host.Held())
