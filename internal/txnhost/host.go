@@ -13,6 +13,7 @@ package txnhost
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -249,7 +250,7 @@ func (h *Host) release(now int64, id string) Ready {
 // stand now) and asks for a RetryAt at the next deadline.
 func (h *Host) expireHeld(now int64) Ready {
 	var rd Ready
-	for _, id := range sortedKeys(h.held) {
+	for _, id := range slices.Sorted(maps.Keys(h.held)) {
 		q := h.held[id]
 		n := 0
 		for n < len(q) && q[n].until <= now {
@@ -271,15 +272,6 @@ func (h *Host) expireHeld(now int64) Ready {
 		}
 	}
 	return rd
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // Held is the number of requests held, for checkers and tests.
@@ -435,7 +427,7 @@ func (h *Host) Stop() Ready {
 	}
 	h.state = stopped
 	err := h.servingErr()
-	for _, id := range sortedKeys(h.held) {
+	for _, id := range slices.Sorted(maps.Keys(h.held)) {
 		for _, hc := range h.held[id] {
 			rd.Send = append(rd.Send, func() { hc.finish(err) })
 		}
