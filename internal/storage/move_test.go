@@ -298,8 +298,11 @@ func moveScriptFrom(src, fut *Log) error {
 // TestMoveCrashAtEveryCall loses power at every filesystem call of a move
 // (creating the future, copying, appends alongside, the swap's marker,
 // renames and directory syncs), then recovers: exactly one log of the
-// partition remains, no future, and it holds everything that was durable
-// before the crash, every batch as appended.
+// partition remains, at most one future (the move's, to resume), and it
+// holds everything that was durable before the crash, every batch as
+// appended. A kept future is then resumed (logmove.ResumeFrom) after the
+// current log is appended to, and at half the points cut, and the move
+// finished: the log in its new place holds every batch as appended.
 func TestMoveCrashAtEveryCall(t *testing.T) {
 	count := func() int {
 		fs := vfs.NewMem()
@@ -314,6 +317,7 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 	}
 	total := count()
 	t.Logf("an uninterrupted move makes %d filesystem calls", total)
+	whole, cutBack := 0, 0
 	for at := 1; at <= total+1; at++ {
 		for _, torn := range []bool{false, true} {
 			label := fmt.Sprintf("crash at call %d/%d torn=%v", at, total, torn)
@@ -330,10 +334,12 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 				fs.Crash(c.opts)
 			}
 			fs.SetFault(nil)
-			if _, err := RecoverMoves(fs, moveRoots, quietOptions()); err != nil {
-				t.Fatalf("%s: recover: %v", label, err)
+			resumed, err2 := RecoverMoves(fs, moveRoots, quietOptions())
+			if err2 != nil {
+				t.Fatalf("%s: recover: %v", label, err2)
 			}
 			var live []string
+			var futures []string
 			for _, root := range moveRoots {
 				entries, err := fs.ReadDir(root)
 				if err != nil {
@@ -343,7 +349,7 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 					if e.Name == "t-0" {
 						live = append(live, filepath.Join(root, e.Name))
 					} else if _, _, ok := ParseFutureDirName(e.Name); ok {
-						t.Fatalf("%s: future %s left after recovery", label, e.Name)
+						futures = append(futures, filepath.Join(root, e.Name))
 					}
 				}
 			}
@@ -353,12 +359,70 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 			if err == nil && live[0] != "/b/t-0" {
 				t.Fatalf("%s: finished move but the log is in %s", label, live[0])
 			}
+			mv, ok := resumed["t-0"]
+			switch {
+			case len(futures) > 1:
+				t.Fatalf("%s: futures left after recovery: %v", label, futures)
+			case len(futures) == 1 && (!ok || mv.Future != futures[0] || mv.Root != "/b"):
+				t.Fatalf("%s: future %s left, recovery resumes %+v", label, futures[0], resumed)
+			case len(futures) == 0 && ok:
+				t.Fatalf("%s: recovery resumes %+v, no future left", label, mv)
+			}
 			l := openLog(t, fs, live[0], moveConfig())
 			checkBatches(t, l, appended, durable, label)
 			if ok, _ := vfs.Exists(fs, filepath.Join(live[0], moveMarkerFile)); ok {
 				t.Fatalf("%s: move marker left in %s", label, live[0])
 			}
+			if ok {
+				// The move goes on from what the future holds, after
+				// the current log moved on: appended to, and at every
+				// other crash point first cut below where the future
+				// may end.
+				if at%2 == 1 {
+					cut := max(l.LogStartOffset(), l.LogEndOffset()-150)
+					if err := l.Truncate(cut); err != nil {
+						t.Fatalf("%s: %v", label, err)
+					}
+					for off := range appended {
+						if off >= l.LogEndOffset() {
+							delete(appended, off)
+						}
+					}
+					durable = min(durable, l.LogEndOffset())
+				}
+				for i := range 3 {
+					b := makeBatch(2, 30, 7000, byte(i))
+					res := mustAppend(t, l, b, 7, 7000)
+					appended[res.BaseOffset] = b
+				}
+				fut := openLog(t, fs, mv.Future, moveConfig())
+				futEnd := fut.LogEndOffset()
+				from, err := l.ResumeFuture(fut)
+				if err != nil {
+					t.Fatalf("%s: resume: %v", label, err)
+				}
+				switch {
+				case from == futEnd && from > fut.LogStartOffset():
+					whole++
+				case from > fut.LogStartOffset():
+					cutBack++
+				}
+				if from > futEnd || from != fut.LogEndOffset() {
+					t.Fatalf("%s: resumes from %d, the future ended at %d and ends at %d", label, from, futEnd, fut.LogEndOffset())
+				}
+				if err := moveScriptFrom(l, fut); err != nil {
+					t.Fatalf("%s: resumed move: %v", label, err)
+				}
+				if l.Dir() != "/b/t-0" {
+					t.Fatalf("%s: resumed move left the log in %s", label, l.Dir())
+				}
+				checkBatches(t, l, appended, l.LogEndOffset(), label+" resumed")
+			}
 			l.Close()
 		}
+	}
+	t.Logf("of %d crash points, %d resumed into the whole future log, %d into a future cut back", 2*(total+1), whole, cutBack)
+	if whole == 0 || cutBack == 0 {
+		t.Fatal("no crash point kept the whole future log, or none cut it back")
 	}
 }
