@@ -72,22 +72,27 @@ func TestAlterReplicaLogDirsThrottleIsDynamic(t *testing.T) {
 }
 
 // TestAlterReplicaLogDirsResumedAfterStop stops a broker in the middle of
-// a move (throttled, its future log a quarter filled, then held at 1024
-// B/s, one 64 KiB record a minute) and starts it again: the move goes on
+// a move (at 512 KiB/s, once the future log holds more than one batch of
+// the 16 MiB, then held at 1024 B/s) and starts it again: the move goes on
 // from what the future log holds, so right after the restart
-// DescribeLogDirs shows the future no further behind than before the stop
-// (copying again from the start, it would be nearly the whole log
-// behind), and once the rate is raised the move ends with every record.
+// DescribeLogDirs shows the future no further behind than before the stop.
+// Copying again from the start it would hold one batch (a copy takes at
+// least one, and one batch of up to 1 MiB puts 1024 B/s in debt for
+// minutes): further behind. Once the rate is raised the move ends with
+// every record.
 func TestAlterReplicaLogDirsResumedAfterStop(t *testing.T) {
 	ctx := testContext(t, 90*time.Second)
-	const mib = 8
-	mv := startMoveBroker(ctx, t, "1048576", mib)
+	const mib = 16
+	mv := startMoveBroker(ctx, t, "524288", mib)
 	total := int64(mib * 16)
 	to := mv.other()
 	mv.request(to)
-	awaitAdmin(ctx, t, "a quarter of the log copied", func() (bool, any) {
+	// Batches hold at most 16 records of 64 KiB (1 MiB): 20 copied is
+	// two batches at least, and far from the last 4 MiB, which would
+	// finish unthrottled.
+	awaitAdmin(ctx, t, "two batches copied", func() (bool, any) {
 		lag, ok := mv.futureLag()
-		return ok && lag <= total*3/4, lag
+		return ok && lag <= total-20, lag
 	})
 	mv.setRate("1024")
 	before, ok := mv.futureLag()
