@@ -105,7 +105,8 @@ const maxCopyBytes = 1 << 20
 
 // CopyFrom appends to l (a future log) the batches of src from offset on,
 // up to about maxBytes (at least one batch), and returns how many bytes it
-// copied. offset must be l's end.
+// copied. offset must be l's end; an empty l whose start is inside src's
+// batch starts again at that batch's base.
 func (l *Log) CopyFrom(src *Log, offset int64, maxBytes int) (int, error) {
 	if end := l.LogEndOffset(); offset != end {
 		return 0, fmt.Errorf("%w: copy into %s from %d: future ends at %d", ErrOffsetMismatch, l.Dir(), offset, end)
@@ -123,6 +124,15 @@ func (l *Log) CopyFrom(src *Log, offset int64, maxBytes int) (int, error) {
 		}
 		if h.LastOffset() < offset {
 			return nil // a read starts at the batch holding offset
+		}
+		if h.BaseOffset < offset && n == 0 && l.LogStartOffset() == offset {
+			// src starts inside this batch (DeleteRecords): an empty
+			// future starts at its base, as Kafka's does
+			// (UnexpectedAppendOffsetException); AdoptFuture drops the
+			// head below src's start.
+			if err := l.TruncateFullyAndStartAt(h.BaseOffset); err != nil {
+				return err
+			}
 		}
 		if _, err := l.AppendReplica(b, h.MaxTimestamp); err != nil {
 			return err

@@ -51,8 +51,9 @@ func TestMoveResumedAfterRestart(t *testing.T) {
 			return src.LogStartOffset() + 1, src.LogEndOffset()
 		}},
 		{"retention past the future's end", func(t *testing.T, src *Log, appended map[int64][]byte, futEnd int64) (int64, int64) {
-			// At a batch boundary (batches of 100 from 0).
-			if err := src.DeleteBefore(futEnd + 200); err != nil {
+			// Inside a batch (of 100 from 0): the fresh copy starts
+			// at its base.
+			if err := src.DeleteBefore(futEnd + 150); err != nil {
 				t.Fatal(err)
 			}
 			return -1, -1
@@ -136,4 +137,29 @@ func appendMore(t *testing.T, l *Log, appended map[int64][]byte, epoch int32) {
 		res := mustAppend(t, l, b, epoch, 8000)
 		appended[res.BaseOffset] = b
 	}
+}
+
+// TestMoveOfALogStartingInsideABatch: after DeleteRecords the current log
+// starts inside a batch; the future starts at that batch's base and the
+// swap drops the head below the start again.
+func TestMoveOfALogStartingInsideABatch(t *testing.T) {
+	fs := vfs.NewMem()
+	src, appended := fillSource(t, fs, 30)
+	defer src.Close()
+	if err := src.DeleteBefore(1050); err != nil {
+		t.Fatal(err)
+	}
+	fut := openLog(t, fs, FutureDir("/b", "t-0", "m1"), moveConfig())
+	if err := fut.TruncateFullyAndStartAt(src.LogStartOffset()); err != nil {
+		t.Fatal(err)
+	}
+	want := readAll(t, src)
+	if err := moveScriptFrom(src, fut); err != nil {
+		t.Fatal(err)
+	}
+	if src.Dir() != "/b/t-0" || src.LogStartOffset() != 1050 {
+		t.Fatalf("after the move: %s from %d", src.Dir(), src.LogStartOffset())
+	}
+	sameBatches(t, readAll(t, src), want, "after the move")
+	checkBatches(t, src, appended, src.LogEndOffset(), "after the move")
 }
