@@ -548,6 +548,9 @@ func (b *Broker) shutdownStorage() error {
 	}
 	// In parallel: each close waits mostly for its fsyncs, and one after
 	// another thousands of partitions took a minute to stop.
+	start := time.Now()
+	b.log.Info("closing logs", "partitions", len(parts))
+	defer func() { b.log.Info("logs closed", "partitions", len(parts), "took", time.Since(start)) }()
 	var mu sync.Mutex
 	forEachParallel(slices.Collect(maps.Values(parts)), maxParallelOpens, func(p *partition) {
 		if err := p.close(); err != nil {

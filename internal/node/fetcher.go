@@ -284,7 +284,18 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 	for _, w := range rd.Warnings {
 		f.b.log.Debug("log reconciliation with leader", "leader", f.leader, "detail", w)
 	}
-	for _, a := range rd.Actions {
+	for i, a := range rd.Actions {
+		// A stopping broker leaves the rest undone: each action is a
+		// step a crash could have cut short too (the next start fetches
+		// and truncates again), and after its leaderships moved a broker
+		// of thousands of partitions has as many truncations to carry
+		// out, each with its fsyncs, one after another.
+		select {
+		case <-f.stop:
+			f.b.log.Debug("replica fetcher stopping; actions left undone", "leader", f.leader, "left", len(rd.Actions)-i)
+			return
+		default:
+		}
 		err := replicafetch.Do(a)
 		if err == nil && a.Kind == replicafetch.Append {
 			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))
