@@ -2,9 +2,8 @@ package storage
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
-
-	"github.com/skein-log/skein/internal/vfs"
 )
 
 // removeSegments deletes segments already unlinked from l.segments and
@@ -292,7 +291,7 @@ func (l *Log) Close() error {
 	var err error
 	if l.failed == nil {
 		active.sealTimeIndex()
-		if err = active.writeIndexFiles(l.fs); err != nil {
+		if err = active.closeIndexFiles(l.fs); err != nil {
 			l.failLocked(err)
 		}
 	}
@@ -333,9 +332,21 @@ func (l *Log) closeCleanly(active *segment) error {
 	if damaged {
 		return nil // no marker: the next open re-validates from the damage
 	}
+	// The marker has no contents, only its existence: created in place
+	// (no temporary file and rename), it is durable once the directory
+	// is synced, which also makes the index files just written durable
+	// entries. One fsync fewer per log, which a broker closing thousands
+	// of idle logs at once waits for.
 	marker := filepath.Join(l.dir, cleanShutdownFile)
-	if err := vfs.WriteFileAtomic(l.fs, l.dir, marker, nil); err != nil {
+	f, err := l.fs.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	if err != nil {
 		return fmt.Errorf("write clean shutdown marker: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write clean shutdown marker: %w", err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("write clean shutdown marker: sync dir %s: %w", l.dir, err)
 	}
 	return nil
 }
