@@ -198,6 +198,8 @@ func ptr[T any](v T) *T { return &v }
 // cleanly when it returns) and lets it stop on its first heartbeat, as
 // Kafka allows a broker to stop once it leads nothing another replica
 // could lead; waiting would only end at the broker's shutdown timeout.
+// The answer comes at commit (Ready.AnswersAtCommit), not once the
+// controller's own node has taken over the leaderships the entry moves.
 func TestHeartbeatLastBrokerStopsAtOnce(t *testing.T) {
 	h := newHarness(t, image(t, 2, 1, 3)) // broker 2 leads
 	h.catchUp()
@@ -211,8 +213,8 @@ func TestHeartbeatLastBrokerStopsAtOnce(t *testing.T) {
 		return h.c.Heartbeat(now, im, req, nil, func(r api.BrokerHeartbeatResult, err error) { got, gotErr = r, err })
 	})
 	h.settle()
-	if gotErr != nil || !got.ShouldShutdown {
-		t.Fatalf("answer %+v, %v; want ShouldShutdown", got, gotErr)
+	if gotErr != nil || !got.ShouldShutdown || h.atCommit != 1 {
+		t.Fatalf("answer %+v, %v (%d at commit); want ShouldShutdown, at commit", got, gotErr, h.atCommit)
 	}
 	p := partition(t, h.im)
 	if p.Leader != metadata.NoLeader || len(p.ISR) != 0 || len(p.ELR) != 1 || p.ELR[0] != 2 {
