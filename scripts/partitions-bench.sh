@@ -96,8 +96,10 @@ ready() {
 for i in 1 2 3; do ready $i; done
 echo "cluster ready; creating $N partitions (topics of $PER_TOPIC, RF=3)" >&2
 
+createprof=
 if [[ ${PROFILE:-0} == 1 ]]; then
 	curl -sf -o "$work/create-cpu.pprof" "http://127.0.0.1:$((PORT + 2))/debug/pprof/profile?seconds=20" &
+	createprof=$!
 fi
 "$work/skein" perf partitions -b "$bootstrap" --partitions "$N" --per-topic "$PER_TOPIC" \
 	--replication-factor 3 --json >"$work/create.json"
@@ -115,6 +117,9 @@ for i in 1 2 3; do t0[$i]=$(cpu_ticks "${pids[$((i - 1))]}"); done
 start=$(date +%s.%N)
 prof=
 if [[ ${PROFILE:-0} == 1 ]]; then
+	# One CPU profile at a time: a creation shorter than the creation
+	# profile's 20 s would make this one fail.
+	[[ -z $createprof ]] || wait "$createprof" || echo "the creation profile failed" >&2
 	curl -sf -o "$work/idle-cpu.pprof" "http://127.0.0.1:$((PORT + 2))/debug/pprof/profile?seconds=30" &
 	prof=$!
 fi

@@ -15,6 +15,7 @@ package grouphost
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -111,6 +112,13 @@ func BuildBatch(recs []group.Record, txn *group.TxnBatch, timestampMs int64) []b
 	return batch.BuildKeyed(kvs, timestampMs)
 }
 
+// ReloadBackoff is how long a runtime waits between stopping a Host that
+// asked for a reload and loading the partition again, so that a failure
+// that repeats on every load (a full disk) does not reload in a hot loop;
+// clients meanwhile get NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS
+// and retry, as they do during any coordinator move.
+const ReloadBackoff = 200 * time.Millisecond
+
 // Ready is what the runtime must do after a call into a Host.
 type Ready struct {
 	// Writes to start, in order.
@@ -123,7 +131,8 @@ type Ready struct {
 	HasTick bool
 	// Reload is set when the coordinator's memory may have run ahead of
 	// its log (a write failed, or the loaded tail did not commit): stop
-	// this Host and load the partition again, after this call.
+	// this Host after this call and load the partition again
+	// ReloadBackoff later.
 	Reload error
 	// Warnings are worth a log line; Problems are broken invariants (the
 	// simulator fails the run on them).

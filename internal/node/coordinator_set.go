@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -150,13 +151,21 @@ func (s *coordinatorSet[C]) all() []C {
 	return out
 }
 
-// replaceFailed drops a coordinator whose write failed and reloads the
-// partition if this broker still leads it.
-func (s *coordinatorSet[C]) replaceFailed(c C) {
-	s.mu.Lock()
-	if s.coords[c.partitionOf().index] == c {
-		delete(s.coords, c.partitionOf().index)
-	}
-	s.mu.Unlock()
-	s.reconcile()
+// loadRetryPeriod is how long a coordinator whose load failed (a read
+// error) waits before the partition is loaded again.
+const loadRetryPeriod = time.Second
+
+// replaceFailed drops a coordinator whose write failed and, backoff
+// later, reloads the partition if this broker still leads it. The stopped
+// coordinator stays in the map until then (answering as a stopped one
+// does), unless a reconcile of a leadership change replaces it first.
+func (s *coordinatorSet[C]) replaceFailed(c C, backoff time.Duration) {
+	time.AfterFunc(backoff, func() {
+		s.mu.Lock()
+		if s.coords[c.partitionOf().index] == c {
+			delete(s.coords, c.partitionOf().index)
+		}
+		s.mu.Unlock()
+		s.reconcile()
+	})
 }

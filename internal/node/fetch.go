@@ -174,7 +174,7 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 		}
 		fp := w.params.Partitions[i]
 		return nil, w.b.partitionError(fp.Topic, fp.Partition)
-	}, !w.positionRecorded, throttle)
+	}, !w.positionRecorded, time.Now().UnixMilli(), throttle)
 }
 
 // Admit is replica.Source.Admit: this broker leads the partition, the
@@ -182,11 +182,10 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 // A fetch reads holding no lock (on the connection's reader, a re-read's
 // goroutine or the max-wait timer's), so the acknowledgements a
 // follower's position completes are answered right here.
-func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool) error {
+func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error {
 	var err error
-	now := time.Now().UnixMilli()
 	p.stepHoldingNothing(func(c *replica.Replica) (rd replica.Ready) {
-		rd, err = c.Admit(fp, replicaID, record, now, p.b.isEligibleReplica)
+		rd, err = c.Admit(fp, replicaID, record, nowMs, p.b.isEligibleReplica)
 		return rd
 	})
 	return err

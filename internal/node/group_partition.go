@@ -67,15 +67,9 @@ func (gc *groupCoordinator) load() {
 		gc.mu.Unlock()
 		gc.finish(rd)
 		gc.rt.b.log.Error("loading consumer groups failed", "partition", gc.part.name(), "err", err)
-		go func() {
-			// The partition may be fine again later (a transient read
-			// error); do not retry in a tight loop.
-			select {
-			case <-time.After(time.Second):
-				gc.rt.replaceFailed(gc)
-			case <-gc.rt.b.stop:
-			}
-		}()
+		// The partition may be fine again later (a transient read
+		// error); do not retry in a tight loop.
+		gc.rt.replaceFailed(gc, loadRetryPeriod)
 		return
 	}
 	// Counted before the host shares the coordinator with other calls.
@@ -232,5 +226,5 @@ func (gc *groupCoordinator) fail() {
 		return
 	}
 	gc.stop("write failed")
-	gc.rt.replaceFailed(gc)
+	gc.rt.replaceFailed(gc, grouphost.ReloadBackoff)
 }

@@ -61,14 +61,8 @@ func (tc *txnCoordinator) load() {
 	if err != nil {
 		tc.rt.b.log.Error("loading transaction state failed", "partition", tc.part.name(), "err", err)
 		tc.stop("load failed")
-		go func() {
-			// A transient read error may pass; no tight loop.
-			select {
-			case <-time.After(time.Second):
-				tc.rt.replaceFailed(tc)
-			case <-tc.rt.b.stop:
-			}
-		}()
+		// A transient read error may pass; no tight loop.
+		tc.rt.replaceFailed(tc, loadRetryPeriod)
 		return
 	}
 	ids := l.Coordinator.Len()
@@ -218,5 +212,5 @@ func (tc *txnCoordinator) fail() {
 		return
 	}
 	tc.stop("write failed")
-	tc.rt.replaceFailed(tc)
+	tc.rt.replaceFailed(tc, txnhost.ReloadBackoff)
 }

@@ -15,13 +15,13 @@ import (
 // newUnitBroker is broker 1 on fs with what a partition needs (metrics, a
 // flusher) but nothing started: tests drive its partitions by hand, giving
 // each its role, with no network or controller.
-func newUnitBroker(t *testing.T, fs *vfs.Mem) *Broker {
+func newUnitBroker(t testing.TB, fs *vfs.Mem) *Broker {
 	t.Helper()
 	return newUnitBrokerDirs(t, fs, "/data")
 }
 
 // newUnitBrokerDirs is newUnitBroker with log.dirs set to dirs.
-func newUnitBrokerDirs(t *testing.T, fs *vfs.Mem, dirs string) *Broker {
+func newUnitBrokerDirs(t testing.TB, fs *vfs.Mem, dirs string) *Broker {
 	t.Helper()
 	cfg, err := config.NewBroker(map[string]string{
 		"node.id":                  "1",

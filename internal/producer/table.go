@@ -425,6 +425,9 @@ func (t *Table) ApplyMarker(h batch.Header, m batch.Marker) CompletedTxn {
 // FirstUnstableOffset is the first offset of the earliest transaction
 // still open on this partition, and whether there is one.
 func (t *Table) FirstUnstableOffset() (int64, bool) {
+	if len(t.ongoing) == 0 {
+		return 0, false // every step asks; starting a map walk is not free
+	}
 	first, ok := int64(0), false
 	for _, off := range t.ongoing {
 		if !ok || off < first {

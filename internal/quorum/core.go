@@ -121,6 +121,12 @@ type Core struct {
 	// planSelfUpdate).
 	selfUpdate     *VoterUpdate
 	selfUpdateWait int
+	// campaignDue: the leader's process is gone and this node campaigns
+	// at the next tick (PeerDown), and again every campaignRetryTicks
+	// while no leader is known; campaignWait counts the ticks to the next
+	// try (see campaignTick).
+	campaignDue  bool
+	campaignWait int
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -215,12 +221,14 @@ func (c *Core) Close() error { return c.disk.close() }
 // ID is this node's Raft id.
 func (c *Core) ID() uint64 { return c.cfg.ID }
 
-// Tick advances Raft's logical clock by one tick.
+// Tick advances Raft's logical clock by one tick, and starts the
+// campaign a dead leader's report asked for when it is due (PeerDown).
 func (c *Core) Tick() {
 	if c.impostor() {
 		return // never campaign in another disk's name (see impostor)
 	}
 	c.rn.Tick()
+	c.campaignTick()
 	c.driveChange()
 	c.planSelfUpdate()
 }

@@ -67,12 +67,7 @@ type Node struct {
 	seq         uint64
 	waiters     map[uint64]*waiter // by proposal sequence number
 	appliedTerm uint64             // term of the last entry applied
-	// campaignDue: the leader died and this node campaigns at the next
-	// tick (peerDown), and again every campaignRetryTicks while no leader
-	// is known; campaignWait counts the ticks to the next try.
-	campaignDue  bool
-	campaignWait int
-	readIdx      readIndexes
+	readIdx     readIndexes
 	// changeDone resolves the membership change in flight, nil if none.
 	changeDone chan error
 	// senders are endpoints frames named for their senders where the
@@ -294,7 +289,6 @@ func (n *Node) run() {
 			return
 		case <-ticker.C:
 			n.core.Tick()
-			n.campaignIfDue()
 			n.readTick()
 		case m := <-n.inbound:
 			n.step(m)
@@ -360,66 +354,14 @@ func (n *Node) report(r report) {
 	n.core.ReportUnreachable(r.id)
 }
 
-// peerDown is told that a peer's process is gone. If it was the leader,
-// this follower forgets it, so that it grants pre-votes at once, and the
-// follower with the lowest id among the other voters campaigns at the
-// next tick: one campaigner, so that the survivors do not split the vote,
-// and a tick later, so that the others have heard of the death and
-// forgotten the leader too (they saw the same connection close). Without
-// this a dead controller is replaced only after an election timeout
-// (ElectionTicks to twice that), which every client waiting for a new
-// partition leader then waits out as well.
+// peerDown is told by the transport that a peer's process is gone; the
+// Core decides what that changes (a dead leader is replaced at once, see
+// Core.PeerDown).
 func (n *Node) peerDown(id uint64) {
-	if n.core.IsLeader() || n.core.Leader() != id {
-		return
-	}
-	if err := n.core.ForgetLeader(); err != nil {
+	if err := n.core.PeerDown(id); err != nil {
 		n.logger.Warn("cannot forget the dead leader", "leader", NodeID(id), "err", err)
-		return
-	}
-	lowest := uint64(0)
-	for _, r := range n.core.confState.GetVoters() { // the current voters (KIP-853 may change them)
-		if r != id && (lowest == 0 || r < lowest) {
-			lowest = r
-		}
-	}
-	n.campaignDue, n.campaignWait = lowest == n.core.ID(), 0
-	n.logger.Info("the quorum leader's process is gone; forgot it", "leader", NodeID(id), "campaigning", n.campaignDue)
-}
-
-// campaignIfDue starts the election peerDown asked for, unless a leader
-// is known again by now, and starts it again every campaignRetryTicks
-// while none is: a survivor that had not yet heard of the death when the
-// pre-vote reached it ignored it (with CheckQuorum a follower ignores
-// pre-votes while its leader's lease lasts) and sends no answer, so the
-// campaign would otherwise wait out this node's election timeout. A vote
-// under way (candidate) is left to finish: campaigning again would only
-// raise the term.
-func (n *Node) campaignIfDue() {
-	if !n.campaignDue {
-		return
-	}
-	if n.core.Leader() != 0 || n.core.IsLeader() {
-		n.campaignDue = false
-		return
-	}
-	if n.campaignWait > 0 {
-		n.campaignWait--
-		return
-	}
-	n.campaignWait = campaignRetryTicks
-	if n.core.IsCandidate() {
-		return
-	}
-	if err := n.core.Campaign(); err != nil {
-		n.logger.Warn("campaign after the leader's death failed", "err", err)
 	}
 }
-
-// campaignRetryTicks is how long a campaign after the leader's death
-// waits for an answer before it is started again: a few heartbeats, so
-// that the other survivors have heard of the death meanwhile.
-const campaignRetryTicks = 5
 
 // propose hands one proposal to Raft and registers its waiter.
 func (n *Node) propose(p proposal) {

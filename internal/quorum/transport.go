@@ -404,7 +404,7 @@ func (p *peer) probeDown() {
 // and, with an election timeout long enough, nothing would ever make it
 // forget again (TestDeadLeaderReplacedAtOnce failed so under load). The
 // answer's dial is refused, which says again that the peer is gone. A
-// report about a peer that is not the leader changes nothing (Node.peerDown).
+// report about a peer that is not the leader changes nothing (Core.PeerDown).
 func (p *peer) downAgain(refused bool) {
 	if refused && p.reporter != nil {
 		p.reporter.ReportDown(p.id)

@@ -18,7 +18,8 @@ type Source interface {
 	// caller (it leads it; KIP-320's epoch check) and, when record is
 	// set and replicaID names a follower, records the follower's
 	// position: the offset it fetches from is what it holds durably.
-	Admit(fp api.FetchPartition, replicaID int32, record bool) error
+	// nowMs is the fetch's time, read once for all its partitions.
+	Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error
 	// Bounds are the high watermark, last stable offset and log start to
 	// report.
 	Bounds() (hw, lso, logStart int64)
@@ -32,7 +33,8 @@ type Source interface {
 // every partition of the request in order, within the request's and each
 // partition's byte budgets. lookup resolves a request partition (an error
 // is answered as is). record is set on a request's first read only: a
-// follower's position is what it asked for, recorded once per request.
+// follower's position is what it asked for, recorded once per request, at
+// nowMs.
 //
 // A follower's position is recorded before the byte budget is looked at,
 // for every partition it names: the offset it fetches from is what it
@@ -50,7 +52,7 @@ type Source interface {
 // replication quota, KIP-73): one whose allowance is spent is answered
 // with its bounds and no records, as Kafka's leader answers a throttled
 // replica, and the others of the same fetch are read as usual.
-func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), record bool, throttle Throttle) (results []api.FetchResult, enough bool) {
+func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), record bool, nowMs int64, throttle Throttle) (results []api.FetchResult, enough bool) {
 	results = make([]api.FetchResult, len(params.Partitions))
 	budget := int(params.MaxBytes)
 	total := 0
@@ -66,7 +68,7 @@ func ReadFetch(params api.FetchParams, lookup func(i int) (Source, error), recor
 	for i, fp := range params.Partitions {
 		src, err := lookup(i)
 		if err == nil {
-			err = src.Admit(fp, params.ReplicaID, record)
+			err = src.Admit(fp, params.ReplicaID, record, nowMs)
 		}
 		if err != nil {
 			results[i] = api.FetchResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}

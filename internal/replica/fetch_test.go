@@ -17,8 +17,8 @@ import (
 // coreSource is replica.Source over a bare core, as the simulator wraps it.
 type coreSource struct{ r *Replica }
 
-func (s coreSource) Admit(fp api.FetchPartition, replicaID int32, record bool) error {
-	_, err := s.r.Admit(fp, replicaID, record, 100, nil)
+func (s coreSource) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error {
+	_, err := s.r.Admit(fp, replicaID, record, nowMs, nil)
 	return err
 }
 func (s coreSource) Bounds() (int64, int64, int64) {
@@ -71,7 +71,7 @@ func TestReadFetchRecordsEveryFollowerPosition(t *testing.T) {
 		{Offset: 3, MaxBytes: 1 << 20, CurrentLeaderEpoch: 0, LastFetchedEpoch: 0},
 	}}
 	srcs := []Source{coreSource{a}, coreSource{b}}
-	results, enough := ReadFetch(params, func(i int) (Source, error) { return srcs[i], nil }, true, nil)
+	results, enough := ReadFetch(params, func(i int) (Source, error) { return srcs[i], nil }, true, 100, nil)
 	if !enough || len(results[0].Records) == 0 {
 		t.Fatalf("the first partition returned %d bytes (enough %v), want at least one batch", len(results[0].Records), enough)
 	}
@@ -93,7 +93,7 @@ func TestReadFetchChecks(t *testing.T) {
 	src := []Source{coreSource{r}}
 	lookup := func(int) (Source, error) { return src[0], nil }
 	one := func(fp api.FetchPartition, replica int32, minBytes int32) (api.FetchResult, bool) {
-		res, enough := ReadFetch(api.FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, MinBytes: minBytes, Partitions: []api.FetchPartition{fp}}, lookup, true, nil)
+		res, enough := ReadFetch(api.FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, MinBytes: minBytes, Partitions: []api.FetchPartition{fp}}, lookup, true, 100, nil)
 		return res[0], enough
 	}
 	// KIP-320: an older epoch is fenced, a newer one unknown yet.

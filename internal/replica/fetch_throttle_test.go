@@ -45,7 +45,7 @@ func TestReadFetchThrottle(t *testing.T) {
 				{Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1},
 			}}
 			th := &fixedThrottle{allow: tt.allow, took: map[int]int{}}
-			results, _ := ReadFetch(params, func(i int) (Source, error) { return srcs[i], nil }, true, th)
+			results, _ := ReadFetch(params, func(i int) (Source, error) { return srcs[i], nil }, true, 100, th)
 			for i, res := range results {
 				if res.Err != nil {
 					t.Fatalf("partition %d: %v", i, res.Err)

@@ -93,9 +93,12 @@ type Stats struct {
 	DiskFull, BitFlips                         int
 	MessagesSent, Dropped                      int64
 	Elections                                  int
-	VotersAdded, VotersRemoved                 int // the operator's completed changes (FaultMix.Membership)
-	VotersUpdated                              int // UpdateRaftVoter answered without error at kraft.version 1 (a voter's new port)
-	KRaftUpgrades                              int // kraft.version upgrades that completed (FaultMix.Upgrade)
+	// DeadLeadersForgotten counts the quorum followers that forgot their
+	// leader when told its process was gone (Core.PeerDown).
+	DeadLeadersForgotten       int
+	VotersAdded, VotersRemoved int // the operator's completed changes (FaultMix.Membership)
+	VotersUpdated              int // UpdateRaftVoter answered without error at kraft.version 1 (a voter's new port)
+	KRaftUpgrades              int // kraft.version upgrades that completed (FaultMix.Upgrade)
 	// Reassignments started and cancelled (KIP-455, asked of the active
 	// controller, which may refuse); Retired: replicas brokers deleted
 	// after a reassignment moved them away.
@@ -123,6 +126,9 @@ func newCluster(opts Options) *Cluster {
 	c := &Cluster{opts: opts, s: s, trace: newTrace(), nodes: map[int32]*node{},
 		clusterID: "sim-" + strconv.FormatUint(opts.Seed, 36)}
 	c.trace.verbose, c.trace.out = opts.Verbose, opts.Out
+	s.stuck = func(steps int) {
+		c.violation("livelock: %d events at simulated time %v without time moving on (the trace's last lines show what repeats)", steps, s.now)
+	}
 	c.net = newNetwork(s, opts.Net)
 	c.check = newChecker(c)
 	for i := 1; i <= opts.Nodes; i++ {
@@ -274,7 +280,7 @@ func (c *Cluster) heal() {
 			// until the process restarts, and nothing in the broker
 			// restarts it: the operator does, once the disk has room.
 			n.tracef("restarted by the operator: a partition log failed")
-			n.up, n.proc = false, nil
+			n.exit()
 		}
 		if !n.up {
 			c.restart(n)
@@ -285,8 +291,7 @@ func (c *Cluster) heal() {
 func (c *Cluster) restart(n *node) {
 	if err := n.start(); err != nil {
 		n.tracef("restart failed: %v", err)
-		n.up = false
-		n.proc = nil
+		n.exit()
 		c.s.after(500*time.Millisecond, func() {
 			if !n.up {
 				c.restart(n)
@@ -298,8 +303,7 @@ func (c *Cluster) restart(n *node) {
 // processExited is a process dying on its own (a failed quorum fsync): the
 // machine stays up, so the page cache survives, and it restarts.
 func (c *Cluster) processExited(n *node) {
-	n.up = false
-	n.proc = nil
+	n.exit()
 	c.s.after(500*time.Millisecond, func() {
 		if !n.up {
 			c.restart(n)

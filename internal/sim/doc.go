@@ -23,7 +23,11 @@
 // What else internal/node does with goroutines, sockets, timers and files
 // — the controller's broker sessions and the broker's session with it —
 // is re-done here single-threaded (see node_*.go); the comments there name
-// the internal/node code each piece mirrors.
+// the internal/node code each piece mirrors. Of the Raft transport's
+// sockets only what tells a node that a peer's process is gone is
+// modelled (a killed process's connections close, its port refuses; a
+// powered-off machine says nothing: node_quorum_conn.go), and fed to the
+// same quorum.Core.PeerDown that quorum.Node calls.
 //
 // Rot is simulated in the bytes a batch's CRC covers (and its magic byte),
 // followed by a crash so that recovery meets it, in the segments recovery

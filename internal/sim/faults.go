@@ -79,7 +79,7 @@ func (f *faultState) next() {
 		}
 		st.Crashes++
 		n.tracef("FAULT kill -9")
-		n.up, n.proc = false, nil
+		n.exit()
 		f.restartLater(n)
 	case faultPowerLoss:
 		if !n.up {
@@ -101,6 +101,7 @@ func (f *faultState) next() {
 			} else {
 				m.fs.Crash(vfs.CrashOptions{TornWrites: true, Seed: c.s.rng.Uint64()})
 				m.boot++
+				m.poweredOff = true
 			}
 			f.restartLater(m)
 		}
@@ -234,7 +235,7 @@ func (f *faultState) flipBit(n *node) {
 	// The rot is found by recovery, which checks every batch of the last
 	// segment after an unclean stop. Rot that a running leader reads is
 	// not survivable today (see the package documentation).
-	n.up, n.proc = false, nil
+	n.exit()
 	f.restartLater(n)
 }
 

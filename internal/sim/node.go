@@ -68,7 +68,11 @@ type node struct {
 	stateEpoch int64
 	stateBoot  uint64
 
-	up          bool
+	up bool
+	// poweredOff: the machine lost power and has not booted again, so it
+	// answers nothing on the network (a killed process's machine refuses
+	// connections to its ports; see node_quorum_conn.go).
+	poweredOff  bool
 	incarnation uint64        // bumped by every crash, so a dead process's timers never fire
 	pausedUntil time.Duration // a SIGSTOPped process runs nothing until then
 	// held is what came due while paused, in order; it runs on resume
@@ -137,6 +141,9 @@ type process struct {
 	// quorumChange is the AddRaftVoter or RemoveRaftVoter request waiting
 	// for this process's membership change, nil if none.
 	quorumChange *quorumChangeWaiter
+	// raftLinks are the Raft transport's outbound connections, by peer
+	// node id (node_quorum_conn.go).
+	raftLinks map[int32]raftLink
 }
 
 // metadataDir is the metadata quorum's directory under "data", never a
@@ -214,11 +221,11 @@ func (n *node) deliver(fn func()) {
 
 // start boots a process from the node's disk.
 func (n *node) start() error {
-	n.up = true
+	n.up, n.poweredOff = true, false
 	n.incarnation++
 	n.pausedUntil, n.held = 0, nil
 	p := &process{n: n, controller: -1, brokerEpoch: -1, sweptEpoch: -1,
-		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}}
+		parts: map[partKey]*replica{}, fetchers: map[int32]*fetcher{}, raftLinks: map[int32]raftLink{}}
 	// Broker.takeShutdownState: the previous process vouches for its
 	// epoch only if the machine did not reboot since.
 	previousClean := int64(-1)
@@ -289,18 +296,28 @@ func (n *node) start() error {
 	return nil
 }
 
-// crash kills the process: nothing of it runs again, and its disk keeps
-// only what was synced (with torn writes if asked).
+// crash is a power loss: nothing of the process runs again, its disk
+// keeps only what was synced (with torn writes if asked), and its machine
+// answers nothing until it restarts.
 func (n *node) crash(torn bool) {
 	if !n.up {
 		return
 	}
-	n.up = false
+	n.up, n.poweredOff = false, true
 	n.pausedUntil, n.held = 0, nil
 	n.proc = nil
 	n.fs.Crash(vfs.CrashOptions{TornWrites: torn, Seed: n.c.s.rng.Uint64()})
 	n.boot++
 	n.tracef("crashed (torn writes: %v)", torn)
+}
+
+// exit ends the process while its machine stays up (kill -9, a crash,
+// an operator's restart): nothing of it runs again, and the kernel closes
+// its sockets.
+func (n *node) exit() {
+	inc := n.incarnation
+	n.up, n.proc = false, nil
+	n.c.closeSockets(n, inc)
 }
 
 // handle serves one request that arrived from endpoint from.

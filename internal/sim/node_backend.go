@@ -271,12 +271,12 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 			return nil, err
 		}
 		return r, nil
-	}, !w.positionRecorded, throttle)
+	}, !w.positionRecorded, w.p.n.c.nowMs(), throttle)
 }
 
 // Admit is replica.Source.Admit.
-func (r *replica) Admit(fp api.FetchPartition, replicaID int32, record bool) error {
-	rd, err := r.core.Admit(fp, replicaID, record, r.nowMs(), r.p.isEligibleReplica)
+func (r *replica) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error {
+	rd, err := r.core.Admit(fp, replicaID, record, nowMs, r.p.isEligibleReplica)
 	r.ready(rd)
 	return err
 }

@@ -173,16 +173,21 @@ func (gc *coordinator) append(recs []group.Record, txn *group.TxnBatch, done fun
 		})
 }
 
-// fail reloads the partition after a Ready asked for it.
+// fail stops the coordinator after a Ready asked for a reload and loads
+// the partition again grouphost.ReloadBackoff later, if the replica still
+// leads it in the same epoch and no other start came first (as node's
+// coordinatorSet.replaceFailed).
 func (gc *coordinator) fail() {
 	r := gc.r
 	if gc.host.Stopped() || r.coord != gc {
 		return
 	}
 	r.stopCoordinator("write failed")
-	if r.core.IsLeader() && r.p.parts[partKey{r.id, r.index}] == r {
-		r.startCoordinator()
-	}
+	r.p.n.after(grouphost.ReloadBackoff, func() {
+		if r.coord == nil && r.core.IsLeader() && r.core.LeaderEpoch() == gc.epoch && r.p.parts[partKey{r.id, r.index}] == r {
+			r.startCoordinator()
+		}
+	})
 }
 
 // rearm schedules a Tick at the Host's next deadline.

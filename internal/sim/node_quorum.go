@@ -79,6 +79,7 @@ func (p *process) sendRaft(m *raftpb.Message) {
 			}
 		})
 	}
+	p.raftSent(to)
 	p.n.c.net.send(from.id, to.id, func() {
 		to.deliver(func() {
 			var in raftpb.Message

@@ -166,16 +166,21 @@ func (tc *txnCoordinator) carryOut(rd txnhost.Ready) {
 	}
 }
 
-// fail reloads the partition after a Ready asked for it.
+// fail stops the coordinator after a Ready asked for a reload and loads
+// the partition again txnhost.ReloadBackoff later, if the replica still
+// leads it in the same epoch and no other start came first (as node's
+// coordinatorSet.replaceFailed).
 func (tc *txnCoordinator) fail() {
 	r := tc.r
 	if tc.host.Stopped() || r.txnCoord != tc {
 		return
 	}
 	r.stopTxnCoordinator("write failed")
-	if r.core.IsLeader() && r.p.parts[partKey{r.id, r.index}] == r {
-		r.startTxnCoordinator()
-	}
+	r.p.n.after(txnhost.ReloadBackoff, func() {
+		if r.txnCoord == nil && r.core.IsLeader() && r.core.LeaderEpoch() == tc.epoch && r.p.parts[partKey{r.id, r.index}] == r {
+			r.startTxnCoordinator()
+		}
+	})
 }
 
 // servesMarkers: the partition side's WriteTxnMarkers handler. Without it

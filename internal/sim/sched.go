@@ -15,7 +15,18 @@ type scheduler struct {
 	queue eventQueue
 	rng   *rand.Rand
 	steps int64
+	// instantSteps counts the events run at the current simulated
+	// instant; more than maxStepsPerInstant is a livelock (events that
+	// schedule each other with no delay, so time never moves on), which
+	// stuck reports instead of running the seed forever.
+	instantSteps int
+	stuck        func(steps int)
 }
+
+// maxStepsPerInstant bounds the events at one simulated instant. A
+// burst of a few thousand is normal (every node's timers, a whole
+// fetch round); hundreds of thousands is a loop.
+const maxStepsPerInstant = 200_000
 
 type event struct {
 	at  time.Duration
@@ -53,13 +64,22 @@ func (s *scheduler) after(d time.Duration, fn func()) {
 }
 
 // runUntil runs events up to and including simulated time end, stopping
-// early when stop returns true after an event.
+// early when stop returns true after an event, or after stuck was called
+// for a livelock.
 func (s *scheduler) runUntil(end time.Duration, stop func() bool) {
 	for s.queue.Len() > 0 && s.queue[0].at <= end {
 		e := heap.Pop(&s.queue).(*event)
+		if e.at != s.now {
+			s.instantSteps = 0
+		}
 		s.now = e.at
 		s.steps++
+		s.instantSteps++
 		e.fn()
+		if s.instantSteps > maxStepsPerInstant && s.stuck != nil {
+			s.stuck(s.instantSteps)
+			return
+		}
 		if stop() {
 			return
 		}

@@ -164,7 +164,7 @@ func (l *Log) Clean(p CleanParams, m *OffsetMap) (CleanResult, error) {
 			l.logger.Warn("cleaner checkpoint not saved", "dir", l.dir, "err", err)
 		}
 	}
-	l.mu.Unlock()
+	l.unlock()
 	return res, nil
 }
 

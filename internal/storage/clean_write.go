@@ -79,7 +79,7 @@ func (l *Log) cleanGroup(plan cleanPlan, g [2]int, f *filter) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	at := l.indexOfSegment(srcs[0])
 	if l.closed || l.failed != nil || at < 0 || at+len(srcs) >= len(l.segments) {
 		return discard(errLogChanged)

@@ -59,7 +59,7 @@ func (l *Log) DeleteBefore(offset int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (l *Log) EnforceRetention(nowMs int64) (deletedSegments int, err error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
@@ -136,7 +136,7 @@ func (l *Log) Truncate(offset int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func (l *Log) Close() error {
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	if l.closed {
-		l.mu.Unlock()
+		l.unlock()
 		return nil
 	}
 	l.closed = true // no appends from here on
@@ -295,13 +295,13 @@ func (l *Log) Close() error {
 			l.failLocked(err)
 		}
 	}
-	l.mu.Unlock()
+	l.unlock()
 
 	if err == nil {
 		err = l.closeCleanly(active)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	for _, s := range l.segments {
 		if cerr := s.close(); cerr != nil && err == nil {
 			err = cerr

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/skein-log/skein/internal/batch"
+	"github.com/skein-log/skein/internal/invariant"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -24,6 +26,9 @@ type Log struct {
 
 	syncMu sync.Mutex
 	mu     sync.RWMutex
+	// start and end are logStart and the log end offset as of the last
+	// release of mu (unlock), for readers that take no lock.
+	start, end atomic.Int64
 
 	cfg      Config
 	segments []*segment // ascending base offsets; the last is active; never empty while open
@@ -94,7 +99,7 @@ func (l *Log) Epochs() *EpochCache { return l.epochs }
 // append, roll check or retention pass.
 func (l *Log) SetConfig(cfg Config) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	l.cfg = cfg.normalized()
 }
 
@@ -105,18 +110,53 @@ func (l *Log) Config() Config {
 	return l.cfg
 }
 
-// LogStartOffset is the first offset readers may ask for.
+// LogStartOffset is the first offset readers may ask for. It reads no
+// lock: the bounds are published at every release of the write lock.
 func (l *Log) LogStartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.logStart
+	if invariant.Panics {
+		l.checkPublished()
+	}
+	return l.start.Load()
 }
 
-// LogEndOffset is the next offset to be assigned.
+// LogEndOffset is the next offset to be assigned. It reads no lock (see
+// LogStartOffset): an idle broker asks it of every partition several
+// times per follower fetch, so thousands of times a second with many
+// partitions.
 func (l *Log) LogEndOffset() int64 {
+	if invariant.Panics {
+		l.checkPublished()
+	}
+	return l.end.Load()
+}
+
+// unlock publishes the log's bounds for the lock-free readers and
+// releases the write lock. Every writer releases mu this way, so a reader
+// sees the bounds of the last completed change.
+func (l *Log) unlock() {
+	l.publishLocked()
+	l.mu.Unlock()
+}
+
+// publishLocked stores the bounds for LogStartOffset and LogEndOffset.
+// Callers hold mu (or own the log, while opening it). A log without
+// segments (a restart that failed midway, which fails the log) keeps the
+// last bounds it published.
+func (l *Log) publishLocked() {
+	if len(l.segments) > 0 {
+		l.end.Store(l.leo())
+	}
+	l.start.Store(l.logStart)
+}
+
+// checkPublished is the invariant behind the lock-free bounds: with the
+// write lock released, what was published is what the log holds.
+func (l *Log) checkPublished() {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.leo()
+	if len(l.segments) > 0 && l.end.Load() != l.leo() || l.start.Load() != l.logStart {
+		invariant.Broken("%s: published bounds [%d, %d) but the log holds [%d, %d)", l.dir, l.start.Load(), l.end.Load(), l.logStart, l.leo())
+	}
 }
 
 // DurableEndOffset is the offset below which everything is fsynced.
@@ -169,7 +209,7 @@ func (l *Log) failLocked(err error) error {
 
 func (l *Log) fail(err error) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	return l.failLocked(err)
 }
 
@@ -203,7 +243,7 @@ func (l *Log) AppendValidated(b []byte, leaderEpoch int32, nowMs int64) (AppendR
 // appendLeader is the common part of Append and AppendValidated.
 func (l *Log) appendLeader(b []byte, h batch.Header, leaderEpoch int32, nowMs int64) (AppendResult, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return AppendResult{}, err
 	}
@@ -226,7 +266,7 @@ func (l *Log) AppendReplica(b []byte, nowMs int64) (AppendResult, error) {
 		return AppendResult{}, fmt.Errorf("%w: replica append to %s: %w", ErrInvalidBatch, l.dir, err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return AppendResult{}, err
 	}
@@ -303,7 +343,7 @@ func (l *Log) appendLocked(b []byte, h *batch.Header, nowMs int64) (AppendResult
 // idle partitions roll (and become deletable) as well.
 func (l *Log) MaybeRoll(nowMs int64) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -431,7 +471,7 @@ func (l *Log) syncLocked() (int64, error) {
 	}
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	for _, s := range l.unsynced[:rolled] {
 		s.closePendingIndexFiles()
 	}

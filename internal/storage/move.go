@@ -79,7 +79,7 @@ func ParseFutureDirName(base string) (name, id string, ok bool) {
 // above it may no longer match this log.
 func (l *Log) TakeRewound() (offset int64, ok bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	offset, ok = l.rewoundTo, l.rewoundTo != math.MaxInt64
 	l.rewoundTo = math.MaxInt64
 	return offset, ok
@@ -149,7 +149,7 @@ func (l *Log) AdoptFuture(fut *Log) (retired string, err error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return "", err
 	}
@@ -191,7 +191,7 @@ func (l *Log) AdoptFuture(fut *Log) (retired string, err error) {
 	if l.gaps {
 		fut.mu.Lock()
 		err := fut.allowGapsLocked()
-		fut.mu.Unlock()
+		fut.unlock()
 		if err != nil {
 			return "", fmt.Errorf("adopt %s: %w", futDir, err)
 		}

@@ -33,6 +33,7 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("open log %s: %w", l.dir, err)
 	}
+	l.publishLocked()
 	return l, nil
 }
 

@@ -101,7 +101,7 @@ func (l *Log) noteDamage(base int64, cause error) {
 	if first || base < l.damagedFrom {
 		l.damagedFrom = base
 	}
-	l.mu.Unlock()
+	l.unlock()
 	if first {
 		l.logger.Error("corrupt batch in the log; it is not served, and the log is cut there at the next start so the replica copies the rest again",
 			"dir", l.dir, "segment", base, "err", cause)

@@ -156,7 +156,7 @@ func (s *segment) closeTxnFile() {
 // segment's .txnindex and fsynced with the log's next Sync.
 func (l *Log) AddAbortedTxn(a AbortedTxn) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (l *Log) ReplaceAbortedTxns(entries []AbortedTxn) (rewritten int, err error
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}

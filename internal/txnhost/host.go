@@ -13,6 +13,7 @@ package txnhost
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -74,6 +75,14 @@ type Markers struct {
 	CoordinatorEpoch int32
 }
 
+// ReloadBackoff is how long a runtime waits between stopping a Host whose
+// write failed and loading the partition again. A failure that repeats on
+// every load (a full disk: the load resumes a completion whose write fails
+// at once) would otherwise reload in a hot loop; clients meanwhile get
+// NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS and retry, as they do
+// during any coordinator move.
+const ReloadBackoff = 200 * time.Millisecond
+
 // Ready is what the runtime must do after a call into a Host.
 type Ready struct {
 	Writes  []Write
@@ -83,7 +92,7 @@ type Ready struct {
 	Send []func()
 	// Reload is set when a write failed: the coordinator's memory may no
 	// longer match its log (a timed-out write may still be committed), so
-	// stop this Host and load the partition again.
+	// stop this Host and load the partition again, ReloadBackoff later.
 	Reload error
 	// RetryAt, when not 0, is the time (ms) at which to call
 	// RetryCompletions: a completion whose write was refused waits for it
