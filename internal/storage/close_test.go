@@ -119,3 +119,41 @@ func TestMissingIndexFilesOfNonEmptySegmentAreRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// CloseLeavingDirSync leaves the marker's directory entry to one SyncFS:
+// a power loss before it loses the marker (the next open re-validates,
+// and finds every record, all fsynced before the marker was made); after
+// it the marker holds and the open trusts the log.
+func TestCloseLeavingDirSyncThenSyncFS(t *testing.T) {
+	for _, syncFS := range []bool{false, true} {
+		fs := vfs.NewMem()
+		dir := "/data/t-0"
+		l := openLog(t, fs, dir, smallConfig())
+		mustAppend(t, l, makeBatch(3, 200, 1_000, 1), 0, 1_000)
+		mustAppend(t, l, makeBatch(3, 200, 1_003, 2), 0, 1_003)
+		if err := l.CloseLeavingDirSync(); err != nil {
+			t.Fatal(err)
+		}
+		if syncFS {
+			if err := fs.SyncFS("/data"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		marker := exists(t, fs, filepath.Join(dir, cleanShutdownFile))
+		fs.Crash(vfs.CrashOptions{})
+		if got := exists(t, fs, filepath.Join(dir, cleanShutdownFile)); got != syncFS || !marker {
+			t.Fatalf("SyncFS %v: marker before the crash %v, after %v", syncFS, marker, got)
+		}
+		var out bytes.Buffer
+		l, err := Open(fs, dir, smallConfig(), Options{Logger: slog.New(slog.NewTextHandler(&out, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.LogEndOffset() != 6 || (syncFS && out.Len() > 0) {
+			t.Fatalf("SyncFS %v: log end %d, open logged:\n%s", syncFS, l.LogEndOffset(), out.String())
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
