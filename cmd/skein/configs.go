@@ -15,10 +15,10 @@ import (
 )
 
 func init() {
-	commands["configs"] = command{summary: "describe and alter dynamic broker and topic configs (like kafka-configs --entity-type brokers|topics)", run: clientCommand(runConfigs)}
+	commands["configs"] = command{summary: "describe and alter dynamic broker and topic configs and broker log levels (like kafka-configs --entity-type brokers|topics|broker-loggers)", run: clientCommand(runConfigs)}
 }
 
-const configsUsage = "usage: skein configs describe|alter --entity-type brokers|topics [--entity-name NAME | --entity-default] [--add-config k=v,...] [--delete-config k,...] [--all]"
+const configsUsage = "usage: skein configs describe|alter --entity-type brokers|topics|broker-loggers [--entity-name NAME | --entity-default] [--add-config k=v,...] [--delete-config k,...] [--all]"
 
 func runConfigs(ctx context.Context, args []string, s streams) error {
 	return runSubcommand(ctx, args, s, configsUsage, map[string]clientRun{
@@ -31,7 +31,7 @@ func runConfigs(ctx context.Context, args []string, s streams) error {
 // --entity-default for the entity types of configs (client quotas and
 // SCRAM users are skein quota and skein user).
 type configEntity struct {
-	typ     string // "brokers" or "topics"
+	typ     string // "brokers", "topics" or "broker-loggers"
 	name    string
 	named   bool
 	deflt   bool
@@ -39,14 +39,16 @@ type configEntity struct {
 }
 
 func (e *configEntity) register(fs *flag.FlagSet) {
-	fs.Func("entity-type", "brokers or topics", func(v string) error {
+	fs.Func("entity-type", "brokers, topics or broker-loggers", func(v string) error {
 		switch v {
 		case "brokers", "broker":
 			e.typ = "brokers"
 		case "topics", "topic":
 			e.typ = "topics"
+		case "broker-loggers", "broker-logger":
+			e.typ = brokerLoggers
 		default:
-			return fmt.Errorf("entity type %q: want brokers or topics (client quotas: skein quota; SCRAM users: skein user)", v)
+			return fmt.Errorf("entity type %q: want brokers, topics or broker-loggers (client quotas: skein quota; SCRAM users: skein user)", v)
 		}
 		e.typeSet = true
 		return nil
@@ -80,7 +82,7 @@ func (e *configEntity) check() error {
 		return errors.New("give --entity-name or --entity-default, not both")
 	case e.deflt && e.typ != "brokers":
 		return errors.New("--entity-default is for --entity-type brokers only")
-	case e.named && e.typ == "brokers":
+	case e.named && (e.typ == "brokers" || e.typ == brokerLoggers):
 		if _, err := strconv.ParseInt(e.name, 10, 32); err != nil {
 			return fmt.Errorf("--entity-name %q: a broker is named by its id", e.name)
 		}
@@ -93,6 +95,8 @@ func (e *configEntity) what() string {
 	switch {
 	case e.typ == "topics":
 		return "topic " + e.name
+	case e.typ == brokerLoggers:
+		return "broker-logger " + e.name
 	case e.deflt:
 		return "default config for brokers in the cluster"
 	}
@@ -114,6 +118,9 @@ func runConfigsDescribe(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	defer done()
+	if e.typ == brokerLoggers {
+		return describeBrokerLoggers(ctx, adm, bootstrap, e, s.out)
+	}
 	var rcs kadm.ResourceConfigs
 	switch {
 	case e.typ == "topics" && e.named:
@@ -242,6 +249,8 @@ func runConfigsAlter(ctx context.Context, args []string, s streams) error {
 	defer done()
 	var res kadm.AlterConfigsResponses
 	switch {
+	case e.typ == brokerLoggers:
+		err = alterBrokerLoggers(ctx, bootstrap, e, alters, *validateOnly)
 	case e.typ == "topics" && *validateOnly:
 		res, err = adm.ValidateAlterTopicConfigs(ctx, alters, e.name)
 	case e.typ == "topics":

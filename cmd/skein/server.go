@@ -62,6 +62,10 @@ func runServer(args []string) error {
 	}
 }
 
+// newLogger is the process's logger. Lines of the node are filtered by
+// the node's levels (log.level and the broker-logger levels changed at
+// runtime, internal/loglevel), not by this handler's; the process's own
+// lines by log.level.
 func newLogger(format, level string) *slog.Logger {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {

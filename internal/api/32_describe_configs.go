@@ -6,10 +6,11 @@ package api
 // (its id) lists its properties with their dynamic values from the
 // metadata image (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG)
 // over the static ones; the resource "" lists the cluster-wide dynamic
-// defaults only, as Kafka answers kafka-configs --entity-default.
+// defaults only, as Kafka answers kafka-configs --entity-default. A broker
+// logger's resource (type 8, broker_loggers.go) lists the broker's
+// loggers and their levels.
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,6 +39,7 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
 		var entries []config.ConfigEntry
+		var configs []kmsg.DescribeConfigsResponseResourceConfig
 		if err := s.configResourceDenied(r, authz.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
 			res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			resp.Resources = append(resp.Resources, res)
@@ -56,31 +58,38 @@ func handleDescribeConfigs(s *Server, r *Request, respond Respond) {
 				res.ErrorMessage = ErrorMessage(err)
 			}
 		case resourceBroker:
+			// Admin clients send a broker's resource to that broker.
+			if err := s.foreignBrokerError(rr.ResourceName, true); err != nil {
+				res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+				break
+			}
 			dyn := config.DynamicOf(s.Backend.Image(), s.Backend.NodeID())
-			switch rr.ResourceName {
-			case metadata.ClusterDefaultBroker:
+			if rr.ResourceName == metadata.ClusterDefaultBroker {
 				entries = config.DescribeBrokerDefault(s.Backend.Config(), dyn)
-			case strconv.Itoa(int(s.Backend.NodeID())):
+			} else {
 				entries = config.DescribeBroker(s.Backend.Config(), dyn)
-			default:
-				// Kafka: "Unexpected broker id, expected N or empty
-				// string"; admin clients send a broker's resource to it.
-				res.ErrorCode = kerr.InvalidRequest.Code
-				res.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unexpected broker id %q, expected %d or empty string: describe the configs of another broker through that broker", rr.ResourceName, s.Backend.NodeID()))
+			}
+		case resourceBrokerLogger:
+			var err error
+			if configs, err = s.describeBrokerLoggers(rr.ResourceName); err != nil {
+				res.ErrorCode, res.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			}
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code
 			res.ErrorMessage = kmsg.StringPtr("unsupported resource type " + strconv.Itoa(int(rr.ResourceType)))
 		}
+		for _, e := range entries {
+			configs = append(configs, describeEntry(e, req.IncludeSynonyms, req.IncludeDocumentation))
+		}
 		wanted := map[string]bool{}
 		for _, n := range rr.ConfigNames {
 			wanted[n] = true
 		}
-		for _, e := range entries {
-			if rr.ConfigNames != nil && !wanted[e.Name] {
+		for _, c := range configs {
+			if rr.ConfigNames != nil && !wanted[c.Name] {
 				continue
 			}
-			res.Configs = append(res.Configs, describeEntry(e, req.IncludeSynonyms, req.IncludeDocumentation))
+			res.Configs = append(res.Configs, c)
 		}
 		resp.Resources = append(resp.Resources, res)
 	}

@@ -4,7 +4,9 @@ package api
 // topic, or of the dynamic configs of a broker resource (a broker id, or
 // "" for the cluster-wide default), as Kafka's legacy, non-incremental
 // semantics do. Like every admin request it is forwarded to the active
-// controller, which validates and writes the metadata records.
+// controller, which validates and writes the metadata records; a broker
+// resource naming another broker is refused first, by the broker that
+// received it (config_resources.go).
 
 import (
 	"fmt"
@@ -18,7 +20,8 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs, Blocking: true, Forwardable: true})
+	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs, Blocking: true, Forwardable: true,
+		Preprocess: preprocessAlterConfigs})
 }
 
 func handleAlterConfigs(s *Server, r *Request, respond Respond) {

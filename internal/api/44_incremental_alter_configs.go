@@ -3,7 +3,9 @@ package api
 // IncrementalAlterConfigs: versions 0-1. SET and DELETE on topic configs
 // and on the dynamic configs of broker resources (a broker id, or "" for
 // the cluster-wide default); APPEND and SUBTRACT apply to list-valued
-// configs (cleanup.policy). Forwarded to the active controller.
+// configs (cleanup.policy). Forwarded to the active controller, after the
+// broker that received it refused the broker resources naming another
+// broker (config_resources.go).
 
 import (
 	"fmt"
@@ -17,7 +19,8 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, Blocking: true, Forwardable: true})
+	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, Blocking: true, Forwardable: true,
+		Preprocess: preprocessIncrementalAlterConfigs})
 }
 
 // Kafka's IncrementalAlterConfigs operations.

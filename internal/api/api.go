@@ -82,6 +82,14 @@ type Spec struct {
 	// ForControllers marks the few client-side APIs controller listeners
 	// serve too: ApiVersions, Fetch for the metadata log, and SASL.
 	ForControllers bool
+	// Preprocess, for a Forwardable request, answers on the node that
+	// received it the parts only that node can judge (Kafka's
+	// ConfigAdminManager.preprocess: config resources of a broker): it
+	// takes them out of the request and returns merge, which puts their
+	// answers into the answer to the rest (nil: nothing answered here),
+	// and whether anything is left to forward or handle. A request a
+	// broker forwarded was preprocessed by that broker.
+	Preprocess func(s *Server, r *Request) (merge func(kmsg.Response), rest bool)
 }
 
 // registry is filled by the init functions of the per-key files.
@@ -152,15 +160,30 @@ func (s *Server) Serve(r *Request, respond Respond) {
 		// is a programming error, not bad input.
 		panic("api: no handler for key " + kmsg.NameForKey(r.Body.Key()))
 	}
+	forwarded := false
 	if spec.Forwardable && r.Principal == BrokerPrincipal {
 		// Only admin requests are forwarded, and only by brokers.
-		takeForwardedPrincipal(r)
+		forwarded = takeForwardedPrincipal(r)
+	}
+	if spec.Preprocess != nil && !forwarded {
+		merge, rest := spec.Preprocess(s, r)
+		if merge != nil {
+			answer := respond
+			respond = func(resp kmsg.Response) {
+				merge(resp)
+				answer(resp)
+			}
+		}
+		if !rest {
+			respond(r.Body.ResponseKind())
+			return
+		}
 	}
 	if spec.Forwardable && !s.Backend.IsActiveController() {
 		// Only the active controller decides metadata changes; it
 		// authorizes the client, whose principal travels with the
 		// request.
-		tagForwardedPrincipal(r)
+		tagForwardedPrincipal(r, s.Backend.NodeID())
 		s.Backend.Forward(r, respond)
 		return
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -115,38 +116,56 @@ func (s *Server) authorizedOperations(r *Request, rt authz.ResourceType, name st
 	return bits
 }
 
-// tagForwardedPrincipal records the client's principal in a request this
-// broker forwards to the controller.
-func tagForwardedPrincipal(r *Request) {
-	if tags := requestTags(r.Body); tags != nil && !r.isBroker() {
+// forwardedTag marks every request a broker forwards, whoever sent it:
+// the controller knows the forwarding broker preprocessed it (answered
+// what only that broker can, Spec.Preprocess). Its value is the
+// forwarding broker's id, for the record.
+const forwardedTag = 0x5E13
+
+// tagForwardedPrincipal records, in a request this broker forwards to the
+// controller, that it forwards it, and the client's principal.
+func tagForwardedPrincipal(r *Request, from int32) {
+	tags := requestTags(r.Body)
+	if tags == nil {
+		return
+	}
+	tags.Set(forwardedTag, []byte(strconv.Itoa(int(from))))
+	if !r.isBroker() {
 		tags.Set(forwardedPrincipalTag, []byte(r.Principal.String()+"\n"+r.Host))
 	}
 }
 
 // takeForwardedPrincipal replaces a broker's request's principal with the
-// client's the forwarding broker recorded, and removes the tag.
-func takeForwardedPrincipal(r *Request) {
+// client's the forwarding broker recorded, removes the tags and reports
+// whether a broker forwarded the request.
+func takeForwardedPrincipal(r *Request) (forwarded bool) {
 	tags := requestTags(r.Body)
 	if tags == nil {
-		return
+		return false
 	}
 	var rest kmsg.Tags
 	var found []byte
 	tags.Each(func(key uint32, val []byte) {
-		if key == forwardedPrincipalTag {
+		switch key {
+		case forwardedPrincipalTag:
 			found = val
-		} else {
+		case forwardedTag:
+			forwarded = true
+		default:
 			rest.Set(key, val)
 		}
 	})
-	if found == nil {
-		return
+	if found == nil && !forwarded {
+		return false
 	}
 	*tags = rest
 	if r.Principal != BrokerPrincipal {
-		// Only brokers may speak for a client; anyone else's tag is
-		// dropped and the request stays theirs.
-		return
+		// Only brokers may speak for a client; anyone else's tags are
+		// dropped and the request stays theirs, to be judged whole.
+		return false
+	}
+	if found == nil {
+		return forwarded
 	}
 	ps, host, _ := strings.Cut(string(found), "\n")
 	p, err := authz.ParsePrincipal(ps)
@@ -155,6 +174,7 @@ func takeForwardedPrincipal(r *Request) {
 		p = authz.Anonymous
 	}
 	r.Principal, r.Host = p, host
+	return forwarded
 }
 
 // requestTags reaches the top-level tagged fields of any kmsg request.
@@ -191,14 +211,15 @@ func (s *Server) lookupAuthorized(r *Request, op authz.Operation, im *metadata.I
 
 // configResourceDenied is the error for a config resource the principal
 // may not describe or alter (op DESCRIBE_CONFIGS or ALTER_CONFIGS): a
-// topic's are checked on the topic, a broker's on the cluster.
+// topic's are checked on the topic, a broker's and a broker logger's on
+// the cluster.
 func (s *Server) configResourceDenied(r *Request, op authz.Operation, resourceType kmsg.ConfigResourceType, name string) error {
 	switch resourceType {
 	case resourceTopic:
 		if !s.allowed(r, op, authz.ResourceTopic, name) {
 			return fmt.Errorf("%w: %s on topic %q", kerr.TopicAuthorizationFailed, op, name)
 		}
-	case resourceBroker:
+	case resourceBroker, resourceBrokerLogger:
 		if !s.allowedCluster(r, op) {
 			return fmt.Errorf("%w: %s on the cluster", kerr.ClusterAuthorizationFailed, op)
 		}

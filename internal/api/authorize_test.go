@@ -44,11 +44,13 @@ func TestForwardedPrincipalTrustedOnlyFromBrokers(t *testing.T) {
 		r.SetVersion(3)
 		return r
 	}()}
-	tagForwardedPrincipal(client)
+	tagForwardedPrincipal(client, 2)
 
 	atController := encodeDecode(client)
 	atController.Principal = BrokerPrincipal
-	takeForwardedPrincipal(atController)
+	if !takeForwardedPrincipal(atController) {
+		t.Fatal("a broker's forwarded request not seen as forwarded")
+	}
 	if atController.Principal != alice || atController.Host != "10.1.1.1" {
 		t.Fatalf("controller saw %v from %s", atController.Principal, atController.Host)
 	}
@@ -58,9 +60,19 @@ func TestForwardedPrincipalTrustedOnlyFromBrokers(t *testing.T) {
 
 	forged := encodeDecode(client)
 	forged.Principal = authz.Anonymous
-	takeForwardedPrincipal(forged)
-	if forged.Principal != authz.Anonymous {
+	if takeForwardedPrincipal(forged) || forged.Principal != authz.Anonymous {
 		t.Fatalf("a client's tag was trusted: %v", forged.Principal)
+	}
+
+	// A broker's own request (no client principal) is marked forwarded
+	// too, and keeps the broker's rights.
+	own := &Request{Body: kmsg.NewPtrCreateACLsRequest()}
+	own.Body.SetVersion(3)
+	tagForwardedPrincipal(own, 2)
+	atController = encodeDecode(own)
+	atController.Principal = BrokerPrincipal
+	if !takeForwardedPrincipal(atController) || atController.Principal != BrokerPrincipal {
+		t.Fatalf("a broker's own forwarded request: principal %v", atController.Principal)
 	}
 }
 

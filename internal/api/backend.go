@@ -8,6 +8,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/fetchsession"
+	"github.com/skein-log/skein/internal/loglevel"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/txnverify"
 )
@@ -18,6 +19,10 @@ import (
 type Backend interface {
 	NodeID() int32
 	Config() *config.Broker
+	// Loggers are the levels of this process's loggers, Kafka's broker
+	// loggers (BROKER_LOGGER resources): described and changed here, on
+	// the node, never persisted.
+	Loggers() *loglevel.Levels
 	// NowMs is the broker's clock in Unix milliseconds (the simulated
 	// clock in internal/sim): Produce checks record timestamps against it
 	// (message.timestamp.before.max.ms / after.max.ms).

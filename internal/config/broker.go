@@ -112,6 +112,8 @@ type Broker struct {
 	// Skein has no dynamic broker configuration yet.
 	LeaderReplicationThrottledRate   int64 // leader.replication.throttled.rate
 	FollowerReplicationThrottledRate int64 // follower.replication.throttled.rate
+	// AlterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second.
+	AlterLogDirsRate int64
 
 	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms
 	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
@@ -252,6 +254,7 @@ func (s *settings) build() (*Broker, error) {
 		FetchSessionCacheSlots:           r.int("max.incremental.fetch.session.cache.slots"),
 		LeaderReplicationThrottledRate:   r.int64("leader.replication.throttled.rate"),
 		FollowerReplicationThrottledRate: r.int64("follower.replication.throttled.rate"),
+		AlterLogDirsRate:                 r.int64("replica.alter.log.dirs.io.max.bytes.per.second"),
 
 		BrokerSessionTimeout:             r.durationMs("broker.session.timeout.ms"),
 		BrokerHeartbeatInterval:          r.durationMs("broker.heartbeat.interval.ms"),

@@ -332,6 +332,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"replica.fetch.max.bytes":                                     {"replica.fetch.max.bytes": "1"},
 		"leader.replication.throttled.rate":                           {"leader.replication.throttled.rate": "1048576"},
 		"follower.replication.throttled.rate":                         {"follower.replication.throttled.rate": "1048576"},
+		"replica.alter.log.dirs.io.max.bytes.per.second":              {"replica.alter.log.dirs.io.max.bytes.per.second": "1048576"},
 		"replica.fetch.min.bytes":                                     {"replica.fetch.min.bytes": "2"},
 		"replica.fetch.response.max.bytes":                            {"replica.fetch.response.max.bytes": "1"},
 		"replica.fetch.wait.max.ms":                                   {"replica.fetch.wait.max.ms": "1"},

@@ -171,13 +171,22 @@ func DynamicOf(im *metadata.Image, id int32) Dynamic {
 // dynamic over static; a registry bug leaves the static ones.
 func ReplicationThrottleRates(b *Broker, im *metadata.Image) (leader, follower int64) {
 	d := DynamicOf(im, b.NodeID)
-	leader, err := DynamicLong(b, d, "leader.replication.throttled.rate")
+	return dynamicLongOr(b, d, "leader.replication.throttled.rate", b.LeaderReplicationThrottledRate),
+		dynamicLongOr(b, d, "follower.replication.throttled.rate", b.FollowerReplicationThrottledRate)
+}
+
+// AlterLogDirsRate is broker b's replica.alter.log.dirs.io.max.bytes.per.second
+// in image im, dynamic over static.
+func AlterLogDirsRate(b *Broker, im *metadata.Image) int64 {
+	return dynamicLongOr(b, DynamicOf(im, b.NodeID), "replica.alter.log.dirs.io.max.bytes.per.second", b.AlterLogDirsRate)
+}
+
+// dynamicLongOr is DynamicLong, or static should a registry bug make it
+// fail.
+func dynamicLongOr(b *Broker, d Dynamic, name string, static int64) int64 {
+	v, err := DynamicLong(b, d, name)
 	if err != nil {
-		leader = b.LeaderReplicationThrottledRate
+		return static
 	}
-	follower, err = DynamicLong(b, d, "follower.replication.throttled.rate")
-	if err != nil {
-		follower = b.FollowerReplicationThrottledRate
-	}
-	return leader, follower
+	return v
 }

@@ -144,7 +144,8 @@ func TestValidateDynamicPerBrokerOnly(t *testing.T) {
 // TestDynamicProperties: a property is dynamic only if the broker applies
 // a new value at runtime. Making another one dynamic needs the node to
 // read it from the image (internal/node/replication_throttle.go does for
-// these), so this list changes with that code. None is a topic synonym:
+// the replication rates, internal/node/log_moves.go for the log-dir move
+// rate), so this list changes with that code. None is a topic synonym:
 // DescribeTopic and the topic defaults do not consult dynamic values.
 func TestDynamicProperties(t *testing.T) {
 	var got []string
@@ -157,7 +158,7 @@ func TestDynamicProperties(t *testing.T) {
 			t.Errorf("%s: a dynamic property may not be a topic synonym, sensitive or ignored", p.Name)
 		}
 	}
-	if want := []string{followerRate, leaderRate}; !reflect.DeepEqual(got, want) {
+	if want := []string{followerRate, leaderRate, "replica.alter.log.dirs.io.max.bytes.per.second"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("dynamic properties = %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,27 @@ import (
 	"strings"
 )
 
+// brokerLoggersSection documents the BROKER_LOGGER resources
+// (internal/api/broker_loggers.go; the names are internal/node's
+// loggerNames, which a node test checks against this text).
+const brokerLoggersSection = "Kafka's broker loggers (the BROKER_LOGGER config resource, " +
+	"`skein configs describe|alter --entity-type broker-loggers --entity-name N`, or " +
+	"`kafka-configs.sh --entity-type broker-loggers`): each broker has the root logger, `root`, whose level " +
+	"starts at `log.level`, and one logger per component that logs on its own, whose lines carry " +
+	"`component=NAME`: `api` (request handlers), `connection` (client connections: accept, " +
+	"authentication, TLS, idle close), `log-cleaner` (compaction), `metadata-observer` (a broker's " +
+	"copy of the metadata log), `partition` (partition replicas and their logs: appends, segment rolls, " +
+	"recovery), `quorum` (the metadata quorum) and `replica-fetcher` (followers fetching from leaders). " +
+	"A component without a level of its own has the root's.\n\n" +
+	"DescribeConfigs of the resource named by a broker's id lists its loggers and their levels " +
+	"(source DYNAMIC_BROKER_LOGGER_CONFIG). IncrementalAlterConfigs SET gives a logger a level, " +
+	"one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL (anything else is INVALID_CONFIG, as is an unknown " +
+	"logger); DELETE makes it follow the root's again (DELETE of `root` and APPEND/SUBTRACT are " +
+	"INVALID_REQUEST). The change applies at once, to the broker that received the request only (a " +
+	"resource naming another broker is INVALID_REQUEST; admin clients send it to the broker named), " +
+	"and is not persisted: a restarted broker starts from `log.level`, as Kafka's does. Both need " +
+	"DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster when an authorizer is configured.\n"
+
 // Reference renders docs/configuration.md from the registry, so the
 // documentation cannot drift from what the loader accepts.
 func Reference() string {
@@ -24,6 +45,9 @@ func Reference() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n",
 			p.Name, p.Kind, defaultCell(&p), cell(p.Allowed()), p.Update, cell(brokerDoc(&p)))
 	}
+
+	b.WriteString("\n## Broker loggers\n\n")
+	b.WriteString(brokerLoggersSection)
 
 	b.WriteString("\n## Topic properties\n\n")
 	b.WriteString("Set per topic with CreateTopics, AlterConfigs or IncrementalAlterConfigs " +

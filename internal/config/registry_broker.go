@@ -268,6 +268,11 @@ var brokerProperties = []Property{
 		Doc:    "Bytes per second this broker, as follower, fetches for the replicas its topics' follower.replication.throttled.replicas name (while they are out of the ISR); 0 or the default means no throttle. Dynamic like leader.replication.throttled.rate.",
 	},
 	{
+		Name: "replica.alter.log.dirs.io.max.bytes.per.second", Kind: KindLong, Default: "9223372036854775807", Min: 0, Max: math.MaxInt64,
+		Update: UpdateClusterWide,
+		Doc:    "Bytes per second all moves of replicas between this broker's log directories (AlterReplicaLogDirs, KIP-113) copy together; 0 or the default means no throttle. The last stretch a move copies with the partition's appends paused (at most about 4096 offsets) is counted but not held back, so that produces do not wait on the throttle. Dynamic like leader.replication.throttled.rate.",
+	},
+	{
 		Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: "10485760", Min: 0, Max: math.MaxInt32,
 		Doc: "Bytes a follower asks for in one fetch over all partitions.",
 	},
@@ -435,7 +440,7 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "log.level", Kind: KindEnum, Default: "info", Values: []string{"debug", "info", "warn", "error"},
-		Doc: "Skein extension: least severe server log line printed.",
+		Doc: "Skein extension: least severe server log line printed at start: the level of the root broker logger, which IncrementalAlterConfigs on a BROKER_LOGGER resource changes at runtime (see Broker loggers).",
 	},
 }
 

@@ -24,6 +24,13 @@ package logmove
 // too copies the last stretch under the partition's lock.
 const PauseLagOffsets = 4096
 
+// PauseLagBytes bounds the same stretch in bytes, so that a log of large
+// records pauses its appends for a copy of a few MiB, not 4096 of them;
+// the copier's throttle (replica.alter.log.dirs.io.max.bytes.per.second)
+// then holds back nearly all of a move, the paused stretch not being held
+// back.
+const PauseLagBytes = 4 << 20
+
 // Progress is what the copier sees of both logs.
 type Progress struct {
 	SrcStart, SrcEnd int64 // the current log's start and end offsets
@@ -37,6 +44,11 @@ type Progress struct {
 	// Paused: the partition's appends are held (the caller holds the
 	// partition's lock), so SrcEnd cannot move.
 	Paused bool
+	// BehindBytes estimates the bytes of the current log the future
+	// lacks: the current log's size less the future's (retention and
+	// compaction of the current log make it low, never high enough to
+	// keep a move from ending).
+	BehindBytes int64
 }
 
 // Kind is what the copier does next.
@@ -110,13 +122,14 @@ func Next(p Progress) Step {
 		return Step{Kind: Truncate, Offset: p.SrcEnd}
 	}
 	lag := p.SrcEnd - p.FutEnd
+	near := lag <= PauseLagOffsets && p.BehindBytes <= PauseLagBytes
 	if !p.Paused {
-		if lag <= PauseLagOffsets {
+		if near {
 			return Step{Kind: Pause}
 		}
 		return Step{Kind: Copy, Offset: p.FutEnd}
 	}
-	if lag > PauseLagOffsets {
+	if !near {
 		return Step{Kind: Release}
 	}
 	if lag == 0 {

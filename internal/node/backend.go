@@ -11,6 +11,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
+	"github.com/skein-log/skein/internal/loglevel"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replica"
 )
@@ -22,6 +23,7 @@ var _ api.Backend = backend{}
 
 func (x backend) NodeID() int32                    { return x.b.cfg.NodeID }
 func (x backend) Config() *config.Broker           { return x.b.cfg }
+func (x backend) Loggers() *loglevel.Levels        { return x.b.levels }
 func (x backend) Image() *metadata.Image           { return x.b.Image() }
 func (x backend) Commit(r []metadata.Record) error { return x.b.commit(r) }
 func (x backend) Reassign(reqs []controller.Reassignment, allowRFChange bool) ([]error, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/skein-log/skein/internal/authz"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/connlimit"
+	"github.com/skein-log/skein/internal/loglevel"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/quorum"
@@ -40,8 +41,11 @@ import (
 
 // Options are the runtime's seams.
 type Options struct {
-	FS     vfs.FS       // defaults to the OS filesystem
-	Logger *slog.Logger // defaults to slog.Default()
+	FS vfs.FS // defaults to the OS filesystem
+	// Logger's handler receives the lines the node's log levels enable
+	// (log.level, and the broker-logger levels set at runtime); its own
+	// level is not consulted. Defaults to slog.Default().
+	Logger *slog.Logger
 	// MetadataSnapshotEvery, if set, snapshots the metadata log every so
 	// many entries and keeps a tenth of that behind the snapshot (tests
 	// use it to make brokers catch up from a snapshot); 0 keeps the
@@ -71,6 +75,10 @@ type Broker struct {
 	fs   vfs.FS
 	log  *slog.Logger
 	api  *api.Server
+	// levels are the levels of log and of the named loggers
+	// (loggers.go), which broker-logger alters change.
+	levels *loglevel.Levels
+	named  map[string]*slog.Logger
 
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
@@ -265,13 +273,16 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	if opts.AuthClock == nil {
 		opts.AuthClock = time.Now
 	}
+	levels, log, named := newLoggers(opts.Logger, cfg.LogLevel, cfg.NodeID)
 	b := &Broker{
-		cfg:   cfg,
-		opts:  opts,
-		fs:    opts.FS,
-		log:   opts.Logger.With("node", cfg.NodeID),
-		stop:  make(chan struct{}),
-		fatal: make(chan error, 1),
+		log:    log,
+		levels: levels,
+		named:  named,
+		cfg:    cfg,
+		opts:   opts,
+		fs:     opts.FS,
+		stop:   make(chan struct{}),
+		fatal:  make(chan error, 1),
 		brokerConns: brokerConns{
 			listeners: map[string]net.Listener{},
 			conns:     map[net.Conn]struct{}{},
@@ -308,7 +319,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.cleaner = newLogCleaner(b)
 	b.logMoves = newLogMoves()
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
-	b.api = &api.Server{Backend: backend{b}, Log: b.log}
+	b.api = &api.Server{Backend: backend{b}, Log: b.logger(loggerAPI)}
 	b.reg = metrics.NewRegistry()
 	return b
 }
@@ -359,7 +370,7 @@ func (b *Broker) Start() error {
 	// Before any partition opens: a move a crash interrupted is
 	// finished (its swap was decided) or its future log discarded and
 	// the move started again once the partition is open.
-	resume, err := storage.RecoverMoves(b.fs, b.cfg.LogDirs, storage.Options{Logger: b.log})
+	resume, err := storage.RecoverMoves(b.fs, b.cfg.LogDirs, storage.Options{Logger: b.logger(loggerPartition)})
 	if err != nil {
 		return err
 	}

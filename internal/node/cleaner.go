@@ -83,13 +83,13 @@ func (c *logCleaner) pass(now time.Time, force bool) int {
 		res, err := p.log.Clean(storage.CleanParams{NowMs: now.UnixMilli(), UpTo: upTo, Force: force}, c.m)
 		switch {
 		case storage.IsLogChanged(err):
-			c.b.log.Debug("compaction pass abandoned; the log changed", "partition", p.name(), "err", err)
+			c.b.logger(loggerLogCleaner).Debug("compaction pass abandoned; the log changed", "partition", p.name(), "err", err)
 		case err != nil:
-			c.b.log.Warn("compaction failed", "partition", p.name(), "err", err)
+			c.b.logger(loggerLogCleaner).Warn("compaction failed", "partition", p.name(), "err", err)
 		case res.Cleaned:
 			cleaned++
 			c.b.metrics.ObserveCompaction(res.BytesBefore, res.BytesAfter)
-			c.b.log.Info("compacted partition", "partition", p.name(), "dirty_ratio", res.DirtyRatio,
+			c.b.logger(loggerLogCleaner).Info("compacted partition", "partition", p.name(), "dirty_ratio", res.DirtyRatio,
 				"segments_before", res.SegmentsBefore, "segments_after", res.SegmentsAfter,
 				"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
 				"records_removed", res.RecordsRemoved, "cleaned_to", res.CleanedTo, "offset_map_full", res.MapFull)

@@ -191,19 +191,19 @@ func (c *conn) readLoop() {
 			switch {
 			case errors.Is(err, errTLSOnPlaintext):
 				c.b.metrics.TLSFailed(c.listener, "tls_on_plaintext")
-				c.b.log.Info("closing connection: the client started TLS on a plaintext listener (is its security.protocol right?)",
+				c.b.logger(loggerConnection).Info("closing connection: the client started TLS on a plaintext listener (is its security.protocol right?)",
 					"listener", c.listener, "remote", c.nc.RemoteAddr().String())
 			case errors.Is(err, errIdle):
 				c.b.metrics.ConnectionTimedOut(c.listener, "idle")
-				c.b.log.Debug("closing idle connection", "remote", c.nc.RemoteAddr().String(), "idle", c.b.cfg.ConnectionsMaxIdle)
+				c.b.logger(loggerConnection).Debug("closing idle connection", "remote", c.nc.RemoteAddr().String(), "idle", c.b.cfg.ConnectionsMaxIdle)
 			case errors.Is(err, os.ErrDeadlineExceeded) && !c.b.draining.Load():
 				c.b.metrics.ConnectionTimedOut(c.listener, "request_read_timeout")
-				c.b.log.Info("closing connection: request frame not received whole within socket.request.read.timeout.ms",
+				c.b.logger(loggerConnection).Info("closing connection: request frame not received whole within socket.request.read.timeout.ms",
 					"remote", c.nc.RemoteAddr().String(), "timeout", c.b.cfg.SocketRequestReadTimeout)
 			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, errDraining):
 				// The client went away, or the broker stops (drainConns).
 			default:
-				c.b.log.Info("closing connection", "remote", c.nc.RemoteAddr().String(), "reason", err)
+				c.b.logger(loggerConnection).Info("closing connection", "remote", c.nc.RemoteAddr().String(), "reason", err)
 			}
 			return
 		}
@@ -346,7 +346,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	hdr, rest, err := wire.ParseHeader(frame)
 	if err != nil {
-		c.b.log.Info("closing connection: bad request header", "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.b.logger(loggerConnection).Info("closing connection: bad request header", "remote", c.nc.RemoteAddr().String(), "err", err)
 		return false, false
 	}
 	if hdr.Key == quorum.RaftMessageKey && c.controller && c.b.quorum != nil {
@@ -358,7 +358,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		if c.principal != api.BrokerPrincipal {
 			// Only voters speak Raft: on a TLS controller listener a
 			// certificate of a super user.
-			c.b.log.Warn("closing connection: raft frame from a connection that is not a controller", "remote", c.nc.RemoteAddr().String(),
+			c.b.logger(loggerConnection).Warn("closing connection: raft frame from a connection that is not a controller", "remote", c.nc.RemoteAddr().String(),
 				"principal", c.principal.String())
 			return false, false
 		}
@@ -372,7 +372,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 				c.b.noteForeignCluster(fmt.Sprintf("node %d (%s)", quorum.NodeID(mm.From), c.nc.RemoteAddr()), mm.Theirs, mm.Ours)
 				return false, false
 			}
-			c.b.log.Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)
+			c.b.logger(loggerConnection).Warn("closing connection: bad raft frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return false, false
 		}
 		return true, false
@@ -382,7 +382,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		known = false
 	}
 	if !known {
-		c.b.log.Info("closing connection: unsupported API key", "remote", c.nc.RemoteAddr().String(),
+		c.b.logger(loggerConnection).Info("closing connection: unsupported API key", "remote", c.nc.RemoteAddr().String(),
 			"key", hdr.Key, "client", hdr.ClientID)
 		return false, false
 	}
@@ -394,7 +394,7 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 		if hdr.Key != wire.ApiVersionsKey {
 			// Only ApiVersions has a defined answer for versions we do not
 			// speak; for any other key the body layout is unknown.
-			c.b.log.Info("closing connection: unsupported API version", "remote", c.nc.RemoteAddr().String(),
+			c.b.logger(loggerConnection).Info("closing connection: unsupported API version", "remote", c.nc.RemoteAddr().String(),
 				"api", kmsg.NameForKey(hdr.Key), "version", hdr.Version, "client", hdr.ClientID)
 			return false, false
 		}
@@ -405,14 +405,14 @@ func (c *conn) dispatch(frame []byte, release func()) (keepOpen, handedOff bool)
 	}
 	body, err := wire.DecodeBody(hdr, rest)
 	if err != nil {
-		c.b.log.Info("closing connection: malformed request", "remote", c.nc.RemoteAddr().String(),
+		c.b.logger(loggerConnection).Info("closing connection: malformed request", "remote", c.nc.RemoteAddr().String(),
 			"client", hdr.ClientID, "err", err)
 		return false, false
 	}
 	if err := wire.CheckElements(body); err != nil {
 		// Serving it would cost far more than the frame (an answer per
 		// element); no client sends one.
-		c.b.log.Warn("closing connection: request too large to serve", "remote", c.nc.RemoteAddr().String(),
+		c.b.logger(loggerConnection).Warn("closing connection: request too large to serve", "remote", c.nc.RemoteAddr().String(),
 			"client", hdr.ClientID, "err", err)
 		return false, false
 	}
@@ -536,7 +536,7 @@ func (c *conn) fetchDone(s *slot) {
 func (c *conn) serve(req *api.Request, s *slot) (keepOpen bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.b.log.Error("handler panic; closing connection", "api", kmsg.NameForKey(req.Body.Key()),
+			c.b.logger(loggerConnection).Error("handler panic; closing connection", "api", kmsg.NameForKey(req.Body.Key()),
 				"panic", r, "stack", string(debug.Stack()))
 			keepOpen = false
 			c.nc.Close() // a handler on its own goroutine cannot return false to the reader

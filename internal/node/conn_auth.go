@@ -42,10 +42,10 @@ func (a *connSASL) Handshake(version int16, mechanism string, respond func([]str
 		a.mechanism = mechanism
 	case o.Code == kerr.UnsupportedSaslMechanism.Code:
 		a.c.b.metrics.SASLAuthentication(a.c.listener, "unsupported", "failure")
-		a.c.b.log.Info("closing connection: SASL mechanism not enabled", "listener", a.c.listener,
+		a.c.b.logger(loggerConnection).Info("closing connection: SASL mechanism not enabled", "listener", a.c.listener,
 			"remote", a.c.nc.RemoteAddr().String(), "mechanism", mechanism, "enabled", enabled)
 	default:
-		a.c.b.log.Info("SaslHandshake refused", "listener", a.c.listener, "remote", a.c.nc.RemoteAddr().String(),
+		a.c.b.logger(loggerConnection).Info("SaslHandshake refused", "listener", a.c.listener, "remote", a.c.nc.RemoteAddr().String(),
 			"mechanism", mechanism, "version", version, "reason", o.Message, "closing", o.Close)
 	}
 	respond(enabled, o.Code)
@@ -84,7 +84,7 @@ func (a *connSASL) Authenticate(version int16, token []byte, respond func(code i
 			a.c.principal = api.BrokerPrincipal
 		}
 		a.c.b.metrics.SASLAuthentication(a.c.listener, a.mechanism, success)
-		a.c.b.log.Debug("authenticated", "listener", a.c.listener, "remote", a.c.nc.RemoteAddr().String(),
+		a.c.b.logger(loggerConnection).Debug("authenticated", "listener", a.c.listener, "remote", a.c.nc.RemoteAddr().String(),
 			"mechanism", a.mechanism, "principal", a.c.principal.String(), "reauthentication", reauth,
 			"session_lifetime", o.SessionLifetime)
 		finish()
@@ -101,7 +101,7 @@ func (a *connSASL) Authenticate(version int16, token []byte, respond func(code i
 		reason = o.Reason
 	}
 	a.c.b.metrics.SASLAuthentication(a.c.listener, a.mechanism, failure)
-	a.c.b.log.Info("closing connection: SASL authentication failed", "listener", a.c.listener,
+	a.c.b.logger(loggerConnection).Info("closing connection: SASL authentication failed", "listener", a.c.listener,
 		"remote", a.c.nc.RemoteAddr().String(), "mechanism", a.mechanism, "reason", reason, "reauthentication", reauth)
 	if d := a.c.b.cfg.FailedAuthenticationDelay; o.Delay && d > 0 {
 		// The connection's reader goes on (and closes the connection if
@@ -131,17 +131,17 @@ func (c *conn) saslAdmits(key int16, clientID string) bool {
 		// KIP-368: the client did not re-authenticate within
 		// connections.max.reauth.ms; it reconnects and logs in anew.
 		c.b.metrics.SASLAuthentication(c.listener, c.sasl.mechanism, "expired")
-		c.b.log.Info("closing connection: SASL session expired (connections.max.reauth.ms) and the client did not re-authenticate",
+		c.b.logger(loggerConnection).Info("closing connection: SASL session expired (connections.max.reauth.ms) and the client did not re-authenticate",
 			"listener", c.listener, "remote", remote, "api", apiName, "principal", c.principal.String(), "client", clientID)
 	case sasl.DuringReauth:
 		c.b.metrics.SASLAuthentication(c.listener, c.sasl.mechanism, "reauthentication_failure")
-		c.b.log.Info("closing connection: request during SASL re-authentication",
+		c.b.logger(loggerConnection).Info("closing connection: request during SASL re-authentication",
 			"listener", c.listener, "remote", remote, "api", apiName, "client", clientID)
 	default:
 		// Kafka closes a connection that sends anything but ApiVersions
 		// and the SASL exchange before it authenticated.
 		c.b.metrics.SASLAuthentication(c.listener, "none", "unauthenticated_request")
-		c.b.log.Info("closing connection: request before SASL authentication", "listener", c.listener,
+		c.b.logger(loggerConnection).Info("closing connection: request before SASL authentication", "listener", c.listener,
 			"remote", remote, "api", apiName, "client", clientID)
 	}
 	return false

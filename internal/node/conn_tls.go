@@ -29,10 +29,10 @@ func (b *Broker) loadTLS() error {
 		name := l.Name
 		srv, err := tlsconf.NewServer(set, func(err error) {
 			if err != nil {
-				b.log.Error("TLS key or trust store changed but cannot be used; the previous one stays in use", "listener", name, "err", err)
+				b.logger(loggerConnection).Error("TLS key or trust store changed but cannot be used; the previous one stays in use", "listener", name, "err", err)
 				return
 			}
-			b.log.Info("TLS key and trust stores reloaded", "listener", name)
+			b.logger(loggerConnection).Info("TLS key and trust stores reloaded", "listener", name)
 		})
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", name, err)
@@ -58,7 +58,7 @@ func (b *Broker) startTLS(nc net.Conn, listener string) (*tls.Conn, bool) {
 	if err == nil {
 		if _, err := b.certPrincipal(tc, listener); err != nil {
 			b.metrics.TLSFailed(listener, "principal_mapping")
-			b.log.Info("closing connection: client certificate refused", "listener", listener,
+			b.logger(loggerConnection).Info("closing connection: client certificate refused", "listener", listener,
 				"remote", nc.RemoteAddr().String(), "err", err)
 			return nil, false
 		}
@@ -70,7 +70,7 @@ func (b *Broker) startTLS(nc net.Conn, listener string) (*tls.Conn, bool) {
 	}
 	reason := handshakeFailure(err)
 	b.metrics.TLSFailed(listener, reason)
-	b.log.Info("closing connection: TLS handshake failed", "listener", listener,
+	b.logger(loggerConnection).Info("closing connection: TLS handshake failed", "listener", listener,
 		"remote", nc.RemoteAddr().String(), "reason", reason, "err", err)
 	return nil, false
 }

@@ -217,7 +217,7 @@ func (f *replicaFetcher) run() {
 			cancel()
 			f.roundMu.Unlock()
 			f.b.suspect(f.leader)
-			f.b.log.Debug("replica fetcher cannot reach the leader", "leader", f.leader, "err", err)
+			f.b.logger(loggerReplicaFetcher).Debug("replica fetcher cannot reach the leader", "leader", f.leader, "err", err)
 			if !f.sleep(fetchBackoff) {
 				return
 			}
@@ -228,7 +228,7 @@ func (f *replicaFetcher) run() {
 		step := f.sess.NextHolding(sessionNow(), f.b.Image().ClusterID(), hold, holdWait)
 		f.mu.Unlock()
 		for _, v := range step.Violations {
-			f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
+			f.b.logger(loggerReplicaFetcher).Error("replica fetcher invariant", "leader", f.leader, "problem", v)
 		}
 		if step.Request == nil {
 			cancel()
@@ -249,7 +249,7 @@ func (f *replicaFetcher) run() {
 		release()
 		f.roundMu.Unlock()
 		if rd.Backoff {
-			f.b.log.Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
+			f.b.logger(loggerReplicaFetcher).Debug("replica fetch failed", "leader", f.leader, "err", rd.Err)
 			if !f.sleep(fetchBackoff) {
 				return
 			}
@@ -291,10 +291,10 @@ func (f *replicaFetcher) followerHold() (func(*partition) bool, time.Duration) {
 // carryOut does what an answer led to, on the partitions' follower side.
 func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 	for _, v := range rd.Violations {
-		f.b.log.Error("replica fetcher invariant", "leader", f.leader, "problem", v)
+		f.b.logger(loggerReplicaFetcher).Error("replica fetcher invariant", "leader", f.leader, "problem", v)
 	}
 	for _, w := range rd.Warnings {
-		f.b.log.Debug("log reconciliation with leader", "leader", f.leader, "detail", w)
+		f.b.logger(loggerReplicaFetcher).Debug("log reconciliation with leader", "leader", f.leader, "detail", w)
 	}
 	for i, a := range rd.Actions {
 		// A stopping broker leaves the rest undone: each action is a
@@ -317,7 +317,7 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 		}
 		if err != nil {
 			if !errors.Is(err, errBelowFloor) { // logged once by checkFreeSpace
-				f.b.log.Error("replica fetcher action failed", "partition", a.P.name(), "action", a.Kind, "err", err)
+				f.b.logger(loggerReplicaFetcher).Error("replica fetcher action failed", "partition", a.P.name(), "action", a.Kind, "err", err)
 			}
 			f.mu.Lock()
 			f.sess.Failed(sessionNow(), a)

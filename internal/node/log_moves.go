@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/logmove"
+	"github.com/skein-log/skein/internal/replthrottle"
 	"github.com/skein-log/skein/internal/storage"
 )
 
@@ -21,7 +24,9 @@ import (
 // goroutine per move copies the current log into a future log in the
 // destination directory (storage.Log.CopyFrom), pauses the partition's
 // appends (its lock, after the cleaner's: storage.Log.PauseCleaning) for
-// the last stretch, and swaps (storage.Log.AdoptFuture). The partition and
+// the last stretch, and swaps (storage.Log.AdoptFuture). The copying of
+// all moves together is held to replica.alter.log.dirs.io.max.bytes.per.second
+// (a replthrottle.Bucket fed the wall clock). The partition and
 // its *storage.Log stay the same objects throughout, so produce, fetch,
 // the flusher, the cleaner and retention never see a closed log.
 
@@ -39,10 +44,44 @@ type logMoves struct {
 	mu        sync.Mutex
 	moves     map[*partition]*logMove
 	preferred map[string]string // partition name -> log directory
+
+	// throttleMu guards throttle: the bytes per second all moves copy
+	// together (replica.alter.log.dirs.io.max.bytes.per.second).
+	throttleMu sync.Mutex
+	throttle   *replthrottle.Bucket
 }
 
 func newLogMoves() *logMoves {
-	return &logMoves{moves: map[*partition]*logMove{}, preferred: map[string]string{}}
+	return &logMoves{moves: map[*partition]*logMove{}, preferred: map[string]string{},
+		throttle: replthrottle.NewBucket(replthrottle.Unlimited)}
+}
+
+// maxThrottleWait bounds one wait of a throttled copier.
+const maxThrottleWait = 100 * time.Millisecond
+
+// copyAllowance is how many bytes a move may copy now at rate (the
+// broker's replica.alter.log.dirs.io.max.bytes.per.second as the image
+// gives it, applied at once when it changes), or how long to wait first.
+func (m *logMoves) copyAllowance(rate int64, now time.Time) (bytes int, wait time.Duration) {
+	m.throttleMu.Lock()
+	defer m.throttleMu.Unlock()
+	if rate != m.throttle.Rate() {
+		m.throttle.SetRate(rate)
+	}
+	if ms := m.throttle.WaitMs(now.UnixMilli()); ms > 0 {
+		// Asked again at least this often, so a new rate (a debt at a
+		// low one lasts long) applies at once.
+		return 0, min(time.Duration(ms)*time.Millisecond, maxThrottleWait)
+	}
+	n, _ := m.throttle.Allowance(now.UnixMilli())
+	return n, 0
+}
+
+// copied counts n bytes a move copied at now.
+func (m *logMoves) copied(n int, now time.Time) {
+	m.throttleMu.Lock()
+	defer m.throttleMu.Unlock()
+	m.throttle.Take(n, now.UnixMilli())
 }
 
 // logMove is one move under way.
@@ -165,7 +204,7 @@ func (b *Broker) startLogMove(p *partition, root string) error {
 	if err := b.fs.SyncDir(root); err != nil {
 		return fmt.Errorf("sync %s: %w", root, err)
 	}
-	fut, err := storage.Open(b.fs, dir, p.log.Config(), storage.Options{Logger: b.log})
+	fut, err := storage.Open(b.fs, dir, p.log.Config(), storage.Options{Logger: b.logger(loggerPartition)})
 	if err == nil {
 		err = fut.TruncateFullyAndStartAt(p.log.LogStartOffset())
 		if err != nil {
@@ -269,12 +308,33 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 			SrcStart: src.LogStartOffset(), SrcEnd: src.LogEndOffset(),
 			FutStart: fut.LogStartOffset(), FutEnd: fut.LogEndOffset(),
 			Rewound: rw, HasRewound: has, Paused: paused,
+			BehindBytes: max(src.Size()-fut.Size(), 0),
 		})
 		var err error
 		switch st.Kind {
 		case logmove.Copy:
+			limit := 1 << 20
+			if !paused {
+				// Throttled while the partition's appends go on; the
+				// paused last stretch is bounded (logmove.PauseLagOffsets,
+				// PauseLagBytes) and only counted, so a produce never
+				// waits on the throttle.
+				allowed, wait := b.logMoves.copyAllowance(config.AlterLogDirsRate(b.cfg, b.Image()), time.Now())
+				if wait > 0 {
+					select {
+					case <-mv.cancel:
+						return "", errMoveCancelled
+					case <-b.stop:
+						return "", errMoveCancelled
+					case <-time.After(wait):
+					}
+					continue
+				}
+				limit = min(limit, allowed)
+			}
 			var n int
-			n, err = fut.CopyFrom(src, st.Offset, 1<<20)
+			n, err = fut.CopyFrom(src, st.Offset, limit)
+			b.logMoves.copied(n, time.Now())
 			if err == nil && n == 0 {
 				// Only offsets without batches are left (a compacted
 				// or restarted tail): nothing could ever be copied.

@@ -40,7 +40,7 @@ func (b *Broker) startMetadataObserver(clusterID string) {
 	b.setControllerVoters(b.initialVoters())
 	b.emptyImage = metadata.Empty(clusterID)
 	b.image.Store(b.emptyImage)
-	obs := quorum.NewObserver(b.applyMetadataEntry, b.restoreObservedSnapshot, b.log.With("component", "metadata-observer"))
+	obs := quorum.NewObserver(b.applyMetadataEntry, b.restoreObservedSnapshot, b.logger(loggerMetadataObserver))
 	b.bgWG.Add(1)
 	go b.observeLoop(obs)
 }

@@ -88,7 +88,7 @@ func (b *Broker) quorumConfig(clusterID string) quorum.NodeConfig {
 		KeepEntries:     keepBehindSnapshot(b.opts.MetadataSnapshotEvery),
 		Apply:           b.applyMetadataEntry,
 		OnLeaderChange:  b.onControllerChange,
-		Logger:          b.log.With("component", "quorum"),
+		Logger:          b.logger(loggerQuorum),
 	}
 }
 

@@ -79,7 +79,7 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		LocalID:             b.cfg.NodeID,
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
 		MaxProducers:        maxProducersPerPartition,
-		Logger:              b.log,
+		Logger:              b.logger(loggerPartition),
 	})
 	if err != nil {
 		return nil, err

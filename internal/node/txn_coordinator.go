@@ -191,7 +191,7 @@ func (tc *txnCoordinator) stop(why string) {
 		return
 	}
 	wasActive := tc.host.Active()
-	tc.host.Stop()
+	rd := tc.host.Stop()
 	if tc.abort != nil {
 		tc.abort.Stop()
 		tc.expire.Stop()
@@ -200,6 +200,9 @@ func (tc *txnCoordinator) stop(why string) {
 		tc.retry.Stop()
 	}
 	tc.mu.Unlock()
+	for _, send := range rd.Send {
+		send()
+	}
 	if wasActive {
 		tc.rt.b.log.Info("stopped coordinating transactions", "partition", tc.part.name(), "epoch", tc.epoch, "why", why)
 	}

@@ -292,6 +292,31 @@ func (tc *txnClient) maybeStray() {
 	})
 }
 
+// quickNext takes a transaction version 2 client's next step at once
+// after its end's answer, as franz-go does (its next transaction's first
+// produce, or GroupTransactSession's abort after a rebalance): the
+// previous transaction's markers are likely still being written, so the
+// leaders' adds meet its prepared state at the coordinator (held there
+// until it completes), and so does the end (CONCURRENT_TRANSACTIONS, the
+// client retries at its next step).
+func (tc *txnClient) quickNext() {
+	tc.c.check.stats.TxnQuickNext++
+	tc.busy = true
+	tc.c.s.after(0, func() {
+		if tc.c.stopped || tc.c.healed || tc.state != txnIdle {
+			tc.busy = false
+			return
+		}
+		if tc.c.s.chance(0.5) {
+			tc.beginV2()
+			return
+		}
+		// An abort of a transaction that added nothing.
+		tc.open(nil)
+		tc.endTxn(false)
+	})
+}
+
 func (tc *txnClient) endTxn(commit bool) {
 	commit = commit && tc.clean
 	if commit {
@@ -323,6 +348,9 @@ func (tc *txnClient) endTxn(commit bool) {
 				}
 				clear(tc.tried)
 				tc.busy, tc.state = false, txnIdle
+				if tc.tv2 && tc.c.s.chance(0.3) {
+					tc.quickNext()
+				}
 				return
 			}
 		}

@@ -84,6 +84,12 @@ type Stats struct {
 	// TxnV2Ends counts the EndTxn v5 answers (transaction version 2,
 	// KIP-890 part 2) that carried a bumped epoch.
 	TxnV2Ends int
+	// TxnQuickNext counts the version 2 clients' steps taken right after
+	// an end's answer (the next transaction's produces, or an abort),
+	// while that end's markers may still be written; TxnHeldMax is the
+	// most requests one coordinator held at once waiting for a state
+	// change in flight (txnhost.Host.CallHolding).
+	TxnQuickNext, TxnHeldMax int
 	// ChainCommitted and ChainAborted count the chain's transactions
 	// (client_chain.go) committed and aborted, ChainRecords the input
 	// records its committed output transformed exactly once.

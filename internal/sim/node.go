@@ -14,6 +14,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
+	"github.com/skein-log/skein/internal/loglevel"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 	rcore "github.com/skein-log/skein/internal/replica"
@@ -90,6 +91,7 @@ type process struct {
 	cfg    *config.Broker
 	server *api.Server
 	log    *slog.Logger
+	levels *loglevel.Levels
 
 	core       *quorum.Core
 	empty      *metadata.Image
@@ -248,7 +250,10 @@ func (n *node) start() error {
 	// old id is refused rather than served someone else's session, as
 	// the random seed of node/fetch_sessions.go makes it.
 	p.sessions = fetchsession.New(cfg.FetchSessionCacheSlots, fetchsession.DefaultEvictionMs, uint64(n.id)<<32^n.incarnation)
-	p.log = slog.New(traceHandler{n: n})
+	// Only the root logger: the simulated process has no named ones.
+	// Its level is the trace's, which records warnings and errors.
+	p.levels = loglevel.New(slog.LevelWarn)
+	p.log = slog.New(p.levels.Handler(traceHandler{n: n}))
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty

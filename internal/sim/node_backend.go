@@ -15,6 +15,7 @@ import (
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
+	"github.com/skein-log/skein/internal/loglevel"
 	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/metadata"
 	rcore "github.com/skein-log/skein/internal/replica"
@@ -29,6 +30,7 @@ var _ api.Backend = backend{}
 
 func (x backend) NodeID() int32                     { return x.p.n.id }
 func (x backend) Config() *config.Broker            { return x.p.cfg }
+func (x backend) Loggers() *loglevel.Levels         { return x.p.levels }
 func (x backend) Image() *metadata.Image            { return x.p.image }
 func (x backend) NewTopicID() metadata.TopicID      { return x.p.n.c.newTopicID() }
 func (x backend) IsActiveController() bool          { return x.p.ctl.Active() }

@@ -90,7 +90,7 @@ func (r *replica) stopTxnCoordinator(why string) {
 		return
 	}
 	r.txnCoord = nil
-	tc.host.Stop()
+	tc.carryOut(tc.host.Stop())
 	r.p.n.tracef("%s: stopped coordinating transactions of epoch %d (%s)", r.name(), tc.epoch, why)
 }
 
@@ -111,6 +111,8 @@ func (tc *txnCoordinator) Do(op func(h *txnhost.Host, now int64) (txnhost.Ready,
 	if err != nil {
 		return err
 	}
+	st := &tc.r.p.n.c.check.stats
+	st.TxnHeldMax = max(st.TxnHeldMax, tc.host.Held())
 	tc.carryOut(rd)
 	return nil
 }

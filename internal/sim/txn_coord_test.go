@@ -18,7 +18,7 @@ func TestTxnCoordinator(t *testing.T) {
 	if testing.Short() {
 		seeds = 5
 	}
-	var inits, ends, read, committed, aborted, verified, strays, v2ends int
+	var inits, ends, read, committed, aborted, verified, strays, v2ends, quick, heldMax int
 	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
 		o := Options{Seed: seed, Nodes: 3, Partitions: 2, ReplicationFactor: 3, MinISR: 2, Duration: *flagDuration, TxnCoordinator: true,
 			Faults:    FaultMix{Every: 800 * time.Millisecond, Kill: true, PowerLoss: true, Partition: true, Pause: true},
@@ -35,14 +35,16 @@ func TestTxnCoordinator(t *testing.T) {
 			verified += r.Stats.TxnVerifications
 			strays += r.Stats.TxnStrays
 			v2ends += r.Stats.TxnV2Ends
+			quick += r.Stats.TxnQuickNext
+			heldMax = max(heldMax, r.Stats.TxnHeldMax)
 		})
 	}
-	if inits == 0 || ends == 0 || read == 0 || committed == 0 || aborted == 0 || verified == 0 || strays == 0 || v2ends == 0 {
-		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded (%d of transaction version 2), %d records read committed, %d transactions committed and %d aborted, %d produces verified, %d stray batches sent: the run checked nothing",
-			seeds, inits, ends, v2ends, read, committed, aborted, verified, strays)
+	if inits == 0 || ends == 0 || read == 0 || committed == 0 || aborted == 0 || verified == 0 || strays == 0 || v2ends == 0 || quick == 0 {
+		t.Fatalf("over %d seeds %d InitProducerId and %d EndTxn answers succeeded (%d of transaction version 2), %d records read committed, %d transactions committed and %d aborted, %d produces verified, %d stray batches sent, %d steps right after an end: the run checked nothing",
+			seeds, inits, ends, v2ends, read, committed, aborted, verified, strays, quick)
 	}
-	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered (%d of transaction version 2, epoch bumped), %d transactions committed, %d aborted, %d transactional records read committed, %d produces verified or added with the coordinator, %d stray batches refused",
-		seeds, inits, ends, v2ends, committed, aborted, read, verified, strays)
+	t.Logf("%d seeds: %d InitProducerId, %d EndTxn answered (%d of transaction version 2, epoch bumped), %d transactions committed, %d aborted, %d transactional records read committed, %d produces verified or added with the coordinator, %d stray batches refused, %d steps right after an end (at most %d requests held at once)",
+		seeds, inits, ends, v2ends, committed, aborted, read, verified, strays, quick, heldMax)
 }
 
 // TestTxnAtomicCheckerCatchesAPartialRead: a read_committed reader that

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -26,12 +27,23 @@ type Config struct {
 	// completion whose write was refused is written again: the first,
 	// doubled after each failure in a row up to the second.
 	RetryBackoffMs, RetryBackoffMaxMs int64
+	// HoldMs is how long an add that meets a state change of its id in
+	// flight (an earlier add's write, or the previous transaction's
+	// markers and completion) waits at the coordinator for it to take
+	// effect before it is answered CONCURRENT_TRANSACTIONS (Holds). 0
+	// never waits: the answer is at once, as Kafka's.
+	HoldMs int64
 }
+
+// DefaultHoldMs is Config.HoldMs's default: the time a partition
+// leader's adds are retried for before its produce fails
+// (add.partitions.to.txn.retry.backoff.max.ms's default, 100 ms).
+const DefaultHoldMs = 100
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{MaxTimeoutMs: 900_000, ExpirationMs: 604_800_000, MaxTransactionalIDs: 1_000_000, MaxPartitions: 100_000,
-		RetryBackoffMs: 50, RetryBackoffMaxMs: 2_000}
+		RetryBackoffMs: 50, RetryBackoffMaxMs: 2_000, HoldMs: DefaultHoldMs}
 }
 
 // Coordinator holds the transactional ids of one __transaction_state
@@ -77,6 +89,7 @@ func New(cfg Config) *Coordinator {
 		cfg.RetryBackoffMs = DefaultConfig().RetryBackoffMs
 	}
 	cfg.RetryBackoffMaxMs = max(cfg.RetryBackoffMaxMs, cfg.RetryBackoffMs)
+	cfg.HoldMs = max(cfg.HoldMs, 0)
 	return &Coordinator{cfg: cfg, txns: map[string]*entry{}, retrying: map[string]struct{}{}}
 }
 
@@ -447,6 +460,36 @@ func (c *Coordinator) AddPartitions(now int64, id string, producerID int64, epoc
 	next.ClientTV = 0 // a version 1 client's add; AddPartitionsV2 marks its own
 	return Output{Writes: []*Write{c.transit(e, next, false)}}, nil
 }
+
+// Holds reports until when (ms) a request of id that failed with err is
+// held instead of answered, or 0: answer it now. Only a
+// CONCURRENT_TRANSACTIONS of an id with a state change in flight is held
+// (its write pending, or its markers and completion not yet written),
+// and at most HoldMs from now: the change's write, when it is committed,
+// is what lets the request through, so the runtime runs it again then
+// (with Holds's answer at its first run as the bound) instead of the
+// asker retrying after its own backoff. That backoff, a partition
+// leader's add.partitions.to.txn.retry.backoff.ms (20 ms) or a client's,
+// is most of a small transaction's time otherwise: a transactional
+// producer's first produce to a partition adds it right after its
+// previous transaction's EndTxn was answered, while that transaction's
+// markers are being written, and the adds of its first produces to
+// several leaders meet each other's writes. What a held request gets in
+// the end is what it would have got from a retry then; nothing takes
+// effect before the change in flight is committed.
+func (c *Coordinator) Holds(now int64, id string, err error) int64 {
+	e, ok := c.txns[id]
+	if c.cfg.HoldMs == 0 || !ok || !errors.Is(err, kerr.ConcurrentTransactions) {
+		return 0
+	}
+	if e.pending == nil && e.cur.State != PrepareCommit && e.cur.State != PrepareAbort {
+		return 0
+	}
+	return now + c.cfg.HoldMs
+}
+
+// HoldMs is Config.HoldMs.
+func (c *Coordinator) HoldMs() int64 { return c.cfg.HoldMs }
 
 func containsAll(have, want []TopicPartition) bool {
 	for _, tp := range want {

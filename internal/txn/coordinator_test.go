@@ -500,3 +500,45 @@ func TestList(t *testing.T) {
 		t.Errorf("by prefix: %+v", l)
 	}
 }
+
+// Holds: only CONCURRENT_TRANSACTIONS of an id with a change in flight,
+// for HoldMs; HoldMs 0 never holds.
+func TestHolds(t *testing.T) {
+	c := New(DefaultConfig())
+	r := mustInit(t, c, 1, newReq("a", 7))
+	add, err := c.AddPartitions(2, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.AddPartitions(3, "a", r.ProducerID, r.Epoch, []TopicPartition{{"t", 1}})
+	if got := c.Holds(3, "a", err); !errors.Is(err, kerr.ConcurrentTransactions) || got != 3+DefaultHoldMs {
+		t.Fatalf("an add behind an add's write: %v, held until %d", err, got)
+	}
+	if got := c.Holds(3, "a", kerr.ProducerFenced); got != 0 {
+		t.Fatalf("PRODUCER_FENCED held until %d", got)
+	}
+	commit(t, c, 4, add)
+	end, err := c.EndTxn(5, "a", r.ProducerID, r.Epoch, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, c, 6, end) // PrepareCommit: markers asked for
+	_, err = c.AddPartitions(7, "a", r.ProducerID, r.Epoch, []TopicPartition{{"t", 1}})
+	if got := c.Holds(7, "a", err); got != 7+DefaultHoldMs {
+		t.Fatalf("an add while the markers are written: %v, held until %d", err, got)
+	}
+	if got := c.Holds(7, "b", kerr.ConcurrentTransactions); got != 0 {
+		t.Fatalf("an unknown id held until %d", got)
+	}
+	cfg := DefaultConfig()
+	cfg.HoldMs = 0
+	c0 := New(cfg)
+	r0 := mustInit(t, c0, 1, newReq("a", 7))
+	if _, err := c0.AddPartitions(2, "a", r0.ProducerID, r0.Epoch, []TopicPartition{tp0}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c0.AddPartitions(3, "a", r0.ProducerID, r0.Epoch, []TopicPartition{{"t", 1}})
+	if got := c0.Holds(3, "a", err); got != 0 {
+		t.Fatalf("HoldMs 0 held until %d", got)
+	}
+}

@@ -48,10 +48,17 @@ func (b Backend) EnsureTransactionTopic(done func(error)) { b.Hosts.EnsureTransa
 // cannot take an acks=all write now it is refused up front with
 // COORDINATOR_NOT_AVAILABLE, as Kafka answers NOT_ENOUGH_REPLICAS here.
 func writeTo(h Handle, fn func(c *txn.Coordinator, now int64) txn.Output, finish func(error)) error {
+	if err := writable(h); err != nil {
+		return err
+	}
+	return h.Do(func(host *Host, now int64) (Ready, error) { return host.Call(now, fn, finish) })
+}
+
+func writable(h Handle) error {
 	if err := h.Writable(); err != nil {
 		return fmt.Errorf("%w: the partition cannot take writes now: %v", kerr.CoordinatorNotAvailable, err)
 	}
-	return h.Do(func(host *Host, now int64) (Ready, error) { return host.Call(now, fn, finish) })
+	return nil
 }
 
 // InitProducerID asks once without a new producer id; only if the
@@ -112,22 +119,28 @@ func withProducerID[R any](b Backend, id string, call func(c *txn.Coordinator, n
 }
 
 func (b Backend) AddPartitions(id string, producerID int64, epoch int16, parts []txn.TopicPartition, done func(error)) {
-	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+	b.change(id, false, func(c *txn.Coordinator, now int64) (txn.Output, error) {
 		return c.AddPartitions(now, id, producerID, epoch, parts)
 	}, done)
 }
 
-// change runs op, a request that may write, on the id's coordinator; done
-// gets the write's failure, else op's own error.
-func (b Backend) change(id string, op func(c *txn.Coordinator, now int64) (txn.Output, error), done func(error)) {
+// change runs op, a request that may write, on the id's coordinator;
+// done gets the write's failure, else op's own error. With hold, a
+// request that meets a state change of the id in flight waits for it
+// (Host.CallHolding). As writeTo, it is refused up front when the
+// partition cannot take an acks=all write now.
+func (b Backend) change(id string, hold bool, op func(c *txn.Coordinator, now int64) (txn.Output, error), done func(error)) {
 	h, err := b.Hosts.For(id)
 	if err == nil {
-		var opErr error
-		err = writeTo(h, func(c *txn.Coordinator, now int64) txn.Output {
-			var out txn.Output
-			out, opErr = op(c, now)
-			return out
-		}, func(werr error) { done(cmpErr(werr, opErr)) })
+		err = writable(h)
+	}
+	if err == nil {
+		err = h.Do(func(host *Host, now int64) (Ready, error) {
+			if !hold {
+				return host.CallNow(now, op, done)
+			}
+			return host.CallHolding(now, id, op, done)
+		})
 	}
 	if err != nil {
 		done(err)
@@ -157,7 +170,7 @@ func (b Backend) VerifyPartitions(id string, producerID int64, epoch int16, part
 }
 
 func (b Backend) EndTxn(id string, producerID int64, epoch int16, commit bool, done func(error)) {
-	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+	b.change(id, false, func(c *txn.Coordinator, now int64) (txn.Output, error) {
 		return c.EndTxn(now, id, producerID, epoch, commit)
 	}, done)
 }

@@ -13,6 +13,8 @@ package txnhost
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,6 +48,18 @@ type Host struct {
 	// they are reported in, as the partition commits them in log order.
 	pending writeorder.Queue[*write]
 	nextID  uint64
+	// held are the requests of each transactional id waiting for its
+	// state change in flight (txn.Coordinator.Holds), in arrival order.
+	held map[string][]*heldCall
+}
+
+// heldCall is a request CallHolding holds: op runs again once a write of
+// its id is committed, or is answered as it stands at until.
+type heldCall struct {
+	id     string
+	until  int64
+	op     func(c *txn.Coordinator, now int64) (txn.Output, error)
+	finish func(error)
 }
 
 type write struct {
@@ -117,7 +131,7 @@ func (r *Ready) merge(o Ready) {
 // epoch epoch: requests get COORDINATOR_LOAD_IN_PROGRESS until the log it
 // replays is committed.
 func New(name string, epoch int32) *Host {
-	return &Host{name: name, epoch: epoch}
+	return &Host{name: name, epoch: epoch, held: map[string][]*heldCall{}}
 }
 
 // Epoch is the coordinator epoch (the partition's leader epoch).
@@ -174,6 +188,108 @@ func (h *Host) Call(now int64, fn func(c *txn.Coordinator, now int64) txn.Output
 		return Ready{}, err
 	}
 	return h.carryOut(fn(h.c, now), finish), nil
+}
+
+// CallHolding runs op, a request of transactional id id, as Call does,
+// and finish gets the write's failure, else op's own error. If op fails
+// with an error the coordinator holds (txn.Coordinator.Holds: a state
+// change of id is in flight), the request waits instead: op runs again
+// after each committed write of id, until it is no longer held, and at
+// the deadline (the Ready's RetryAt; RetryCompletions) it is answered
+// what it gets then. A request of an id with requests held waits behind
+// them, so they run in arrival order. An error means op did not run.
+func (h *Host) CallHolding(now int64, id string, op func(c *txn.Coordinator, now int64) (txn.Output, error), finish func(error)) (Ready, error) {
+	if err := h.servingErr(); err != nil {
+		return Ready{}, err
+	}
+	hc := &heldCall{id: id, op: op, finish: finish}
+	if q := h.held[id]; len(q) > 0 {
+		hc.until = now + h.c.HoldMs()
+		h.held[id] = append(q, hc)
+		return Ready{}, nil
+	}
+	return h.run(now, hc, true), nil
+}
+
+// CallNow runs op as CallHolding does, but never holds it.
+func (h *Host) CallNow(now int64, op func(c *txn.Coordinator, now int64) (txn.Output, error), finish func(error)) (Ready, error) {
+	if err := h.servingErr(); err != nil {
+		return Ready{}, err
+	}
+	return h.run(now, &heldCall{op: op, finish: finish}, false), nil
+}
+
+// run runs a held (or new: first) call: held again if the coordinator
+// holds it and its deadline has not passed, else carried out and
+// answered.
+func (h *Host) run(now int64, hc *heldCall, first bool) Ready {
+	out, opErr := hc.op(h.c, now)
+	if len(out.Writes) == 0 {
+		if first {
+			hc.until = h.c.Holds(now, hc.id, opErr)
+		}
+		if now < hc.until && h.c.Holds(now, hc.id, opErr) != 0 {
+			h.held[hc.id] = append(h.held[hc.id], hc)
+			rd := h.carryOut(out, nil)
+			rd.RetryAt = txn.EarlierRetry(rd.RetryAt, hc.until)
+			return rd
+		}
+	}
+	finish := hc.finish
+	return h.carryOut(out, func(werr error) { finish(cmpErr(werr, opErr)) })
+}
+
+// release runs again the calls held for id, in order, until one is held
+// again (those behind it stay behind it).
+func (h *Host) release(now int64, id string) Ready {
+	q := h.held[id]
+	delete(h.held, id)
+	var rd Ready
+	for i, hc := range q {
+		if len(h.held[id]) > 0 {
+			h.held[id] = append(h.held[id], q[i:]...)
+			break
+		}
+		rd.merge(h.run(now, hc, false))
+	}
+	return rd
+}
+
+// expireHeld answers the held calls whose deadline has passed (as they
+// stand now) and asks for a RetryAt at the next deadline.
+func (h *Host) expireHeld(now int64) Ready {
+	var rd Ready
+	for _, id := range slices.Sorted(maps.Keys(h.held)) {
+		q := h.held[id]
+		n := 0
+		for n < len(q) && q[n].until <= now {
+			n++
+		}
+		if n < len(q) {
+			rd.RetryAt = txn.EarlierRetry(rd.RetryAt, q[n].until)
+		}
+		if n == 0 {
+			continue
+		}
+		if n == len(q) {
+			delete(h.held, id)
+		} else {
+			h.held[id] = q[n:]
+		}
+		for _, hc := range q[:n] {
+			rd.merge(h.run(now, hc, false))
+		}
+	}
+	return rd
+}
+
+// Held is the number of requests held, for checkers and tests.
+func (h *Host) Held() int {
+	n := 0
+	for _, q := range h.held {
+		n += len(q)
+	}
+	return n
 }
 
 // Read runs fn on the coordinator for a request that changes nothing.
@@ -247,6 +363,14 @@ func (h *Host) finish(now int64, w *write, err error) Ready {
 			rd.Reload = err
 		}
 	}
+	if h.state == active && rd.Reload == nil {
+		// The ids' state changes are over (or refused, nothing written):
+		// what they held may go on. After a reload the next coordinator
+		// answers them (Stop).
+		for _, tw := range w.writes {
+			rd.merge(h.release(now, tw.TransactionalID()))
+		}
+	}
 	for _, f := range w.waiters {
 		rd.Send = append(rd.Send, func() { f(answer) })
 	}
@@ -285,8 +409,14 @@ func (h *Host) AbortTimedOut(now int64) (Ready, error) {
 // RetryCompletions writes again the completions refused earlier whose
 // backoff has passed (txn.Coordinator.RetryCompletions), at the RetryAt a
 // Ready asked for.
+// It also answers the held requests whose deadline has passed.
 func (h *Host) RetryCompletions(now int64) (Ready, error) {
-	return h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.RetryCompletions(now) }, nil)
+	rd, err := h.Call(now, func(c *txn.Coordinator, now int64) txn.Output { return c.RetryCompletions(now) }, nil)
+	if err != nil {
+		return rd, err
+	}
+	rd.merge(h.expireHeld(now))
+	return rd, nil
 }
 
 // ExpireTransactionalIDs removes idle transactional ids (every
@@ -296,8 +426,21 @@ func (h *Host) ExpireTransactionalIDs(now int64) (Ready, error) {
 }
 
 // Stop unloads the Host for good. Answers waiting for a write still get
-// its outcome; markers in flight are abandoned (the next coordinator
-// sends them again from the prepared state it loads).
-func (h *Host) Stop() {
+// its outcome; held requests are answered NOT_COORDINATOR (the Ready's
+// Send); markers in flight are abandoned (the next coordinator sends
+// them again from the prepared state it loads).
+func (h *Host) Stop() Ready {
+	var rd Ready
+	if h.state == stopped {
+		return rd
+	}
 	h.state = stopped
+	err := h.servingErr()
+	for _, id := range slices.Sorted(maps.Keys(h.held)) {
+		for _, hc := range h.held[id] {
+			rd.Send = append(rd.Send, func() { hc.finish(err) })
+		}
+	}
+	h.held = map[string][]*heldCall{}
+	return rd
 }

@@ -3,6 +3,7 @@ package txnhost
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -250,7 +251,7 @@ func TestStoppedHostWritesNothingMore(t *testing.T) {
 	h, b, r := ongoing(t, "a")
 	var got error = errors.New("unanswered")
 	b.EndTxn("a", r.ProducerID, r.Epoch, false, func(err error) { got = err })
-	h.host.Stop()
+	h.carry(h.host.Stop())
 	h.completeAll(nil)
 	if got != nil || len(h.markers) != 0 {
 		t.Fatalf("after stop: answer %v, markers %v", got, h.markers)
@@ -269,5 +270,145 @@ func TestMarkerOutcomes(t *testing.T) {
 		if got := MarkerOutcomeFor(code); got != want {
 			t.Errorf("code %d: %v, want %v", code, got, want)
 		}
+	}
+}
+
+// commitMarkers ends the ongoing transaction of id with a commit and
+// leaves it prepared: PrepareCommit committed, its markers not yet
+// reported.
+func commitMarkers(t *testing.T, h *testHandle, b Backend, r txn.InitResult, id string) Markers {
+	t.Helper()
+	var ended error = errors.New("unanswered")
+	b.EndTxn(id, r.ProducerID, r.Epoch, true, func(err error) { ended = err })
+	h.completeAll(nil)
+	if ended != nil || len(h.markers) != 1 {
+		t.Fatalf("EndTxn: %v, markers %v", ended, h.markers)
+	}
+	m := h.markers[0]
+	h.markers = nil
+	return m
+}
+
+// The next transaction's add, arriving while the previous one's markers
+// are written, waits at the coordinator and goes through once the
+// completion is committed, instead of CONCURRENT_TRANSACTIONS.
+func TestAddHeldUntilThePreviousTransactionCompletes(t *testing.T) {
+	h, b, r := ongoing(t, "a")
+	m := commitMarkers(t, h, b, r, "a")
+	var got []error
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = append(got, err) })
+	if len(got) != 0 || h.host.Held() != 1 || h.retryAt != h.now+txn.DefaultHoldMs {
+		t.Fatalf("while the markers are written: answers %v, held %d, RetryAt %d (now %d)", got, h.host.Held(), h.retryAt, h.now)
+	}
+	h.carry(h.host.MarkersWritten(h.now, m))
+	if len(h.pending) != 1 || len(got) != 0 {
+		t.Fatalf("after the markers: %d writes, answers %v; want the completion alone", len(h.pending), got)
+	}
+	h.completeAll(nil)
+	if len(got) != 1 || got[0] != nil || h.host.Held() != 0 {
+		t.Fatalf("after the completion: answers %v, held %d", got, h.host.Held())
+	}
+	d, _ := b.DescribeTransaction("a")
+	if d.State != txn.Ongoing || len(d.Partitions) != 1 || d.Partitions[0].Partition != 1 {
+		t.Fatalf("the held add: %+v", d)
+	}
+}
+
+// A held add is answered CONCURRENT_TRANSACTIONS at its deadline when the
+// change it waits for is not over by then (here the completion's write
+// refused), as Kafka answers it at once; nothing was added.
+func TestHeldAddAnsweredAtItsDeadline(t *testing.T) {
+	h, b, r := ongoing(t, "a")
+	m := commitMarkers(t, h, b, r, "a")
+	var got error = errors.New("unanswered")
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	deadline := h.retryAt
+	h.carry(h.host.MarkersWritten(h.now, m))
+	h.completeAll(kerr.NotEnoughReplicas)
+	if h.host.Held() != 1 || h.retryAt != h.now+txn.DefaultConfig().RetryBackoffMs {
+		t.Fatalf("after a refused completion: held %d, RetryAt %d", h.host.Held(), h.retryAt)
+	}
+	h.now, h.retryAt = deadline-1, 0
+	if err := h.Do(func(host *Host, now int64) (Ready, error) { return host.RetryCompletions(now) }); err != nil {
+		t.Fatal(err)
+	}
+	// The completion is written again; the add is still held (its
+	// deadline not yet reached) and waits for it.
+	if h.host.Held() != 1 || len(h.pending) != 1 {
+		t.Fatalf("before the deadline: held %d, writes %d", h.host.Held(), len(h.pending))
+	}
+	h.completeAll(kerr.NotEnoughReplicas)
+	h.now, h.retryAt = deadline, 0
+	if err := h.Do(func(host *Host, now int64) (Ready, error) { return host.RetryCompletions(now) }); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got, kerr.ConcurrentTransactions) || h.host.Held() != 0 {
+		t.Fatalf("at the deadline: %v, held %d", got, h.host.Held())
+	}
+	if d, _ := b.DescribeTransaction("a"); d.State != txn.PrepareCommit {
+		t.Fatalf("state %s", d.State)
+	}
+}
+
+// Adds of one id from several partition leaders at once (a producer's
+// first produces of a transaction) meet each other's writes: each waits
+// for the one before, in arrival order, and all are answered.
+func TestConcurrentAddsOfOneIDRunInOrder(t *testing.T) {
+	h, b, r := ongoing(t, "a")
+	var got []int32
+	for p := int32(1); p <= 3; p++ {
+		b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: p}}, func(err error) {
+			if err != nil {
+				t.Errorf("add of t-%d: %v", p, err)
+			}
+			got = append(got, p)
+		})
+	}
+	if len(h.pending) != 1 || h.host.Held() != 2 {
+		t.Fatalf("%d writes, %d held; want the first add's write and the others held", len(h.pending), h.host.Held())
+	}
+	h.completeAll(nil)
+	if !slices.Equal(got, []int32{1, 2, 3}) || h.host.Held() != 0 {
+		t.Fatalf("answered %v, held %d", got, h.host.Held())
+	}
+	if d, _ := b.DescribeTransaction("a"); len(d.Partitions) != 4 {
+		t.Fatalf("partitions %v", d.Partitions)
+	}
+}
+
+// Only a version 2 add that meets a change in flight is held: not one
+// failing otherwise, nor a version 1 client's add or end (whose epoch
+// its next transaction shares).
+func TestOnlyAChangeInFlightHolds(t *testing.T) {
+	h, b, r := ongoing(t, "a")
+	var got error = errors.New("unanswered")
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch+1, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	if !errors.Is(got, kerr.ProducerFenced) || h.host.Held() != 0 {
+		t.Fatalf("a fenced add: %v, held %d", got, h.host.Held())
+	}
+	commitMarkers(t, h, b, r, "a")
+	b.EndTxn("a", r.ProducerID, r.Epoch, false, func(err error) { got = err })
+	if !errors.Is(got, kerr.InvalidTxnState) || h.host.Held() != 0 {
+		t.Fatalf("an abort of a transaction being committed: %v, held %d", got, h.host.Held())
+	}
+	b.AddPartitions("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	if !errors.Is(got, kerr.ConcurrentTransactions) || h.host.Held() != 0 {
+		t.Fatalf("a version 1 add while the markers are written: %v, held %d", got, h.host.Held())
+	}
+	b.EndTxn("a", r.ProducerID, r.Epoch, true, func(err error) { got = err })
+	if !errors.Is(got, kerr.ConcurrentTransactions) || h.host.Held() != 0 {
+		t.Fatalf("a version 1 end's retry while the markers are written: %v, held %d", got, h.host.Held())
+	}
+}
+
+// Stopping the Host answers what it holds with NOT_COORDINATOR.
+func TestStopAnswersHeldRequests(t *testing.T) {
+	h, b, r := ongoing(t, "a")
+	commitMarkers(t, h, b, r, "a")
+	var got error = errors.New("unanswered")
+	b.AddPartitionsV2("a", r.ProducerID, r.Epoch, []txn.TopicPartition{{Topic: "t", Partition: 1}}, func(err error) { got = err })
+	h.carry(h.host.Stop())
+	if !errors.Is(got, kerr.NotCoordinator) || h.host.Held() != 0 {
+		t.Fatalf("after stop: %v, held %d", got, h.host.Held())
 	}
 }

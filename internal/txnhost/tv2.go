@@ -14,8 +14,17 @@ func (b Backend) EndTxnV2(req txn.EndRequest, done func(txn.EndResult)) {
 }
 
 // AddPartitionsV2 adds partitions for a transaction version 2 client.
+// It is the one request held while a state change of the id is in
+// flight (Host.CallHolding): every transaction version 2 transaction has
+// its own epoch, so a held add can only ever join the transaction of its
+// epoch (a later one's end bumps the epoch and fences it). A version 1
+// client's AddPartitionsToTxn and EndTxn keep the epoch from one
+// transaction to the next: one held past its client's timeout could add
+// a partition to the client's next transaction, which the client never
+// asked for (the simulator found it, seed 101), so they are answered at
+// once, as Kafka answers them.
 func (b Backend) AddPartitionsV2(id string, producerID int64, epoch int16, parts []txn.TopicPartition, done func(error)) {
-	b.change(id, func(c *txn.Coordinator, now int64) (txn.Output, error) {
+	b.change(id, true, func(c *txn.Coordinator, now int64) (txn.Output, error) {
 		return c.AddPartitionsV2(now, id, producerID, epoch, parts)
 	}, done)
 }

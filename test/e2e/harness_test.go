@@ -30,7 +30,8 @@ type testBroker struct {
 	b       *node.Broker
 	addr    string
 	dataDir string
-	// logOut, if set, also receives the broker's log (info and above).
+	// logOut, if set, also receives the broker's log (debug and above,
+	// unless the test sets log.level).
 	logOut io.Writer
 	// authClock, if set, is the broker's node.Options.AuthClock.
 	authClock func() time.Time
@@ -96,6 +97,11 @@ func startBroker(t testing.TB, opts ...brokerOption) *testBroker {
 
 func (tb *testBroker) start() {
 	tb.t.Helper()
+	if _, set := tb.props["log.level"]; tb.logOut != nil && !set {
+		// The node's levels filter its lines, not the handler's: the
+		// root logger starts at log.level.
+		tb.props["log.level"] = "debug"
+	}
 	cfg, err := config.NewBroker(tb.props)
 	if err != nil {
 		tb.t.Fatalf("broker config: %v", err)

@@ -362,6 +362,24 @@ func TestACLsEnforcedForEveryAPIFamily(t *testing.T) {
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) && (len(ac) != 1 || !errors.Is(ac[0].Err, kerr.TopicAuthorizationFailed)) {
 		t.Fatalf("alter configs without ALTER_CONFIGS: %v %+v", err, ac)
 	}
+	// Broker loggers: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster.
+	dl := kmsg.NewPtrDescribeConfigsRequest()
+	dlr := kmsg.NewDescribeConfigsRequestResource()
+	dlr.ResourceType, dlr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+	dl.Resources = append(dl.Resources, dlr)
+	if r, err := dl.RequestWith(ctx, anon); err != nil || len(r.Resources) != 1 || r.Resources[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("describe broker loggers without DESCRIBE_CONFIGS on the cluster: %v %+v", err, r)
+	}
+	al := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	alr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	alr.ResourceType, alr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+	alc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	alc.Name, alc.Value = "root", kmsg.StringPtr("DEBUG")
+	alr.Configs = append(alr.Configs, alc)
+	al.Resources = append(al.Resources, alr)
+	if r, err := al.RequestWith(ctx, anon); err != nil || len(r.Resources) != 1 || r.Resources[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alter broker loggers without ALTER_CONFIGS on the cluster: %v %+v", err, r)
+	}
 	set := kadm.TopicsSet{}
 	set.Add("acl-open", 0)
 	if _, err := anonAdm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
