@@ -159,3 +159,22 @@ func (s *BrokerSession) Observe(im *metadata.Image) bool {
 // Abandon drops a granted registration the runtime gave up waiting for:
 // the next step registers again.
 func (s *BrokerSession) Abandon() { s.granted = -1 }
+
+// HandoverPossible reports whether broker id's controlled shutdown can do
+// anything: some other broker is active (unfenced, not in a controlled
+// shutdown of its own) to take over its leaderships and to drop it from
+// the ISRs it leads. When none is (a whole cluster stopping at once, the
+// last broker's turn) the stop need not wait: the controller could move
+// nothing, and the wait would end only when the quorum, stopping too,
+// stopped answering.
+func HandoverPossible(im *metadata.Image, id int32) bool {
+	if im == nil {
+		return false
+	}
+	for _, b := range im.Brokers() {
+		if b.ID != id && im.IsActive(b.ID) {
+			return true
+		}
+	}
+	return false
+}

@@ -120,3 +120,43 @@ func TestBrokerSessionLostAnswerAndAbandon(t *testing.T) {
 		t.Fatal("an abandoned registration is not sent again")
 	}
 }
+
+// A stopping broker waits for its controlled shutdown only while another
+// broker is active to take over: with every other one fenced or stopping
+// too (SIGTERM to a whole cluster at once), the last one stops at once
+// instead of waiting until the quorum stops answering.
+func TestHandoverPossible(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ids   []int32
+		recs  []metadata.Record
+		want  bool
+		nilIm bool
+	}{
+		{name: "no image", nilIm: true},
+		{name: "the only broker", ids: []int32{2}},
+		{name: "others active", ids: []int32{2, 1, 3}, want: true},
+		{name: "itself already stopping, others active", ids: []int32{2, 1, 3},
+			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 2, Epoch: 12}}, want: true},
+		{name: "one other stopping, one active", ids: []int32{2, 1, 3},
+			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 1, Epoch: 11}}, want: true},
+		{name: "every other one stopping", ids: []int32{2, 1, 3},
+			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13}}},
+		{name: "one fenced, one stopping", ids: []int32{2, 1, 3},
+			recs: []metadata.Record{metadata.FenceBroker{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var im *metadata.Image
+			if !tc.nilIm {
+				im = image(t, tc.ids...)
+				var err error
+				if im, err = im.Apply(tc.recs...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := HandoverPossible(im, 2); got != tc.want {
+				t.Fatalf("HandoverPossible = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

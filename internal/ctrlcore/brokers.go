@@ -125,7 +125,7 @@ func (c *Core) Heartbeat(now time.Time, im *metadata.Image, req *kmsg.BrokerHear
 		return c.end()
 	}
 	var action heartbeatAction
-	c.enqueue(im, decision{what: fmt.Sprintf("heartbeat of broker %d", id),
+	c.enqueue(im, decision{what: fmt.Sprintf("heartbeat of broker %d", id), atCommit: true,
 		decide: func(im *metadata.Image) ([]metadata.Record, error) {
 			cur, ok := im.Broker(id)
 			if !ok || cur.Epoch != epoch {

@@ -102,6 +102,8 @@ type decision struct {
 	what   string
 	decide func(im *metadata.Image) ([]metadata.Record, error)
 	settle func(im *metadata.Image, err error) func()
+	// atCommit: the answer goes to Ready.AnswersAtCommit.
+	atCommit bool
 }
 
 type inflight struct {
@@ -119,6 +121,14 @@ type Ready struct {
 	// Answers complete requests. Run them in order, outside any lock the
 	// runtime holds around the core: they call back into handlers.
 	Answers []func()
+	// AnswersAtCommit complete requests too, but tell nothing about the
+	// partitions of the controller's own node: a runtime that holds
+	// Answers until its node's partitions reflect the committed entry
+	// gives these at once. A heartbeat's (a broker's controlled shutdown
+	// moving thousands of leaderships to the controller's node) waited
+	// seconds for that node to take them over, and the stopping broker
+	// with it.
+	AnswersAtCommit []func()
 	// Notes are worth logging.
 	Notes []Note
 	// Fenced counts brokers fenced for an expired session (a leader
@@ -291,7 +301,11 @@ func (c *Core) settle(d decision, im *metadata.Image, err error) {
 		return
 	}
 	if a := d.settle(im, err); a != nil {
-		c.rd.Answers = append(c.rd.Answers, a)
+		if d.atCommit {
+			c.rd.AnswersAtCommit = append(c.rd.AnswersAtCommit, a)
+		} else {
+			c.rd.Answers = append(c.rd.Answers, a)
+		}
 	}
 }
 

@@ -190,3 +190,34 @@ func TestRegisterStartsASessionOnItsConnection(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The last broker of a partition's ISR to stop (every other replica is in
+// a controlled shutdown, as when a whole cluster gets SIGTERM at once)
+// has nobody to hand its leadership to: the controller makes the
+// partition leaderless with the broker in the ELR (so it is elected
+// cleanly when it returns) and lets it stop on its first heartbeat, as
+// Kafka allows a broker to stop once it leads nothing another replica
+// could lead; waiting would only end at the broker's shutdown timeout.
+// The answer comes at commit (Ready.AnswersAtCommit), not once the
+// controller's own node has taken over the leaderships the entry moves.
+func TestHeartbeatLastBrokerStopsAtOnce(t *testing.T) {
+	h := newHarness(t, image(t, 2, 1, 3)) // broker 2 leads
+	h.catchUp()
+	h.apply(metadata.BeginControlledShutdown{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13},
+		metadata.PartitionChange{TopicID: topic, ISR: &[]int32{2}})
+	req := heartbeat(2, 12, 100)
+	req.WantShutdown = true
+	var got api.BrokerHeartbeatResult
+	var gotErr error = errors.New("unanswered")
+	h.do(func(now time.Time, im *metadata.Image) Ready {
+		return h.c.Heartbeat(now, im, req, nil, func(r api.BrokerHeartbeatResult, err error) { got, gotErr = r, err })
+	})
+	h.settle()
+	if gotErr != nil || !got.ShouldShutdown || h.atCommit != 1 {
+		t.Fatalf("answer %+v, %v (%d at commit); want ShouldShutdown, at commit", got, gotErr, h.atCommit)
+	}
+	p := partition(t, h.im)
+	if p.Leader != metadata.NoLeader || len(p.ISR) != 0 || len(p.ELR) != 1 || p.ELR[0] != 2 {
+		t.Fatalf("partition %+v, want leaderless with ELR [2]", p)
+	}
+}

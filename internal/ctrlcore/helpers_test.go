@@ -25,6 +25,8 @@ type harness struct {
 	// asked are the brokers the core asked for DescribeLogDirs and not
 	// yet answered (answerLogDirs).
 	asked []int32
+	// atCommit counts the answers given in Ready.AnswersAtCommit.
+	atCommit int
 }
 
 func newHarness(t *testing.T, im *metadata.Image) *harness {
@@ -53,6 +55,10 @@ func (h *harness) do(ev func(time.Time, *metadata.Image) Ready) {
 			h.t.Fatalf("second proposal %q while %q is in flight", rd.Propose.What, h.pending.What)
 		}
 		h.pending = rd.Propose
+	}
+	for _, a := range rd.AnswersAtCommit {
+		h.atCommit++
+		a()
 	}
 	for _, a := range rd.Answers {
 		a()

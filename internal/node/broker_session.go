@@ -223,20 +223,34 @@ func (b *Broker) controlledShutdown(timeout time.Duration) {
 	case b.controllerChanged <- struct{}{}: // heartbeat now
 	default:
 	}
+	// The other brokers may begin their own controlled shutdowns
+	// meanwhile (SIGTERM to all at once): once none is left active,
+	// nothing can be handed over and the wait ends.
+	ctx, cancel := context.WithTimeout(b.stopCtx, timeout)
+	defer cancel()
+	nobodyLeft := make(chan struct{})
+	go func() {
+		if b.waitImage(ctx, func(im *metadata.Image) bool { return !ctrlcore.HandoverPossible(im, b.cfg.NodeID) }) == nil {
+			close(nobodyLeft)
+		}
+	}()
 	select {
 	case <-b.shutdownOK:
 		b.log.Info("controlled shutdown: leaderships moved")
+	case <-nobodyLeft:
+		b.log.Info("controlled shutdown: no other broker is active to take over; stopping")
 	case <-b.shutdownUnreachable:
 		b.log.Warn("controlled shutdown: no controller answers; stopping anyway")
-	case <-time.After(timeout):
+	case <-ctx.Done():
 		b.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", timeout)
 	}
 }
 
 // canHandOver reports whether a controlled shutdown can move anything:
-// this node is a registered broker and not the only one.
+// this node is a registered broker and another broker is active
+// (ctrlcore.HandoverPossible).
 func (b *Broker) canHandOver() bool {
-	return b.cfg.HasRole(config.RoleBroker) && b.Image() != nil && len(b.Image().Brokers()) >= 2 && b.brokerEpoch.Load() >= 0
+	return b.cfg.HasRole(config.RoleBroker) && b.brokerEpoch.Load() >= 0 && ctrlcore.HandoverPossible(b.Image(), b.cfg.NodeID)
 }
 
 // shutdownGiveUpAfter is how long a stopping broker keeps asking an

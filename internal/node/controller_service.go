@@ -54,6 +54,9 @@ func (c *controllerService) step(ev func(*ctrlcore.Core, time.Time, *metadata.Im
 	for range rd.Fenced {
 		c.b.metrics.IncLeaderElection(false)
 	}
+	for _, answer := range rd.AnswersAtCommit {
+		answer()
+	}
 	if p := rd.Propose; p != nil {
 		go c.propose(p)
 	}

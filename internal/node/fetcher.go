@@ -126,6 +126,11 @@ type replicaFetcher struct {
 	// roundMu is held for each exchange and its actions, so a pause can
 	// wait for the one in flight to end.
 	roundMu sync.Mutex
+	// stopCtx ends with shutdown: a stopping fetcher does not wait for
+	// the answer to its fetch in flight (a leader that is stopping too
+	// may take the whole request timeout).
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
 }
 
 func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
@@ -138,8 +143,10 @@ func newReplicaFetcher(b *Broker, leader int32) *replicaFetcher {
 		RefusalPause:        pauseAfterRefusal,
 		MaxTruncationRounds: maxTruncationRounds,
 	}
+	stopCtx, cancelStop := context.WithCancel(context.Background())
 	return &replicaFetcher{b: b, leader: leader, sess: replicafetch.New[*partition](cfg),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		stopCtx: stopCtx, cancelStop: cancelStop}
 }
 
 // sessionStart anchors the sessions' clock: only differences matter, and
@@ -158,7 +165,12 @@ func (f *replicaFetcher) assign(parts []replicafetch.Assignment[*partition]) {
 	}
 }
 
-func (f *replicaFetcher) shutdown() { f.once.Do(func() { close(f.stop) }) }
+func (f *replicaFetcher) shutdown() {
+	f.once.Do(func() {
+		close(f.stop)
+		f.cancelStop()
+	})
+}
 
 // sleep waits d, or until woken or stopped; false when stopped.
 func (f *replicaFetcher) sleep(d time.Duration) bool {
@@ -196,7 +208,7 @@ func (f *replicaFetcher) run() {
 			}
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), f.sess.Config().MaxWait+controllerRPCTimeout)
+		ctx, cancel := context.WithTimeout(f.stopCtx, f.sess.Config().MaxWait+controllerRPCTimeout)
 		// Connected before the session builds a request: a new
 		// connection restarts the fetch session, and the request must
 		// be built for it.
@@ -284,7 +296,18 @@ func (f *replicaFetcher) carryOut(rd replicafetch.Ready[*partition]) {
 	for _, w := range rd.Warnings {
 		f.b.logger(loggerReplicaFetcher).Debug("log reconciliation with leader", "leader", f.leader, "detail", w)
 	}
-	for _, a := range rd.Actions {
+	for i, a := range rd.Actions {
+		// A stopping broker leaves the rest undone: each action is a
+		// step a crash could have cut short too (the next start fetches
+		// and truncates again), and after its leaderships moved a broker
+		// of thousands of partitions has as many truncations to carry
+		// out, each with its fsyncs, one after another.
+		select {
+		case <-f.stop:
+			f.b.log.Debug("replica fetcher stopping; actions left undone", "leader", f.leader, "left", len(rd.Actions)-i)
+			return
+		default:
+		}
 		err := replicafetch.Do(a)
 		if err == nil && a.Kind == replicafetch.Append {
 			f.b.metrics.AddReplicationBytesIn(int64(len(a.Batches)))

@@ -430,7 +430,16 @@ func (p *partition) removeWatcher(w *fetchWaiter) {
 // close stops the partition: waiting produces fail with
 // NOT_LEADER_OR_FOLLOWER, and the log is closed cleanly. A partition whose
 // fsync failed was already reported; closing it is not a new error.
-func (p *partition) close() error {
+func (p *partition) close() error { return p.closeWith((*storage.Log).Close) }
+
+// closeLeavingDirSync is close for a stopping broker, which makes every
+// log's clean-shutdown marker durable at once afterwards
+// (storage.Log.CloseLeavingDirSync, then vfs.FS.SyncFS).
+func (p *partition) closeLeavingDirSync() error {
+	return p.closeWith((*storage.Log).CloseLeavingDirSync)
+}
+
+func (p *partition) closeWith(closeLog func(*storage.Log) error) error {
 	p.mu.Lock()
 	if p.core.Closed() {
 		p.mu.Unlock()
@@ -443,7 +452,7 @@ func (p *partition) close() error {
 	failed := p.core.Failed()
 	p.mu.Unlock()
 	p.deliver(answers, 0)
-	err := p.log.Close()
+	err := closeLog(p.log)
 	if failed != nil {
 		return nil
 	}

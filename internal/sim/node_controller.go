@@ -46,6 +46,9 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 	for _, n := range rd.Notes {
 		p.n.tracef("controller: %s %v", n.Msg, n.Args)
 	}
+	for _, answer := range rd.AnswersAtCommit {
+		answer()
+	}
 	for _, answer := range rd.Answers {
 		answer()
 	}

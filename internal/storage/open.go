@@ -291,21 +291,24 @@ func (l *Log) loadTrustedSegment(s *segment, fileSize, nextBase int64) (damaged 
 }
 
 // loadIndexFiles reads and checks both index files of s.
+// An empty segment's indexes are empty: a close leaves no index files for
+// one (segment.closeIndexFiles), and their absence is no reason to rebuild.
 func (l *Log) loadIndexFiles(s *segment, fileSize, maxRel int64) error {
-	data, err := vfs.ReadFile(l.fs, s.indexPath())
+	data, err := l.readIndexFile(s.indexPath(), fileSize)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", s.indexPath(), err)
+		return err
 	}
 	if s.index, err = decodeOffsetIndex(data, fileSize, maxRel); err != nil {
 		return fmt.Errorf("%s: %w", s.indexPath(), err)
 	}
-	data, err = vfs.ReadFile(l.fs, s.timeIndexPath())
+	timeData, err := l.readIndexFile(s.timeIndexPath(), fileSize)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", s.timeIndexPath(), err)
+		return err
 	}
-	if s.timeIndex, err = decodeTimeIndex(data, maxRel); err != nil {
+	if s.timeIndex, err = decodeTimeIndex(timeData, maxRel); err != nil {
 		return fmt.Errorf("%s: %w", s.timeIndexPath(), err)
 	}
+	s.noIndexEntriesOnDisk = len(data) == 0 && len(timeData) == 0
 	if last, ok := s.timeIndex.last(); ok {
 		s.maxTimestamp, s.offsetOfMaxTime = last.ts, s.base+int64(last.rel)
 	} else if fileSize > 0 {
@@ -314,6 +317,16 @@ func (l *Log) loadIndexFiles(s *segment, fileSize, maxRel int64) error {
 		return fmt.Errorf("%s: empty time index for a non-empty segment", s.timeIndexPath())
 	}
 	return nil
+}
+
+// readIndexFile reads an index file; a missing one of an empty segment
+// reads as empty.
+func (l *Log) readIndexFile(path string, fileSize int64) ([]byte, error) {
+	data, err := vfs.ReadFile(l.fs, path)
+	if err != nil && !(fileSize == 0 && errors.Is(err, os.ErrNotExist)) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // walkTail walks the batch headers after the last offset index entry to the

@@ -40,6 +40,13 @@ type segment struct {
 	// fsynced; the next Sync syncs and closes them.
 	pendingIndexFiles []vfs.File
 
+	// noIndexEntriesOnDisk: both index files are absent or empty on disk
+	// (durably, or once the directory is next synced: a created segment
+	// removed stale ones), so a close that finds the segment empty has
+	// nothing to write. An idle replica of a broker with thousands of
+	// them would otherwise create and fsync two files at every stop.
+	noIndexEntriesOnDisk bool
+
 	// aborted is the segment's aborted-transaction index (txn_index.go),
 	// in marker order; txnFile is its .txnindex open for appends;
 	// txnWritten counts the entries written to it, txnSynced those a Sync
@@ -80,7 +87,9 @@ func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 			return nil, fmt.Errorf("remove stale %s: %w", stale, err)
 		}
 	}
-	return newSegmentState(dir, base, f), nil
+	s := newSegmentState(dir, base, f)
+	s.noIndexEntriesOnDisk = true
+	return s, nil
 }
 
 // openSegmentFile opens an existing segment's log file; the caller loads or
@@ -159,6 +168,7 @@ func (s *segment) resetIndexes() {
 // the handles are kept for the next Sync. Stale handles are closed first.
 func (s *segment) writeIndexFiles(fs vfs.FS) error {
 	s.closePendingIndexFiles()
+	s.noIndexEntriesOnDisk = false
 	for _, f := range []struct {
 		path string
 		data []byte
@@ -174,6 +184,17 @@ func (s *segment) writeIndexFiles(fs vfs.FS) error {
 		s.pendingIndexFiles = append(s.pendingIndexFiles, file)
 	}
 	return nil
+}
+
+// closeIndexFiles writes the index files a close leaves (not synced:
+// closeCleanly syncs them): none when the segment is empty and the files on
+// disk hold no entry, which is what an empty segment's indexes are (Open
+// reads an empty segment without its index files as empty indexes).
+func (s *segment) closeIndexFiles(fs vfs.FS) error {
+	if s.size == 0 && len(s.index.entries) == 0 && len(s.timeIndex.entries) == 0 && s.noIndexEntriesOnDisk {
+		return nil
+	}
+	return s.writeIndexFiles(fs)
 }
 
 func (s *segment) closePendingIndexFiles() {

@@ -23,6 +23,7 @@ const (
 	OpReadDir
 	OpStat
 	OpSyncDir
+	OpSyncFS
 )
 
 var opNames = map[Op]string{
@@ -37,6 +38,7 @@ var opNames = map[Op]string{
 	OpReadDir:  "readdir",
 	OpStat:     "stat",
 	OpSyncDir:  "syncdir",
+	OpSyncFS:   "syncfs",
 }
 
 func (op Op) String() string {

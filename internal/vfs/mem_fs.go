@@ -234,6 +234,33 @@ func (m *Mem) SyncDir(dir string) error {
 	return nil
 }
 
+// SyncFS implements FS: the whole tree is one filesystem, so every file's
+// current contents and every directory's current entries become durable.
+func (m *Mem) SyncFS(dir string) error {
+	if err := m.inject(OpSyncFS, dir); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookup(dir); err != nil {
+		return &os.PathError{Op: "syncfs", Path: dir, Err: err}
+	}
+	syncTree(m.root)
+	return nil
+}
+
+func syncTree(n *memNode) {
+	if !n.isDir {
+		n.durable = append(n.durable[:n.dirtyFrom], n.data[n.dirtyFrom:]...)
+		n.dirtyFrom = len(n.data)
+		return
+	}
+	n.durableEntries = maps.Clone(n.entries)
+	for _, c := range n.entries {
+		syncTree(c)
+	}
+}
+
 func (n *memNode) describe(name string) DirEntry {
 	if n.isDir {
 		return DirEntry{Name: name, IsDir: true}
