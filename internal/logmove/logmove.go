@@ -12,8 +12,9 @@
 // that keep arriving; once it is close behind, appends are paused, the
 // rest is copied, and the future log replaces the current one (storage
 // Log.AdoptFuture). Until the swap is decided (a durable marker in the
-// current log's directory) the current log is authoritative and a crash
-// discards the future log.
+// current log's directory) the current log is authoritative; a restart
+// keeps the future log only as far as it is a prefix of the current log
+// (ResumeFrom).
 package logmove
 
 // PauseLagOffsets bounds how far behind the future log may be when the

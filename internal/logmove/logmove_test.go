@@ -69,8 +69,10 @@ func TestRecover(t *testing.T) {
 		want  []Fix
 		err   bool
 	}{
-		{"undecided copy discarded and resumed", []Found{{Root: "/a", Live: true}, {Root: "/b", Futures: []string{fut}}},
-			[]Fix{{Kind: Discard, Dir: fut}, {Kind: Resume, To: "/b"}}, false},
+		{"undecided copy kept and resumed", []Found{{Root: "/a", Live: true}, {Root: "/b", Futures: []string{fut}}},
+			[]Fix{{Kind: Resume, Dir: fut, To: "/b"}}, false},
+		{"two undecided copies: the last kept", []Found{{Root: "/a", Live: true}, {Root: "/b", Futures: []string{fut}}, {Root: "/c", Futures: []string{"/c/t-0.m2-future"}}},
+			[]Fix{{Kind: Discard, Dir: fut}, {Kind: Resume, Dir: "/c/t-0.m2-future", To: "/c"}}, false},
 		{"decided, not renamed: finish", []Found{{Root: "/a", Live: true, Marker: fut}, {Root: "/b", Futures: []string{fut}}},
 			[]Fix{{Kind: Promote, Dir: fut, To: "/b/t-0"}, {Kind: Retire, Dir: "/a/t-0"}}, false},
 		{"renamed, old not retired", []Found{{Root: "/a", Live: true, Marker: fut}, {Root: "/b", Live: true}},

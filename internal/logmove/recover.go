@@ -30,9 +30,9 @@ const (
 	Discard
 	// Unmark removes the marker from Dir, which stays authoritative.
 	Unmark
-	// Resume starts the interrupted move to root To again, from the
-	// start (the copy is redone; Kafka resumes its future log, we keep
-	// nothing of an undecided one).
+	// Resume goes on with the interrupted move to root To, keeping its
+	// future log Dir: once the partition is open, ResumeFrom decides how
+	// much of it is kept, as Kafka resumes its future logs.
 	Resume
 )
 
@@ -50,7 +50,9 @@ type Fix struct {
 // current renamed -delete. So:
 //
 //   - one live directory without a marker: it is the log; futures are
-//     undecided copies, discarded (and the move resumed);
+//     undecided copies: the last one listed is kept and its move resumed
+//     (what of it is kept is decided once both logs are open), any other
+//     discarded;
 //   - one live directory with a marker whose future exists: the swap was
 //     decided and the rename not done; finish it;
 //   - two live directories: the rename was done; the one with the marker
@@ -81,10 +83,13 @@ func Recover(name string, found []Found) ([]Fix, error) {
 		l := live[0]
 		cur := filepath.Join(l.Root, name)
 		if l.Marker == "" {
-			discard("")
-			if n := len(futures); n > 0 {
-				fixes = append(fixes, Fix{Kind: Resume, To: filepath.Dir(futures[n-1])})
+			n := len(futures)
+			if n == 0 {
+				return nil, nil
 			}
+			keep := futures[n-1]
+			discard(keep)
+			fixes = append(fixes, Fix{Kind: Resume, Dir: keep, To: filepath.Dir(keep)})
 			return fixes, nil
 		}
 		for _, f := range futures {

@@ -368,14 +368,15 @@ func (b *Broker) Start() error {
 		return err
 	}
 	// Before any partition opens: a move a crash interrupted is
-	// finished (its swap was decided) or its future log discarded and
-	// the move started again once the partition is open.
+	// finished (its swap was decided) or its future log kept and the
+	// move resumed once the partition is open (maybeResumeLogMove).
 	resume, err := storage.RecoverMoves(b.fs, b.cfg.LogDirs, storage.Options{Logger: b.logger(loggerPartition)})
 	if err != nil {
 		return err
 	}
-	for name, root := range resume {
-		b.logMoves.preferred[name] = root
+	for name, mv := range resume {
+		b.logMoves.preferred[name] = mv.Root
+		b.logMoves.kept[name] = mv.Future
 	}
 	isBroker, isController := b.cfg.HasRole(config.RoleBroker), b.cfg.HasRole(config.RoleController)
 	if (len(b.cfg.ControllerQuorumVoters) > 1 || len(b.cfg.ControllerQuorumBootstrapServers) > 0) && b.cfg.ClusterID == "" {

@@ -44,6 +44,10 @@ type logMoves struct {
 	mu        sync.Mutex
 	moves     map[*partition]*logMove
 	preferred map[string]string // partition name -> log directory
+	// kept holds the future logs a restart left, by partition name
+	// (storage.RecoverMoves), until the partition opens and its move
+	// resumes into it.
+	kept map[string]string
 
 	// throttleMu guards throttle: the bytes per second all moves copy
 	// together (replica.alter.log.dirs.io.max.bytes.per.second).
@@ -52,7 +56,7 @@ type logMoves struct {
 }
 
 func newLogMoves() *logMoves {
-	return &logMoves{moves: map[*partition]*logMove{}, preferred: map[string]string{},
+	return &logMoves{moves: map[*partition]*logMove{}, preferred: map[string]string{}, kept: map[string]string{},
 		throttle: replthrottle.NewBucket(replthrottle.Unlimited)}
 }
 
@@ -215,17 +219,22 @@ func (b *Broker) startLogMove(p *partition, root string) error {
 		b.fs.RemoveAll(dir)
 		return fmt.Errorf("create future log %s: %w", dir, err)
 	}
+	b.log.Info("moving partition to another log directory", "partition", p.name(), "from", filepath.Dir(p.log.Dir()), "to", root)
+	b.runLogMoveInto(p, root, fut)
+	return nil
+}
+
+// runLogMoveInto starts the copier of p's move into fut, in root.
+func (b *Broker) runLogMoveInto(p *partition, root string, fut *storage.Log) {
 	mv := &logMove{p: p, root: root, fut: fut, cancel: make(chan struct{}), done: make(chan struct{})}
 	b.logMoves.mu.Lock()
 	b.logMoves.moves[p] = mv
 	b.logMoves.mu.Unlock()
-	b.log.Info("moving partition to another log directory", "partition", p.name(), "from", filepath.Dir(p.log.Dir()), "to", root)
 	b.bgWG.Add(1)
 	go func() {
 		defer b.bgWG.Done()
 		b.runLogMove(mv)
 	}()
-	return nil
 }
 
 // cancelLogMove stops p's move, if any, and deletes its future log.
@@ -262,8 +271,8 @@ func (b *Broker) runLogMove(mv *logMove) {
 	mv.fut.Close()
 	select {
 	case <-b.stop:
-		// Left for the next start, which discards it and starts the
-		// move again (storage.RecoverMoves).
+		// Left for the next start, which resumes the move into it
+		// (storage.RecoverMoves, maybeResumeLogMove).
 		return
 	default:
 	}
@@ -361,19 +370,68 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 	}
 }
 
-// maybeResumeLogMove starts again, for a partition just opened, the move a
-// restart interrupted (storage.RecoverMoves discarded its future log).
+// maybeResumeLogMove goes on, for a partition just opened, with the move a
+// restart interrupted: into the future log it left, as far as that is a
+// prefix of the current log (storage.Log.ResumeFuture), or from the start.
 func (b *Broker) maybeResumeLogMove(p *partition) {
 	b.logMoves.reqMu.Lock()
 	defer b.logMoves.reqMu.Unlock()
 	b.logMoves.mu.Lock()
 	root, ok := b.logMoves.preferred[p.name()]
 	delete(b.logMoves.preferred, p.name())
+	keptDir, kept := b.logMoves.kept[p.name()]
+	delete(b.logMoves.kept, p.name())
 	b.logMoves.mu.Unlock()
 	if !ok || root == filepath.Dir(p.log.Dir()) || b.dirOffline() || b.logMoves.of(p) != nil {
+		if kept {
+			b.removeKeptFuture(keptDir)
+		}
 		return
+	}
+	if kept && filepath.Dir(keptDir) == root {
+		fut, from, err := b.resumeFuture(p, keptDir)
+		if err == nil {
+			b.log.Info("resuming an interrupted move to another log directory", "partition", p.name(), "to", root, "from_offset", from, "log_end", p.log.LogEndOffset())
+			b.runLogMoveInto(p, root, fut)
+			return
+		}
+		b.log.Warn("future log of an interrupted move not kept; copying again from the start", "dir", keptDir, "err", err)
+		b.removeKeptFuture(keptDir)
+	} else if kept {
+		// A request moved the replica elsewhere before it opened.
+		b.removeKeptFuture(keptDir)
 	}
 	if err := b.startLogMove(p, root); err != nil {
 		b.log.Warn("interrupted log move not resumed", "partition", p.name(), "to", root, "err", err)
+	}
+}
+
+// resumeFuture opens the future log dir a restart left for p and readies
+// it for the copy to go on (from the returned offset).
+func (b *Broker) resumeFuture(p *partition, dir string) (*storage.Log, int64, error) {
+	// Of this very partition: not of a topic of the same name deleted
+	// (and created again) while the broker was down.
+	id, err := b.readPartitionTopicID(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", dir, err)
+	}
+	if id != p.id {
+		return nil, 0, fmt.Errorf("%s is of topic id %s, the partition's is %s", dir, id, p.id)
+	}
+	fut, err := storage.Open(b.fs, dir, p.log.Config(), storage.Options{Logger: b.logger(loggerPartition)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", dir, err)
+	}
+	from, err := p.log.ResumeFuture(fut)
+	if err != nil {
+		fut.Close()
+		return nil, 0, err
+	}
+	return fut, from, nil
+}
+
+func (b *Broker) removeKeptFuture(dir string) {
+	if err := b.fs.RemoveAll(dir); err != nil {
+		b.log.Warn("future log not removed; it is at the next start", "dir", dir, "err", err)
 	}
 }

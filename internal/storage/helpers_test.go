@@ -118,3 +118,16 @@ func readAll(t testing.TB, l *Log) [][]byte {
 	}
 	return out
 }
+
+// sameBatches fails unless got holds want's batches, byte for byte.
+func sameBatches(t testing.TB, got, want [][]byte, label string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d batches, want %d", label, len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("%s: batch %d differs", label, i)
+		}
+	}
+}

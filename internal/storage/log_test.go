@@ -26,15 +26,7 @@ func TestAppendAssignsOffsetsAndReads(t *testing.T) {
 	if len(l.segments) < 2 {
 		t.Fatalf("expected rolls, have %d segments", len(l.segments))
 	}
-	got := readAll(t, l)
-	if len(got) != len(want) {
-		t.Fatalf("read %d batches, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("batch %d differs", i)
-		}
-	}
+	sameBatches(t, readAll(t, l), want, "read")
 	if e, ok := l.Epochs().Latest(); !ok || e != 3 {
 		t.Fatalf("latest epoch %d %v", e, ok)
 	}

@@ -37,7 +37,8 @@ import (
 //
 // RecoverMoves repairs what a crash between the steps leaves (see
 // logmove.Recover): before step 2 the current log is authoritative and the
-// future discarded; after it the swap is finished.
+// future kept only as far as it is a prefix of it (Log.ResumeFuture, once
+// the partition is open); after it the swap is finished.
 
 const (
 	// FutureDirSuffix ends a future log's directory name (Kafka's).
@@ -104,7 +105,8 @@ const maxCopyBytes = 1 << 20
 
 // CopyFrom appends to l (a future log) the batches of src from offset on,
 // up to about maxBytes (at least one batch), and returns how many bytes it
-// copied. offset must be l's end.
+// copied. offset must be l's end; an empty l whose start is inside src's
+// batch starts again at that batch's base.
 func (l *Log) CopyFrom(src *Log, offset int64, maxBytes int) (int, error) {
 	if end := l.LogEndOffset(); offset != end {
 		return 0, fmt.Errorf("%w: copy into %s from %d: future ends at %d", ErrOffsetMismatch, l.Dir(), offset, end)
@@ -122,6 +124,15 @@ func (l *Log) CopyFrom(src *Log, offset int64, maxBytes int) (int, error) {
 		}
 		if h.LastOffset() < offset {
 			return nil // a read starts at the batch holding offset
+		}
+		if h.BaseOffset < offset && n == 0 && l.LogStartOffset() == offset {
+			// src starts inside this batch (DeleteRecords): an empty
+			// future starts at its base, as Kafka's does
+			// (UnexpectedAppendOffsetException); AdoptFuture drops the
+			// head below src's start.
+			if err := l.TruncateFullyAndStartAt(h.BaseOffset); err != nil {
+				return err
+			}
 		}
 		if _, err := l.AppendReplica(b, h.MaxTimestamp); err != nil {
 			return err
@@ -258,11 +269,18 @@ func (l *Log) transplantLocked(nl *Log) {
 	nl.segments, nl.closed = nil, true
 }
 
+// ResumedMove is a move a restart interrupted, to go on once its partition
+// is open: Future, its future log in Root, is kept for Log.ResumeFuture to
+// check against the current log.
+type ResumedMove struct {
+	Root   string
+	Future string
+}
+
 // RecoverMoves repairs, in the broker's log directories roots, what
 // interrupted moves left (logmove.Recover decides), before any partition
-// is opened. It returns the moves to start again: partition name to the
-// root it was moving to.
-func RecoverMoves(fs vfs.FS, roots []string, opts Options) (map[string]string, error) {
+// is opened. It returns the moves to go on with, by partition name.
+func RecoverMoves(fs vfs.FS, roots []string, opts Options) (map[string]ResumedMove, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -308,7 +326,7 @@ func RecoverMoves(fs vfs.FS, roots []string, opts Options) (map[string]string, e
 			f.Live, f.Marker = true, strings.TrimSpace(string(data))
 		}
 	}
-	resume := map[string]string{}
+	resume := map[string]ResumedMove{}
 	for name, roots2 := range byName {
 		// Unmarked live copies were not listed above (every partition
 		// directory would be); look for them now.
@@ -337,7 +355,7 @@ func RecoverMoves(fs vfs.FS, roots []string, opts Options) (map[string]string, e
 				return nil, fmt.Errorf("recover moves of %s: %w", name, err)
 			}
 			if fx.Kind == logmove.Resume {
-				resume[name] = fx.To
+				resume[name] = ResumedMove{Root: fx.To, Future: fx.Dir}
 			}
 		}
 	}

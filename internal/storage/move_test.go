@@ -298,8 +298,11 @@ func moveScriptFrom(src, fut *Log) error {
 // TestMoveCrashAtEveryCall loses power at every filesystem call of a move
 // (creating the future, copying, appends alongside, the swap's marker,
 // renames and directory syncs), then recovers: exactly one log of the
-// partition remains, no future, and it holds everything that was durable
-// before the crash, every batch as appended.
+// partition remains, at most one future (the move's, to resume), and it
+// holds everything that was durable before the crash, every batch as
+// appended. A kept future is then resumed (logmove.ResumeFrom) after the
+// current log is appended to, and at half the points cut, and the move
+// finished: the log in its new place holds every batch as appended.
 func TestMoveCrashAtEveryCall(t *testing.T) {
 	count := func() int {
 		fs := vfs.NewMem()
@@ -314,6 +317,7 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 	}
 	total := count()
 	t.Logf("an uninterrupted move makes %d filesystem calls", total)
+	whole, cutBack := 0, 0
 	for at := 1; at <= total+1; at++ {
 		for _, torn := range []bool{false, true} {
 			label := fmt.Sprintf("crash at call %d/%d torn=%v", at, total, torn)
@@ -330,35 +334,192 @@ func TestMoveCrashAtEveryCall(t *testing.T) {
 				fs.Crash(c.opts)
 			}
 			fs.SetFault(nil)
-			if _, err := RecoverMoves(fs, moveRoots, quietOptions()); err != nil {
-				t.Fatalf("%s: recover: %v", label, err)
+			l, mv, ok := recoverMove(t, fs, appended, durable, label)
+			if err == nil && l.Dir() != "/b/t-0" {
+				t.Fatalf("%s: finished move but the log is in %s", label, l.Dir())
 			}
-			var live []string
-			for _, root := range moveRoots {
-				entries, err := fs.ReadDir(root)
-				if err != nil {
-					continue
+			if ok {
+				changeCurrent(t, l, appended, &durable, at%2 == 1, label)
+				fut, from, futEnd := resumeMove(t, fs, l, mv, label)
+				switch {
+				case from == futEnd && from > fut.LogStartOffset():
+					whole++
+				case from > fut.LogStartOffset():
+					cutBack++
 				}
-				for _, e := range entries {
-					if e.Name == "t-0" {
-						live = append(live, filepath.Join(root, e.Name))
-					} else if _, _, ok := ParseFutureDirName(e.Name); ok {
-						t.Fatalf("%s: future %s left after recovery", label, e.Name)
-					}
-				}
-			}
-			if len(live) != 1 {
-				t.Fatalf("%s: partition directories after recovery: %v", label, live)
-			}
-			if err == nil && live[0] != "/b/t-0" {
-				t.Fatalf("%s: finished move but the log is in %s", label, live[0])
-			}
-			l := openLog(t, fs, live[0], moveConfig())
-			checkBatches(t, l, appended, durable, label)
-			if ok, _ := vfs.Exists(fs, filepath.Join(live[0], moveMarkerFile)); ok {
-				t.Fatalf("%s: move marker left in %s", label, live[0])
+				finishMove(t, l, fut, appended, label)
 			}
 			l.Close()
 		}
 	}
+	t.Logf("of %d crash points, %d resumed into the whole future log, %d into a future cut back", 2*(total+1), whole, cutBack)
+	if whole == 0 || cutBack == 0 {
+		t.Fatal("no crash point kept the whole future log, or none cut it back")
+	}
+}
+
+// recoverMove runs RecoverMoves after a crash and checks what it left: one
+// partition directory, holding every batch as appended and everything
+// below durable, no move marker, and at most one future, the one it
+// resumes. It returns the log, open, and the move to resume (ok).
+func recoverMove(t *testing.T, fs *vfs.Mem, appended map[int64][]byte, durable int64, label string) (*Log, ResumedMove, bool) {
+	t.Helper()
+	resumed, err := RecoverMoves(fs, moveRoots, quietOptions())
+	if err != nil {
+		t.Fatalf("%s: recover: %v", label, err)
+	}
+	var live, futures []string
+	for _, root := range moveRoots {
+		entries, err := fs.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Name == "t-0" {
+				live = append(live, filepath.Join(root, e.Name))
+			} else if _, _, ok := ParseFutureDirName(e.Name); ok {
+				futures = append(futures, filepath.Join(root, e.Name))
+			}
+		}
+	}
+	if len(live) != 1 {
+		t.Fatalf("%s: partition directories after recovery: %v", label, live)
+	}
+	mv, ok := resumed["t-0"]
+	switch {
+	case len(futures) > 1:
+		t.Fatalf("%s: futures left after recovery: %v", label, futures)
+	case len(futures) == 1 && (!ok || mv.Future != futures[0] || mv.Root != "/b"):
+		t.Fatalf("%s: future %s left, recovery resumes %+v", label, futures[0], resumed)
+	case len(futures) == 0 && ok:
+		t.Fatalf("%s: recovery resumes %+v, no future left", label, mv)
+	}
+	l := openLog(t, fs, live[0], moveConfig())
+	checkBatches(t, l, appended, durable, label)
+	if ok, _ := vfs.Exists(fs, filepath.Join(live[0], moveMarkerFile)); ok {
+		t.Fatalf("%s: move marker left in %s", label, live[0])
+	}
+	return l, mv, ok
+}
+
+// changeCurrent does to the current log what may happen to it before its
+// move resumes: cut below where the future may end (when cut), and
+// appended to at a new epoch.
+func changeCurrent(t *testing.T, l *Log, appended map[int64][]byte, durable *int64, cut bool, label string) {
+	t.Helper()
+	if cut {
+		if err := l.Truncate(max(l.LogStartOffset(), l.LogEndOffset()-150)); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		for off := range appended {
+			if off >= l.LogEndOffset() {
+				delete(appended, off)
+			}
+		}
+		*durable = min(*durable, l.LogEndOffset())
+	}
+	for i := range 3 {
+		b := makeBatch(2, 30, 7000, byte(i))
+		res := mustAppend(t, l, b, 7, 7000)
+		appended[res.BaseOffset] = b
+	}
+}
+
+// resumeMove opens mv's future and readies it (Log.ResumeFuture). It
+// returns the future, where the copy goes on and where the future ended
+// when opened.
+func resumeMove(t *testing.T, fs vfs.FS, l *Log, mv ResumedMove, label string) (fut *Log, from, futEnd int64) {
+	t.Helper()
+	fut = openLog(t, fs, mv.Future, moveConfig())
+	futEnd = fut.LogEndOffset()
+	from, err := l.ResumeFuture(fut)
+	if err != nil {
+		t.Fatalf("%s: resume: %v", label, err)
+	}
+	if from > futEnd || from != fut.LogEndOffset() {
+		t.Fatalf("%s: resumes from %d, the future ended at %d and ends at %d", label, from, futEnd, fut.LogEndOffset())
+	}
+	return fut, from, futEnd
+}
+
+// finishMove finishes the move of l into fut (no appends) and checks the
+// log in its new place holds every batch as appended.
+func finishMove(t *testing.T, l, fut *Log, appended map[int64][]byte, label string) {
+	t.Helper()
+	if err := moveScriptFrom(l, fut); err != nil {
+		t.Fatalf("%s: resumed move: %v", label, err)
+	}
+	if l.Dir() != "/b/t-0" {
+		t.Fatalf("%s: resumed move left the log in %s", label, l.Dir())
+	}
+	checkBatches(t, l, appended, l.LogEndOffset(), label+" resumed")
+}
+
+// TestMoveCrashWhileResuming loses power during a move, recovers, changes
+// the current log (cut, appended, synced), and loses power again at every
+// filesystem call of the resumed move (ResumeFuture's cuts, the copy, the
+// swap); recovers again and resumes once more: nothing durable is lost and
+// the move ends with every batch as appended.
+func TestMoveCrashWhileResuming(t *testing.T) {
+	// first crashes at some of the first move's calls; each run below
+	// checks it left a future to resume.
+	firsts := []int{60, 150, 216, 251, 300}
+	runs := 0
+	for _, first := range firsts {
+		for second := 1; ; second++ {
+			label := fmt.Sprintf("crash at call %d, then at call %d of the resumed move", first, second)
+			fs := vfs.NewMem()
+			src, appended := fillSource(t, fs, 60)
+			durable := src.LogEndOffset()
+			c := &crasher{fs: fs, at: first, opts: vfs.CrashOptions{TornWrites: true, Seed: uint64(first)}}
+			fs.SetFault(c.fault)
+			if err := moveScript(src, appended, 100, &durable); err == nil || !c.crashed {
+				t.Fatalf("%s: the first move did not crash: %v", label, err)
+			}
+			fs.SetFault(nil)
+			l, mv, ok := recoverMove(t, fs, appended, durable, label)
+			if !ok {
+				t.Fatalf("%s: no future left to resume", label)
+			}
+			changeCurrent(t, l, appended, &durable, true, label)
+			end, err := l.Sync()
+			if err != nil {
+				t.Fatal(err)
+			}
+			durable = end
+			c = &crasher{fs: fs, at: second, opts: vfs.CrashOptions{TornWrites: true, Seed: uint64(second)}}
+			fs.SetFault(c.fault)
+			err = resumeAndMove(fs, l, mv)
+			fs.SetFault(nil)
+			if !c.crashed {
+				if err != nil {
+					t.Fatalf("%s: resumed move: %v", label, err)
+				}
+				checkBatches(t, l, appended, durable, label)
+				l.Close()
+				runs += second
+				break
+			}
+			l2, mv2, ok := recoverMove(t, fs, appended, durable, label+", recovered")
+			if ok {
+				fut, _, _ := resumeMove(t, fs, l2, mv2, label)
+				finishMove(t, l2, fut, appended, label)
+			}
+			l2.Close()
+		}
+	}
+	t.Logf("%d crash points in resumed moves", runs)
+}
+
+// resumeAndMove resumes mv into its future and finishes the move, without
+// failing the test: a crash stops it.
+func resumeAndMove(fs vfs.FS, l *Log, mv ResumedMove) error {
+	fut, err := Open(fs, mv.Future, moveConfig(), quietOptions())
+	if err != nil {
+		return err
+	}
+	if _, err := l.ResumeFuture(fut); err != nil {
+		return err
+	}
+	return moveScriptFrom(l, fut)
 }

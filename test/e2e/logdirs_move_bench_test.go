@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -66,12 +67,62 @@ func TestAlterReplicaLogDirsThrottleIsDynamic(t *testing.T) {
 	if dirs := mv.dirs(); len(dirs) != 2 {
 		t.Fatalf("right after the request the replica is in %v, want its current and future directories", dirs)
 	}
-	unlimited := unlimitedRate
-	res, err := mv.adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "replica.alter.log.dirs.io.max.bytes.per.second", Value: &unlimited}}, 1)
-	if err = firstErr(res, err); err != nil {
-		t.Fatal(err)
-	}
+	mv.setRate(unlimitedRate)
 	awaitReplicaDir(ctx, t, mv.adm, 1, mv.topic, to)
+}
+
+// TestAlterReplicaLogDirsResumedAfterStop stops a broker in the middle of
+// a move (at 512 KiB/s, once the future log holds more than one batch of
+// the 16 MiB, then held at 1024 B/s) and starts it again: the move goes on
+// from what the future log holds, so right after the restart
+// DescribeLogDirs shows the future no further behind than before the stop.
+// Copying again from the start it would hold one batch (a copy takes at
+// least one, and one batch of up to 1 MiB puts 1024 B/s in debt for
+// minutes): further behind. Once the rate is raised the move ends with
+// every record.
+func TestAlterReplicaLogDirsResumedAfterStop(t *testing.T) {
+	ctx := testContext(t, 90*time.Second)
+	const mib = 16
+	mv := startMoveBroker(ctx, t, "524288", mib)
+	total := int64(mib * 16)
+	to := mv.other()
+	mv.request(to)
+	// Batches hold at most 16 records of 64 KiB (1 MiB): 20 copied is
+	// two batches at least, and far from the last 4 MiB, which would
+	// finish unthrottled.
+	awaitAdmin(ctx, t, "two batches copied", func() (bool, any) {
+		lag, ok := mv.futureLag()
+		return ok && lag <= total-20, lag
+	})
+	mv.setRate("1024")
+	before, ok := mv.futureLag()
+	if !ok {
+		t.Fatal("the move ended before the stop")
+	}
+	mv.tb.stop()
+	mv.tb.start()
+	var after int64
+	awaitAdmin(ctx, t, "the move resumed", func() (bool, any) {
+		var ok bool
+		after, ok = mv.futureLag()
+		return ok, mv.dirs()
+	})
+	t.Logf("the future log was %d of %d records behind before the stop, %d right after the restart", before, total, after)
+	if after > before {
+		t.Fatalf("after the restart the future is %d records behind, %d before the stop: the copy started over", after, before)
+	}
+	mv.setRate(unlimitedRate)
+	awaitReplicaDir(ctx, t, mv.adm, 1, mv.topic, to)
+	want := moveRecords(mib)
+	recs := consumeAll(ctx, t, mv.tb, mv.topic, total)
+	if len(recs) != len(want) {
+		t.Fatalf("%d records after the move, %d written", len(recs), len(want))
+	}
+	for i, r := range recs {
+		if r.Offset != int64(i) || !bytes.Equal(r.Value, want[i]) {
+			t.Fatalf("record %d (offset %d) is not the one written", i, r.Offset)
+		}
+	}
 }
 
 func firstErr(res kadm.AlterConfigsResponses, err error) error {
@@ -91,6 +142,7 @@ func firstErr(res kadm.AlterConfigsResponses, err error) error {
 type moveBroker struct {
 	ctx    context.Context
 	t      testing.TB
+	tb     *testBroker
 	adm    *kadm.Client
 	topic  string
 	d1, d2 string
@@ -105,17 +157,13 @@ func startMoveBroker(ctx context.Context, t testing.TB, rate string, mib int) *m
 		opts = append(opts, withProp("replica.alter.log.dirs.io.max.bytes.per.second", rate))
 	}
 	tb := startBroker(t, opts...)
+	mv.tb = tb
 	seg := "8388608"
 	tb.createTopic(mv.topic, 1, map[string]*string{"segment.bytes": &seg})
 	mv.adm = kadm.NewClient(tb.client())
 	cl := tb.client(kgo.DefaultProduceTopic(mv.topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(64))
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range mib * 16 { // records of 64 KiB
-		v := make([]byte, 64<<10)
-		for i := range v {
-			v[i] = byte(rng.Uint32())
-		}
+	for _, v := range moveRecords(mib) {
 		cl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				t.Error(err)
@@ -126,6 +174,46 @@ func startMoveBroker(ctx context.Context, t testing.TB, rate string, mib int) *m
 		t.Fatal(err)
 	}
 	return mv
+}
+
+// moveRecords are the values startMoveBroker writes: mib MiB of
+// incompressible records of 64 KiB.
+func moveRecords(mib int) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := make([][]byte, mib*16)
+	for r := range out {
+		v := make([]byte, 64<<10)
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		out[r] = v
+	}
+	return out
+}
+
+// futureLag is the future replica's OffsetLag in DescribeLogDirs (false
+// when there is none).
+func (mv *moveBroker) futureLag() (lag int64, ok bool) {
+	mv.t.Helper()
+	described, err := mv.adm.DescribeBrokerLogDirs(mv.ctx, 1, kadm.TopicsSet{mv.topic: {0: {}}})
+	if err != nil {
+		mv.t.Fatalf("describe log dirs: %v", err)
+	}
+	described.EachPartition(func(p kadm.DescribedLogDirPartition) {
+		if p.IsFuture {
+			lag, ok = p.OffsetLag, true
+		}
+	})
+	return lag, ok
+}
+
+// setRate sets the broker's replica.alter.log.dirs.io.max.bytes.per.second.
+func (mv *moveBroker) setRate(rate string) {
+	mv.t.Helper()
+	res, err := mv.adm.AlterBrokerConfigs(mv.ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "replica.alter.log.dirs.io.max.bytes.per.second", Value: &rate}}, 1)
+	if err = firstErr(res, err); err != nil {
+		mv.t.Fatal(err)
+	}
 }
 
 // dirs lists where the broker has the partition, as "dir future=bool".

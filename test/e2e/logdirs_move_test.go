@@ -191,10 +191,11 @@ func TestAlterReplicaLogDirsReplicated(t *testing.T) {
 	t.Logf("moved three replicas of %d records while producing", len(acked))
 }
 
-// TestAlterReplicaLogDirsResumedAfterRestart: a broker stopped in the
-// middle of a move (its future log, half copied, is left in the
-// destination) discards the future at the next start and moves the
-// replica again, as Kafka resumes its future logs; nothing is lost.
+// TestAlterReplicaLogDirsResumedAfterRestart: a future log a broker left
+// in the destination that is not one Skein can keep (no partition.metadata,
+// a segment of garbage) is dropped at the next start and the replica moved
+// again from the start; nothing is lost. A future that can be kept is
+// resumed from its end: TestAlterReplicaLogDirsResumedAfterStop.
 func TestAlterReplicaLogDirsResumedAfterRestart(t *testing.T) {
 	base := t.TempDir()
 	d1, d2 := filepath.Join(base, "d1"), filepath.Join(base, "d2")
