@@ -332,14 +332,23 @@ func TestAlterReplicaLogDirsBeforeReassignment(t *testing.T) {
 	}
 	var req kadm.AlterReplicaLogDirsReq
 	req.Add(second[target-1], kadm.TopicsSet{topic: {0: {}}})
-	resps, err := adm.AlterBrokerReplicaLogDirs(ctx, target, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
-		if !errors.Is(r.Err, kerr.ReplicaNotAvailable) {
-			t.Fatalf("replica not hosted yet: %v, want REPLICA_NOT_AVAILABLE", r.Err)
+	// The Metadata above may come from another broker than target: until
+	// target's own image has the topic it answers UNKNOWN_TOPIC_OR_PARTITION
+	// (as Kafka's does for a topic its metadata cache lacks), so ask again.
+	awaitAdmin(ctx, t, "the target broker answered for a replica it does not host", func() (bool, any) {
+		resps, err := adm.AlterBrokerReplicaLogDirs(ctx, target, req)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var last error
+		resps.Each(func(r kadm.AlterReplicaLogDirsResponse) { last = r.Err })
+		if errors.Is(last, kerr.UnknownTopicOrPartition) {
+			return false, last
+		}
+		if !errors.Is(last, kerr.ReplicaNotAvailable) {
+			t.Fatalf("replica not hosted yet: %v, want REPLICA_NOT_AVAILABLE", last)
+		}
+		return true, last
 	})
 	var move kadm.AlterPartitionAssignmentsReq
 	move.Assign(topic, 0, []int32{has, target})
