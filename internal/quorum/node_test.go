@@ -351,11 +351,11 @@ func TestNodeRejectsOtherCluster(t *testing.T) {
 	}
 }
 
-// TestDeadLeaderReplacedAtOnce: when the leader's process is gone (its
-// connections closed, its port refusing), the followers forget it and one
-// of them campaigns, without waiting out an election timeout. Here the
-// followers' timeout is 10,000 s: only that path can elect a new leader.
-func TestDeadLeaderReplacedAtOnce(t *testing.T) {
+// newNode0LeadsCluster is three nodes of which only node 0 ever times out
+// an election (the others' timeout is 10,000 s): node 0 leads, and every
+// node applied one entry ("a").
+func newNode0LeadsCluster(t *testing.T) *tcpCluster {
+	t.Helper()
 	c := newTCPClusterTicks(t, func(id int32) int {
 		if id == 0 {
 			return 10 // node 0 is elected first, the usual way
@@ -368,6 +368,15 @@ func TestDeadLeaderReplacedAtOnce(t *testing.T) {
 	}
 	c.propose("a", all...)
 	c.waitSameApplied(1, all...)
+	return c
+}
+
+// TestDeadLeaderReplacedAtOnce: when the leader's process is gone (its
+// connections closed, its port refusing), the followers forget it and one
+// of them campaigns, without waiting out an election timeout. Here the
+// followers' timeout is 10,000 s: only that path can elect a new leader.
+func TestDeadLeaderReplacedAtOnce(t *testing.T) {
+	c := newNode0LeadsCluster(t)
 	c.stop(0)
 	if leader := c.waitLeader(1, 2); leader != 1 {
 		t.Fatalf("node %d leads, want node 1 (the lowest id left campaigns)", leader)
@@ -383,18 +392,7 @@ func TestDeadLeaderReplacedAtOnce(t *testing.T) {
 // leader. Stop returns once the old leader knows its successor, which the
 // survivors follow.
 func TestStoppedLeaderHandsOver(t *testing.T) {
-	c := newTCPClusterTicks(t, func(id int32) int {
-		if id == 0 {
-			return 10 // node 0 is elected first, the usual way
-		}
-		return 1_000_000
-	}, testClusterID, testClusterID, testClusterID)
-	all := []int32{0, 1, 2}
-	if leader := c.waitLeader(all...); leader != 0 {
-		t.Fatalf("node %d leads, want node 0 (the others never time out)", leader)
-	}
-	c.propose("a", all...)
-	c.waitSameApplied(1, all...)
+	c := newNode0LeadsCluster(t)
 	old := c.nodes[0]
 	term := old.node.Term()
 	if err := old.node.Stop(); err != nil {
