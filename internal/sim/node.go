@@ -146,6 +146,9 @@ type process struct {
 	// raftLinks are the Raft transport's outbound connections, by peer
 	// node id (node_quorum_conn.go).
 	raftLinks map[int32]raftLink
+	// stopping is a clean stop's exit, waiting for the quorum handover
+	// (node_quorum_stop.go); nil while the process runs on.
+	stopping func()
 }
 
 // metadataDir is the metadata quorum's directory under "data", never a
