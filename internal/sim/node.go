@@ -65,7 +65,8 @@ type node struct {
 	boot uint64
 	// stateEpoch and stateBoot are the broker's shutdown state file
 	// (node.shutdownStateFile): the epoch the last process vouched for and
-	// the boot it ran in. Processes never stop cleanly here.
+	// the boot it ran in. Processes never close their logs cleanly here
+	// (FaultMix.Stop stops the quorum member cleanly, nothing else).
 	stateEpoch int64
 	stateBoot  uint64
 

@@ -21,20 +21,8 @@ func TestDeadQuorumLeaderReplaced(t *testing.T) {
 	}{{"kill -9", false}, {"power loss", true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= 10; seed++ {
-				cryptotest.SetGlobalRandom(t, seed)
-				c := newCluster(Options{Seed: seed, Nodes: 5, Partitions: 1, ReplicationFactor: 3, MinISR: 2, Duration: 5 * time.Second,
-					Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
-				for _, id := range c.ids {
-					if err := c.nodes[id].start(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				leader := func() *process { return c.newestWhere(func(p *process) bool { return p.core.IsLeader() }) }
-				c.s.runUntil(3*time.Second, func() bool { return false })
-				old := leader()
-				if old == nil {
-					t.Fatalf("seed %d: no quorum leader after 3 s", seed)
-				}
+				c, old := quorumLeaderAfter3s(t, seed)
+				leader := func() *process { return quorumLeader(c) }
 				dead, term := old.n, old.core.Term()
 				if tt.powerLoss {
 					dead.crash(false)
@@ -74,20 +62,8 @@ func TestDeadQuorumLeaderReplaced(t *testing.T) {
 // old leader exits once it knows its successor.
 func TestStoppedQuorumLeaderReplaced(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
-		cryptotest.SetGlobalRandom(t, seed)
-		c := newCluster(Options{Seed: seed, Nodes: 5, Partitions: 1, ReplicationFactor: 3, MinISR: 2, Duration: 5 * time.Second,
-			Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
-		for _, id := range c.ids {
-			if err := c.nodes[id].start(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		leader := func() *process { return c.newestWhere(func(p *process) bool { return p.core.IsLeader() }) }
-		c.s.runUntil(3*time.Second, func() bool { return false })
-		old := leader()
-		if old == nil {
-			t.Fatalf("seed %d: no quorum leader after 3 s", seed)
-		}
+		c, old := quorumLeaderAfter3s(t, seed)
+		leader := func() *process { return quorumLeader(c) }
 		stopped, term := old.n, old.core.Term()
 		exited := false
 		stopped.stop(func() { exited = true })
@@ -109,4 +85,29 @@ func TestStoppedQuorumLeaderReplaced(t *testing.T) {
 			t.Fatalf("seed %d: %s still up after its stop", seed, stopped)
 		}
 	}
+}
+
+// quorumLeaderAfter3s starts five nodes with seed and runs them for 3 s:
+// the quorum has a leader by then.
+func quorumLeaderAfter3s(t *testing.T, seed uint64) (*Cluster, *process) {
+	t.Helper()
+	cryptotest.SetGlobalRandom(t, seed)
+	c := newCluster(Options{Seed: seed, Nodes: 5, Partitions: 1, ReplicationFactor: 3, MinISR: 2, Duration: 5 * time.Second,
+		Net: netConfig{MinDelay: 100 * time.Microsecond, MaxDelay: 2 * time.Millisecond}})
+	for _, id := range c.ids {
+		if err := c.nodes[id].start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.s.runUntil(3*time.Second, func() bool { return false })
+	old := quorumLeader(c)
+	if old == nil {
+		t.Fatalf("seed %d: no quorum leader after 3 s", seed)
+	}
+	return c, old
+}
+
+// quorumLeader is the leader with the newest term, nil if none.
+func quorumLeader(c *Cluster) *process {
+	return c.newestWhere(func(p *process) bool { return p.core.IsLeader() })
 }
