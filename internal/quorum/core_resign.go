@@ -26,21 +26,25 @@ type resignation struct {
 }
 
 // Resign hands this leader's leadership over before its process stops: to
-// the successor (see successor), with etcd raft's leadership transfer. It
+// the successor (see successor), with etcd raft's leadership transfer.
+// stopping are the raft ids of peers whose processes the caller knows to
+// be stopping too (a broker in its controlled shutdown: see
+// ctrlcore.StoppingNodes); none of them is chosen, since a successor that
+// stops before its election is won hands nothing on and the wait is lost. It
 // returns the successor's raft id, or 0 when there is nothing to hand over
 // (this node is not the leader, or no other voter could take over); then
 // Resigned is true at once. The caller keeps ticking, stepping and calling
 // Ready until Resigned, and then stops. Proposals made meanwhile are
 // dropped (Raft refuses them during a transfer; ErrProposalDropped at the
 // Node).
-func (c *Core) Resign() uint64 {
+func (c *Core) Resign(stopping ...uint64) uint64 {
 	if c.resign != nil {
 		return c.resign.to
 	}
 	if c.failed != nil || !c.IsLeader() {
 		return 0
 	}
-	to := c.successor()
+	to := c.successor(stopping)
 	if to == 0 {
 		return 0
 	}
@@ -79,13 +83,14 @@ func (c *Core) resignTick() {
 
 // successor is the voter a resigning leader hands over to: among the
 // current voters other than itself, one whose process has not been
-// reported gone (PeerDown, which the transport reports for any peer), that
+// reported gone (PeerDown, which the transport reports for any peer) and
+// is not among stopping (the caller's knowledge), that
 // was heard from within the last election timeout (Raft's RecentActive,
 // which CheckQuorum keeps), that holds the most of the log (the highest
 // match index, so the transfer needs the fewest entries sent first), the
 // lowest id among equals (every run picks the same). A voter reported gone
 // is never chosen: it could not campaign. 0 if no voter qualifies.
-func (c *Core) successor() uint64 {
+func (c *Core) successor(stopping []uint64) uint64 {
 	st := c.Status()
 	type candidate struct {
 		id     uint64
@@ -94,7 +99,7 @@ func (c *Core) successor() uint64 {
 	}
 	var cands []candidate
 	for _, id := range c.confState.GetVoters() {
-		if id == c.cfg.ID || c.gone[id] {
+		if id == c.cfg.ID || c.gone[id] || slices.Contains(stopping, id) {
 			continue
 		}
 		pr, ok := st.Progress[id]

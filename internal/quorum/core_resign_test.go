@@ -23,6 +23,12 @@ func TestResignHandsOverToBestCaughtUpVoter(t *testing.T) {
 		t.Fatal("Resigned is false before Resign")
 	}
 	term := c.cores[1].Term()
+	if got := c.cores[1].successor([]uint64{4}); got != 5 {
+		t.Fatalf("successor with node 4 stopping is %d, want 5", got)
+	}
+	if got := c.cores[1].successor([]uint64{4, 5}); got != 2 {
+		t.Fatalf("successor with nodes 4 and 5 stopping is %d, want 2 (behind, but the only one left)", got)
+	}
 	if got := c.cores[1].Resign(); got != 4 {
 		t.Fatalf("Resign chose %d, want 4 (caught up, not gone, lowest id)", got)
 	}
@@ -57,6 +63,10 @@ func TestResignNotLeader(t *testing.T) {
 	}
 	if !c.cores[2].Resigned() {
 		t.Fatal("a follower's Resigned is false")
+	}
+	// Nor does one whose every other voter is stopping too.
+	if got := c.cores[1].Resign(2, 3); got != 0 || !c.cores[1].Resigned() {
+		t.Fatalf("Resign chose %d with every other voter stopping (resigned %v)", got, c.cores[1].Resigned())
 	}
 	// A leader whose every other voter is gone has no successor.
 	for _, id := range []uint64{2, 3} {

@@ -306,7 +306,7 @@ func (n *Node) run() {
 		case <-stop:
 			// A leader hands over first (Core.Resign); the loop runs on
 			// until that is over (Core.Resigned, checked below).
-			if n.core.Resign() == 0 {
+			if n.core.Resign(n.peersStopping()...) == 0 {
 				return
 			}
 			stop = nil
@@ -331,10 +331,27 @@ func (n *Node) run() {
 			return
 		}
 		if stop == nil && n.core.Resigned() {
-			n.logger.Info("quorum leadership handed over; stopping", "leader", NodeID(n.core.Leader()), "term", n.core.Term())
+			if n.core.IsLeader() || n.core.Leader() == 0 {
+				n.logger.Warn("quorum leadership handover did not complete within an election timeout; stopping anyway", "term", n.core.Term())
+			} else {
+				n.logger.Info("quorum leadership handed over; stopping", "leader", NodeID(n.core.Leader()), "term", n.core.Term())
+			}
 			return
 		}
 	}
+}
+
+// peersStopping is the raft ids of the peers NodeConfig.PeersStopping
+// names.
+func (n *Node) peersStopping() []uint64 {
+	if n.cfg.PeersStopping == nil {
+		return nil
+	}
+	var ids []uint64
+	for _, id := range n.cfg.PeersStopping() {
+		ids = append(ids, RaftID(id))
+	}
+	return ids
 }
 
 // drainQueued takes events that are already waiting, up to a bound.

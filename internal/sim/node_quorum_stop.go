@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/skein-log/skein/internal/quorum"
+import (
+	"github.com/skein-log/skein/internal/ctrlcore"
+	"github.com/skein-log/skein/internal/quorum"
+)
 
 // A clean stop, as far as the metadata quorum goes: what quorum.Node.Stop
 // does, on the event queue. A leader hands its leadership over first
@@ -14,7 +17,11 @@ import "github.com/skein-log/skein/internal/quorum"
 // stop stops n's process cleanly; exited runs once it is gone.
 func (n *node) stop(exited func()) {
 	p := n.proc
-	to := p.core.Resign()
+	var stopping []uint64
+	for _, id := range ctrlcore.StoppingNodes(p.image) {
+		stopping = append(stopping, quorum.RaftID(id))
+	}
+	to := p.core.Resign(stopping...)
 	if to == 0 {
 		n.exit()
 		exited()
