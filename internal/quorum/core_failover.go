@@ -29,6 +29,7 @@ const campaignRetryTicks = 5
 // of a resigning leader's successor (see successor).
 func (c *Core) PeerDown(id uint64) error {
 	c.noteGone(id) // never the successor of a resigning leader
+	c.successorGone(id)
 	if c.IsLeader() || c.Leader() != id {
 		return nil
 	}

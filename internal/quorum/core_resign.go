@@ -21,8 +21,10 @@ import (
 
 // resignation is a handover this leader started (Resign).
 type resignation struct {
-	to    uint64 // the voter asked to take over
-	ticks int    // ticks since Resign
+	to       uint64   // the voter asked to take over
+	ticks    int      // ticks since Resign
+	stopping []uint64 // Resign's, for a new choice (successorGone)
+	over     bool     // no voter is left to hand over to
 }
 
 // Resign hands this leader's leadership over before its process stops: to
@@ -48,7 +50,7 @@ func (c *Core) Resign(stopping ...uint64) uint64 {
 	if to == 0 {
 		return 0
 	}
-	c.resign = &resignation{to: to}
+	c.resign = &resignation{to: to, stopping: stopping}
 	c.logger.Info("handing the quorum leadership over before stopping", "to", NodeID(to), "term", c.Term())
 	c.rn.TransferLeader(to)
 	return to
@@ -62,7 +64,7 @@ func (c *Core) Resign(stopping ...uint64) uint64 {
 // Resign was never called.
 func (c *Core) Resigned() bool {
 	r := c.resign
-	if r == nil {
+	if r == nil || r.over {
 		return true
 	}
 	switch {
@@ -72,6 +74,26 @@ func (c *Core) Resigned() bool {
 		return true // the transfer was given up
 	}
 	return r.ticks >= c.cfg.ElectionTicks
+}
+
+// successorGone: the successor's process was reported gone (PeerDown)
+// while this leader hands over to it, so it will never campaign. The
+// handover goes to the next successor, within the same election timeout,
+// or is over if there is none.
+func (c *Core) successorGone(id uint64) {
+	r := c.resign
+	if r == nil || r.over || id != r.to || !c.IsLeader() {
+		return
+	}
+	next := c.successor(r.stopping)
+	if next == 0 {
+		r.over = true
+		c.logger.Info("the quorum leadership's successor is gone; no other voter to hand over to", "successor", NodeID(id))
+		return
+	}
+	c.logger.Info("the quorum leadership's successor is gone; handing over to another", "successor", NodeID(id), "to", NodeID(next))
+	r.to = next
+	c.rn.TransferLeader(next) // aborts the transfer to id
 }
 
 // resignTick counts the ticks of a handover under way.

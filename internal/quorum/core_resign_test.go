@@ -118,3 +118,48 @@ func TestResignGivesUpOnUnreachableSuccessor(t *testing.T) {
 		t.Fatalf("handover over after %d ticks, before an election timeout", ticks)
 	}
 }
+
+// The successor's process is reported gone during the handover: the
+// leader hands over to the next one at once, and when none is left the
+// handover is over (the caller stops without waiting out the timeout).
+func TestResignSuccessorGone(t *testing.T) {
+	c := newCluster(t, 3, failoverConfig())
+	c.elect(1)
+	c.propose(1, "a")
+	term := c.cores[1].Term()
+	if got := c.cores[1].Resign(); got != 2 {
+		t.Fatalf("Resign chose %d, want 2", got)
+	}
+	c.crash(2) // before its MsgTimeoutNow arrives
+	if _, err := c.cores[1].Ready(); err != nil {
+		t.Fatal(err) // the MsgTimeoutNow to 2, lost
+	}
+	if err := c.cores[1].PeerDown(2); err != nil {
+		t.Fatal(err)
+	}
+	if c.cores[1].Resigned() {
+		t.Fatal("handover over with node 3 left to take over")
+	}
+	c.settle()
+	if !c.cores[3].IsLeader() || c.cores[3].Term() != term+1 || c.cores[1].Leader() != 3 {
+		t.Fatalf("node 3 is %s in term %d, node 1 follows %d; want 3 leading in term %d", c.cores[3].Status().RaftState, c.cores[3].Term(), c.cores[1].Leader(), term+1)
+	}
+	if !c.cores[1].Resigned() {
+		t.Fatal("handover not over once node 3 leads")
+	}
+
+	// Node 3 (told of node 2's death too) resigns to node 1, which is
+	// then reported gone: nobody left.
+	if err := c.cores[3].PeerDown(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.cores[3].Resign(); got != 1 {
+		t.Fatalf("node 3's Resign chose %d, want 1", got)
+	}
+	if err := c.cores[3].PeerDown(1); err != nil {
+		t.Fatal(err)
+	}
+	if !c.cores[3].Resigned() {
+		t.Fatal("handover not over with no voter left to take over")
+	}
+}
