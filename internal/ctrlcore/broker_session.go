@@ -160,6 +160,23 @@ func (s *BrokerSession) Observe(im *metadata.Image) bool {
 // the next step registers again.
 func (s *BrokerSession) Abandon() { s.granted = -1 }
 
+// StoppingNodes are the registered brokers that the image shows fenced or
+// in a controlled shutdown: a stopping controller does not hand the
+// quorum's leadership to one of them (quorum.Core.Resign), since a combined
+// node in its controlled shutdown stops its quorum member next.
+func StoppingNodes(im *metadata.Image) []int32 {
+	if im == nil {
+		return nil
+	}
+	var ids []int32
+	for _, b := range im.Brokers() {
+		if !im.IsActive(b.ID) {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
+}
+
 // HandoverPossible reports whether broker id's controlled shutdown can do
 // anything: some other broker is active (unfenced, not in a controlled
 // shutdown of its own) to take over its leaderships and to drop it from

@@ -2,6 +2,7 @@ package ctrlcore
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -124,26 +125,29 @@ func TestBrokerSessionLostAnswerAndAbandon(t *testing.T) {
 // A stopping broker waits for its controlled shutdown only while another
 // broker is active to take over: with every other one fenced or stopping
 // too (SIGTERM to a whole cluster at once), the last one stops at once
-// instead of waiting until the quorum stops answering.
+// instead of waiting until the quorum stops answering. StoppingNodes names
+// the fenced and stopping brokers, which a stopping controller does not
+// hand the quorum's leadership to.
 func TestHandoverPossible(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		ids   []int32
-		recs  []metadata.Record
-		want  bool
-		nilIm bool
+		name     string
+		ids      []int32
+		recs     []metadata.Record
+		want     bool
+		nilIm    bool
+		stopping []int32
 	}{
 		{name: "no image", nilIm: true},
 		{name: "the only broker", ids: []int32{2}},
 		{name: "others active", ids: []int32{2, 1, 3}, want: true},
 		{name: "itself already stopping, others active", ids: []int32{2, 1, 3},
-			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 2, Epoch: 12}}, want: true},
+			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 2, Epoch: 12}}, want: true, stopping: []int32{2}},
 		{name: "one other stopping, one active", ids: []int32{2, 1, 3},
-			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 1, Epoch: 11}}, want: true},
+			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 1, Epoch: 11}}, want: true, stopping: []int32{1}},
 		{name: "every other one stopping", ids: []int32{2, 1, 3},
-			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13}}},
+			recs: []metadata.Record{metadata.BeginControlledShutdown{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13}}, stopping: []int32{1, 3}},
 		{name: "one fenced, one stopping", ids: []int32{2, 1, 3},
-			recs: []metadata.Record{metadata.FenceBroker{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13}}},
+			recs: []metadata.Record{metadata.FenceBroker{ID: 1, Epoch: 11}, metadata.BeginControlledShutdown{ID: 3, Epoch: 13}}, stopping: []int32{1, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var im *metadata.Image
@@ -156,6 +160,9 @@ func TestHandoverPossible(t *testing.T) {
 			}
 			if got := HandoverPossible(im, 2); got != tc.want {
 				t.Fatalf("HandoverPossible = %v, want %v", got, tc.want)
+			}
+			if got := StoppingNodes(im); !slices.Equal(got, tc.stopping) {
+				t.Fatalf("StoppingNodes = %v, want %v", got, tc.stopping)
 			}
 		})
 	}

@@ -496,7 +496,7 @@ func (b *Broker) haltOnce() {
 	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
-		b.quorum.Stop()
+		b.quorum.Halt() // no handover: a crash hands nothing over
 	}
 	b.closeListeners()
 	b.connWG.Wait()
@@ -533,6 +533,10 @@ func (b *Broker) closeOnce() error {
 	b.txns.stopAll()
 	b.fetchers.stopAll()
 	if b.quorum != nil {
+		// After the controlled shutdown, before the controller listener
+		// closes (drainConns): an active controller hands the quorum's
+		// leadership over (quorum.Node.Stop), and its successor's
+		// election and first message must still reach it.
 		b.quorum.Stop()
 	}
 	b.drainConns()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/quorum"
 )
@@ -88,6 +89,7 @@ func (b *Broker) quorumConfig(clusterID string) quorum.NodeConfig {
 		KeepEntries:     keepBehindSnapshot(b.opts.MetadataSnapshotEvery),
 		Apply:           b.applyMetadataEntry,
 		OnLeaderChange:  b.onControllerChange,
+		PeersStopping:   func() []int32 { return ctrlcore.StoppingNodes(b.Image()) },
 		Logger:          b.logger(loggerQuorum),
 	}
 }

@@ -127,6 +127,11 @@ type Core struct {
 	// try (see campaignTick).
 	campaignDue  bool
 	campaignWait int
+	// resign is the handover this leader started before stopping, nil if
+	// none (see core_resign.go); gone are the peers whose processes were
+	// reported gone (PeerDown) and have sent nothing since.
+	resign *resignation
+	gone   map[uint64]bool
 
 	applied   uint64 // last index handed out in Output.Committed (or restored)
 	snapIndex uint64 // index of the latest durable snapshot
@@ -228,6 +233,7 @@ func (c *Core) Tick() {
 		return // never campaign in another disk's name (see impostor)
 	}
 	c.rn.Tick()
+	c.resignTick()
 	c.campaignTick()
 	c.driveChange()
 	c.planSelfUpdate()
@@ -276,6 +282,7 @@ func (c *Core) Step(m *raftpb.Message) error {
 	// the old configuration may be needed to elect one of the new. A
 	// removed node's elections cannot disturb a working quorum: PreVote
 	// and CheckQuorum make members that hear from a leader ignore them.
+	c.noteAlive(m.GetFrom())
 	if err := c.rn.Step(m); err != nil {
 		if errors.Is(err, raft.ErrStepPeerNotFound) {
 			// A response from a node the configuration no longer (or not
@@ -305,6 +312,10 @@ func (c *Core) Propose(data []byte) error {
 		return &NotLeaderError{Leader: st.Lead}
 	}
 	if err := c.rn.Propose(data); err != nil {
+		if errors.Is(err, raft.ErrProposalDropped) {
+			// A leadership transfer is under way (Resign).
+			return fmt.Errorf("quorum: propose: %w", ErrProposalDropped)
+		}
 		return fmt.Errorf("quorum: propose: %w", err)
 	}
 	return nil

@@ -25,8 +25,11 @@ const campaignRetryTicks = 5
 // It campaigns again every campaignRetryTicks while no leader is known
 // (see campaignTick). Only a voter campaigns: a learner (an observer, or a
 // voter removed from the quorum) is never the lowest voter. A report about
-// any other peer, or on the leader itself, changes nothing.
+// any other peer, or on the leader itself, changes nothing but the choice
+// of a resigning leader's successor (see successor).
 func (c *Core) PeerDown(id uint64) error {
+	c.noteGone(id) // never the successor of a resigning leader
+	c.successorGone(id)
 	if c.IsLeader() || c.Leader() != id {
 		return nil
 	}

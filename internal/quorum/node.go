@@ -58,8 +58,10 @@ type Node struct {
 	appliedMu sync.Mutex
 	appliedCh chan struct{}
 
-	stop     chan struct{}
+	stop     chan struct{} // Stop: hand the leadership over, then stop
 	stopOnce sync.Once
+	halt     chan struct{} // Halt: stop now
+	haltOnce sync.Once
 	done     chan struct{}
 	err      error // why the loop ended; read after done
 
@@ -144,6 +146,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		peerTimes: map[uint64]peerTimes{},
 		reads:     make(chan readRequest, readQueueLen),
 		stop:      make(chan struct{}),
+		halt:      make(chan struct{}),
 		done:      make(chan struct{}),
 		waiters:   map[uint64]*waiter{},
 		appliedCh: make(chan struct{}),
@@ -170,10 +173,22 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-// Stop stops the loop, the transport and the storage, and returns the error
-// that had failed the node, if any.
+// Stop stops the node cleanly: a leader first hands its leadership over
+// (Core.Resign) and waits, at most an election timeout, until another
+// leader is known or the transfer failed (Core.Resigned); then the loop,
+// the transport and the storage stop. It returns the error that had failed
+// the node, if any. The peers must still reach this node meanwhile (its
+// listener open): the successor's election and first message answer here.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() { close(n.stop) })
+	<-n.done
+	return n.err
+}
+
+// Halt stops the node at once, as a crash would, without handing the
+// leadership over; it also cuts short a Stop's handover.
+func (n *Node) Halt() error {
+	n.haltOnce.Do(func() { close(n.halt) })
 	<-n.done
 	return n.err
 }
@@ -283,10 +298,18 @@ func (n *Node) run() {
 		n.failReads(ErrStopped)
 		close(n.done)
 	}()
+	stop := n.stop // nil once a handover is under way
 	for {
 		select {
-		case <-n.stop:
+		case <-n.halt:
 			return
+		case <-stop:
+			// A leader hands over first (Core.Resign); the loop runs on
+			// until that is over (Core.Resigned, checked below).
+			if n.core.Resign(n.peersStopping()...) == 0 {
+				return
+			}
+			stop = nil
 		case <-ticker.C:
 			n.core.Tick()
 			n.readTick()
@@ -307,7 +330,28 @@ func (n *Node) run() {
 			n.logger.Error("quorum node stopped by a storage error", "err", err)
 			return
 		}
+		if stop == nil && n.core.Resigned() {
+			if n.core.IsLeader() || n.core.Leader() == 0 {
+				n.logger.Warn("quorum leadership handover did not complete within an election timeout; stopping anyway", "term", n.core.Term())
+			} else {
+				n.logger.Info("quorum leadership handed over; stopping", "leader", NodeID(n.core.Leader()), "term", n.core.Term())
+			}
+			return
+		}
 	}
+}
+
+// peersStopping is the raft ids of the peers NodeConfig.PeersStopping
+// names.
+func (n *Node) peersStopping() []uint64 {
+	if n.cfg.PeersStopping == nil {
+		return nil
+	}
+	var ids []uint64
+	for _, id := range n.cfg.PeersStopping() {
+		ids = append(ids, RaftID(id))
+	}
+	return ids
 }
 
 // drainQueued takes events that are already waiting, up to a bound.

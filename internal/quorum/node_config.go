@@ -76,6 +76,10 @@ type NodeConfig struct {
 	Apply func(index uint64, data []byte)
 	// OnLeaderChange, if set, is told the new leader's node id (-1: none).
 	OnLeaderChange func(leader int32)
+	// PeersStopping, if set, names the peers (node ids) whose processes
+	// are stopping too; Stop's handover never goes to one of them
+	// (Core.Resign). Run on the Node's Raft goroutine when Stop begins.
+	PeersStopping func() []int32
 	// OnMembershipChange, if set, is told a dynamic quorum's membership
 	// whenever it changes (and once at start).
 	OnMembershipChange func(Membership)

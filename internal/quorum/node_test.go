@@ -151,14 +151,16 @@ func (c *tcpCluster) start(id int32, ln net.Listener) {
 	go func() { _ = n.server.Serve() }()
 }
 
+// stop ends node id's process as a kill would: its port refuses at once
+// and its quorum stops without handing anything over (Halt).
 func (c *tcpCluster) stop(id int32) {
 	c.t.Helper()
 	n := c.nodes[id]
 	if err := n.server.Close(); err != nil {
 		c.t.Errorf("close server %d: %v", id, err)
 	}
-	if err := n.node.Stop(); err != nil {
-		c.t.Errorf("stop node %d: %v", id, err)
+	if err := n.node.Halt(); err != nil {
+		c.t.Errorf("halt node %d: %v", id, err)
 	}
 	n.node = nil
 }
@@ -349,11 +351,11 @@ func TestNodeRejectsOtherCluster(t *testing.T) {
 	}
 }
 
-// TestDeadLeaderReplacedAtOnce: when the leader's process is gone (its
-// connections closed, its port refusing), the followers forget it and one
-// of them campaigns, without waiting out an election timeout. Here the
-// followers' timeout is 10,000 s: only that path can elect a new leader.
-func TestDeadLeaderReplacedAtOnce(t *testing.T) {
+// newNode0LeadsCluster is three nodes of which only node 0 ever times out
+// an election (the others' timeout is 10,000 s): node 0 leads, and every
+// node applied one entry ("a").
+func newNode0LeadsCluster(t *testing.T) *tcpCluster {
+	t.Helper()
 	c := newTCPClusterTicks(t, func(id int32) int {
 		if id == 0 {
 			return 10 // node 0 is elected first, the usual way
@@ -366,10 +368,53 @@ func TestDeadLeaderReplacedAtOnce(t *testing.T) {
 	}
 	c.propose("a", all...)
 	c.waitSameApplied(1, all...)
+	return c
+}
+
+// TestDeadLeaderReplacedAtOnce: when the leader's process is gone (its
+// connections closed, its port refusing), the followers forget it and one
+// of them campaigns, without waiting out an election timeout. Here the
+// followers' timeout is 10,000 s: only that path can elect a new leader.
+func TestDeadLeaderReplacedAtOnce(t *testing.T) {
+	c := newNode0LeadsCluster(t)
 	c.stop(0)
 	if leader := c.waitLeader(1, 2); leader != 1 {
 		t.Fatalf("node %d leads, want node 1 (the lowest id left campaigns)", leader)
 	}
+	c.propose("b", 1, 2)
+	c.waitSameApplied(2, 1, 2)
+}
+
+// TestStoppedLeaderHandsOver: a leader stopped cleanly (Stop) hands its
+// leadership over before it stops, while its port still accepts
+// connections, so nothing tells the followers it is gone (PeerDown) and
+// their election timeout is 10,000 s: only the handover can elect a new
+// leader. Stop returns once the old leader knows its successor, which the
+// survivors follow.
+func TestStoppedLeaderHandsOver(t *testing.T) {
+	c := newNode0LeadsCluster(t)
+	old := c.nodes[0]
+	term := old.node.Term()
+	if err := old.node.Stop(); err != nil {
+		t.Fatalf("stop node 0: %v", err)
+	}
+	next := old.node.Leader()
+	if next != 1 && next != 2 {
+		t.Fatalf("node 0 stopped knowing leader %d, want its successor 1 or 2", next)
+	}
+	if old.node.IsLeader() {
+		t.Fatal("node 0 stopped as the leader")
+	}
+	if leader := c.waitLeader(1, 2); leader != next {
+		t.Fatalf("node %d leads, want %d (node 0's successor)", leader, next)
+	}
+	if got := c.nodes[next].node.Term(); got != term+1 {
+		t.Fatalf("successor in term %d, want %d (one election)", got, term+1)
+	}
+	if err := old.server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old.node = nil
 	c.propose("b", 1, 2)
 	c.waitSameApplied(2, 1, 2)
 }

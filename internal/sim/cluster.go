@@ -101,7 +101,11 @@ type Stats struct {
 	Elections                                  int
 	// DeadLeadersForgotten counts the quorum followers that forgot their
 	// leader when told its process was gone (Core.PeerDown).
-	DeadLeadersForgotten       int
+	DeadLeadersForgotten int
+	// Stops counts the processes stopped cleanly (FaultMix.Stop), and
+	// Handovers the quorum leaders among them whose successor was known
+	// before they exited (Core.Resign).
+	Stops, Handovers           int
 	VotersAdded, VotersRemoved int // the operator's completed changes (FaultMix.Membership)
 	VotersUpdated              int // UpdateRaftVoter answered without error at kraft.version 1 (a voter's new port)
 	KRaftUpgrades              int // kraft.version upgrades that completed (FaultMix.Upgrade)
@@ -286,6 +290,13 @@ func (c *Cluster) heal() {
 			// until the process restarts, and nothing in the broker
 			// restarts it: the operator does, once the disk has room.
 			n.tracef("restarted by the operator: a partition log failed")
+			n.exit()
+		}
+		if n.up && n.proc.stopping != nil {
+			// A clean stop still handing over (FaultMix.Stop) ends now,
+			// and the process starts again as a stopped one would.
+			n.tracef("clean stop cut short: healing")
+			n.proc.stopping = nil
 			n.exit()
 		}
 		if !n.up {

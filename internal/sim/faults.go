@@ -42,6 +42,7 @@ const (
 	faultPause
 	faultDiskFull
 	faultBitFlip
+	faultStop
 )
 
 func (f *faultState) enabled() []faultKind {
@@ -51,7 +52,8 @@ func (f *faultState) enabled() []faultKind {
 		on   bool
 		kind faultKind
 	}{{m.Kill, faultKill}, {m.PowerLoss, faultPowerLoss}, {m.PowerLossAll, faultPowerLossAll},
-		{m.Partition, faultPartition}, {m.OneWay, faultOneWay}, {m.Pause, faultPause}, {m.DiskFull, faultDiskFull}, {m.BitFlip, faultBitFlip}} {
+		{m.Partition, faultPartition}, {m.OneWay, faultOneWay}, {m.Pause, faultPause}, {m.DiskFull, faultDiskFull}, {m.BitFlip, faultBitFlip},
+		{m.Stop, faultStop}} {
 		if k.on {
 			out = append(out, k.kind)
 		}
@@ -81,6 +83,13 @@ func (f *faultState) next() {
 		n.tracef("FAULT kill -9")
 		n.exit()
 		f.restartLater(n)
+	case faultStop:
+		if !n.up || n.proc.stopping != nil {
+			return
+		}
+		st.Stops++
+		n.tracef("FAULT clean stop")
+		n.stop(func() { f.restartLater(n) })
 	case faultPowerLoss:
 		if !n.up {
 			return

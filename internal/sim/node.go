@@ -65,7 +65,8 @@ type node struct {
 	boot uint64
 	// stateEpoch and stateBoot are the broker's shutdown state file
 	// (node.shutdownStateFile): the epoch the last process vouched for and
-	// the boot it ran in. Processes never stop cleanly here.
+	// the boot it ran in. Processes never close their logs cleanly here
+	// (FaultMix.Stop stops the quorum member cleanly, nothing else).
 	stateEpoch int64
 	stateBoot  uint64
 
@@ -146,6 +147,9 @@ type process struct {
 	// raftLinks are the Raft transport's outbound connections, by peer
 	// node id (node_quorum_conn.go).
 	raftLinks map[int32]raftLink
+	// stopping is a clean stop's exit, waiting for the quorum handover
+	// (node_quorum_stop.go); nil while the process runs on.
+	stopping func()
 }
 
 // metadataDir is the metadata quorum's directory under "data", never a

@@ -58,6 +58,7 @@ func (p *process) processReady() {
 			return // the process exited while applying
 		}
 	}
+	p.stopIfResigned()
 }
 
 func (p *process) sendRaft(m *raftpb.Message) {

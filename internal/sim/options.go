@@ -69,7 +69,11 @@ type FaultMix struct {
 	Pause        bool          // SIGSTOP a process, sometimes past the session timeout
 	DiskFull     bool          // a node's disk fills up for a while
 	BitFlip      bool          // a stored byte of a partition log rots
-	Reassign     bool          // an operator reassigns a partition (KIP-455), changing its replication factor at times, or cancels
+	// Stop stops a process cleanly as far as the quorum goes (a leader
+	// hands its leadership over first, node_quorum_stop.go), then it
+	// exits as a killed one does.
+	Stop     bool
+	Reassign bool // an operator reassigns a partition (KIP-455), changing its replication factor at times, or cancels
 	// Throttle, with Reassign, has the operator throttle every other
 	// reassignment (dynamic broker rates and throttled-replicas lists,
 	// throttle.go) and remove the throttle once healed.
@@ -150,6 +154,8 @@ func Swarm(seed uint64, duration time.Duration) Options {
 		o.Faults.Reassign = rand.New(rand.NewPCG(seed, 0x4ea55)).IntN(2) == 0
 		// Its own source too: the seeds without it keep their runs.
 		o.Faults.Throttle = o.Faults.Reassign && rand.New(rand.NewPCG(seed, 0x7407)).IntN(2) == 0
+		// Its own source too: the seeds without it keep their runs.
+		o.Faults.Stop = rand.New(rand.NewPCG(seed, 0x5709)).IntN(3) == 0
 	}
 	o.Producers = []ProducerSpec{{Acks: -1, Idempotent: true}}
 	for range r.IntN(3) {
