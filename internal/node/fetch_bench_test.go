@@ -89,10 +89,10 @@ func BenchmarkIdleFollowerFetchParked(b *testing.B) {
 func parkedOn(p *partition) *fetchWaiter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for w := range p.watchers {
-		return w
+	if len(p.watchers) == 0 {
+		return nil
 	}
-	return nil
+	return p.watchers[0].w
 }
 
 // idleLeader is a broker leading n partitions of one topic with nothing
