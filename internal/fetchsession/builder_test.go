@@ -85,3 +85,48 @@ func TestBuilderAnsweredWithoutSession(t *testing.T) {
 		t.Fatal("session kept after an error")
 	}
 }
+
+// TestBuilderOrderAndRepeats checks that what an incremental fetch sends
+// and forgets does not depend on the order want names the partitions
+// in (a round in the session's order compares in place, another looks
+// each up), and that a partition named twice is still sent as changed
+// and forgotten once.
+func TestBuilderOrderAndRepeats(t *testing.T) {
+	b := NewBuilder()
+	round := func(want []Partition) Next {
+		t.Helper()
+		n := b.Build(want)
+		b.Answered(0, 5)
+		return n
+	}
+	want := parts(0, 1, 2, 3)
+	round(want)
+	if n := round(want); len(n.Send) != 0 || len(n.Forget) != 0 {
+		t.Fatalf("idle round sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+	reversed := slices.Clone(want)
+	slices.Reverse(reversed)
+	if n := round(reversed); len(n.Send) != 0 || len(n.Forget) != 0 {
+		t.Fatalf("idle round in another order sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+	reversed[1].FetchOffset = 9 // partition 2
+	if n := round(reversed); !slices.Equal(sentPartitions(n), []int32{2}) || len(n.Forget) != 0 {
+		t.Fatalf("partition 2 moved: sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+	reversed[3].FetchOffset = 4 // partition 0, in the session's order now
+	if n := round(reversed); !slices.Equal(sentPartitions(n), []int32{0}) || len(n.Forget) != 0 {
+		t.Fatalf("partition 0 moved: sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+	twice := append(slices.Clone(reversed[:2]), reversed[1])
+	twice[2].FetchOffset = 10
+	if n := round(twice); !slices.Equal(sentPartitions(n), []int32{2}) || !slices.Equal(forgotten(n), []int32{0, 1}) {
+		t.Fatalf("partitions 3 and 2 (twice, moved): sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+	if n := round(twice); !slices.Equal(sentPartitions(n), []int32{2}) || len(n.Forget) != 0 {
+		// Partition 2 is held at offset 10 and named at 9 first.
+		t.Fatalf("the same again: sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+	if n := round(parts(3)); len(n.Send) != 0 || !slices.Equal(forgotten(n), []int32{2}) {
+		t.Fatalf("partition 3 alone: sent %v forgot %v", sentPartitions(n), forgotten(n))
+	}
+}

@@ -19,6 +19,9 @@ type fetchWaiter struct {
 	params api.FetchParams
 	done   func([]api.FetchResult)
 	parts  []*partition // resolved per request partition; nil if unknown here
+	// slots are w's places in its partitions' watchers, by request
+	// partition (see watch); each guarded by that partition's lock.
+	slots []int32
 
 	mu       sync.Mutex
 	finished bool
@@ -51,8 +54,8 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	for i, fp := range params.Partitions {
 		w.parts[i] = b.partition(fp.Topic, fp.Partition)
 	}
-	snap := w.snapshot()
-	results, enough := w.read()
+	snap := make([]partSnap, len(w.parts))
+	results, enough := w.read(snap)
 	w.positionRecorded = true
 	if enough || params.MaxWait <= 0 {
 		w.countOut(results)
@@ -67,9 +70,24 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	b.metrics.FetchParked(w.follower())
 	// Lock order is partition.mu before fetchWaiter.mu (pokes come from
 	// under the partition lock), so register without holding w.mu.
-	for _, p := range w.parts {
+	//
+	// Data may have arrived between the read and the registration: a
+	// step that changed a partition bumped its generation before poking
+	// its watchers, so either the poke reached w or the check that
+	// follows each registration sees it. The check asks only about what
+	// would have poked w: a follower's own position moves the high
+	// watermark during its read, which pokes consumers, not followers.
+	// (An expiry still compares the whole generation, so an idle
+	// follower's answer carries the current high watermark.)
+	w.slots = make([]int32, len(w.parts))
+	for i := range w.slots {
+		w.slots[i] = -1
+	}
+	changed := false
+	for i, p := range w.parts {
 		if p != nil {
-			p.addWatcher(w)
+			p.addWatcher(w, i)
+			changed = changed || !w.partUnchanged(i, snap, true)
 		}
 	}
 	w.mu.Lock()
@@ -85,35 +103,30 @@ func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 		w.unhook()
 		return
 	}
-	// Data may have arrived between the read and the registration: a
-	// step that changed a partition bumped its generation before poking
-	// its watchers, so either the poke reached w or the check sees it.
-	// The check asks only about what would have poked w: a follower's own
-	// position moves the high watermark during its read, which pokes
-	// consumers, not followers. (An expiry still compares the whole
-	// generation, so an idle follower's answer carries the current high
-	// watermark.)
 	w.mu.Lock()
-	reading, last, snap := w.reading, w.last, w.snap
+	reading, last, kept := w.reading, w.last, w.snap
 	w.mu.Unlock()
 	if reading {
 		return
 	}
-	if last == nil || !w.unchangedSince(snap, true) {
+	switch {
+	case last == nil:
+		w.poke()
+	case len(kept) > 0 && &kept[0] != &snap[0]:
+		// A re-read, poked during the registration, kept a later
+		// read: check against that.
+		if !w.unchangedSince(kept, true) {
+			w.poke()
+		}
+	case changed:
 		w.poke()
 	}
 }
 
-// snapshot takes the state of every partition, before a read.
-func (w *fetchWaiter) snapshot() []partSnap {
-	snap := make([]partSnap, len(w.parts))
-	for i, p := range w.parts {
-		if p != nil {
-			snap[i] = partSnap{gen: p.generation.Load(), dataGen: p.dataGeneration.Load(),
-				leo: p.log.LogEndOffset(), logStart: p.log.LogStartOffset()}
-		}
-	}
-	return snap
+// snapshot is the state of p, taken before a read of it.
+func (p *partition) snapshot() partSnap {
+	return partSnap{gen: p.generation.Load(), dataGen: p.dataGeneration.Load(),
+		leo: p.log.LogEndOffset(), logStart: p.log.LogStartOffset()}
 }
 
 // unchanged reports whether no partition changed since snap was taken.
@@ -123,21 +136,26 @@ func (w *fetchWaiter) unchanged(snap []partSnap) bool { return w.unchangedSince(
 // w meanwhile: a consumer is poked whenever generation moves, a follower
 // only when dataGeneration does (replica.Ready.WakeFollowers).
 func (w *fetchWaiter) unchangedSince(snap []partSnap, wakes bool) bool {
-	byData := wakes && w.follower()
-	for i, p := range w.parts {
-		if p == nil {
-			continue
-		}
-		gen, was := p.generation.Load(), snap[i].gen
-		if byData {
-			gen, was = p.dataGeneration.Load(), snap[i].dataGen
-		}
-		if p.offline.Load() || gen != was ||
-			p.log.LogEndOffset() != snap[i].leo || p.log.LogStartOffset() != snap[i].logStart {
+	for i := range w.parts {
+		if !w.partUnchanged(i, snap, wakes) {
 			return false
 		}
 	}
 	return true
+}
+
+// partUnchanged is unchangedSince for request partition i alone.
+func (w *fetchWaiter) partUnchanged(i int, snap []partSnap, wakes bool) bool {
+	p := w.parts[i]
+	if p == nil {
+		return true
+	}
+	gen, was := p.generation.Load(), snap[i].gen
+	if wakes && w.follower() {
+		gen, was = p.dataGeneration.Load(), snap[i].dataGen
+	}
+	return !p.offline.Load() && gen == was &&
+		p.log.LogEndOffset() == snap[i].leo && p.log.LogStartOffset() == snap[i].logStart
 }
 
 // keepLocked keeps a read that goes on waiting (its pooled buffers
@@ -157,16 +175,21 @@ func (w *fetchWaiter) keepLocked(results []api.FetchResult, snap []partSnap) {
 
 // read reads every partition with the shared fetch read plan
 // (replica.ReadFetch). enough is true when the answer should go now.
+// With snap (one per request partition) each partition's state is
+// taken there just before it is read.
 // With params.Recycle set the records are read into pooled buffers,
 // which answer hands over and discard gives back. A follower's fetch is
 // held to the leader's replication throttle.
-func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
+func (w *fetchWaiter) read(snap []partSnap) (results []api.FetchResult, enough bool) {
 	var throttle replica.Throttle
 	if lr := w.b.throttle.leaderRead(w.b.Image(), w); lr != nil {
 		throttle = lr
 	}
 	return replica.ReadFetch(w.params, func(i int) (replica.Source, error) {
 		if p := w.parts[i]; p != nil {
+			if snap != nil {
+				snap[i] = p.snapshot()
+			}
 			if w.params.Recycle != nil {
 				return pooledReads{p}, nil
 			}
@@ -243,8 +266,8 @@ func (w *fetchWaiter) poke() {
 
 func (w *fetchWaiter) reread() {
 	for {
-		snap := w.snapshot()
-		results, enough := w.read()
+		snap := make([]partSnap, len(w.parts))
+		results, enough := w.read(snap)
 		w.mu.Lock()
 		if w.finished {
 			w.reading = false
@@ -287,7 +310,7 @@ func (w *fetchWaiter) expire() {
 	if last != nil && w.unchanged(snap) {
 		w.answer(last)
 	} else {
-		results, _ := w.read()
+		results, _ := w.read(nil)
 		w.answer(results)
 	}
 	w.unhook()
@@ -334,9 +357,9 @@ func (w *fetchWaiter) finishLocked() {
 // neither w.mu nor a partition lock held (a re-read's goroutine or the
 // timer's, never a poke, which runs under a partition lock).
 func (w *fetchWaiter) unhook() {
-	for _, p := range w.parts {
+	for i, p := range w.parts {
 		if p != nil {
-			p.removeWatcher(w)
+			p.removeWatcher(w, i)
 		}
 	}
 }

@@ -65,9 +65,13 @@ type partition struct {
 	// goroutine and a read of every partition per acknowledged record.
 	dataGeneration atomic.Uint64
 
-	mu       sync.Mutex
-	core     *replica.Replica
-	watchers map[*fetchWaiter]struct{}
+	mu   sync.Mutex
+	core *replica.Replica
+	// watchers are the fetches parked on the partition, in no order.
+	// Each knows its place here (fetchWaiter.slots), so that parking and
+	// unparking, which every idle follower fetch does on every partition
+	// of its session, append and swap-remove rather than hash.
+	watchers []watch
 	// timeouts are the request timeouts of produces waiting for acks.
 	timeouts   map[replica.WaiterID]*time.Timer
 	flushTimer *time.Timer
@@ -87,7 +91,6 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 	pt := &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
 		logDir:   filepath.Dir(core.Log().Dir()),
-		watchers: map[*fetchWaiter]struct{}{},
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
 	pt.highWatermark.Store(core.HighWatermark())
@@ -119,8 +122,8 @@ func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
 		}
 	}
 	if rd.WakeFollowers || rd.WakeConsumers {
-		for fw := range p.watchers {
-			if fw.follower() && rd.WakeFollowers || !fw.follower() && rd.WakeConsumers {
+		for _, wt := range p.watchers {
+			if fw := wt.w; fw.follower() && rd.WakeFollowers || !fw.follower() && rd.WakeConsumers {
 				fw.poke()
 			}
 		}
@@ -415,15 +418,37 @@ func (p *partition) expireProducers(nowMs, maxAgeMs int64) {
 	p.core.ExpireProducers(nowMs, maxAgeMs)
 }
 
-func (p *partition) addWatcher(w *fetchWaiter) {
+// watch is a fetch parked on a partition: the fetch, and which of its
+// request's partitions this is (w.parts[i]). w.slots[i], which only the
+// partition's lock guards, is its index in the partition's watchers, or
+// -1 while it is not there.
+type watch struct {
+	w *fetchWaiter
+	i int
+}
+
+// addWatcher parks w, for its request partition i, on p.
+func (p *partition) addWatcher(w *fetchWaiter, i int) {
 	p.mu.Lock()
-	p.watchers[w] = struct{}{}
+	w.slots[i] = int32(len(p.watchers))
+	p.watchers = append(p.watchers, watch{w, i})
 	p.mu.Unlock()
 }
 
-func (p *partition) removeWatcher(w *fetchWaiter) {
+// removeWatcher unparks w's request partition i from p; it does nothing
+// if that is not parked (an answer may unhook before the registration
+// got there, and unhooks again after it).
+func (p *partition) removeWatcher(w *fetchWaiter, i int) {
 	p.mu.Lock()
-	delete(p.watchers, w)
+	if j := w.slots[i]; j >= 0 {
+		last := len(p.watchers) - 1
+		moved := p.watchers[last]
+		p.watchers[j] = moved
+		moved.w.slots[moved.i] = j
+		p.watchers[last] = watch{}
+		p.watchers = p.watchers[:last]
+		w.slots[i] = -1
+	}
 	p.mu.Unlock()
 }
 

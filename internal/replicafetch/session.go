@@ -54,8 +54,9 @@ func (v view) EndOffsetFor(epoch int32) (int32, int64) {
 	return v.log.Epochs().EndOffsetFor(epoch, v.log.LogEndOffset())
 }
 
-func (s *Session[P]) view(p P) view {
-	st := s.parts[p]
+func (s *Session[P]) view(p P) view { return viewOf(p, s.parts[p]) }
+
+func viewOf[P Follower](p P, st *follow) view {
 	return view{topic: st.topic, partition: st.partition, log: p.Log(), hw: p.HighWatermark()}
 }
 
@@ -128,27 +129,45 @@ type Session[P interface {
 	comparable
 	Follower
 }] struct {
-	cfg    Config
-	parts  map[P]*follow
-	order  []P
+	cfg   Config
+	parts map[P]*follow
+	// order is the partitions followed, in the order Assign named them,
+	// with their state: a round walks it without looking each up.
+	order  []followed[P]
 	flight *flight[P]
 	// fetches is the fetch session (KIP-227) with the leader: an idle
 	// fetch carries no partitions, a busy one only those whose fetch
 	// state changed.
 	fetches *fetchsession.Builder
-	// flightParts is the map of the request in flight (newFlight).
-	flightParts map[fetchsession.Key]sent[P]
+	// spare is the flight of the previous request, whose buffers the next
+	// one reuses (newFlight); eligible, fetchable and want are a round's
+	// buffers, likewise reused: a follower builds a round every fetch,
+	// over every partition it follows.
+	spare               *flight[P]
+	eligible, fetchable []followed[P]
+	want                []fetchsession.Partition
+}
+
+type followed[P any] struct {
+	p  P
+	st *follow
 }
 
 type sent[P any] struct {
+	key    fetchsession.Key
 	p      P
 	epoch  int32
 	latest int32 // the epoch asked about (OffsetForLeaderEpoch)
 }
 
+// flight is what a request in flight asked for, in the order it asked.
+// Its index by partition is built only when an answer names one: the
+// answer to an idle incremental fetch names none.
 type flight[P any] struct {
-	fetch bool // else OffsetForLeaderEpoch
-	parts map[fetchsession.Key]sent[P]
+	fetch   bool // else OffsetForLeaderEpoch
+	sent    []sent[P]
+	index   map[fetchsession.Key]int
+	indexed bool
 }
 
 // New returns a session following nothing.
@@ -181,7 +200,12 @@ func (s *Session[P]) Assign(parts []Assignment[P]) {
 		}
 		next[a.P] = st
 	}
-	s.parts, s.order = next, order
+	// The round buffers hold only partitions of the current assignment.
+	s.eligible, s.fetchable = nil, nil
+	s.parts, s.order = next, make([]followed[P], len(order))
+	for i, p := range order {
+		s.order[i] = followed[P]{p: p, st: next[p]}
+	}
 }
 
 // Followed reports the state of a partition: the epoch it follows and
@@ -221,16 +245,16 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 		step.Violations = append(step.Violations, "replica fetcher asked for a request with one in flight")
 		return step
 	}
-	var eligible []P
+	eligible := s.eligible[:0]
 	wait := s.cfg.RefusalPause
-	for _, p := range s.order {
-		st := s.parts[p]
-		if now < st.retryAt {
-			wait = min(wait, st.retryAt-now)
+	for _, o := range s.order {
+		if now < o.st.retryAt {
+			wait = min(wait, o.st.retryAt-now)
 			continue
 		}
-		eligible = append(eligible, p)
+		eligible = append(eligible, o)
 	}
+	s.eligible = eligible
 	if len(eligible) == 0 {
 		step.Wait = wait
 		return step
@@ -240,13 +264,15 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	epochs.Version = 3
 	epochs.ReplicaID = s.cfg.ReplicaID
 	f := s.newFlight(false)
-	var fetchable []P
-	for _, p := range eligible {
-		st, v := s.parts[p], s.view(p)
+	fetchable := s.fetchable[:0]
+	defer func() { s.fetchable = fetchable }()
+	for _, o := range eligible {
+		p, st := o.p, o.st
 		if !st.truncate {
-			fetchable = append(fetchable, p)
+			fetchable = append(fetchable, o)
 			continue
 		}
+		v := viewOf(p, st)
 		latest, ok := v.LatestEpoch()
 		if !ok {
 			// Nothing of ours can diverge. An empty log that still names
@@ -256,7 +282,7 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 			// fetched one, and the leader, which never had it, would
 			// answer every fetch with a divergence (sim seed 4255).
 			st.truncate, st.rounds = false, 0
-			fetchable = append(fetchable, p)
+			fetchable = append(fetchable, o)
 			continue
 		}
 		if st.rounds >= s.cfg.MaxTruncationRounds {
@@ -281,12 +307,13 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 		step.Request = epochs
 		return step
 	}
+	s.spare = f // not sent
 	if len(fetchable) == 0 {
 		step.Wait = s.cfg.RefusalPause
 		return step
 	}
 	if hold != nil {
-		fetchable = slices.DeleteFunc(fetchable, hold)
+		fetchable = slices.DeleteFunc(fetchable, func(o followed[P]) bool { return hold(o.p) })
 		if len(fetchable) == 0 {
 			step.Wait = max(holdWait, time.Millisecond)
 			return step
@@ -301,9 +328,10 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	req.MaxBytes = s.cfg.MaxBytes
 	req.ClusterID = kmsg.StringPtr(clusterID)
 	f = s.newFlight(true)
-	want := make([]fetchsession.Partition, 0, len(fetchable))
-	for _, p := range fetchable {
-		st, v := s.parts[p], s.view(p)
+	want := s.want[:0]
+	for _, o := range fetchable {
+		p, st := o.p, o.st
+		v := viewOf(p, st)
 		fp := fetchsession.Partition{
 			Key:                fetchsession.Key{Name: v.Topic(), Partition: v.Partition()},
 			FetchOffset:        v.LogEndOffset(),
@@ -322,6 +350,7 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	// sent (those held back are forgotten); the leader answers only those
 	// with news.
 	fetchsession.FillRequest(req, s.fetches.Build(want))
+	s.want = want
 	s.flight = f
 	step.Request = req
 	return step
@@ -339,20 +368,43 @@ func topicIndex[T any](topics *[]T, name string, mk func(string) T, nameOf func(
 }
 
 func (f *flight[P]) add(p view, key P, epoch, latest int32) {
-	f.parts[fetchsession.Key{Name: p.Topic(), Partition: p.Partition()}] = sent[P]{p: key, epoch: epoch, latest: latest}
+	f.sent = append(f.sent, sent[P]{key: fetchsession.Key{Name: p.Topic(), Partition: p.Partition()}, p: key, epoch: epoch, latest: latest})
 }
 
-// newFlight starts a request's record of what it asks for, in the map
-// of the previous request (one is in flight at a time, and its answer
-// is done with it before the next is built): a follower builds one
-// every fetch round, for every partition it follows.
-func (s *Session[P]) newFlight(fetch bool) *flight[P] {
-	if s.flightParts == nil {
-		s.flightParts = map[fetchsession.Key]sent[P]{}
-	} else {
-		clear(s.flightParts)
+// lookup is what f sent for a partition; a partition sent twice is
+// found as sent last.
+func (f *flight[P]) lookup(key fetchsession.Key) (sent[P], bool) {
+	if !f.indexed {
+		if f.index == nil {
+			f.index = make(map[fetchsession.Key]int, len(f.sent))
+		}
+		for i, sp := range f.sent {
+			f.index[sp.key] = i
+		}
+		f.indexed = true
 	}
-	return &flight[P]{fetch: fetch, parts: s.flightParts}
+	i, ok := f.index[key]
+	if !ok {
+		return sent[P]{}, false
+	}
+	return f.sent[i], true
+}
+
+// newFlight starts a request's record of what it asks for, in the
+// buffers of the previous request (one is in flight at a time, and its
+// answer is done with it before the next is built).
+func (s *Session[P]) newFlight(fetch bool) *flight[P] {
+	f := s.spare
+	s.spare = nil
+	if f == nil {
+		return &flight[P]{fetch: fetch}
+	}
+	clear(f.sent) // holds no P past its answer
+	if f.indexed {
+		clear(f.index)
+	}
+	f.fetch, f.sent, f.indexed = fetch, f.sent[:0], false
+	return f
 }
 
 // ActionKind says what an Action does to its partition.
@@ -402,6 +454,9 @@ func (s *Session[P]) Answer(now time.Duration, resp kmsg.Response, err error) Re
 	var rd Ready[P]
 	f := s.flight
 	s.flight = nil
+	if f != nil {
+		defer func() { s.spare = f }() // its answer is done with it
+	}
 	switch {
 	case f == nil:
 		rd.Violations = append(rd.Violations, "replica fetcher got an answer with no request in flight")
@@ -452,7 +507,7 @@ func (s *Session[P]) Answer(now time.Duration, resp kmsg.Response, err error) Re
 // current finds what was sent for a partition the answer names, if it is
 // still followed in that epoch (else the answer is stale for it).
 func (s *Session[P]) current(f *flight[P], topic string, partition int32) (sent[P], bool) {
-	sp, ok := f.parts[fetchsession.Key{Name: topic, Partition: partition}]
+	sp, ok := f.lookup(fetchsession.Key{Name: topic, Partition: partition})
 	if !ok {
 		return sp, false
 	}

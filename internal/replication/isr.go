@@ -67,16 +67,22 @@ func (l *Leader) Tick(nowMs int64, eligible func(id int32) bool) *ISRChange {
 
 // shrunkISR returns the committed ISR without its out-of-sync followers, or
 // nil when every member is in sync.
+//
+// It allocates only for a shrink: every follower fetch ticks, and almost
+// every tick finds the ISR in sync.
 func (l *Leader) shrunkISR(nowMs int64) []int32 {
-	out := make([]int32, 0, len(l.state.ISR))
-	for _, id := range l.state.ISR {
+	var out []int32
+	for i, id := range l.state.ISR {
 		if f, ok := l.followers[id]; ok && !l.caughtUp(f, nowMs) {
+			if out == nil {
+				out = make([]int32, i, len(l.state.ISR))
+				copy(out, l.state.ISR[:i])
+			}
 			continue
 		}
-		out = append(out, id)
-	}
-	if len(out) == len(l.state.ISR) {
-		return nil
+		if out != nil {
+			out = append(out, id)
+		}
 	}
 	return out
 }
