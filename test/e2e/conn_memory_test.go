@@ -100,7 +100,9 @@ func TestStalledFetchReadersMemoryBounded(t *testing.T) {
 	awaitMetric(t, tb, "skein_requests_total", "api", "FetchConsumer", conns, false)
 	grew := int64(heapInUse()) - int64(before)
 	t.Logf("%d connections × 2 fetches of 50 MiB for an 8 MiB partition, never read: heap grew %d MiB (budget %d MiB)", conns, grew>>20, budget>>20)
-	if limit := int64(budget + conns*2*batchBytes + 16<<20); grew > limit {
+	// The budget charges the bytes asked for; the pooled buffer holding
+	// them is up to 25% larger (internal/bufpool's size classes).
+	if limit := int64(budget*5/4 + conns*2*batchBytes + 16<<20); grew > limit {
 		t.Fatalf("heap grew by %d MiB, over the fetch budget's %d MiB", grew>>20, limit>>20)
 	}
 	tb.createTopic("stalled-readers-after", 1, nil)
