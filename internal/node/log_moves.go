@@ -312,17 +312,16 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 		if paused && p.core.Closed() {
 			return "", fmt.Errorf("%s closed", p.name())
 		}
-		rw, has := src.TakeRewound()
-		st := logmove.Next(logmove.Progress{
-			SrcStart: src.LogStartOffset(), SrcEnd: src.LogEndOffset(),
-			FutStart: fut.LogStartOffset(), FutEnd: fut.LogEndOffset(),
-			Rewound: rw, HasRewound: has, Paused: paused,
-			BehindBytes: max(src.Size()-fut.Size(), 0),
-		})
-		var err error
+		st := logmove.Next(storage.MoveProgress(src, fut, paused))
+		limit := 1 << 20
 		switch st.Kind {
+		case logmove.Pause:
+			pause()
+			continue
+		case logmove.Release:
+			release()
+			continue
 		case logmove.Copy:
-			limit := 1 << 20
 			if !paused {
 				// Throttled while the partition's appends go on; the
 				// paused last stretch is bounded (logmove.PauseLagOffsets,
@@ -341,31 +340,13 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 				}
 				limit = min(limit, allowed)
 			}
-			var n int
-			n, err = fut.CopyFrom(src, st.Offset, limit)
-			b.logMoves.copied(n, time.Now())
-			if err == nil && n == 0 {
-				// Only offsets without batches are left (a compacted
-				// or restarted tail): nothing could ever be copied.
-				err = fmt.Errorf("no batches between %d and the log end", st.Offset)
-			}
-		case logmove.Truncate:
-			err = fut.Truncate(st.Offset)
-		case logmove.Reset:
-			err = fut.TruncateFullyAndStartAt(st.Offset)
-		case logmove.Pause:
-			pause()
-		case logmove.Release:
-			release()
-		case logmove.Swap:
-			retired, err := src.AdoptFuture(fut)
-			if errors.Is(err, storage.ErrFutureBehind) {
-				continue
-			}
-			return retired, err
 		}
-		if err != nil {
-			return "", err
+		n, swapped, retired, err := storage.ApplyMoveStep(src, fut, st, limit)
+		if n > 0 {
+			b.logMoves.copied(n, time.Now())
+		}
+		if err != nil || swapped {
+			return retired, err
 		}
 	}
 }
@@ -382,27 +363,25 @@ func (b *Broker) maybeResumeLogMove(p *partition) {
 	keptDir, kept := b.logMoves.kept[p.name()]
 	delete(b.logMoves.kept, p.name())
 	b.logMoves.mu.Unlock()
-	if !ok || root == filepath.Dir(p.log.Dir()) || b.dirOffline() || b.logMoves.of(p) != nil {
-		if kept {
-			b.removeKeptFuture(keptDir)
-		}
-		return
-	}
-	if kept && filepath.Dir(keptDir) == root {
+	act := logmove.Reopen(logmove.Opened{Preferred: root, HasPreferred: ok, CurrentDir: filepath.Dir(p.log.Dir()),
+		Kept: keptDir, HasKept: kept, Blocked: b.dirOffline() || b.logMoves.of(p) != nil})
+	if act.Resume {
 		fut, from, err := b.resumeFuture(p, keptDir)
 		if err == nil {
-			b.log.Info("resuming an interrupted move to another log directory", "partition", p.name(), "to", root, "from_offset", from, "log_end", p.log.LogEndOffset())
-			b.runLogMoveInto(p, root, fut)
+			b.log.Info("resuming an interrupted move to another log directory", "partition", p.name(), "to", act.Dir, "from_offset", from, "log_end", p.log.LogEndOffset())
+			b.runLogMoveInto(p, act.Dir, fut)
 			return
 		}
 		b.log.Warn("future log of an interrupted move not kept; copying again from the start", "dir", keptDir, "err", err)
-		b.removeKeptFuture(keptDir)
-	} else if kept {
-		// A request moved the replica elsewhere before it opened.
+		act.DiscardKept, act.Start = true, true
+	}
+	if act.DiscardKept {
 		b.removeKeptFuture(keptDir)
 	}
-	if err := b.startLogMove(p, root); err != nil {
-		b.log.Warn("interrupted log move not resumed", "partition", p.name(), "to", root, "err", err)
+	if act.Start {
+		if err := b.startLogMove(p, act.Dir); err != nil {
+			b.log.Warn("interrupted log move not resumed", "partition", p.name(), "to", act.Dir, "err", err)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -168,12 +169,10 @@ func (b *Broker) reconcilePartitions() error {
 			if dirs == nil {
 				dirs = b.logDirCounts()
 			}
-			root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
-			if d, ok := b.logMoves.takePreferred(w.t.Name + "-" + strconv.Itoa(int(w.p.Index))); ok {
-				// AlterReplicaLogDirs asked for this directory
-				// before the replica was created (KIP-113).
-				root = d
-			}
+			// The directory AlterReplicaLogDirs asked for before the
+			// replica was created (KIP-113), or the least loaded.
+			pref, ok := b.logMoves.takePreferred(w.t.Name + "-" + strconv.Itoa(int(w.p.Index)))
+			root := logmove.Place(b.cfg.LogDirs, dirs, pref, ok)
 			dirs[root]++
 			o.dir, o.create = filepath.Join(root, w.t.Name+"-"+strconv.Itoa(int(w.p.Index))), true
 		}
@@ -362,19 +361,6 @@ func (b *Broker) logDirCounts() map[string]int {
 		counts[filepath.Dir(p.log.Dir())]++
 	}
 	return counts
-}
-
-// leastLoadedLogDir spreads new partitions over log.dirs: the one of dirs
-// holding the fewest by counts (logDirCounts, kept up to date by the
-// caller as it places partitions).
-func leastLoadedLogDir(dirs []string, counts map[string]int) string {
-	best := dirs[0]
-	for _, d := range dirs[1:] {
-		if counts[d] < counts[best] {
-			best = d
-		}
-	}
-	return best
 }
 
 // deletedDirSuffix marks a partition directory being deleted. A partition

@@ -121,6 +121,12 @@ type Stats struct {
 	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
 	Converged                 time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied     int64         // the ACL prober's writes served and refused (Options.ACLs)
+	// Moves of replicas between a node's log directories
+	// (FaultMix.LogDirMoves): the operator's requests, the moves started,
+	// and how they ended; Resumed counts moves a restart went on with
+	// into the future log it kept.
+	LogDirRequests, LogDirMoves, LogDirMovesDone, LogDirMovesCancelled int
+	LogDirMovesAbandoned, LogDirMovesFailed, LogDirMovesResumed       int
 }
 
 // Run simulates one seed.

@@ -81,6 +81,7 @@ func (p *process) reconcile() {
 				continue
 			}
 			p.parts[k] = r
+			p.reopenMove(r)
 		}
 		if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
 			p.n.tracef("apply %s: %v", r.name(), err)
@@ -102,6 +103,10 @@ func (p *process) reconcile() {
 // again if the image lists the replica again, as node would).
 func (p *process) drop(r *replica, retired bool) {
 	delete(p.parts, partKey{r.id, r.index})
+	if p.dirs.moves[r] != nil {
+		p.cancelMove(r, "abandoned: the replica left the node")
+		p.n.c.onLogDirMoveAbandoned(p.n, r)
+	}
 	r.ready(r.core.Close())
 	epoch := int32(math.MaxInt32) // the topic is gone: newer than any view
 	if t, ok := p.image.TopicByID(r.id); ok {
@@ -130,11 +135,25 @@ func (p *process) drop(r *replica, retired bool) {
 // are not open and that the image retires (closed while the image lagged,
 // moved away or deleted while the node was down) are deleted.
 func (p *process) sweepRetired() {
-	dirs, err := p.n.fs.ReadDir("data")
+	for _, root := range p.dirs.roots {
+		p.sweepRetiredIn(root)
+	}
+}
+
+func (p *process) sweepRetiredIn(root string) {
+	dirs, err := p.n.fs.ReadDir(root)
 	if err != nil {
 		return
 	}
 	for _, d := range dirs {
+		if d.IsDir && strings.HasSuffix(d.Name, "-delete") {
+			// A log a move superseded, not removed before a crash
+			// (node's removeStrayPartitionDirs removes them so).
+			if err := p.n.fs.RemoveAll(path.Join(root, d.Name)); err != nil {
+				p.n.tracef("sweep %s: %v", d.Name, err)
+			}
+			continue
+		}
 		cut := strings.LastIndexByte(d.Name, '-')
 		if !d.IsDir || d.Name == metadataDir || cut < 0 {
 			continue
@@ -147,7 +166,7 @@ func (p *process) sweepRetired() {
 		if ok && (p.parts[partKey{t.ID, int32(index)}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, int32(index))) {
 			continue
 		}
-		if err := p.n.fs.RemoveAll(path.Join("data", d.Name)); err != nil {
+		if err := p.n.fs.RemoveAll(path.Join(root, d.Name)); err != nil {
 			p.n.tracef("sweep %s: %v", d.Name, err)
 			continue
 		}

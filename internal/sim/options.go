@@ -37,6 +37,9 @@ type Options struct {
 	// replicas off brokers fenced for a few seconds and evens out the
 	// replica counts, beside whatever else the run does.
 	Balancer bool
+	// LogDirs is how many log directories (log.dirs) each node has on
+	// its disk; 0 or 1: one, "data".
+	LogDirs int
 	// authorizerOff leaves the authorizer out of the brokers' config
 	// while the ACL checker runs: the test that shows the checker
 	// catches a broker that does not authorize.
@@ -86,6 +89,10 @@ type FaultMix struct {
 	// life): the operator first upgrades it to kraft.version 1, then
 	// changes voters as with Membership alone.
 	Upgrade bool
+	// LogDirMoves, with Options.LogDirs > 1, has an operator move
+	// replicas between a node's log directories (AlterReplicaLogDirs,
+	// KIP-113), leaders' and followers', and at times call a move off.
+	LogDirMoves bool
 }
 
 // ProducerSpec is one simulated producer.
@@ -179,6 +186,9 @@ func (o Options) String() string {
 	}
 	if o.TxnCoordinator {
 		s += " txn-coordinator=true"
+	}
+	if o.LogDirs > 1 {
+		s += fmt.Sprintf(" log.dirs=%d", o.LogDirs)
 	}
 	return s
 }

@@ -409,3 +409,46 @@ func syncDir(fs vfs.FS, dir string) error {
 	}
 	return nil
 }
+
+// MoveProgress is what the copier of a move from src into its future log
+// fut sees of both (logmove.Next's input); paused says whether src's
+// appends are held. It takes src's rewound mark (TakeRewound).
+func MoveProgress(src, fut *Log, paused bool) logmove.Progress {
+	rw, has := src.TakeRewound()
+	return logmove.Progress{
+		SrcStart: src.LogStartOffset(), SrcEnd: src.LogEndOffset(),
+		FutStart: fut.LogStartOffset(), FutEnd: fut.LogEndOffset(),
+		Rewound: rw, HasRewound: has, Paused: paused,
+		BehindBytes: max(src.Size()-fut.Size(), 0),
+	}
+}
+
+// ApplyMoveStep carries out one of logmove.Next's I/O steps (Copy of up to
+// limit bytes, Truncate, Reset, Swap) of the move from src into fut; Pause
+// and Release are the caller's (the partition's lock). It returns the
+// bytes copied and, once swapped, swapped and the superseded directory
+// (AdoptFuture's). A swap found behind is no error: the caller asks Next
+// again.
+func ApplyMoveStep(src, fut *Log, st logmove.Step, limit int) (copied int, swapped bool, retired string, err error) {
+	switch st.Kind {
+	case logmove.Copy:
+		copied, err = fut.CopyFrom(src, st.Offset, limit)
+		if err == nil && copied == 0 {
+			// Only offsets without batches are left (a compacted or
+			// restarted tail): nothing could ever be copied.
+			err = fmt.Errorf("no batches between %d and the log end", st.Offset)
+		}
+		return copied, false, "", err
+	case logmove.Truncate:
+		return 0, false, "", fut.Truncate(st.Offset)
+	case logmove.Reset:
+		return 0, false, "", fut.TruncateFullyAndStartAt(st.Offset)
+	case logmove.Swap:
+		retired, err = src.AdoptFuture(fut)
+		if errors.Is(err, ErrFutureBehind) {
+			return 0, false, "", nil
+		}
+		return 0, err == nil, retired, err
+	}
+	return 0, false, "", fmt.Errorf("move step %v is the caller's", st.Kind)
+}
