@@ -107,6 +107,17 @@ func (m *logMoves) takePreferred(name string) (string, bool) {
 	return d, ok
 }
 
+// forgetKept forgets the future log dir a restart kept for partition
+// name, and the move it would have resumed.
+func (m *logMoves) forgetKept(name, dir string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kept[name] == dir {
+		delete(m.kept, name)
+		delete(m.preferred, name)
+	}
+}
+
 func (m *logMoves) of(p *partition) *logMove {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -34,7 +34,7 @@ type checker struct {
 	chainState *chainChecks
 	// logDirMoves are the moves between log directories started and not
 	// ended yet, with their destinations (logdirs.go).
-	logDirMoves map[logDirKey]string
+	logDirMoves map[logDirKey]*logDirWant
 }
 
 type nodePart struct {

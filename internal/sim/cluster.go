@@ -126,7 +126,8 @@ type Stats struct {
 	// and how they ended; Resumed counts moves a restart went on with
 	// into the future log it kept.
 	LogDirRequests, LogDirMoves, LogDirMovesDone, LogDirMovesCancelled int
-	LogDirMovesAbandoned, LogDirMovesFailed, LogDirMovesResumed       int
+	LogDirMovesAbandoned, LogDirMovesFailed, LogDirMovesResumed        int
+	LogDirRetries                                                      int // failed moves the operator asked for again once healed
 }
 
 // Run simulates one seed.
@@ -256,6 +257,7 @@ func (c *Cluster) run() {
 		}
 		c.recoverLeaderless()
 		c.removeThrottle()
+		c.retryLogDirMoves()
 		if c.converged() {
 			c.check.stats.Converged = c.s.now - healedAt
 			c.tracef("converged %v after healing", c.s.now-healedAt)

@@ -15,6 +15,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/storage"
+	"github.com/skein-log/skein/internal/vfs"
 )
 
 // Several log directories per node (Options.LogDirs) and the moves of
@@ -84,15 +85,11 @@ func (p *process) openLogDirs() error {
 		return nil
 	}
 	for _, root := range p.dirs.roots {
-		if err := p.n.fs.MkdirAll(root, 0o755); err != nil {
+		// Durably, as node creates them: the metadata quorum writes
+		// in "data" at once.
+		if err := vfs.MkdirAllDurably(p.n.fs, root); err != nil {
 			return fmt.Errorf("create log dir %s: %w", root, err)
 		}
-	}
-	// Durable before anything is written in them (the metadata quorum's
-	// directory is in "data"): node leaves that to its operator's
-	// filesystem at the first start; a simulated power loss would not.
-	if err := p.n.fs.SyncDir("/"); err != nil {
-		return fmt.Errorf("sync the log dirs' parent: %w", err)
 	}
 	resume, err := storage.RecoverMoves(p.n.fs, p.dirs.roots, storage.Options{Logger: p.log})
 	if err != nil {
@@ -125,6 +122,19 @@ func (p *process) replicaDir(name string) string {
 	pref, ok := p.dirs.preferred[name]
 	delete(p.dirs.preferred, name)
 	return path.Join(logmove.Place(p.dirs.roots, counts, pref, ok), name)
+}
+
+// deleteDir deletes a retired log's directory: with several log
+// directories crash-safely as node does (storage.DeleteDir), so that a
+// crash never leaves an older copy of a replica beside a newer one in
+// another directory; with one, as the simulator always has (a crash may
+// bring the directory back, to be swept).
+func (p *process) deleteDir(dir string) error {
+	if len(p.dirs.roots) == 1 || p.n.c.opts.unsafeLogDelete {
+		return p.n.fs.RemoveAll(dir)
+	}
+	p.n.moveSeq++
+	return storage.DeleteDir(p.n.fs, dir, "d"+strconv.FormatUint(p.n.moveSeq, 10))
 }
 
 func rootOf(r *replica) string { return path.Dir(r.log.Dir()) }
@@ -189,6 +199,9 @@ func (p *process) alterReplicaLogDir(topic string, index int32, dir string) erro
 	}
 	if out.Cancel {
 		p.cancelMove(r, "cancelled by a request")
+	}
+	if out.Dir == rq.CurrentDir {
+		// Back to where it is: whatever move was asked before is off.
 		p.n.c.onLogDirMoveCancelled(p.n, r)
 	}
 	if out.Start {
@@ -415,12 +428,17 @@ func (f *faultState) alterLogDir(to int32, resp *kmsg.DescribeLogDirsResponse) {
 	}
 	c.check.stats.LogDirRequests++
 	c.tracef("OP move n%d's replica of %s-%d from %s to %s (moving: %v)", to, pick.topic, pick.index, pick.dir, dest, pick.hasFuture)
+	c.sendAlterLogDir(to, pick.topic, pick.index, dest)
+}
+
+// sendAlterLogDir sends node to an AlterReplicaLogDirs for one partition.
+func (c *Cluster) sendAlterLogDir(to int32, topic string, index int32, dest string) {
 	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
 	req.Version = 2
 	rd := kmsg.NewAlterReplicaLogDirsRequestDir()
 	rd.Dir = dest
 	rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
-	rt.Topic, rt.Partitions = pick.topic, []int32{pick.index}
+	rt.Topic, rt.Partitions = topic, []int32{index}
 	rd.Topics = append(rd.Topics, rt)
 	req.Dirs = append(req.Dirs, rd)
 	c.call(logDirOpEndpoint, to, req, rpcTimeout, func(resp kmsg.Response, err error) {
@@ -431,7 +449,7 @@ func (f *faultState) alterLogDir(to int32, resp *kmsg.DescribeLogDirsResponse) {
 				}
 			}
 		}
-		c.tracef("OP move of n%d's %s-%d to %s: %v", to, pick.topic, pick.index, dest, err)
+		c.tracef("OP move of n%d's %s-%d to %s: %v", to, topic, index, dest, err)
 	})
 }
 
@@ -444,6 +462,48 @@ const (
 	logDirMoveFailed
 )
 
+// logDirWant is a move started and not ended: its destination, and
+// whether it failed (to be asked again).
+type logDirWant struct {
+	dest    string
+	failed  bool
+	askedAt time.Duration // when the operator last asked again
+}
+
+// retryLogDirMoves plays the operator after healing: a move that failed
+// (on an I/O error: a full disk) is asked for again, at most once a
+// second, until it completes or the replica leaves the node.
+func (c *Cluster) retryLogDirMoves() {
+	for _, k := range c.pendingLogDirMoves() {
+		w := c.check.logDirMoves[k]
+		if !w.failed || w.askedAt > 0 && c.s.now-w.askedAt < time.Second {
+			continue
+		}
+		p := c.nodes[k.node].proc
+		if p == nil {
+			continue
+		}
+		r := p.parts[k.part]
+		if r == nil {
+			continue
+		}
+		w.askedAt = c.s.now
+		c.check.stats.LogDirRetries++
+		c.tracef("OP ask n%d again to move %s to %s", k.node, r.name(), w.dest)
+		c.sendAlterLogDir(k.node, r.topic, r.index, w.dest)
+	}
+}
+
+// pendingLogDirMoves are the moves started and not ended, in order.
+func (c *Cluster) pendingLogDirMoves() []logDirKey {
+	return slices.SortedFunc(maps.Keys(c.check.logDirMoves), func(a, b logDirKey) int {
+		if a.node != b.node {
+			return int(a.node - b.node)
+		}
+		return comparePartKeys(a.part, b.part)
+	})
+}
+
 // logDirKey is one node's replica of one partition.
 type logDirKey struct {
 	node int32
@@ -455,9 +515,9 @@ type logDirKey struct {
 // it must end.
 func (c *Cluster) onLogDirMoveStarted(n *node, r *replica, root string) {
 	if c.check.logDirMoves == nil {
-		c.check.logDirMoves = map[logDirKey]string{}
+		c.check.logDirMoves = map[logDirKey]*logDirWant{}
 	}
-	c.check.logDirMoves[logDirKey{n.id, partKey{r.id, r.index}}] = root
+	c.check.logDirMoves[logDirKey{n.id, partKey{r.id, r.index}}] = &logDirWant{dest: root}
 	c.check.stats.LogDirMoves++
 }
 
@@ -471,14 +531,17 @@ func (c *Cluster) onLogDirMoveEnded(n *node, r *replica, end logDirMoveEnd) {
 	}
 	switch end {
 	case logDirMoveCompleted:
-		if got := rootOf(r); got != want {
-			c.violation("%s: the move of %s to %s ended in %s", n, r.name(), want, got)
+		if got := rootOf(r); got != want.dest {
+			c.violation("%s: the move of %s to %s ended in %s", n, r.name(), want.dest, got)
 		}
 		c.check.stats.LogDirMovesDone++
+		delete(c.check.logDirMoves, k)
 	case logDirMoveFailed:
+		// Left for the operator to ask again once healed
+		// (retryLogDirMoves): it must then complete.
 		c.check.stats.LogDirMovesFailed++
+		want.failed = true
 	}
-	delete(c.check.logDirMoves, k)
 }
 
 // onLogDirMoveCancelled: a request moved the replica back (or elsewhere:
@@ -512,6 +575,12 @@ func (c *Cluster) logDirConvergence() string {
 			}
 		}
 	}
+	for _, k := range c.pendingLogDirMoves() {
+		w := c.check.logDirMoves[k]
+		if r := c.nodes[k.node].proc.parts[k.part]; w.failed && r != nil {
+			return fmt.Sprintf("n%d's move of %s to %s failed; the operator asks again", k.node, r.name(), w.dest)
+		}
+	}
 	return ""
 }
 
@@ -522,13 +591,8 @@ func (c *Cluster) logDirConvergence() string {
 // superseded log is left, and DescribeLogDirs says where each replica is.
 func (k *checker) finalLogDirs() {
 	c := k.c
-	for _, key := range slices.SortedFunc(maps.Keys(k.logDirMoves), func(a, b logDirKey) int {
-		if a.node != b.node {
-			return int(a.node - b.node)
-		}
-		return comparePartKeys(a.part, b.part)
-	}) {
-		want := k.logDirMoves[key]
+	for _, key := range c.pendingLogDirMoves() {
+		want := k.logDirMoves[key].dest
 		p := c.nodes[key.node].proc
 		r := p.parts[key.part]
 		switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
+	"github.com/skein-log/skein/internal/storage"
 )
 
 // reconcile is Broker.reconcilePartitions followed by fetchers.update:
@@ -123,7 +124,7 @@ func (p *process) drop(r *replica, retired bool) {
 		p.n.tracef("closed %s, not listed by an image not caught up", r.name())
 		return
 	}
-	if err := p.n.fs.RemoveAll(dir); err != nil {
+	if err := p.deleteDir(dir); err != nil {
 		p.n.tracef("delete retired %s: %v", r.name(), err)
 	}
 	p.n.tracef("retired %s", r.name())
@@ -154,19 +155,27 @@ func (p *process) sweepRetiredIn(root string) {
 			}
 			continue
 		}
-		cut := strings.LastIndexByte(d.Name, '-')
-		if !d.IsDir || d.Name == metadataDir || cut < 0 {
+		topicName, index, future, ok := storage.ParsePartitionDirName(d.Name)
+		if !d.IsDir || d.Name == metadataDir || !ok {
 			continue
 		}
-		index, err := strconv.ParseInt(d.Name[cut+1:], 10, 32)
-		if err != nil {
+		t, ok := p.image.Topic(topicName)
+		if ok && (p.parts[partKey{t.ID, index}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, index)) {
 			continue
 		}
-		t, ok := p.image.Topic(d.Name[:cut])
-		if ok && (p.parts[partKey{t.ID, int32(index)}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, int32(index))) {
+		if future && p.n.c.opts.strayFuturesKept {
 			continue
 		}
-		if err := p.n.fs.RemoveAll(path.Join(root, d.Name)); err != nil {
+		if future {
+			// Node's removeStrayPartitionDirs: the future log a restart
+			// kept of a replica that left while the node was down.
+			name := topicName + "-" + strconv.Itoa(int(index))
+			if p.dirs.kept[name] == path.Join(root, d.Name) {
+				delete(p.dirs.kept, name)
+				delete(p.dirs.preferred, name)
+			}
+		}
+		if err := p.deleteDir(path.Join(root, d.Name)); err != nil {
 			p.n.tracef("sweep %s: %v", d.Name, err)
 			continue
 		}

@@ -56,6 +56,12 @@ type Options struct {
 	// while the coordinator clients still send their stray batches: the
 	// test that shows the checker catches a leader that does not verify.
 	txnVerifyOff bool
+	// unsafeLogDelete deletes retired logs with a plain RemoveAll, which
+	// a crash can undo, and strayFuturesKept leaves the sweep blind to
+	// the future logs a restart kept of replicas that left: the tests
+	// that show the log-directory checker catches a replica in two
+	// directories and a future log left behind.
+	unsafeLogDelete, strayFuturesKept bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/skein-log/skein/internal/batch"
@@ -451,4 +452,44 @@ func ApplyMoveStep(src, fut *Log, st logmove.Step, limit int) (copied int, swapp
 		return 0, err == nil, retired, err
 	}
 	return 0, false, "", fmt.Errorf("move step %v is the caller's", st.Kind)
+}
+
+// ParsePartitionDirName splits the name of a directory in a log directory:
+// a partition's, <topic>-<index>, or a future log of one (future). ok is
+// false for any other name.
+func ParsePartitionDirName(base string) (topic string, index int32, future, ok bool) {
+	name := base
+	if n, _, isFuture := ParseFutureDirName(base); isFuture {
+		name, future = n, true
+	}
+	cut := strings.LastIndexByte(name, '-')
+	if cut <= 0 {
+		return "", 0, false, false
+	}
+	i, err := strconv.ParseInt(name[cut+1:], 10, 32)
+	if err != nil || i < 0 {
+		return "", 0, false, false
+	}
+	return name[:cut], int32(i), future, true
+}
+
+// DeleteDir deletes a log's directory dir crash-safely, as Kafka does:
+// renamed <dir>.<tag>-delete first (durable with dir's parent), so a crash
+// leaves either the whole log or a directory the broker sweeps, never a
+// half-deleted log that looks whole.
+func DeleteDir(fs vfs.FS, dir, tag string) error {
+	gone := dir + "." + tag + retiredDirSuffix
+	if err := fs.Rename(dir, gone); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("delete %s: rename: %w", dir, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("delete %s: sync %s: %w", dir, filepath.Dir(dir), err)
+	}
+	if err := fs.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete %s: %w", gone, err)
+	}
+	return nil
 }
