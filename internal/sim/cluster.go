@@ -128,6 +128,9 @@ type Stats struct {
 	LogDirRequests, LogDirMoves, LogDirMovesDone, LogDirMovesCancelled int
 	LogDirMovesAbandoned, LogDirMovesFailed, LogDirMovesResumed        int
 	LogDirRetries                                                      int // failed moves the operator asked for again once healed
+	// LogDirSwapPowerCuts: power cut at a filesystem call of a swap;
+	// LogDirSwapsFinishedAtStart: decided swaps a restart finished.
+	LogDirSwapPowerCuts, LogDirSwapsFinishedAtStart int
 }
 
 // Run simulates one seed.

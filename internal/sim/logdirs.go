@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -286,7 +287,17 @@ func (p *process) stepMove(mv *logDirMove) {
 		if paused {
 			limit = 1 << 20
 		}
+		var restore func()
+		if st.Kind == logmove.Swap {
+			restore = p.n.c.faults.powerCutDuringSwap(p.n)
+		}
 		_, swapped, retired, err := storage.ApplyMoveStep(src, fut, st, limit)
+		if restore != nil {
+			restore()
+			if p.n.proc != p {
+				return // the machine lost power mid-swap: the restart repairs
+			}
+		}
 		if err != nil {
 			p.failMove(mv, err)
 			return
@@ -308,6 +319,41 @@ func (p *process) stepMove(mv *logDirMove) {
 		}
 	}
 	p.n.c.violation("%s: the paused stretch of the move of %s took %d steps", p.n, r.name(), maxPausedSteps)
+}
+
+// errPowerCut fails the filesystem calls of a machine that lost power.
+var errPowerCut = errors.New("the machine lost power")
+
+// powerCutDuringSwap, in runs with power losses, cuts a machine's power at
+// one of the filesystem calls of a swap now and then (the swap runs within
+// one event, so a power loss between events never lands inside it): the
+// restart's storage.RecoverMoves then finishes a decided swap or keeps
+// the future of an undecided one. It returns what undoes its hook, nil
+// when it does not cut.
+func (f *faultState) powerCutDuringSwap(n *node) (restore func()) {
+	c := f.c
+	if !c.opts.Faults.PowerLoss || c.healed || c.stopped || !c.s.chance(0.2) {
+		return nil
+	}
+	at, torn := 1+c.s.rng.IntN(30), c.s.chance(0.5)
+	calls, cut := 0, false
+	n.fs.SetFault(func(op vfs.Op, path string) error {
+		if cut {
+			return errPowerCut
+		}
+		if calls++; calls < at {
+			return nil
+		}
+		cut = true
+		c.check.stats.Crashes++
+		c.check.stats.LogDirSwapPowerCuts++
+		n.tracef("FAULT power loss during a swap, before %s %s", op, path)
+		f.powerLost = true
+		n.crash(torn)
+		f.restartLater(n)
+		return errPowerCut
+	})
+	return func() { n.fs.SetFault(nil) }
 }
 
 // failMove is node's runLogMove after an error: the future log is deleted,
@@ -601,6 +647,7 @@ func (k *checker) finalLogDirs() {
 		case rootOf(r) == want:
 			// A swap decided before a crash, finished by the restart.
 			k.stats.LogDirMovesDone++
+			k.stats.LogDirSwapsFinishedAtStart++
 		default:
 			c.violation("n%d: the move of %s to %s never ended: it is in %s", key.node, r.name(), want, rootOf(r))
 		}
