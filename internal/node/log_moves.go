@@ -290,9 +290,7 @@ func (b *Broker) runLogMove(mv *logMove) {
 	if !errors.Is(err, errMoveCancelled) {
 		b.log.Warn("log move failed; the partition stays where it was", "partition", mv.p.name(), "to", mv.root, "err", err)
 	}
-	if rerr := b.fs.RemoveAll(dir); rerr != nil {
-		b.log.Warn("future log not removed; it is at the next start", "dir", dir, "err", rerr)
-	}
+	b.removeKeptFuture(dir)
 }
 
 // copyAndSwap steps logmove.Next until the swap.
@@ -420,8 +418,13 @@ func (b *Broker) resumeFuture(p *partition, dir string) (*storage.Log, int64, er
 	return fut, from, nil
 }
 
+// removeKeptFuture deletes the future log dir of a move cancelled, failed
+// or not resumed, crash-safely (storage.DeleteDir): a removal a power cut
+// undid would have the next start resume the move, undoing a cancel or
+// resuming a stale copy instead of a newer move (found by the simulator,
+// TestLogDirSeeds seed 271).
 func (b *Broker) removeKeptFuture(dir string) {
-	if err := b.fs.RemoveAll(dir); err != nil {
+	if err := storage.DeleteDir(b.fs, dir, strconv.FormatInt(time.Now().UnixNano(), 36)); err != nil {
 		b.log.Warn("future log not removed; it is at the next start", "dir", dir, "err", err)
 	}
 }

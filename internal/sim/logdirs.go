@@ -125,7 +125,7 @@ func (p *process) replicaDir(name string) string {
 	return path.Join(logmove.Place(p.dirs.roots, counts, pref, ok), name)
 }
 
-// deleteDir deletes a retired log's directory: with several log
+// deleteDir deletes a retired or future log's directory: with several log
 // directories crash-safely as node does (storage.DeleteDir), so that a
 // crash never leaves an older copy of a replica beside a newer one in
 // another directory; with one, as the simulator always has (a crash may
@@ -255,7 +255,7 @@ func (p *process) cancelMove(r *replica, why string) {
 	delete(p.dirs.moves, r)
 	dir := mv.fut.Dir()
 	mv.fut.Close()
-	if err := p.n.fs.RemoveAll(dir); err != nil {
+	if err := p.deleteDir(dir); err != nil {
 		p.n.tracef("future log %s not removed: %v", dir, err)
 	}
 	p.n.tracef("move of %s to %s %s", r.name(), mv.root, why)
@@ -373,6 +373,7 @@ func (p *process) reopenMove(r *replica) {
 	delete(p.dirs.preferred, name)
 	kept, hasKept := p.dirs.kept[name]
 	delete(p.dirs.kept, name)
+	p.n.c.onLogDirReplicaOpened(p.n, r)
 	act := logmove.Reopen(logmove.Opened{Preferred: root, HasPreferred: ok, CurrentDir: rootOf(r),
 		Kept: kept, HasKept: hasKept, Blocked: p.dirs.moves[r] != nil})
 	if act.Resume {
@@ -393,7 +394,7 @@ func (p *process) reopenMove(r *replica) {
 		act.DiscardKept, act.Start = true, true
 	}
 	if act.DiscardKept {
-		if err := p.n.fs.RemoveAll(kept); err != nil {
+		if err := p.deleteDir(kept); err != nil {
 			p.n.tracef("future log %s not removed: %v", kept, err)
 		}
 	}
@@ -601,12 +602,24 @@ func (c *Cluster) onLogDirMoveCancelled(n *node, r *replica) {
 }
 
 // onLogDirMoveAbandoned: the replica left the node (reassigned away, its
-// topic deleted) while moving.
+// topic deleted) with a move asked for and not ended.
 func (c *Cluster) onLogDirMoveAbandoned(n *node, r *replica) {
 	k := logDirKey{n.id, partKey{r.id, r.index}}
 	if _, ok := c.check.logDirMoves[k]; ok {
 		delete(c.check.logDirMoves, k)
 		c.check.stats.LogDirMovesAbandoned++
+	}
+}
+
+// onLogDirReplicaOpened: a replica a restart opened in the destination of
+// its move was swapped in by the restart (a swap decided before a crash,
+// finished by storage.RecoverMoves).
+func (c *Cluster) onLogDirReplicaOpened(n *node, r *replica) {
+	k := logDirKey{n.id, partKey{r.id, r.index}}
+	if w, ok := c.check.logDirMoves[k]; ok && w.dest == rootOf(r) {
+		delete(c.check.logDirMoves, k)
+		c.check.stats.LogDirMovesDone++
+		c.check.stats.LogDirSwapsFinishedAtStart++
 	}
 }
 
@@ -644,10 +657,6 @@ func (k *checker) finalLogDirs() {
 		switch {
 		case r == nil:
 			k.stats.LogDirMovesAbandoned++
-		case rootOf(r) == want:
-			// A swap decided before a crash, finished by the restart.
-			k.stats.LogDirMovesDone++
-			k.stats.LogDirSwapsFinishedAtStart++
 		default:
 			c.violation("n%d: the move of %s to %s never ended: it is in %s", key.node, r.name(), want, rootOf(r))
 		}

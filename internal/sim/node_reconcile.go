@@ -106,8 +106,8 @@ func (p *process) drop(r *replica, retired bool) {
 	delete(p.parts, partKey{r.id, r.index})
 	if p.dirs.moves[r] != nil {
 		p.cancelMove(r, "abandoned: the replica left the node")
-		p.n.c.onLogDirMoveAbandoned(p.n, r)
 	}
+	p.n.c.onLogDirMoveAbandoned(p.n, r)
 	r.ready(r.core.Close())
 	epoch := int32(math.MaxInt32) // the topic is gone: newer than any view
 	if t, ok := p.image.TopicByID(r.id); ok {

@@ -56,7 +56,7 @@ type Options struct {
 	// while the coordinator clients still send their stray batches: the
 	// test that shows the checker catches a leader that does not verify.
 	txnVerifyOff bool
-	// unsafeLogDelete deletes retired logs with a plain RemoveAll, which
+	// unsafeLogDelete deletes retired and future logs with a plain RemoveAll, which
 	// a crash can undo, and strayFuturesKept leaves the sweep blind to
 	// the future logs a restart kept of replicas that left: the tests
 	// that show the log-directory checker catches a replica in two
