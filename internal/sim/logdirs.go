@@ -475,11 +475,32 @@ func (f *faultState) alterLogDir(to int32, resp *kmsg.DescribeLogDirsResponse) {
 	}
 	c.check.stats.LogDirRequests++
 	c.tracef("OP move n%d's replica of %s-%d from %s to %s (moving: %v)", to, pick.topic, pick.index, pick.dir, dest, pick.hasFuture)
-	c.sendAlterLogDir(to, pick.topic, pick.index, dest)
+	c.sendAlterLogDir(to, pick.topic, pick.index, dest, func(err error) {
+		if err != nil || !c.opts.Faults.LogDirSecondThoughts || c.healed || c.stopped || !c.s.chance(0.3) {
+			return
+		}
+		// Second thoughts, while the copy is likely still going: call
+		// the move off (back to where the replica was) or send it to a
+		// third directory.
+		again := pick.dir
+		others := slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return d == pick.dir || d == dest })
+		if len(others) > 0 && c.s.chance(0.5) {
+			again = others[c.s.rng.IntN(len(others))]
+		}
+		c.s.after(c.s.between(5*time.Millisecond, 60*time.Millisecond), func() {
+			if c.healed || c.stopped {
+				return
+			}
+			c.check.stats.LogDirRequests++
+			c.tracef("OP second thoughts: move n%d's replica of %s-%d to %s instead", to, pick.topic, pick.index, again)
+			c.sendAlterLogDir(to, pick.topic, pick.index, again, nil)
+		})
+	})
 }
 
-// sendAlterLogDir sends node to an AlterReplicaLogDirs for one partition.
-func (c *Cluster) sendAlterLogDir(to int32, topic string, index int32, dest string) {
+// sendAlterLogDir sends node to an AlterReplicaLogDirs for one partition;
+// then, if not nil, gets the partition's answer.
+func (c *Cluster) sendAlterLogDir(to int32, topic string, index int32, dest string, then func(error)) {
 	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
 	req.Version = 2
 	rd := kmsg.NewAlterReplicaLogDirsRequestDir()
@@ -497,6 +518,9 @@ func (c *Cluster) sendAlterLogDir(to int32, topic string, index int32, dest stri
 			}
 		}
 		c.tracef("OP move of n%d's %s-%d to %s: %v", to, topic, index, dest, err)
+		if then != nil {
+			then(err)
+		}
 	})
 }
 
@@ -537,7 +561,7 @@ func (c *Cluster) retryLogDirMoves() {
 		w.askedAt = c.s.now
 		c.check.stats.LogDirRetries++
 		c.tracef("OP ask n%d again to move %s to %s", k.node, r.name(), w.dest)
-		c.sendAlterLogDir(k.node, r.topic, r.index, w.dest)
+		c.sendAlterLogDir(k.node, r.topic, r.index, w.dest, nil)
 	}
 }
 

@@ -99,6 +99,10 @@ type FaultMix struct {
 	// replicas between a node's log directories (AlterReplicaLogDirs,
 	// KIP-113), leaders' and followers', and at times call a move off.
 	LogDirMoves bool
+	// LogDirSecondThoughts, with LogDirMoves, has the operator follow
+	// three in ten accepted moves within 5-60 ms with a cancel (back to
+	// where the replica was) or a redirect to a third directory.
+	LogDirSecondThoughts bool
 }
 
 // ProducerSpec is one simulated producer.

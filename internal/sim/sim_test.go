@@ -300,7 +300,7 @@ func TestRegressions(t *testing.T) {
 		// reassigned away and back was on disk in two directories.
 		// Retired logs are now deleted as node deletes them
 		// (storage.DeleteDir) when a node has several directories.
-		logDirOptions(72, 10*time.Second),
+		logDirAsFound(72, 10*time.Second),
 		// A move abandoned (its replica reassigned away) had its future
 		// log removed with a RemoveAll a power cut undid; the replica
 		// came back, a newer move to another directory was cut by a
@@ -309,7 +309,7 @@ func TestRegressions(t *testing.T) {
 		// replica went where nobody had asked for last. Node and the
 		// simulator now delete cancelled, failed and discarded future
 		// logs crash-safely (storage.DeleteDir).
-		logDirOptions(271, 10*time.Second),
+		logDirAsFound(271, 10*time.Second),
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)
