@@ -131,6 +131,7 @@ type Stats struct {
 	// LogDirSwapPowerCuts: power cut at a filesystem call of a swap;
 	// LogDirSwapsFinishedAtStart: decided swaps a restart finished.
 	LogDirSwapPowerCuts, LogDirSwapsFinishedAtStart int
+	LogDirMovesRedirected                           int // moves replaced by a move to another directory
 }
 
 // Run simulates one seed.

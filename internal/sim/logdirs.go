@@ -588,7 +588,11 @@ func (c *Cluster) onLogDirMoveStarted(n *node, r *replica, root string) {
 	if c.check.logDirMoves == nil {
 		c.check.logDirMoves = map[logDirKey]*logDirWant{}
 	}
-	c.check.logDirMoves[logDirKey{n.id, partKey{r.id, r.index}}] = &logDirWant{dest: root}
+	k := logDirKey{n.id, partKey{r.id, r.index}}
+	if w, ok := c.check.logDirMoves[k]; ok && !w.failed {
+		c.check.stats.LogDirMovesRedirected++ // replaced by this one
+	}
+	c.check.logDirMoves[k] = &logDirWant{dest: root}
 	c.check.stats.LogDirMoves++
 }
 
