@@ -357,7 +357,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	for _, d := range b.cfg.LogDirs {
-		if err := b.fs.MkdirAll(d, 0o755); err != nil {
+		// Durably: the metadata quorum writes in the first at once,
+		// and a power cut must not take the directory back.
+		if err := vfs.MkdirAllDurably(b.fs, d); err != nil {
 			return fmt.Errorf("create log dir %s: %w", d, err)
 		}
 	}
