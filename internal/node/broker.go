@@ -351,6 +351,11 @@ func (b *Broker) Start() error {
 	if err := b.metrics.RegisterReplicationThrottle(func() metrics.ReplicationThrottle { return b.throttle.stats(b.Image()) }); err != nil {
 		return err
 	}
+	if err := b.metrics.RegisterLogDirMoves(func() metrics.LogDirMoves {
+		return b.logMoves.stats(config.AlterLogDirsRate(b.cfg, b.Image()))
+	}); err != nil {
+		return err
+	}
 	// The admin listener comes up first so /readyz can say "starting"
 	// while logs recover.
 	if err := b.startAdmin(); err != nil {

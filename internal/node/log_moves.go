@@ -15,6 +15,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/logmove"
+	"github.com/skein-log/skein/internal/metrics"
 	"github.com/skein-log/skein/internal/replthrottle"
 	"github.com/skein-log/skein/internal/storage"
 )
@@ -53,6 +54,11 @@ type logMoves struct {
 	// together (replica.alter.log.dirs.io.max.bytes.per.second).
 	throttleMu sync.Mutex
 	throttle   *replthrottle.Bucket
+	// copiedBytes and throttledFor are what the moves copied and how
+	// long their copiers waited on the throttle, since the start (for
+	// metrics; under throttleMu).
+	copiedBytes  int64
+	throttledFor time.Duration
 }
 
 func newLogMoves() *logMoves {
@@ -86,6 +92,26 @@ func (m *logMoves) copied(n int, now time.Time) {
 	m.throttleMu.Lock()
 	defer m.throttleMu.Unlock()
 	m.throttle.Take(n, now.UnixMilli())
+	m.copiedBytes += int64(n)
+}
+
+// waited counts a copier's wait on the throttle.
+func (m *logMoves) waited(d time.Duration) {
+	m.throttleMu.Lock()
+	defer m.throttleMu.Unlock()
+	m.throttledFor += d
+}
+
+// stats is the moves' state for a metrics scrape, with rate the
+// throttle in force now (the bucket takes a new rate only when a copier
+// asks).
+func (m *logMoves) stats(rate int64) metrics.LogDirMoves {
+	m.mu.Lock()
+	inFlight := len(m.moves)
+	m.mu.Unlock()
+	m.throttleMu.Lock()
+	defer m.throttleMu.Unlock()
+	return metrics.LogDirMoves{InFlight: inFlight, Rate: rate, CopiedBytes: m.copiedBytes, Throttled: m.throttledFor}
 }
 
 // logMove is one move under way.
@@ -338,6 +364,7 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 				// waits on the throttle.
 				allowed, wait := b.logMoves.copyAllowance(config.AlterLogDirsRate(b.cfg, b.Image()), time.Now())
 				if wait > 0 {
+					start := time.Now()
 					select {
 					case <-mv.cancel:
 						return "", errMoveCancelled
@@ -345,6 +372,7 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 						return "", errMoveCancelled
 					case <-time.After(wait):
 					}
+					b.logMoves.waited(time.Since(start))
 					continue
 				}
 				limit = min(limit, allowed)

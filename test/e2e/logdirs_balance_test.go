@@ -122,3 +122,62 @@ func countPartition(ctx context.Context, t *testing.T, tb *testBroker, topic str
 	}
 	return n
 }
+
+// TestLogDirMoveMetrics: the log-directory moves' metrics. The throttle
+// in force (replica.alter.log.dirs.io.max.bytes.per.second, 256 KiB/s)
+// is exported before any move runs; a move of a replica of 8,192 records
+// (1 MiB) copies at least its size and, at that rate, must wait on the
+// throttle: only the last 4,096 offsets (logmove.PauseLagOffsets) are
+// copied unthrottled, and the bucket holds at most a second's worth of
+// the rest. Once it ends, none is counted as under way.
+func TestLogDirMoveMetrics(t *testing.T) {
+	base := t.TempDir()
+	d1, d2 := filepath.Join(base, "d1"), filepath.Join(base, "d2")
+	tb := startBroker(t, withProp("log.dirs", d1+","+d2), withProp("replica.alter.log.dirs.io.max.bytes.per.second", "262144"))
+	ctx := testContext(t, 60*time.Second)
+	if got := gaugeValue(t, tb.b, "skein_log_dir_move_throttle_rate_bytes"); got != 256<<10 {
+		t.Fatalf("throttle rate %v, want 262144", got)
+	}
+	const topic = "metered"
+	tb.createTopic(topic, 1, nil)
+	// Batches of 16 KiB: the copier copies whole batches, and one
+	// batch of the whole megabyte would be copied in one step.
+	cl := tb.client(kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(16<<10))
+	value := make([]byte, 128)
+	var records []*kgo.Record
+	for range 8192 {
+		records = append(records, &kgo.Record{Value: value})
+	}
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(tb.client())
+	one := kadm.TopicsSet{topic: {0: {}}}
+	dirs, err := adm.DescribeBrokerLogDirs(ctx, 1, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from string
+	var size int64
+	dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { from, size = filepath.Clean(p.Dir), p.Size })
+	to := d2
+	if from == d2 {
+		to = d1
+	}
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(to, one)
+	if _, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, req); err != nil {
+		t.Fatal(err)
+	}
+	awaitReplicaDir(ctx, t, adm, 1, topic, to)
+	awaitAdmin(ctx, t, "no move counted as under way", func() (bool, any) {
+		n := gaugeValue(t, tb.b, "skein_log_dir_moves")
+		return n == 0, n
+	})
+	if got := gaugeValue(t, tb.b, "skein_log_dir_move_copied_bytes_total"); got < float64(size) {
+		t.Errorf("copied %v bytes, the replica holds %d", got, size)
+	}
+	if got := gaugeValue(t, tb.b, "skein_log_dir_move_throttled_seconds_total"); got <= 0 {
+		t.Errorf("throttled for %vs copying %d bytes at 256 KiB/s", got, size)
+	}
+}
