@@ -72,4 +72,6 @@ CGO_ENABLED=1 go test -count=1 -run '^(TestSecureClients|TestTxnConfluent)$/^con
 echo "== test (-tags invariants)"
 go test -count=1 -tags invariants ./internal/invariant/ ./internal/replica/ ./internal/replication/
 go test -count=1 -tags invariants -run 'TestSeeds|TestRegressions' ./internal/sim/
+# Replicas moving between log directories (AlterReplicaLogDirs) under faults: ~10 s.
+go test -count=1 -tags invariants -run '^TestLogDirSeeds$' ./internal/sim/ -sim.seeds=50
 go test -count=1 -timeout 10m -tags invariants -run '^TestCluster' ./test/e2e/ ./cmd/skein/ ./internal/metrics/

@@ -89,6 +89,7 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 	execute := c.fs.Bool("execute", false, "start the reassignments, wait for them and unregister the broker (without it, only print the plan)")
 	unregister := c.fs.Bool("unregister", true, "with --execute, unregister the broker once it holds no replica")
 	poll := c.fs.Duration("poll", time.Second, "with --execute, how often to report progress")
+	throttle := c.fs.Int64("throttle", -1, "with --execute, throttle the copying to this many bytes/s (as skein partitions reassign --execute --throttle); removed once the broker holds no replica")
 	gone, cl, adm, err := c.start(args)
 	if err != nil {
 		return err
@@ -96,6 +97,9 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 	defer cl.Close()
 	if *poll <= 0 {
 		return errors.New("--poll must be positive")
+	}
+	if *throttle != -1 && (!*execute || *throttle <= 0) {
+		return errors.New("--throttle takes a positive number of bytes/s, with --execute")
 	}
 	sctx, cancel := c.step(ctx)
 	defer cancel()
@@ -135,11 +139,20 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 		return nil
 	}
 	if len(plan) > 0 {
-		if err := reassignExecute(sctx, adm, s.out, reassignplan.Plan{Version: 1, Partitions: plan}, -1); err != nil {
+		moves := reassignplan.Plan{Version: 1, Partitions: plan}
+		if err := reassignExecute(sctx, adm, s.out, moves, *throttle); err != nil {
 			return err
 		}
 		if err := awaitEmptied(ctx, c, adm, s.out, gone, *poll); err != nil {
 			return err
+		}
+		if *throttle > 0 {
+			rctx, cancel := c.step(ctx)
+			err := removeThrottles(rctx, adm, s.out, planTopics(moves))
+			cancel()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if !*unregister {
@@ -155,6 +168,7 @@ func runDecommission(ctx context.Context, args []string, s streams) error {
 func awaitEmptied(ctx context.Context, c *brokerCommand, adm *kadm.Client, out io.Writer, gone int32, poll time.Duration) error {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	var prev reassignplan.ProgressSample
 	for {
 		held, left, err := decommissionProgress(ctx, c, adm, gone)
 		if err != nil {
@@ -164,7 +178,14 @@ func awaitEmptied(ctx context.Context, c *brokerCommand, adm *kadm.Client, out i
 			fmt.Fprintf(out, "Broker %d holds no replica.\n", gone)
 			return nil
 		}
-		fmt.Fprintf(out, "Broker %d: %d partitions still to move (%s); %s left to copy.\n", gone, len(held), shortList(held), byteCount(left))
+		now := reassignplan.ProgressSample{At: time.Now(), Behind: left}
+		eta := ""
+		if !prev.At.IsZero() {
+			c := reassignplan.EstimateCatchUp(prev, now)
+			eta = fmt.Sprintf(", closing at %s/s, %s", byteCount(int64(max(0, c.BytesPerSecond))), catchUpLeft(c))
+		}
+		prev = now
+		fmt.Fprintf(out, "Broker %d: %d partitions still to move (%s); %s left to copy%s.\n", gone, len(held), shortList(held), byteCount(left), eta)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("broker %d still holds replicas of %d partitions: %w", gone, len(held), ctx.Err())

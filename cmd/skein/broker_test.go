@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,10 +99,16 @@ func TestBrokerDecommission(t *testing.T) {
 	if !strings.Contains(out, "Nothing changed") || !strings.Contains(out, "replicas off broker 3") {
 		t.Fatalf("dry run:\n%s", out)
 	}
-	out = mustRun(t, runBroker, "", "decommission", "--broker", "3", "--execute", "--poll", "20ms", "-b", addr)
-	for _, want := range []string{"Successfully started partition reassignments", "Broker 3 holds no replica.", "Broker 3 unregistered.", "Broker 3 is still running"} {
+	out = mustRun(t, runBroker, "", "decommission", "--broker", "3", "--execute", "--poll", "20ms", "--throttle", "10485760", "-b", addr)
+	for _, want := range []string{"Successfully started partition reassignments", "The inter-broker throttle limit was set to 10485760 B/s", "Broker 3 holds no replica.", "Throttle was removed.", "Broker 3 unregistered.", "Broker 3 is still running"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("execute: no %q in\n%s", want, out)
+		}
+	}
+	progress := regexp.MustCompile(`^Broker 3: \d+ partitions still to move \(.*\); [0-9.]+ [KMG]?i?B left to copy(, closing at [0-9.]+ [KMG]?i?B/s, (about [0-9hms.]+ left|caught up|not gaining on the leader))?\.$`)
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "still to move") && !progress.MatchString(line) {
+			t.Fatalf("progress line %q", line)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

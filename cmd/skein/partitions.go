@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,6 +46,7 @@ func runReassign(ctx context.Context, args []string, s streams) error {
 	plan := fs.String("plan", "", "--execute, --verify, --cancel: the reassignment JSON file (kafka-reassign-partitions' format)")
 	fs.StringVar(plan, "reassignment-json-file", "", "the same as --plan (kafka-reassign-partitions' name)")
 	throttle := fs.Int64("throttle", -1, "--execute: throttle the copying to this many bytes/s: sets the moving partitions' leader/follower.replication.throttled.replicas and the leader/follower.replication.throttled.rate of the brokers involved (dynamic broker configs); --verify removes them once the moves complete")
+	sample := fs.Duration("sample", time.Second, "--verify: look at the moving replicas' logs twice this far apart to show how fast each copies and about how long it has left (0: look once)")
 	preserve := fs.Bool("preserve-throttles", false, "--verify: keep the throttle (rates and throttled-replicas lists) when every reassignment of the plan completed")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -97,7 +99,7 @@ func runReassign(ctx context.Context, args []string, s streams) error {
 	case *execute:
 		return reassignExecute(ctx, adm, s.out, p, *throttle)
 	case *verify:
-		return reassignVerify(ctx, adm, s.out, p, !*preserve)
+		return reassignVerify(ctx, adm, s.out, p, !*preserve, *sample)
 	default:
 		return reassignCancel(ctx, adm, s.out, p)
 	}
@@ -263,9 +265,11 @@ func sortResults(res kadm.AlterPartitionAssignmentsResponses, apart error) (ok, 
 }
 
 // reassignVerify reports each partition of the plan: completed, still in
-// progress (with how many bytes each added replica's log is behind the
-// leader's), or idle with other replicas than the plan's.
-func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan, clearThrottles bool) error {
+// progress (with how much each added replica's log holds, how far it is
+// behind the leader's and, from a second look sample later, how fast it
+// copies and about how long it has left), or idle with other replicas than
+// the plan's.
+func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reassignplan.Plan, clearThrottles bool, sample time.Duration) error {
 	set := kadm.TopicsSet{}
 	for _, a := range p.Partitions {
 		set.Add(a.Topic, a.Partition)
@@ -278,15 +282,21 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 	if err != nil {
 		return fmt.Errorf("metadata: %w", explainError(err))
 	}
-	var sizes kadm.DescribedAllLogDirs
+	var first, second logSizes
 	if len(moving) > 0 {
-		if sizes, err = adm.DescribeAllLogDirs(ctx, set); err != nil {
-			return fmt.Errorf("log dirs: %w", explainError(err))
+		if first, err = readLogSizes(ctx, adm, set); err != nil {
+			return err
 		}
-	}
-	size := func(broker int32, topic string, part int32) (int64, bool) {
-		d, ok := sizes[broker].LookupPartition(topic, part)
-		return d.Size, ok
+		if sample > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(sample):
+			}
+			if second, err = readLogSizes(ctx, adm, set); err != nil {
+				return err
+			}
+		}
 	}
 	done := true
 	for _, a := range p.Partitions {
@@ -296,16 +306,7 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 			leader := md.Topics[a.Topic].Partitions[a.Partition].Leader
 			var parts []string
 			for _, r := range m.AddingReplicas {
-				lsz, lok := size(leader, a.Topic, a.Partition)
-				rsz, rok := size(r, a.Topic, a.Partition)
-				switch {
-				case !rok:
-					parts = append(parts, fmt.Sprintf("broker %d has no log yet", r))
-				case !lok:
-					parts = append(parts, fmt.Sprintf("broker %d holds %s (leader's size unknown)", r, byteCount(rsz)))
-				default:
-					parts = append(parts, fmt.Sprintf("broker %d %s behind leader %d", r, byteCount(reassignplan.BytesBehind(lsz, rsz)), leader))
-				}
+				parts = append(parts, addedReplicaProgress(first, second, a.Topic, a.Partition, leader, r))
 			}
 			fmt.Fprintf(out, "Reassignment of partition %s is still in progress: replicas %s, adding %s, removing %s; %s.\n",
 				name, int32List(m.Replicas), int32List(m.AddingReplicas), int32List(m.RemovingReplicas), strings.Join(parts, ", "))
@@ -328,6 +329,69 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, out io.Writer, p reas
 		return removeThrottles(ctx, adm, out, planTopics(p))
 	}
 	return nil
+}
+
+// logSizes is one DescribeLogDirs look at every broker, and when it was
+// taken; the zero value (no look) knows no size.
+type logSizes struct {
+	at   time.Time
+	dirs kadm.DescribedAllLogDirs
+}
+
+func readLogSizes(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) (logSizes, error) {
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	if err != nil {
+		return logSizes{}, fmt.Errorf("log dirs: %w", explainError(err))
+	}
+	return logSizes{at: time.Now(), dirs: dirs}, nil
+}
+
+func (l logSizes) size(broker int32, topic string, part int32) (int64, bool) {
+	if l.dirs == nil {
+		return 0, false
+	}
+	d, ok := l.dirs[broker].LookupPartition(topic, part)
+	return d.Size, ok
+}
+
+// addedReplicaProgress describes how far added replica r of a partition
+// has come: what it holds, how far behind leader it is and, when second
+// is a later look, how fast it copied between the two and about how long
+// the rest takes at the rate it closed on the leader.
+func addedReplicaProgress(first, second logSizes, topic string, part, leader, r int32) string {
+	lsz, lok := first.size(leader, topic, part)
+	rsz, rok := first.size(r, topic, part)
+	switch {
+	case !rok:
+		return fmt.Sprintf("broker %d has no log yet", r)
+	case !lok:
+		return fmt.Sprintf("broker %d holds %s (leader's size unknown)", r, byteCount(rsz))
+	}
+	behind := reassignplan.BytesBehind(lsz, rsz)
+	lsz2, lok2 := second.size(leader, topic, part)
+	rsz2, rok2 := second.size(r, topic, part)
+	if !lok2 || !rok2 {
+		return fmt.Sprintf("broker %d holds %s, %s behind leader %d", r, byteCount(rsz), byteCount(behind), leader)
+	}
+	behind2 := reassignplan.BytesBehind(lsz2, rsz2)
+	copied := float64(rsz2-rsz) / second.at.Sub(first.at).Seconds()
+	c := reassignplan.EstimateCatchUp(
+		reassignplan.ProgressSample{At: first.at, Behind: behind},
+		reassignplan.ProgressSample{At: second.at, Behind: behind2})
+	return fmt.Sprintf("broker %d holds %s, %s behind leader %d, copying %s/s, %s",
+		r, byteCount(rsz2), byteCount(behind2), leader, byteCount(int64(max(0, copied))), catchUpLeft(c))
+}
+
+// catchUpLeft says how long the copying has left, for a progress line.
+func catchUpLeft(c reassignplan.CatchUp) string {
+	switch {
+	case c.Known && c.Left == 0:
+		return "caught up"
+	case c.Known:
+		return "about " + c.Left.String() + " left"
+	default:
+		return "not gaining on the leader"
+	}
 }
 
 // alterLogDirs sends each broker named with a log directory in the plan's

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,4 +238,38 @@ func throttleLists(t *testing.T, ctx context.Context, adm *kadm.Client, topic st
 		}
 	}
 	return got
+}
+
+// TestPartitionsReassignVerifyShowsRate (issue 15): while a throttled
+// copy runs, --verify looks at the moving replica twice --sample apart
+// and says what it holds, how far behind it is, how fast it copies and
+// about how long it has left (the arithmetic is TestEstimateCatchUp's).
+// A 2 MiB copy at 512 KiB/s lasts seconds, so --verify sees it moving.
+func TestPartitionsReassignVerifyShowsRate(t *testing.T) {
+	brokers := startTestCluster(t, 3)
+	addr := brokers[0].Addr("PLAINTEXT")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, file := fillAndPlan(t, ctx, addr, "paced", 1, 3, 2<<20)
+	mustRun(t, runPartitions, "", "reassign", "--execute", "--plan", file, "-b", addr, "--throttle", strconv.Itoa(512<<10))
+	progress := regexp.MustCompile(`is still in progress: replicas 1,3, adding 3, removing -; broker 3 holds [0-9.]+ [KMG]?i?B, [0-9.]+ [KMG]?i?B behind leader 1, copying [0-9.]+ [KMG]?i?B/s, (about [0-9hms.]+ left|caught up|not gaining on the leader)\.\n`)
+	for {
+		r := runCLI(t, runPartitions, "", "reassign", "--verify", "--sample", "300ms", "--plan", file, "-b", addr)
+		if r.err != nil {
+			t.Fatalf("--verify: %v\n%s%s", r.err, r.stdout, r.stderr)
+		}
+		out := r.stdout
+		if progress.MatchString(out) {
+			break
+		}
+		if strings.Contains(out, "is completed.") {
+			t.Fatalf("the move completed before --verify showed its rate; last output:\n%s", out)
+		}
+		if !strings.Contains(out, "has no log yet") {
+			t.Fatalf("verify of a throttled move:\n%s\nstderr:\n%s", out, r.stderr)
+		}
+	}
+	if out := mustRun(t, runPartitions, "", "reassign", "--cancel", "--plan", file, "-b", addr); !strings.Contains(out, "paced-0") {
+		t.Fatalf("cancel:\n%s", out)
+	}
 }

@@ -50,6 +50,11 @@ type Progress struct {
 	// compaction of the current log make it low, never high enough to
 	// keep a move from ending).
 	BehindBytes int64
+	// MaxPausedOffsets and MaxPausedBytes bound the stretch copied while
+	// paused (0: PauseLagOffsets and PauseLagBytes). The simulator scales
+	// them down with its logs, as it does its timings, so that its moves
+	// copy across appends, truncations and crashes before they pause.
+	MaxPausedOffsets, MaxPausedBytes int64
 }
 
 // Kind is what the copier does next.
@@ -123,7 +128,14 @@ func Next(p Progress) Step {
 		return Step{Kind: Truncate, Offset: p.SrcEnd}
 	}
 	lag := p.SrcEnd - p.FutEnd
-	near := lag <= PauseLagOffsets && p.BehindBytes <= PauseLagBytes
+	maxOffsets, maxBytes := int64(PauseLagOffsets), int64(PauseLagBytes)
+	if p.MaxPausedOffsets > 0 {
+		maxOffsets = p.MaxPausedOffsets
+	}
+	if p.MaxPausedBytes > 0 {
+		maxBytes = p.MaxPausedBytes
+	}
+	near := lag <= maxOffsets && p.BehindBytes <= maxBytes
 	if !p.Paused {
 		if near {
 			return Step{Kind: Pause}

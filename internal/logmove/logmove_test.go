@@ -24,6 +24,9 @@ func TestNext(t *testing.T) {
 		{"retention passed the copy", Progress{SrcStart: 300, SrcEnd: 100_000, FutStart: 0, FutEnd: 200}, Step{Reset, 300}},
 		{"retention within the copy keeps it", Progress{SrcStart: 100, SrcEnd: 100_000, FutStart: 0, FutEnd: 200}, Step{Copy, 200}},
 		{"future ahead truncates", Progress{SrcEnd: 50, FutEnd: 60}, Step{Truncate, 50}},
+		{"scaled-down bounds copy what the defaults would pause for", Progress{SrcEnd: 100, FutEnd: 10, MaxPausedOffsets: 50}, Step{Copy, 10}},
+		{"scaled-down bounds pause close behind", Progress{SrcEnd: 100, FutEnd: 60, MaxPausedOffsets: 50, MaxPausedBytes: 100, BehindBytes: 100}, Step{Kind: Pause}},
+		{"scaled-down byte bound releases", Progress{SrcEnd: 100, FutEnd: 60, Paused: true, MaxPausedBytes: 100, BehindBytes: 101}, Step{Kind: Release}},
 		{"head missing resets", Progress{SrcStart: 0, SrcEnd: 50, FutStart: 10, FutEnd: 50}, Step{Reset, 0}},
 	}
 	for _, c := range cases {
@@ -98,6 +101,27 @@ func TestRecover(t *testing.T) {
 				t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 				break
 			}
+		}
+	}
+}
+
+func TestReopen(t *testing.T) {
+	cases := []struct {
+		name string
+		o    Opened
+		want OnOpen
+	}{
+		{"nothing asked", Opened{CurrentDir: "/a"}, OnOpen{}},
+		{"nothing asked, a future kept", Opened{CurrentDir: "/a", Kept: "/b/t-0.x-future", HasKept: true}, OnOpen{DiscardKept: true}},
+		{"asked for where it is", Opened{CurrentDir: "/a", Preferred: "/a", HasPreferred: true}, OnOpen{}},
+		{"blocked", Opened{CurrentDir: "/a", Preferred: "/b", HasPreferred: true, Kept: "/b/t-0.x-future", HasKept: true, Blocked: true}, OnOpen{DiscardKept: true}},
+		{"resumed", Opened{CurrentDir: "/a", Preferred: "/b", HasPreferred: true, Kept: "/b/t-0.x-future", HasKept: true}, OnOpen{Resume: true, Dir: "/b"}},
+		{"asked elsewhere than kept", Opened{CurrentDir: "/a", Preferred: "/c", HasPreferred: true, Kept: "/b/t-0.x-future", HasKept: true}, OnOpen{DiscardKept: true, Start: true, Dir: "/c"}},
+		{"asked before it was hosted", Opened{CurrentDir: "/a", Preferred: "/b", HasPreferred: true}, OnOpen{Start: true, Dir: "/b"}},
+	}
+	for _, c := range cases {
+		if got := Reopen(c.o); got != c.want {
+			t.Errorf("%s: Reopen = %+v, want %+v", c.name, got, c.want)
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package logmove
 
+import "path/filepath"
+
 // Replica is what the broker knows of one partition named in an
 // AlterReplicaLogDirs request.
 type Replica struct {
@@ -86,4 +88,64 @@ func Decide(r Replica, dir string) Outcome {
 		return Outcome{Err: ErrStorage}
 	}
 	return Outcome{Cancel: r.FutureDir != "", Start: true, Dir: dir}
+}
+
+// Place is the log directory a new replica is created in: the one an
+// AlterReplicaLogDirs request named before the replica existed
+// (preferred, when ok and one of dirs), else the one of dirs holding the
+// fewest open replicas by counts (the first on a tie), spreading new
+// partitions over log.dirs.
+func Place(dirs []string, counts map[string]int, preferred string, ok bool) string {
+	if ok {
+		return preferred
+	}
+	best := dirs[0]
+	for _, d := range dirs[1:] {
+		if counts[d] < counts[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// Opened is what the broker knows, as a replica opens, of a move asked for
+// it before: a directory an AlterReplicaLogDirs request named while the
+// replica was not hosted, or the destination of a move a restart
+// interrupted (storage.RecoverMoves), with the future log it left.
+type Opened struct {
+	Preferred    string
+	HasPreferred bool
+	CurrentDir   string // the root the replica opened in
+	Kept         string // the future log's directory a restart left
+	HasKept      bool
+	// Blocked: a log directory is offline, or a move of the replica
+	// already runs: nothing starts.
+	Blocked bool
+}
+
+// OnOpen is what becomes of Opened's move.
+type OnOpen struct {
+	// DiscardKept: delete the kept future log.
+	DiscardKept bool
+	// Resume the move into the kept future log (to Dir); if it cannot be
+	// kept, discard it and start afresh.
+	Resume bool
+	// Start a move to Dir from the start.
+	Start bool
+	Dir   string
+}
+
+// Reopen decides what becomes, once a replica opened, of the move asked
+// for it: none when no directory was asked for, the replica opened there
+// already, or a move cannot start now (a kept future log is then
+// discarded); else resumed into the future log the restart kept when
+// that is in the directory asked for, or started afresh.
+func Reopen(o Opened) OnOpen {
+	if !o.HasPreferred || o.Preferred == o.CurrentDir || o.Blocked {
+		return OnOpen{DiscardKept: o.HasKept}
+	}
+	if o.HasKept && filepath.Dir(o.Kept) == o.Preferred {
+		return OnOpen{Resume: true, Dir: o.Preferred}
+	}
+	return OnOpen{DiscardKept: o.HasKept, Start: true, Dir: o.Preferred}
 }

@@ -204,7 +204,8 @@ type brokerController struct {
 	controllerSvc *controllerService
 	ctrl          *controllerClient
 	// ctrlISR carries the AlterPartition requests and ctrlForward the
-	// forwarded admin requests, each on its own connection: a controller
+	// forwarded admin requests and producer id blocks, each on its own
+	// connection: a controller
 	// answers a connection's requests in order, so a CreateTopics of
 	// thousands of partitions (answered once committed) would otherwise
 	// hold up the ISR changes and the heartbeats behind it.
@@ -356,7 +357,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	for _, d := range b.cfg.LogDirs {
-		if err := b.fs.MkdirAll(d, 0o755); err != nil {
+		// Durably: the metadata quorum writes in the first at once,
+		// and a power cut must not take the directory back.
+		if err := vfs.MkdirAllDurably(b.fs, d); err != nil {
 			return fmt.Errorf("create log dir %s: %w", d, err)
 		}
 	}
@@ -709,7 +712,11 @@ func (b *Broker) allocateProducerID() (int64, error) {
 	req := kmsg.NewPtrAllocateProducerIDsRequest()
 	req.BrokerID = b.cfg.NodeID
 	req.BrokerEpoch = b.brokerEpoch.Load()
-	resp, err := b.ctrl.request(ctx, req)
+	// On the forwarding connection, as Kafka's broker sends it: the
+	// controller answers once the new block is committed, and a
+	// heartbeat queued behind it on the session connection would wait
+	// out that commit.
+	resp, err := b.ctrlForward.request(ctx, req)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
 	}

@@ -107,6 +107,17 @@ func (m *logMoves) takePreferred(name string) (string, bool) {
 	return d, ok
 }
 
+// forgetKept forgets the future log dir a restart kept for partition
+// name, and the move it would have resumed.
+func (m *logMoves) forgetKept(name, dir string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kept[name] == dir {
+		delete(m.kept, name)
+		delete(m.preferred, name)
+	}
+}
+
 func (m *logMoves) of(p *partition) *logMove {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -279,9 +290,7 @@ func (b *Broker) runLogMove(mv *logMove) {
 	if !errors.Is(err, errMoveCancelled) {
 		b.log.Warn("log move failed; the partition stays where it was", "partition", mv.p.name(), "to", mv.root, "err", err)
 	}
-	if rerr := b.fs.RemoveAll(dir); rerr != nil {
-		b.log.Warn("future log not removed; it is at the next start", "dir", dir, "err", rerr)
-	}
+	b.removeKeptFuture(dir)
 }
 
 // copyAndSwap steps logmove.Next until the swap.
@@ -312,17 +321,16 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 		if paused && p.core.Closed() {
 			return "", fmt.Errorf("%s closed", p.name())
 		}
-		rw, has := src.TakeRewound()
-		st := logmove.Next(logmove.Progress{
-			SrcStart: src.LogStartOffset(), SrcEnd: src.LogEndOffset(),
-			FutStart: fut.LogStartOffset(), FutEnd: fut.LogEndOffset(),
-			Rewound: rw, HasRewound: has, Paused: paused,
-			BehindBytes: max(src.Size()-fut.Size(), 0),
-		})
-		var err error
+		st := logmove.Next(storage.MoveProgress(src, fut, paused))
+		limit := 1 << 20
 		switch st.Kind {
+		case logmove.Pause:
+			pause()
+			continue
+		case logmove.Release:
+			release()
+			continue
 		case logmove.Copy:
-			limit := 1 << 20
 			if !paused {
 				// Throttled while the partition's appends go on; the
 				// paused last stretch is bounded (logmove.PauseLagOffsets,
@@ -341,31 +349,13 @@ func (b *Broker) copyAndSwap(mv *logMove) (string, error) {
 				}
 				limit = min(limit, allowed)
 			}
-			var n int
-			n, err = fut.CopyFrom(src, st.Offset, limit)
-			b.logMoves.copied(n, time.Now())
-			if err == nil && n == 0 {
-				// Only offsets without batches are left (a compacted
-				// or restarted tail): nothing could ever be copied.
-				err = fmt.Errorf("no batches between %d and the log end", st.Offset)
-			}
-		case logmove.Truncate:
-			err = fut.Truncate(st.Offset)
-		case logmove.Reset:
-			err = fut.TruncateFullyAndStartAt(st.Offset)
-		case logmove.Pause:
-			pause()
-		case logmove.Release:
-			release()
-		case logmove.Swap:
-			retired, err := src.AdoptFuture(fut)
-			if errors.Is(err, storage.ErrFutureBehind) {
-				continue
-			}
-			return retired, err
 		}
-		if err != nil {
-			return "", err
+		n, swapped, retired, err := storage.ApplyMoveStep(src, fut, st, limit)
+		if n > 0 {
+			b.logMoves.copied(n, time.Now())
+		}
+		if err != nil || swapped {
+			return retired, err
 		}
 	}
 }
@@ -382,27 +372,25 @@ func (b *Broker) maybeResumeLogMove(p *partition) {
 	keptDir, kept := b.logMoves.kept[p.name()]
 	delete(b.logMoves.kept, p.name())
 	b.logMoves.mu.Unlock()
-	if !ok || root == filepath.Dir(p.log.Dir()) || b.dirOffline() || b.logMoves.of(p) != nil {
-		if kept {
-			b.removeKeptFuture(keptDir)
-		}
-		return
-	}
-	if kept && filepath.Dir(keptDir) == root {
+	act := logmove.Reopen(logmove.Opened{Preferred: root, HasPreferred: ok, CurrentDir: filepath.Dir(p.log.Dir()),
+		Kept: keptDir, HasKept: kept, Blocked: b.dirOffline() || b.logMoves.of(p) != nil})
+	if act.Resume {
 		fut, from, err := b.resumeFuture(p, keptDir)
 		if err == nil {
-			b.log.Info("resuming an interrupted move to another log directory", "partition", p.name(), "to", root, "from_offset", from, "log_end", p.log.LogEndOffset())
-			b.runLogMoveInto(p, root, fut)
+			b.log.Info("resuming an interrupted move to another log directory", "partition", p.name(), "to", act.Dir, "from_offset", from, "log_end", p.log.LogEndOffset())
+			b.runLogMoveInto(p, act.Dir, fut)
 			return
 		}
 		b.log.Warn("future log of an interrupted move not kept; copying again from the start", "dir", keptDir, "err", err)
-		b.removeKeptFuture(keptDir)
-	} else if kept {
-		// A request moved the replica elsewhere before it opened.
+		act.DiscardKept, act.Start = true, true
+	}
+	if act.DiscardKept {
 		b.removeKeptFuture(keptDir)
 	}
-	if err := b.startLogMove(p, root); err != nil {
-		b.log.Warn("interrupted log move not resumed", "partition", p.name(), "to", root, "err", err)
+	if act.Start {
+		if err := b.startLogMove(p, act.Dir); err != nil {
+			b.log.Warn("interrupted log move not resumed", "partition", p.name(), "to", act.Dir, "err", err)
+		}
 	}
 }
 
@@ -430,8 +418,13 @@ func (b *Broker) resumeFuture(p *partition, dir string) (*storage.Log, int64, er
 	return fut, from, nil
 }
 
+// removeKeptFuture deletes the future log dir of a move cancelled, failed
+// or not resumed, crash-safely (storage.DeleteDir): a removal a power cut
+// undid would have the next start resume the move, undoing a cancel or
+// resuming a stale copy instead of a newer move (found by the simulator,
+// TestLogDirSeeds seed 271).
 func (b *Broker) removeKeptFuture(dir string) {
-	if err := b.fs.RemoveAll(dir); err != nil {
+	if err := storage.DeleteDir(b.fs, dir, strconv.FormatInt(time.Now().UnixNano(), 36)); err != nil {
 		b.log.Warn("future log not removed; it is at the next start", "dir", dir, "err", err)
 	}
 }

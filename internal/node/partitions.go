@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/skein-log/skein/internal/config"
+	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/metadata"
+	"github.com/skein-log/skein/internal/storage"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -168,12 +170,10 @@ func (b *Broker) reconcilePartitions() error {
 			if dirs == nil {
 				dirs = b.logDirCounts()
 			}
-			root := leastLoadedLogDir(b.cfg.LogDirs, dirs)
-			if d, ok := b.logMoves.takePreferred(w.t.Name + "-" + strconv.Itoa(int(w.p.Index))); ok {
-				// AlterReplicaLogDirs asked for this directory
-				// before the replica was created (KIP-113).
-				root = d
-			}
+			// The directory AlterReplicaLogDirs asked for before the
+			// replica was created (KIP-113), or the least loaded.
+			pref, ok := b.logMoves.takePreferred(w.t.Name + "-" + strconv.Itoa(int(w.p.Index)))
+			root := logmove.Place(b.cfg.LogDirs, dirs, pref, ok)
 			dirs[root]++
 			o.dir, o.create = filepath.Join(root, w.t.Name+"-"+strconv.Itoa(int(w.p.Index))), true
 		}
@@ -364,19 +364,6 @@ func (b *Broker) logDirCounts() map[string]int {
 	return counts
 }
 
-// leastLoadedLogDir spreads new partitions over log.dirs: the one of dirs
-// holding the fewest by counts (logDirCounts, kept up to date by the
-// caller as it places partitions).
-func leastLoadedLogDir(dirs []string, counts map[string]int) string {
-	best := dirs[0]
-	for _, d := range dirs[1:] {
-		if counts[d] < counts[best] {
-			best = d
-		}
-	}
-	return best
-}
-
 // deletedDirSuffix marks a partition directory being deleted. A partition
 // directory's name ends in its index (digits), so no live one ends so.
 const deletedDirSuffix = "-delete"
@@ -390,20 +377,7 @@ const deletedDirSuffix = "-delete"
 // opened: it could lack the leader-epoch checkpoint or older segments
 // while looking whole.
 func (b *Broker) deletePartitionDir(dir string) error {
-	gone := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deletedDirSuffix
-	if err := b.fs.Rename(dir, gone); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("delete %s: rename: %w", dir, err)
-	}
-	if err := b.fs.SyncDir(filepath.Dir(dir)); err != nil {
-		return fmt.Errorf("delete %s: sync %s: %w", dir, filepath.Dir(dir), err)
-	}
-	if err := b.fs.RemoveAll(gone); err != nil {
-		return fmt.Errorf("delete %s: %w", gone, err)
-	}
-	return nil
+	return storage.DeleteDir(b.fs, dir, strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // removeStrayPartitionDirs deletes partition directories im retires for
@@ -433,10 +407,17 @@ func (b *Broker) removeStrayPartitionDirs(im *metadata.Image, epoch int64) error
 			if err != nil {
 				continue // not ours, or unreadable: leave it for an operator
 			}
-			cut := strings.LastIndexByte(e.Name, '-')
-			index, err := strconv.ParseInt(e.Name[cut+1:], 10, 32)
-			if cut < 0 || err != nil || b.partition(id, int32(index)) != nil || !im.Retired(b.cfg.NodeID, epoch, id, int32(index)) {
+			topic, index, future, ok := storage.ParsePartitionDirName(e.Name)
+			if !ok || b.partition(id, index) != nil || !im.Retired(b.cfg.NodeID, epoch, id, index) {
 				continue
+			}
+			if future {
+				// The future log a restart kept of a replica that
+				// left this broker while it was down: its move was
+				// abandoned, and the replica never opens here to
+				// resume or discard it.
+				b.log.Info("removing the future log of a replica this broker no longer holds", "dir", dir)
+				b.logMoves.forgetKept(topic+"-"+strconv.Itoa(int(index)), dir)
 			}
 			b.log.Info("removing partition directory this broker no longer holds", "dir", dir)
 			if err := b.deletePartitionDir(dir); err != nil {

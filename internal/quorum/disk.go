@@ -60,7 +60,7 @@ type disk struct {
 // sizes the entry log's segments; compaction frees whole segments only.
 func openDisk(fs vfs.FS, dir string, segmentBytes int64, logger *slog.Logger) (*disk, error) {
 	dir = filepath.Clean(dir)
-	if err := mkdirAllDurably(fs, dir); err != nil {
+	if err := vfs.MkdirAllDurably(fs, dir); err != nil {
 		return nil, fmt.Errorf("open quorum dir %s: %w", dir, err)
 	}
 	cfg := storage.DefaultConfig()
@@ -393,35 +393,4 @@ func (d *disk) readStateFile(name string, maxBytes int64, m proto.Message) (bool
 // sameIDs reports whether two id lists hold the same ids, in any order.
 func sameIDs(a, b []uint64) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
-}
-
-// mkdirAllDurably creates dir and any missing parents, syncing each new
-// directory's parent so the whole path survives a crash.
-func mkdirAllDurably(fs vfs.FS, dir string) error {
-	var missing []string
-	for p := dir; ; p = filepath.Dir(p) {
-		exists, err := vfs.Exists(fs, p)
-		if err != nil {
-			return err
-		}
-		if exists {
-			break
-		}
-		missing = append(missing, p)
-		if parent := filepath.Dir(p); parent == p {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := fs.SyncDir(filepath.Dir(missing[i])); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -32,6 +32,9 @@ type checker struct {
 	txnCoord  txnCoordChecks
 	// chainState is the chain's (checker_chain.go), made on first use.
 	chainState *chainChecks
+	// logDirMoves are the moves between log directories started and not
+	// ended yet, with their destinations (logdirs.go).
+	logDirMoves map[logDirKey]*logDirWant
 }
 
 type nodePart struct {

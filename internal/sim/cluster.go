@@ -121,6 +121,17 @@ type Stats struct {
 	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
 	Converged                 time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied     int64         // the ACL prober's writes served and refused (Options.ACLs)
+	// Moves of replicas between a node's log directories
+	// (FaultMix.LogDirMoves): the operator's requests, the moves started,
+	// and how they ended; Resumed counts moves a restart went on with
+	// into the future log it kept.
+	LogDirRequests, LogDirMoves, LogDirMovesDone, LogDirMovesCancelled int
+	LogDirMovesAbandoned, LogDirMovesFailed, LogDirMovesResumed        int
+	LogDirRetries                                                      int // failed moves the operator asked for again once healed
+	// LogDirSwapPowerCuts: power cut at a filesystem call of a swap;
+	// LogDirSwapsFinishedAtStart: decided swaps a restart finished.
+	LogDirSwapPowerCuts, LogDirSwapsFinishedAtStart int
+	LogDirMovesRedirected                           int // moves replaced by a move to another directory
 }
 
 // Run simulates one seed.
@@ -250,6 +261,7 @@ func (c *Cluster) run() {
 		}
 		c.recoverLeaderless()
 		c.removeThrottle()
+		c.retryLogDirMoves()
 		if c.converged() {
 			c.check.stats.Converged = c.s.now - healedAt
 			c.tracef("converged %v after healing", c.s.now-healedAt)

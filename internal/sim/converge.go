@@ -42,6 +42,9 @@ func (c *Cluster) convergenceReport() string {
 			return msg
 		}
 	}
+	if msg := c.logDirConvergence(); msg != "" {
+		return msg
+	}
 	if msg := c.throttleReport(ctl); msg != "" {
 		return msg
 	}

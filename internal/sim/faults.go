@@ -29,6 +29,9 @@ func (f *faultState) start() {
 	if f.c.opts.Faults.Reassign {
 		f.c.s.after(f.c.s.between(time.Second, 3*time.Second), f.nextReassign)
 	}
+	if f.c.opts.Faults.LogDirMoves && f.c.opts.LogDirs > 1 {
+		f.c.s.after(f.c.s.between(500*time.Millisecond, 2*time.Second), f.nextLogDirMove)
+	}
 }
 
 type faultKind int

@@ -67,6 +67,9 @@ func (k *checker) final() {
 	if !k.finalMembership() {
 		return
 	}
+	if c.opts.LogDirs > 1 {
+		k.finalLogDirs()
+	}
 	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
 		n := c.nodes[id]
 		if n.proc == nil {

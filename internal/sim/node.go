@@ -84,6 +84,9 @@ type node struct {
 	resumeWait bool // a resume event is scheduled
 
 	proc *process // nil while down
+	// moveSeq numbers the future logs of moves between log directories
+	// (logdirs.go), unique on the disk.
+	moveSeq uint64
 }
 
 // process is the state of one incarnation of a node.
@@ -150,6 +153,9 @@ type process struct {
 	// stopping is a clean stop's exit, waiting for the quorum handover
 	// (node_quorum_stop.go); nil while the process runs on.
 	stopping func()
+	// dirs are the log directories and the moves between them
+	// (logdirs.go).
+	dirs logDirs
 }
 
 // metadataDir is the metadata quorum's directory under "data", never a
@@ -259,6 +265,9 @@ func (n *node) start() error {
 	p.levels = loglevel.New(slog.LevelWarn)
 	p.log = slog.New(p.levels.Handler(traceHandler{n: n}))
 	p.server = &api.Server{Backend: backend{p}, Log: p.log}
+	if err := p.openLogDirs(); err != nil {
+		return err
+	}
 	p.empty = metadata.Empty(n.c.clusterID)
 	p.image = p.empty
 	changing := n.c.voters != nil

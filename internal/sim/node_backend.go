@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,7 +14,6 @@ import (
 	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/fetchsession"
 	"github.com/skein-log/skein/internal/loglevel"
-	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/metadata"
 	rcore "github.com/skein-log/skein/internal/replica"
 )
@@ -43,38 +40,12 @@ func (x backend) Controller() api.ControllerBackend { return ctrlcore.Backend{R:
 
 func (x backend) Quorum() api.QuorumBackend { return simQuorumAdmin(x) }
 
-// DescribeLogDirs: the one data directory, its replicas and the
-// simulated disk's space (the balancer's controller asks).
-func (x backend) DescribeLogDirs() []api.LogDirDescription {
-	d := api.LogDirDescription{Dir: "data", TotalBytes: -1, UsableBytes: -1}
-	if sp, err := x.p.n.fs.Space("data"); err == nil {
-		d.TotalBytes, d.UsableBytes = sp.Total, sp.Free
-	}
-	for k, r := range x.p.parts {
-		d.Partitions = append(d.Partitions, api.LogDirPartition{Topic: r.topic, Partition: k.index, Size: r.log.Size()})
-	}
-	slices.SortFunc(d.Partitions, func(a, b api.LogDirPartition) int {
-		if a.Topic != b.Topic {
-			return strings.Compare(a.Topic, b.Topic)
-		}
-		return int(a.Partition - b.Partition)
-	})
-	return []api.LogDirDescription{d}
-}
+// DescribeLogDirs and AlterReplicaLogDir: the node's log directories and
+// the moves between them (logdirs.go).
+func (x backend) DescribeLogDirs() []api.LogDirDescription { return x.p.describeLogDirs() }
 
-// AlterReplicaLogDir: a simulated broker has one log directory ("data"),
-// so every replica it hosts is already there; the same decision as node's
-// answers the rest (the sim models no moves between directories).
 func (x backend) AlterReplicaLogDir(topic string, index int32, dir string) error {
-	r := logmove.Replica{DirKnown: dir == "data", DirOnline: true}
-	if t, ok := x.p.image.Topic(topic); ok && index >= 0 && int(index) < len(t.Partitions) {
-		r.Exists = true
-		if x.p.parts[partKey{t.ID, index}] != nil {
-			r.Hosted, r.CurrentDir = true, "data"
-		}
-	}
-	out := logmove.Decide(r, dir)
-	return api.LogMoveError(out, topic+"-"+strconv.Itoa(int(index)), dir, x.p.n.id)
+	return x.p.alterReplicaLogDir(topic, index, dir)
 }
 
 // DescribeProducers serves no simulated client; it answers as node does

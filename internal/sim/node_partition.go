@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
@@ -38,7 +37,7 @@ const maxProducersPerPartition = 1000
 
 func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg config.TopicConfig) (*replica, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, st.Index)
-	core, err := rcore.Open(p.n.fs, path.Join("data", name), name, cfg, rcore.Options{
+	core, err := rcore.Open(p.n.fs, p.replicaDir(name), name, cfg, rcore.Options{
 		LocalID:             p.n.id,
 		ReplicaLagTimeMaxMs: replicaLagMax.Milliseconds(),
 		MaxProducers:        maxProducersPerPartition,

@@ -13,6 +13,7 @@ import (
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
+	"github.com/skein-log/skein/internal/storage"
 )
 
 // reconcile is Broker.reconcilePartitions followed by fetchers.update:
@@ -81,6 +82,7 @@ func (p *process) reconcile() {
 				continue
 			}
 			p.parts[k] = r
+			p.reopenMove(r)
 		}
 		if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
 			p.n.tracef("apply %s: %v", r.name(), err)
@@ -102,6 +104,10 @@ func (p *process) reconcile() {
 // again if the image lists the replica again, as node would).
 func (p *process) drop(r *replica, retired bool) {
 	delete(p.parts, partKey{r.id, r.index})
+	if p.dirs.moves[r] != nil {
+		p.cancelMove(r, "abandoned: the replica left the node")
+	}
+	p.n.c.onLogDirMoveAbandoned(p.n, r)
 	r.ready(r.core.Close())
 	epoch := int32(math.MaxInt32) // the topic is gone: newer than any view
 	if t, ok := p.image.TopicByID(r.id); ok {
@@ -118,7 +124,7 @@ func (p *process) drop(r *replica, retired bool) {
 		p.n.tracef("closed %s, not listed by an image not caught up", r.name())
 		return
 	}
-	if err := p.n.fs.RemoveAll(dir); err != nil {
+	if err := p.deleteDir(dir); err != nil {
 		p.n.tracef("delete retired %s: %v", r.name(), err)
 	}
 	p.n.tracef("retired %s", r.name())
@@ -130,24 +136,46 @@ func (p *process) drop(r *replica, retired bool) {
 // are not open and that the image retires (closed while the image lagged,
 // moved away or deleted while the node was down) are deleted.
 func (p *process) sweepRetired() {
-	dirs, err := p.n.fs.ReadDir("data")
+	for _, root := range p.dirs.roots {
+		p.sweepRetiredIn(root)
+	}
+}
+
+func (p *process) sweepRetiredIn(root string) {
+	dirs, err := p.n.fs.ReadDir(root)
 	if err != nil {
 		return
 	}
 	for _, d := range dirs {
-		cut := strings.LastIndexByte(d.Name, '-')
-		if !d.IsDir || d.Name == metadataDir || cut < 0 {
+		if d.IsDir && strings.HasSuffix(d.Name, "-delete") {
+			// A log a move superseded, not removed before a crash
+			// (node's removeStrayPartitionDirs removes them so).
+			if err := p.n.fs.RemoveAll(path.Join(root, d.Name)); err != nil {
+				p.n.tracef("sweep %s: %v", d.Name, err)
+			}
 			continue
 		}
-		index, err := strconv.ParseInt(d.Name[cut+1:], 10, 32)
-		if err != nil {
+		topicName, index, future, ok := storage.ParsePartitionDirName(d.Name)
+		if !d.IsDir || d.Name == metadataDir || !ok {
 			continue
 		}
-		t, ok := p.image.Topic(d.Name[:cut])
-		if ok && (p.parts[partKey{t.ID, int32(index)}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, int32(index))) {
+		t, ok := p.image.Topic(topicName)
+		if ok && (p.parts[partKey{t.ID, index}] != nil || !p.image.Retired(p.n.id, p.brokerEpoch, t.ID, index)) {
 			continue
 		}
-		if err := p.n.fs.RemoveAll(path.Join("data", d.Name)); err != nil {
+		if future && p.n.c.opts.strayFuturesKept {
+			continue
+		}
+		if future {
+			// Node's removeStrayPartitionDirs: the future log a restart
+			// kept of a replica that left while the node was down.
+			name := topicName + "-" + strconv.Itoa(int(index))
+			if p.dirs.kept[name] == path.Join(root, d.Name) {
+				delete(p.dirs.kept, name)
+				delete(p.dirs.preferred, name)
+			}
+		}
+		if err := p.deleteDir(path.Join(root, d.Name)); err != nil {
 			p.n.tracef("sweep %s: %v", d.Name, err)
 			continue
 		}

@@ -37,6 +37,9 @@ type Options struct {
 	// replicas off brokers fenced for a few seconds and evens out the
 	// replica counts, beside whatever else the run does.
 	Balancer bool
+	// LogDirs is how many log directories (log.dirs) each node has on
+	// its disk; 0 or 1: one, "data".
+	LogDirs int
 	// authorizerOff leaves the authorizer out of the brokers' config
 	// while the ACL checker runs: the test that shows the checker
 	// catches a broker that does not authorize.
@@ -53,6 +56,12 @@ type Options struct {
 	// while the coordinator clients still send their stray batches: the
 	// test that shows the checker catches a leader that does not verify.
 	txnVerifyOff bool
+	// unsafeLogDelete deletes retired and future logs with a plain RemoveAll, which
+	// a crash can undo, and strayFuturesKept leaves the sweep blind to
+	// the future logs a restart kept of replicas that left: the tests
+	// that show the log-directory checker catches a replica in two
+	// directories and a future log left behind.
+	unsafeLogDelete, strayFuturesKept bool
 
 	Verbose bool         // print every trace line through Out
 	Out     func(string) `json:"-"`
@@ -86,6 +95,14 @@ type FaultMix struct {
 	// life): the operator first upgrades it to kraft.version 1, then
 	// changes voters as with Membership alone.
 	Upgrade bool
+	// LogDirMoves, with Options.LogDirs > 1, has an operator move
+	// replicas between a node's log directories (AlterReplicaLogDirs,
+	// KIP-113), leaders' and followers', and at times call a move off.
+	LogDirMoves bool
+	// LogDirSecondThoughts, with LogDirMoves, has the operator follow
+	// three in ten accepted moves within 5-60 ms with a cancel (back to
+	// where the replica was) or a redirect to a third directory.
+	LogDirSecondThoughts bool
 }
 
 // ProducerSpec is one simulated producer.
@@ -179,6 +196,9 @@ func (o Options) String() string {
 	}
 	if o.TxnCoordinator {
 		s += " txn-coordinator=true"
+	}
+	if o.LogDirs > 1 {
+		s += fmt.Sprintf(" log.dirs=%d", o.LogDirs)
 	}
 	return s
 }

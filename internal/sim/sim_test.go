@@ -294,6 +294,22 @@ func TestRegressions(t *testing.T) {
 		// (txnhost, grouphost), and the scheduler reports a livelock as a
 		// violation instead of running forever.
 		Swarm(6085, 10*time.Second),
+		// Replicas moving between log directories (TestLogDirSeeds).
+		// Not a broker bug: the simulator deleted retired logs with a
+		// plain RemoveAll, which a crash undid, so a replica moved,
+		// reassigned away and back was on disk in two directories.
+		// Retired logs are now deleted as node deletes them
+		// (storage.DeleteDir) when a node has several directories.
+		logDirAsFound(72, 10*time.Second),
+		// A move abandoned (its replica reassigned away) had its future
+		// log removed with a RemoveAll a power cut undid; the replica
+		// came back, a newer move to another directory was cut by a
+		// power loss before its swap, and the restart (two undecided
+		// futures: the last listed kept) resumed the stale one: the
+		// replica went where nobody had asked for last. Node and the
+		// simulator now delete cancelled, failed and discarded future
+		// logs crash-safely (storage.DeleteDir).
+		logDirAsFound(271, 10*time.Second),
 	} {
 		t.Run("", func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, o.Seed)

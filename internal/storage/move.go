@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/skein-log/skein/internal/batch"
@@ -406,6 +407,89 @@ func applyMoveFix(fs vfs.FS, fx logmove.Fix, logger *slog.Logger) error {
 func syncDir(fs vfs.FS, dir string) error {
 	if err := fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// MoveProgress is what the copier of a move from src into its future log
+// fut sees of both (logmove.Next's input); paused says whether src's
+// appends are held. It takes src's rewound mark (TakeRewound).
+func MoveProgress(src, fut *Log, paused bool) logmove.Progress {
+	rw, has := src.TakeRewound()
+	return logmove.Progress{
+		SrcStart: src.LogStartOffset(), SrcEnd: src.LogEndOffset(),
+		FutStart: fut.LogStartOffset(), FutEnd: fut.LogEndOffset(),
+		Rewound: rw, HasRewound: has, Paused: paused,
+		BehindBytes: max(src.Size()-fut.Size(), 0),
+	}
+}
+
+// ApplyMoveStep carries out one of logmove.Next's I/O steps (Copy of up to
+// limit bytes, Truncate, Reset, Swap) of the move from src into fut; Pause
+// and Release are the caller's (the partition's lock). It returns the
+// bytes copied and, once swapped, swapped and the superseded directory
+// (AdoptFuture's). A swap found behind is no error: the caller asks Next
+// again.
+func ApplyMoveStep(src, fut *Log, st logmove.Step, limit int) (copied int, swapped bool, retired string, err error) {
+	switch st.Kind {
+	case logmove.Copy:
+		copied, err = fut.CopyFrom(src, st.Offset, limit)
+		if err == nil && copied == 0 {
+			// Only offsets without batches are left (a compacted or
+			// restarted tail): nothing could ever be copied.
+			err = fmt.Errorf("no batches between %d and the log end", st.Offset)
+		}
+		return copied, false, "", err
+	case logmove.Truncate:
+		return 0, false, "", fut.Truncate(st.Offset)
+	case logmove.Reset:
+		return 0, false, "", fut.TruncateFullyAndStartAt(st.Offset)
+	case logmove.Swap:
+		retired, err = src.AdoptFuture(fut)
+		if errors.Is(err, ErrFutureBehind) {
+			return 0, false, "", nil
+		}
+		return 0, err == nil, retired, err
+	}
+	return 0, false, "", fmt.Errorf("move step %v is the caller's", st.Kind)
+}
+
+// ParsePartitionDirName splits the name of a directory in a log directory:
+// a partition's, <topic>-<index>, or a future log of one (future). ok is
+// false for any other name.
+func ParsePartitionDirName(base string) (topic string, index int32, future, ok bool) {
+	name := base
+	if n, _, isFuture := ParseFutureDirName(base); isFuture {
+		name, future = n, true
+	}
+	cut := strings.LastIndexByte(name, '-')
+	if cut <= 0 {
+		return "", 0, false, false
+	}
+	i, err := strconv.ParseInt(name[cut+1:], 10, 32)
+	if err != nil || i < 0 {
+		return "", 0, false, false
+	}
+	return name[:cut], int32(i), future, true
+}
+
+// DeleteDir deletes a log's directory dir crash-safely, as Kafka does:
+// renamed <dir>.<tag>-delete first (durable with dir's parent), so a crash
+// leaves either the whole log or a directory the broker sweeps, never a
+// half-deleted log that looks whole.
+func DeleteDir(fs vfs.FS, dir, tag string) error {
+	gone := dir + "." + tag + retiredDirSuffix
+	if err := fs.Rename(dir, gone); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("delete %s: rename: %w", dir, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("delete %s: sync %s: %w", dir, filepath.Dir(dir), err)
+	}
+	if err := fs.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete %s: %w", gone, err)
 	}
 	return nil
 }

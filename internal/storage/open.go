@@ -24,7 +24,7 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 		logger = slog.Default()
 	}
 	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized(), damagedFrom: -1, rewoundTo: math.MaxInt64}
-	if err := mkdirAllDurably(fs, l.dir); err != nil {
+	if err := vfs.MkdirAllDurably(fs, l.dir); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	if err := l.load(); err != nil {

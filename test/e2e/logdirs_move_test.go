@@ -357,3 +357,73 @@ func TestAlterReplicaLogDirsBeforeReassignment(t *testing.T) {
 	}
 	awaitReplicaDir(ctx, t, adm, target, topic, second[target-1])
 }
+
+// TestAlterReplicaLogDirsStrayFutureRemoved: a restart keeps the future log
+// of an interrupted move (storage.RecoverMoves) for its replica to resume
+// into once it opens; a replica that left the broker while it was down
+// never opens, and the future log is removed with the replica's stray
+// directory instead of staying for good (found by the simulator,
+// TestLogDirSeeds seed 240). Here the topic is deleted, and the broker's
+// directories then put back as a broker down for the deletion would have
+// kept them, with a move under way.
+func TestAlterReplicaLogDirsStrayFutureRemoved(t *testing.T) {
+	base := t.TempDir()
+	d1, d2 := filepath.Join(base, "d1"), filepath.Join(base, "d2")
+	tb := startBroker(t, withProp("log.dirs", d1+","+d2))
+	ctx := testContext(t, 60*time.Second)
+	const topic = "strayfuture"
+	tb.createTopic(topic, 1, nil)
+	cl := tb.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 50 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(fmt.Sprintf("v%04d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from, to := d1, d2
+	if _, err := os.Stat(filepath.Join(d2, topic+"-0")); err == nil {
+		from, to = d2, d1
+	}
+	tb.stop()
+	saved := filepath.Join(base, "saved")
+	copyFlatDir(t, filepath.Join(from, topic+"-0"), saved)
+	tb.start()
+	if _, err := kadm.NewClient(tb.client()).DeleteTopics(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	awaitAdmin(ctx, t, "the deleted topic's directory removed", func() (bool, any) {
+		_, err := os.Stat(filepath.Join(from, topic+"-0"))
+		return os.IsNotExist(err), err
+	})
+	tb.stop()
+	copyFlatDir(t, saved, filepath.Join(from, topic+"-0"))
+	fut := filepath.Join(to, topic+"-0.0123abcd-future")
+	copyFlatDir(t, saved, fut)
+	tb.start()
+	awaitAdmin(ctx, t, "the stray replica and its future log removed", func() (bool, any) {
+		_, errLive := os.Stat(filepath.Join(from, topic+"-0"))
+		_, errFut := os.Stat(fut)
+		return os.IsNotExist(errLive) && os.IsNotExist(errFut), []error{errLive, errFut}
+	})
+}
+
+// copyFlatDir copies the files of directory from (no subdirectories) into
+// a new directory to.
+func copyFlatDir(t *testing.T, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
