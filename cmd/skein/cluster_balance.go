@@ -46,6 +46,7 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 	diskPct := fs.Int("disk-imbalance-percentage", brokerDefault("replica.balance.disk.imbalance.percentage"), "move replicas when a broker's disk load is off the mean by more than this (replica.balance.disk.imbalance.percentage)")
 	diskMin := fs.Int64("disk-imbalance-min-bytes", int64(brokerDefault("replica.balance.disk.imbalance.min.bytes")), "and by at least this many bytes (replica.balance.disk.imbalance.min.bytes)")
 	maxUsage := fs.Int("max-disk-usage-percent", brokerDefault("replica.balance.max.disk.usage.percent"), "never fill a broker's log directories beyond this, and move replicas off one that is (replica.balance.max.disk.usage.percent)")
+	logDirs := fs.Bool("log-dirs", true, "also even out each broker's log directories with AlterReplicaLogDirs, one move per broker (replica.balance.log.dirs.enable)")
 	offFenced := fs.Bool("move-off-fenced", false, "treat fenced brokers as gone for good and move their replicas (the controller waits replica.balance.broker.unavailable.timeout.ms; this tool cannot know how long a broker has been fenced)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,15 +108,34 @@ func runClusterBalance(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		fmt.Fprintf(s.err, "Log directories not described by every broker (%v): brokers without an answer take no replica (with no answer at all, replica counts alone decide).\n", explainError(err))
 	}
-	balancer.Apply(brokers, parts, logDirReports(dirs))
+	reports := logDirReports(dirs)
+	balancer.Apply(brokers, parts, reports)
 	cfg := balancer.Config{MaxConcurrentMoves: *maxMoves, ImbalancePercent: *pct,
 		DiskImbalancePercent: *diskPct, DiskMinImbalanceBytes: *diskMin, MaxDiskUsagePercent: *maxUsage}
 	if !*offFenced {
 		cfg.UnavailableTimeout = 1<<63 - 1
 	}
 	plan := balancer.Decide(brokers, parts, cfg)
-	printBalancePlan(s.out, brokers, parts, plan)
-	if *dryRun || len(plan.Moves) == 0 {
+	var dirMoves []balancer.DirMove
+	if *logDirs {
+		// As the controller: a partition moving between brokers, already
+		// or by this plan, is not moved within one as well.
+		skip := func(tp balancer.TopicPartition) bool {
+			if _, ok := moving[tp.Topic][tp.Partition]; ok {
+				return true
+			}
+			return slices.ContainsFunc(plan.Moves, func(m balancer.Move) bool { return m.Topic == tp.Topic && m.Partition == tp.Partition })
+		}
+		dirMoves = balancer.DecideDirs(reports, skip, cfg)
+	}
+	printBalancePlan(s.out, brokers, parts, plan, dirMoves)
+	if *dryRun {
+		return nil
+	}
+	if err := startDirMoves(ctx, adm, s.out, dirMoves); err != nil {
+		return err
+	}
+	if len(plan.Moves) == 0 {
 		return nil
 	}
 	var req kadm.AlterPartitionAssignmentsReq
@@ -143,18 +163,43 @@ func logDirReports(dirs kadm.DescribedAllLogDirs) map[int32]balancer.Report {
 	for id, ds := range dirs {
 		var rb balancer.ReportBuilder
 		for _, d := range ds.Sorted() {
-			rb.Dir(d.TotalBytes, d.UsableBytes, d.Err != nil)
+			rb.Dir(d.Dir, d.TotalBytes, d.UsableBytes, d.Err != nil)
 			if d.Err != nil {
 				continue
 			}
-			d.Topics.Each(func(p kadm.DescribedLogDirPartition) { rb.Replica(p.Topic, p.Partition, p.Size) })
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) { rb.Replica(p.Topic, p.Partition, p.Size, p.IsFuture) })
 		}
 		out[id] = rb.Report()
 	}
 	return out
 }
 
-func printBalancePlan(out io.Writer, brokers []balancer.Broker, parts []balancer.Partition, plan balancer.Plan) {
+// startDirMoves sends each broker its moves between its log directories
+// (AlterReplicaLogDirs), as the controller's balancer does.
+func startDirMoves(ctx context.Context, adm *kadm.Client, out io.Writer, moves []balancer.DirMove) error {
+	var failed []string
+	for _, m := range moves {
+		var req kadm.AlterReplicaLogDirsReq
+		req.Add(m.To, kadm.TopicsSet{m.Topic: {m.Partition: {}}})
+		res, err := adm.AlterBrokerReplicaLogDirs(ctx, m.Broker, req)
+		if err != nil {
+			return fmt.Errorf("alter replica log dirs of broker %d: %w", m.Broker, explainError(err))
+		}
+		res.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+			if r.Err != nil {
+				failed = append(failed, fmt.Sprintf("%s-%d on broker %d: %v", r.Topic, r.Partition, m.Broker, r.Err))
+				return
+			}
+			fmt.Fprintf(out, "Started moving broker %d's replica of %s-%d to %s\n", m.Broker, r.Topic, r.Partition, m.To)
+		})
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("some moves between log directories failed to start:\n%s", strings.Join(failed, "\n"))
+	}
+	return nil
+}
+
+func printBalancePlan(out io.Writer, brokers []balancer.Broker, parts []balancer.Partition, plan balancer.Plan, dirMoves []balancer.DirMove) {
 	fmt.Fprintln(out, "Brokers (replicas; bytes of the partitions assigned; log-directory volume used of total):")
 	for _, l := range balancer.Loads(brokers, parts) {
 		state := ""
@@ -169,11 +214,14 @@ func printBalancePlan(out io.Writer, brokers []balancer.Broker, parts []balancer
 		fmt.Fprintf(out, "  broker %d: %d replicas, %s; %s%s\n", l.ID, l.Replicas, balancer.FormatBytes(l.Bytes), disk, state)
 	}
 	fmt.Fprintf(out, "Reassignments in progress: %d\n", plan.InFlight)
-	if len(plan.Moves) == 0 && len(plan.Elections) == 0 {
+	if len(plan.Moves) == 0 && len(plan.Elections) == 0 && len(dirMoves) == 0 {
 		fmt.Fprintln(out, "The cluster is balanced: nothing to move.")
 		return
 	}
 	for _, m := range plan.Moves {
+		fmt.Fprintln(out, m.String())
+	}
+	for _, m := range dirMoves {
 		fmt.Fprintln(out, m.String())
 	}
 	for _, e := range plan.Elections {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skein-log/skein/internal/testcluster"
 )
 
 // TestClusterBalance empties broker 3 (decommission), then has
@@ -126,5 +130,94 @@ func awaitLoad(ctx context.Context, t *testing.T, adm *kadm.Client, topic string
 			t.Fatalf("replicas per broker of %s: %v (errors %v, %v)", topic, load, err, lerr)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// TestClusterBalanceLogDirs: a broker with two log.dirs holds both
+// partitions of a topic, 512 KiB each, in its first directory; the dry
+// run plans one move between its directories (AlterReplicaLogDirs), not
+// with --log-dirs=false, and --execute starts it; the directories end
+// with one partition each.
+func TestClusterBalanceLogDirs(t *testing.T) {
+	base := t.TempDir()
+	d1, d2 := filepath.Join(base, "d1"), filepath.Join(base, "d2")
+	props := testcluster.Props(t, testcluster.Combine(1), map[string]string{"offsets.topic.num.partitions": "1"})
+	props[0]["log.dirs"] = d1 + "," + d2
+	brokers := startClusterOf(t, props)
+	addr := brokers[0].Addr("PLAINTEXT")
+	mustRun(t, runTopic, "", "create", "dirs", "--partitions", "2", "--replication-factor", "1", "-b", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm, err := newAdmin(&clusterFlags{bootstrap: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	both := kadm.TopicsSet{"dirs": {0: {}, 1: {}}}
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(d1, both)
+	if _, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, req); err != nil {
+		t.Fatal(err)
+	}
+	inDirs := func() map[string]int {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, 1, both)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string]int{}
+		dirs.EachPartition(func(p kadm.DescribedLogDirPartition) {
+			if p.IsFuture {
+				in["future"]++
+			} else {
+				in[filepath.Clean(p.Dir)]++
+			}
+		})
+		return in
+	}
+	awaitDirs := func(what string, want map[string]int) {
+		t.Helper()
+		for {
+			in := inDirs()
+			if maps.Equal(in, want) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: partitions by directory %v, want %v", what, in, want)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	awaitDirs("both moved to d1", map[string]int{d1: 2})
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pad := make([]byte, 64<<10)
+	for p := range int32(2) {
+		for range 8 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "dirs", Partition: p, Value: pad}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flags := []string{"--disk-imbalance-min-bytes", "262144", "--max-disk-usage-percent", "100", "-b", addr}
+	out := mustRun(t, runCluster, "", append([]string{"balance", "--dry-run"}, flags...)...)
+	move := regexp.MustCompile(`dirs-0: move broker 1's replica ` + regexp.QuoteMeta(d1) + ` -> ` + regexp.QuoteMeta(d2) + ` \(log directory imbalance, 512\.\d KiB\)`)
+	if !move.MatchString(out) {
+		t.Fatalf("dry run: want dirs-0 moved from d1 to d2:\n%s", out)
+	}
+	if out := mustRun(t, runCluster, "", append([]string{"balance", "--dry-run", "--log-dirs=false"}, flags...)...); !strings.Contains(out, "nothing to move") {
+		t.Fatalf("dry run without log directories:\n%s", out)
+	}
+	out = mustRun(t, runCluster, "", append([]string{"balance", "--execute"}, flags...)...)
+	if !strings.Contains(out, "Started moving broker 1's replica of dirs-0 to "+d2) {
+		t.Fatalf("execute:\n%s", out)
+	}
+	awaitDirs("one partition in each", map[string]int{d1: 1, d2: 1})
+	if out := mustRun(t, runCluster, "", append([]string{"balance", "--dry-run"}, flags...)...); !strings.Contains(out, "nothing to move") {
+		t.Fatalf("after the move:\n%s", out)
 	}
 }

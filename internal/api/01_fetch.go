@@ -87,19 +87,19 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	// Read what the session decided (the request's partitions, or the
 	// whole session for an incremental fetch); partitions that fail
 	// lookup are answered here and not sent on.
+	//
+	// Each partition's answer is the backend's FetchResult (or the
+	// lookup's error) until the session has decided which ones the
+	// response carries: an idle follower's incremental fetch reads
+	// thousands of partitions twice per replica.fetch.wait.max.ms and
+	// carries none, so only the carried ones become response entries.
 	im := s.Backend.Image()
 	followerAllowed := replicaID < 0 || s.allowedCluster(r, authz.OpClusterAction)
-	answers := make([]kmsg.FetchResponseTopicPartition, len(sctx.Read))
-	var slots []int // backend partition -> index in sctx.Read
+	// Sized for every partition at once: growing these by appends left
+	// twice their size behind for the collector.
+	params.Partitions = make([]FetchPartition, 0, len(sctx.Read))
+	var failed []FetchResult // by sctx.Read index; only once a lookup fails
 	for i, rp := range sctx.Read {
-		sp := &answers[i]
-		*sp = kmsg.NewFetchResponseTopicPartition()
-		sp.Partition = rp.Partition
-		sp.HighWatermark = -1
-		sp.LastStableOffset = -1
-		sp.LogStartOffset = -1
-		sp.PreferredReadReplica = -1
-		sp.RecordBatches = []byte{}
 		var t *metadata.Topic
 		var terr error
 		switch {
@@ -113,7 +113,10 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			terr = kerr.TopicAuthorizationFailed
 		}
 		if terr != nil {
-			sp.ErrorCode = ErrorCode(terr)
+			if failed == nil {
+				failed = make([]FetchResult, len(sctx.Read))
+			}
+			failed[i] = FetchResult{Err: terr, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 			continue
 		}
 		maxBytes := rp.MaxBytes
@@ -125,15 +128,16 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			MaxBytes: maxBytes, CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 			LastFetchedEpoch: rp.LastFetchedEpoch,
 		})
-		slots = append(slots, i)
 	}
-	finish := func() {
-		results := make([]fetchsession.Result, len(answers))
-		for i, sp := range answers {
+	// finish answers with all, one result per sctx.Read partition.
+	finish := func(all []FetchResult) {
+		results := make([]fetchsession.Result, len(all))
+		for i, res := range all {
+			d := res.Diverging
 			results[i] = fetchsession.Result{
-				HighWatermark: sp.HighWatermark, LastStableOffset: sp.LastStableOffset,
-				LogStartOffset: sp.LogStartOffset, HasRecords: len(sp.RecordBatches) > 0,
-				Failed: sp.ErrorCode != 0, Diverging: sp.DivergingEpoch.EndOffset >= 0 && sp.DivergingEpoch.Epoch >= 0,
+				HighWatermark: res.HighWatermark, LastStableOffset: res.LastStableOffset,
+				LogStartOffset: res.LogStartOffset, HasRecords: len(res.Records) > 0,
+				Failed: ErrorCode(res.Err) != 0, Diverging: d != nil && d.EndOffset >= 0 && d.Epoch >= 0,
 			}
 		}
 		out := sessions.Complete(sctx, results)
@@ -143,41 +147,58 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 			return
 		}
 		resp.SessionID = out.SessionID
-		resp.Topics = groupFetchAnswers(sctx.Read, answers, out.Include)
+		resp.Topics = groupFetchAnswers(sctx.Read, all, out.Include)
 		addFetchLeaderHints(s, r, req, resp)
 		respond(resp)
 	}
 	if len(params.Partitions) == 0 {
-		finish()
+		finish(failed)
 		return
 	}
 	s.Backend.Fetch(params, func(results []FetchResult) {
-		for i, res := range results {
-			sp := &answers[slots[i]]
-			sp.ErrorCode = ErrorCode(res.Err)
-			sp.HighWatermark = res.HighWatermark
-			sp.LastStableOffset = res.LastStableOffset
-			if res.AbortedTxns != nil {
-				sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTxns))
-				for j, a := range res.AbortedTxns {
-					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
-					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
-					sp.AbortedTransactions[j] = at
-				}
-			}
-			sp.LogStartOffset = res.LogStartOffset
-			sp.RecordBatches = res.Records
-			if res.Diverging != nil {
-				sp.DivergingEpoch.Epoch = res.Diverging.Epoch
-				sp.DivergingEpoch.EndOffset = res.Diverging.EndOffset
-			}
-			if sp.RecordBatches == nil {
-				// Never null: librdkafka rejects a -1 record set size.
-				sp.RecordBatches = []byte{}
+		if failed == nil {
+			finish(results)
+			return
+		}
+		// Merge the backend's results into the failed lookups' places.
+		j := 0
+		for i := range failed {
+			if failed[i].Err == nil {
+				failed[i] = results[j]
+				j++
 			}
 		}
-		finish()
+		finish(failed)
 	})
+}
+
+// fetchAnswer is the response entry of one partition's result.
+func fetchAnswer(partition int32, res FetchResult) kmsg.FetchResponseTopicPartition {
+	sp := kmsg.NewFetchResponseTopicPartition()
+	sp.Partition = partition
+	sp.PreferredReadReplica = -1
+	sp.ErrorCode = ErrorCode(res.Err)
+	sp.HighWatermark = res.HighWatermark
+	sp.LastStableOffset = res.LastStableOffset
+	sp.LogStartOffset = res.LogStartOffset
+	if res.AbortedTxns != nil {
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTxns))
+		for j, a := range res.AbortedTxns {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions[j] = at
+		}
+	}
+	sp.RecordBatches = res.Records
+	if res.Diverging != nil {
+		sp.DivergingEpoch.Epoch = res.Diverging.Epoch
+		sp.DivergingEpoch.EndOffset = res.Diverging.EndOffset
+	}
+	if sp.RecordBatches == nil {
+		// Never null: librdkafka rejects a -1 record set size.
+		sp.RecordBatches = []byte{}
+	}
+	return sp
 }
 
 // sessionRequest is a Fetch request's part the session cache decides on.
@@ -223,12 +244,13 @@ func sessionKey(byID bool, name string, id [16]byte, partition int32) fetchsessi
 // groupFetchAnswers builds the answer's topics from the partitions it
 // carries, in read order; consecutive partitions of one topic share an
 // entry, as Kafka groups them.
-func groupFetchAnswers(read []fetchsession.Partition, answers []kmsg.FetchResponseTopicPartition, include []bool) []kmsg.FetchResponseTopic {
+func groupFetchAnswers(read []fetchsession.Partition, all []FetchResult, include []bool) []kmsg.FetchResponseTopic {
 	topics := []kmsg.FetchResponseTopic{}
-	for i, sp := range answers {
+	for i, res := range all {
 		if !include[i] {
 			continue
 		}
+		sp := fetchAnswer(read[i].Partition, res)
 		k := read[i].Key
 		if n := len(topics); n == 0 || topics[n-1].Topic != k.Name || topics[n-1].TopicID != k.ID {
 			st := kmsg.NewFetchResponseTopic()

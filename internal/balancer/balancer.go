@@ -65,6 +65,9 @@ type Config struct {
 	DiskImbalancePercent  int
 	DiskMinImbalanceBytes int64
 	MaxDiskUsagePercent   int
+	// LogDirs is replica.balance.log.dirs.enable: the controller also
+	// evens out each broker's log directories (dirs.go).
+	LogDirs bool
 }
 
 // Reason says why a move was chosen.

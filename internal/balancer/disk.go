@@ -267,26 +267,35 @@ type TopicPartition struct {
 }
 
 // Report is what one broker's DescribeLogDirs answer says: its disk
-// (nil unless every online directory told its space) and the size of
-// each replica it holds.
+// (nil unless every online directory told its space), the size of each
+// current replica it holds, and its online directories one by one
+// (dirs.go). Future logs (moves between its directories under way) are
+// in Dirs only: the partition's size is its current replica's.
 type Report struct {
 	Disk  *Disk
 	Sizes map[TopicPartition]int64
+	Dirs  []DirReport
 }
 
 // ReportBuilder sums a DescribeLogDirs answer, directory by directory.
 type ReportBuilder struct {
 	r       Report
 	unknown bool
+	// dir is the directory the next replicas are in; nil after an
+	// offline one.
+	dir *DirReport
 }
 
-// Dir adds one log directory: its volume's total and usable bytes (-1
-// unknown). An offline directory adds nothing: its replicas are not
-// served, and its space is not the broker's to use.
-func (rb *ReportBuilder) Dir(total, usable int64, offline bool) {
+// Dir adds one log directory: its path and its volume's total and usable
+// bytes (-1 unknown). An offline directory adds nothing: its replicas
+// are not served, and its space is not the broker's to use.
+func (rb *ReportBuilder) Dir(path string, total, usable int64, offline bool) {
+	rb.dir = nil
 	if offline {
 		return
 	}
+	rb.r.Dirs = append(rb.r.Dirs, DirReport{Path: path, Total: total, Usable: usable})
+	rb.dir = &rb.r.Dirs[len(rb.r.Dirs)-1]
 	if total <= 0 || usable < 0 {
 		rb.unknown = true
 		return
@@ -298,12 +307,27 @@ func (rb *ReportBuilder) Dir(total, usable int64, offline bool) {
 	rb.r.Disk.Usable += usable
 }
 
-// Replica adds one replica's size.
-func (rb *ReportBuilder) Replica(topic string, partition int32, size int64) {
+// Replica adds one replica of the directory added last: its size, or,
+// for a future log, that a move into the directory is under way.
+func (rb *ReportBuilder) Replica(topic string, partition int32, size int64, future bool) {
+	tp := TopicPartition{topic, partition}
+	if rb.dir != nil {
+		if future {
+			rb.dir.Futures = append(rb.dir.Futures, tp)
+		} else {
+			if rb.dir.Replicas == nil {
+				rb.dir.Replicas = map[TopicPartition]int64{}
+			}
+			rb.dir.Replicas[tp] += max(size, 0)
+		}
+	}
+	if future {
+		return
+	}
 	if rb.r.Sizes == nil {
 		rb.r.Sizes = map[TopicPartition]int64{}
 	}
-	rb.r.Sizes[TopicPartition{topic, partition}] += max(size, 0)
+	rb.r.Sizes[tp] += max(size, 0)
 }
 
 // Report is what was added.

@@ -262,16 +262,21 @@ func TestDiskCountMovesKeepDiskShare(t *testing.T) {
 
 func TestReportsApply(t *testing.T) {
 	var rb ReportBuilder
-	rb.Dir(100, 40, false)
-	rb.Dir(50, 10, true) // offline: not counted
-	rb.Dir(100, 60, false)
-	rb.Replica("t", 0, 7)
+	rb.Dir("/a", 100, 40, false)
+	rb.Dir("/b", 50, 10, true) // offline: not counted
+	rb.Dir("/c", 100, 60, false)
+	rb.Replica("t", 0, 7, false)
+	rb.Replica("t", 1, 3, true) // a future log: a move under way, not a size
 	r := rb.Report()
 	if *r.Disk != (Disk{Total: 200, Usable: 100}) {
 		t.Fatalf("disk %+v", *r.Disk)
 	}
+	if len(r.Sizes) != 1 || len(r.Dirs) != 2 || r.Dirs[1].Path != "/c" || r.Dirs[1].Replicas[TopicPartition{"t", 0}] != 7 ||
+		len(r.Dirs[1].Futures) != 1 || len(r.Dirs[0].Replicas) != 0 {
+		t.Fatalf("report %+v", r)
+	}
 	var unknown ReportBuilder
-	unknown.Dir(-1, -1, false)
+	unknown.Dir("/a", -1, -1, false)
 	if unknown.Report().Disk != nil {
 		t.Fatal("a directory of unknown size: disk should be unknown")
 	}

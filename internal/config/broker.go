@@ -128,6 +128,7 @@ type Broker struct {
 	ReplicaBalanceDiskImbalancePct   int           // replica.balance.disk.imbalance.percentage
 	ReplicaBalanceDiskMinBytes       int64         // replica.balance.disk.imbalance.min.bytes
 	ReplicaBalanceMaxDiskUsagePct    int           // replica.balance.max.disk.usage.percent
+	ReplicaBalanceLogDirsEnable      bool          // replica.balance.log.dirs.enable
 
 	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
@@ -268,6 +269,7 @@ func (s *settings) build() (*Broker, error) {
 		ReplicaBalanceDiskImbalancePct:   r.int("replica.balance.disk.imbalance.percentage"),
 		ReplicaBalanceDiskMinBytes:       r.int64("replica.balance.disk.imbalance.min.bytes"),
 		ReplicaBalanceMaxDiskUsagePct:    r.int("replica.balance.max.disk.usage.percent"),
+		ReplicaBalanceLogDirsEnable:      r.bool("replica.balance.log.dirs.enable"),
 
 		OffsetsTopicReplicationFactor: r.int16("offsets.topic.replication.factor"),
 		OffsetsTopicNumPartitions:     r.int32("offsets.topic.num.partitions"),

@@ -366,6 +366,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"replica.balance.disk.imbalance.percentage":                   {"replica.balance.disk.imbalance.percentage": "20"},
 		"replica.balance.disk.imbalance.min.bytes":                    {"replica.balance.disk.imbalance.min.bytes": "1024"},
 		"replica.balance.max.disk.usage.percent":                      {"replica.balance.max.disk.usage.percent": "90"},
+		"replica.balance.log.dirs.enable":                             {"replica.balance.log.dirs.enable": "false"},
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"},
 		"transaction.remove.expired.transaction.cleanup.interval.ms":  {"transaction.remove.expired.transaction.cleanup.interval.ms": "1000"},
 		"controller.quorum.bootstrap.servers":                         {"controller.quorum.bootstrap.servers": "c1:9093,c2:9093"},

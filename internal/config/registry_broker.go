@@ -340,6 +340,10 @@ var brokerProperties = []Property{
 		Name: "replica.balance.max.disk.usage.percent", Kind: KindInt, Default: "80", Min: 1, Max: 100,
 		Doc: "Skein-specific (Redpanda's partition_autobalancing_max_disk_usage_percent): a broker whose log-directory filesystems are fuller than this (reported total minus usable bytes, plus the replicas still to be copied to it) has replicas moved off it, and no move, the balancer's or `skein cluster balance`'s, takes a broker over it.",
 	},
+	{
+		Name: "replica.balance.log.dirs.enable", Kind: KindBool, Default: "true",
+		Doc: "Skein-specific (Cruise Control's IntraBrokerDiskUsageDistributionGoal and IntraBrokerDiskCapacityGoal): with auto.replica.balance.enable, the balancer also evens out each broker's log.dirs, moving one replica at a time between a broker's directories with AlterReplicaLogDirs (a local copy; replica.alter.log.dirs.io.max.bytes.per.second applies) when a directory's bytes over its volume's size are off the broker's mean by more than replica.balance.disk.imbalance.percentage and replica.balance.disk.imbalance.min.bytes, or when a directory's volume is fuller than replica.balance.max.disk.usage.percent. Turn it off to keep replicas where AlterReplicaLogDirs put them.",
+	},
 
 	// Consumer groups.
 	{

@@ -172,10 +172,18 @@ func ElectLeaderless(im *metadata.Image, unclean func(*metadata.Topic) bool) []m
 func electLeaderless(im *metadata.Image, alive func(int32) bool, unclean func(*metadata.Topic) bool) []metadata.Record {
 	var recs []metadata.Record
 	for _, t := range im.Topics() {
-		allowUnclean := unclean != nil && unclean(t)
-		for _, p := range t.Partitions {
-			if p.Leader != metadata.NoLeader {
+		// The controller's maintenance runs this over every partition ten
+		// times a second: the partitions are looked at in place, not
+		// copied, and unclean (which resolves the topic's configuration)
+		// is asked only of a topic with a leaderless partition.
+		resolved, allowUnclean := false, false
+		for i := range t.Partitions {
+			if t.Partitions[i].Leader != metadata.NoLeader {
 				continue
+			}
+			p := t.Partitions[i]
+			if !resolved {
+				resolved, allowUnclean = true, unclean != nil && unclean(t)
 			}
 			leader, kind := electLeader(p, alive, allowUnclean)
 			if kind == electedNone {

@@ -13,7 +13,7 @@ func ptr[T any](v T) *T { return &v }
 
 func topicID(b byte) metadata.TopicID { return metadata.TopicID{0: b, 15: 7} }
 
-func apply(t *testing.T, im *metadata.Image, recs ...metadata.Record) *metadata.Image {
+func apply(t testing.TB, im *metadata.Image, recs ...metadata.Record) *metadata.Image {
 	t.Helper()
 	next, err := im.Apply(recs...)
 	if err != nil {
@@ -24,7 +24,7 @@ func apply(t *testing.T, im *metadata.Image, recs ...metadata.Record) *metadata.
 
 // cluster returns an image with active brokers ids, each on rack racks[i]
 // when racks is given.
-func cluster(t *testing.T, ids []int32, racks ...string) *metadata.Image {
+func cluster(t testing.TB, ids []int32, racks ...string) *metadata.Image {
 	t.Helper()
 	im := metadata.Empty("test")
 	for i, id := range ids {
@@ -44,7 +44,7 @@ func fence(t *testing.T, im *metadata.Image, id int32) *metadata.Image {
 }
 
 // withTopic adds a topic with the given partitions (Index filled in).
-func withTopic(t *testing.T, im *metadata.Image, name string, id metadata.TopicID, parts ...metadata.Partition) *metadata.Image {
+func withTopic(t testing.TB, im *metadata.Image, name string, id metadata.TopicID, parts ...metadata.Partition) *metadata.Image {
 	t.Helper()
 	for i := range parts {
 		parts[i].Index = int32(i)

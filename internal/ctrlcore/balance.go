@@ -1,8 +1,10 @@
 package ctrlcore
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/balancer"
@@ -22,6 +24,7 @@ func balancerConfig(b *config.Broker) (balancer.Config, time.Duration) {
 		DiskImbalancePercent:  b.ReplicaBalanceDiskImbalancePct,
 		DiskMinImbalanceBytes: b.ReplicaBalanceDiskMinBytes,
 		MaxDiskUsagePercent:   b.ReplicaBalanceMaxDiskUsagePct,
+		LogDirs:               b.ReplicaBalanceLogDirsEnable,
 	}
 	if !b.AutoReplicaBalanceEnable {
 		return bc, 0
@@ -158,6 +161,21 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Im
 		}
 		im, recs = chain(im, recs, more)
 	}
+	if c.cfg.Balancer.LogDirs {
+		// On the image with this round's reassignments: a partition
+		// moving between brokers is not moved within one as well.
+		skip := func(tp balancer.TopicPartition) bool {
+			t, ok := im.Topic(tp.Topic)
+			if !ok || int(tp.Partition) >= len(t.Partitions) {
+				return true
+			}
+			return t.Partitions[tp.Partition].Reassigning()
+		}
+		for _, m := range balancer.DecideDirs(reports, skip, c.cfg.Balancer) {
+			c.note("balancer moves a replica between log directories", "move", m.String())
+			c.rd.LogDirMoves = append(c.rd.LogDirMoves, m)
+		}
+	}
 	return im, recs
 }
 
@@ -165,13 +183,13 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Im
 func ReportOf(resp *kmsg.DescribeLogDirsResponse) balancer.Report {
 	var rb balancer.ReportBuilder
 	for _, d := range resp.Dirs {
-		rb.Dir(d.TotalBytes, d.UsableBytes, d.ErrorCode != 0)
+		rb.Dir(d.Dir, d.TotalBytes, d.UsableBytes, d.ErrorCode != 0)
 		if d.ErrorCode != 0 {
 			continue
 		}
 		for _, t := range d.Topics {
 			for _, p := range t.Partitions {
-				rb.Replica(t.Topic, p.Partition, p.Size)
+				rb.Replica(t.Topic, p.Partition, p.Size, p.IsFuture)
 			}
 		}
 	}
@@ -187,4 +205,31 @@ func LogDirsRequest() *kmsg.DescribeLogDirsRequest {
 	req := kmsg.NewPtrDescribeLogDirsRequest()
 	req.SetVersion(4)
 	return req
+}
+
+// AlterLogDirRequest is the AlterReplicaLogDirs (v2) the runtime sends a
+// broker for a move between its log directories.
+func AlterLogDirRequest(m balancer.DirMove) *kmsg.AlterReplicaLogDirsRequest {
+	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	req.SetVersion(2)
+	d := kmsg.NewAlterReplicaLogDirsRequestDir()
+	d.Dir = m.To
+	t := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+	t.Topic, t.Partitions = m.Topic, []int32{m.Partition}
+	d.Topics = append(d.Topics, t)
+	req.Dirs = append(req.Dirs, d)
+	return req
+}
+
+// AlterLogDirOutcome is the error of the one partition an
+// AlterLogDirRequest named (nil: the move started).
+func AlterLogDirOutcome(resp *kmsg.AlterReplicaLogDirsResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
 }

@@ -205,3 +205,44 @@ func mustTopic(t *testing.T, im *metadata.Image, name string) *metadata.Topic {
 	t.Fatalf("no topic %s", name)
 	return nil
 }
+
+// With replica.balance.log.dirs.enable, a balance also decides moves
+// between a reporting broker's log directories (the runtime sends them as
+// AlterReplicaLogDirs), never of a partition being reassigned; without
+// it, none.
+func TestBalancerMovesBetweenLogDirs(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		// Broker 3 just joined, so two partitions start moving onto it;
+		// broker 1 holds all its bytes in /a.
+		cfg := balancer.Config{MaxConcurrentMoves: 2, UnavailableTimeout: time.Minute, ImbalancePercent: 1000,
+			DiskImbalancePercent: 10, DiskMinImbalanceBytes: 1, MaxDiskUsagePercent: 90, LogDirs: on}
+		h := balanceHarness(t, cfg, 10*time.Second)
+		reports := func(id int32) *balancer.Report {
+			var rb balancer.ReportBuilder
+			rb.Dir("/a", 1<<30, 1<<29, false)
+			if id == 1 {
+				for i := range int32(4) {
+					rb.Replica("b", i, 1<<20, false)
+				}
+			}
+			rb.Dir("/b", 1<<30, 1<<29, false)
+			r := rb.Report()
+			return &r
+		}
+		h.tickReporting(10*time.Second, reports, 2, 3)
+		if n, _ := reassigning(h.im); n != 2 {
+			t.Fatalf("LogDirs=%v: %d reassignments, want 2", on, n)
+		}
+		for _, m := range h.dirMoves {
+			if mustTopic(t, h.im, "b").Partitions[m.Partition].Reassigning() {
+				t.Fatalf("%v moves a partition being reassigned", m)
+			}
+		}
+		switch {
+		case !on && len(h.dirMoves) != 0:
+			t.Fatalf("off: moves %v", h.dirMoves)
+		case on && (len(h.dirMoves) != 1 || h.dirMoves[0].Broker != 1 || h.dirMoves[0].From != "/a" || h.dirMoves[0].To != "/b"):
+			t.Fatalf("on: moves %v, want one of broker 1's replicas from /a to /b", h.dirMoves)
+		}
+	}
+}

@@ -139,6 +139,12 @@ type Ready struct {
 	// last asked for; they take effect if the maintenance entry carrying
 	// them commits.
 	BalancerMoves []balancer.Move
+	// LogDirMoves are the moves between a broker's log directories the
+	// balancer decided (replica.balance.log.dirs.enable): the runtime
+	// sends each broker its AlterReplicaLogDirs. Nothing is recorded: a
+	// move that fails or is lost shows in the next round's reports, and
+	// that round decides again.
+	LogDirMoves []balancer.DirMove
 	// DescribeLogDirs lists the brokers to ask for their log directories
 	// (DescribeLogDirs v4, every partition) for the balancer; the runtime
 	// reports each answer, or its failure, with LogDirsReported.

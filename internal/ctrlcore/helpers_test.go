@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skein-log/skein/internal/balancer"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/metadata"
 )
@@ -24,7 +25,8 @@ type harness struct {
 	fenced  int
 	// asked are the brokers the core asked for DescribeLogDirs and not
 	// yet answered (answerLogDirs).
-	asked []int32
+	asked    []int32
+	dirMoves []balancer.DirMove // every Ready.LogDirMoves
 	// atCommit counts the answers given in Ready.AnswersAtCommit.
 	atCommit int
 }
@@ -50,6 +52,7 @@ func (h *harness) do(ev func(time.Time, *metadata.Image) Ready) {
 	h.notes = append(h.notes, rd.Notes...)
 	h.fenced += rd.Fenced
 	h.asked = append(h.asked, rd.DescribeLogDirs...)
+	h.dirMoves = append(h.dirMoves, rd.LogDirMoves...)
 	if rd.Propose != nil {
 		if h.pending != nil {
 			h.t.Fatalf("second proposal %q while %q is in flight", rd.Propose.What, h.pending.What)

@@ -46,16 +46,27 @@ func (b *Broker) logDirsOf(id int32) (*balancer.Report, error) {
 	if id == b.cfg.NodeID && b.cfg.InterBrokerListenerName != "" {
 		var rb balancer.ReportBuilder
 		for _, d := range b.describeLogDirs() {
-			rb.Dir(d.TotalBytes, d.UsableBytes, d.Err != nil)
+			rb.Dir(d.Dir, d.TotalBytes, d.UsableBytes, d.Err != nil)
 			if d.Err == nil {
 				for _, p := range d.Partitions {
-					rb.Replica(p.Topic, p.Partition, p.Size)
+					rb.Replica(p.Topic, p.Partition, p.Size, p.IsFuture)
 				}
 			}
 		}
 		r := rb.Report()
 		return &r, nil
 	}
+	resp, err := b.askBroker(id, ctrlcore.LogDirsRequest())
+	if err != nil {
+		return nil, fmt.Errorf("DescribeLogDirs of broker %d: %w", id, err)
+	}
+	r := ctrlcore.ReportOf(resp.(*kmsg.DescribeLogDirsResponse))
+	return &r, nil
+}
+
+// askBroker sends broker id one request over its inter-broker listener,
+// as an admin client would, and returns the answer.
+func (b *Broker) askBroker(id int32, req kmsg.Request) (kmsg.Response, error) {
 	listener := b.cfg.InterBrokerListenerName
 	if listener == "" {
 		return nil, errNoInterBrokerListener
@@ -82,10 +93,29 @@ func (b *Broker) logDirsOf(id int32) (*balancer.Report, error) {
 		return nil, fmt.Errorf("dial broker %d: %w", id, err)
 	}
 	defer conn.Close()
-	resp, err := conn.Request(ctx, ctrlcore.LogDirsRequest())
+	return conn.Request(ctx, req)
+}
+
+// moveLogDir sends the balancer's move between broker m.Broker's log
+// directories as AlterReplicaLogDirs, as Cruise Control does; its own
+// broker's is served in process. The outcome is only logged: the next
+// round's DescribeLogDirs shows the move (a future log) or its absence,
+// and decides again.
+func (c *controllerService) moveLogDir(m balancer.DirMove) {
+	defer c.b.bgWG.Done()
+	err := c.b.alterLogDirOf(m)
 	if err != nil {
-		return nil, fmt.Errorf("DescribeLogDirs of broker %d: %w", id, err)
+		c.b.log.Info("balancer: a move between log directories did not start", "move", m.String(), "err", err)
 	}
-	r := ctrlcore.ReportOf(resp.(*kmsg.DescribeLogDirsResponse))
-	return &r, nil
+}
+
+func (b *Broker) alterLogDirOf(m balancer.DirMove) error {
+	if m.Broker == b.cfg.NodeID && b.cfg.InterBrokerListenerName != "" {
+		return b.alterReplicaLogDir(m.Topic, m.Partition, m.To)
+	}
+	resp, err := b.askBroker(m.Broker, ctrlcore.AlterLogDirRequest(m))
+	if err != nil {
+		return fmt.Errorf("AlterReplicaLogDirs of broker %d: %w", m.Broker, err)
+	}
+	return ctrlcore.AlterLogDirOutcome(resp.(*kmsg.AlterReplicaLogDirsResponse))
 }

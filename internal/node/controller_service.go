@@ -64,6 +64,10 @@ func (c *controllerService) step(ev func(*ctrlcore.Core, time.Time, *metadata.Im
 		c.b.bgWG.Add(1)
 		go c.gatherLogDirs(id)
 	}
+	for _, m := range rd.LogDirMoves {
+		c.b.bgWG.Add(1)
+		go c.moveLogDir(m)
+	}
 	if answerAt >= 0 && len(rd.Answers) > 0 {
 		go func() {
 			ctx, cancel := context.WithTimeout(c.b.stopCtx, commitTimeout)

@@ -7,6 +7,7 @@ import (
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/bufpool"
+	"github.com/skein-log/skein/internal/invariant"
 	"github.com/skein-log/skein/internal/replica"
 )
 
@@ -205,12 +206,25 @@ func (w *fetchWaiter) read(snap []partSnap) (results []api.FetchResult, enough b
 // A fetch reads holding no lock (on the connection's reader, a re-read's
 // goroutine or the max-wait timer's), so the acknowledgements a
 // follower's position completes are answered right here.
+//
+// An idle follower's fetch moves nothing (replica.Replica.Admit's Ready is
+// then empty), and is not carried out: every leader of thousands of
+// partitions admits each of them twice per replica.fetch.wait.max.ms.
 func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error {
-	var err error
-	p.stepHoldingNothing(func(c *replica.Replica) (rd replica.Ready) {
-		rd, err = c.Admit(fp, replicaID, record, nowMs, p.b.isEligibleReplica)
-		return rd
-	})
+	p.mu.Lock()
+	rd, err := p.core.Admit(fp, replicaID, record, nowMs, p.b.isEligibleReplica)
+	if rd.Empty() {
+		if invariant.Panics && p.core.LastStableOffset() != p.lastStable.Load() {
+			invariant.Broken("%s: an empty admit left the last stable offset %d published as %d", p.name(), p.core.LastStableOffset(), p.lastStable.Load())
+		}
+		p.mu.Unlock()
+		return err
+	}
+	answers := p.readyLocked(rd)
+	p.mu.Unlock()
+	for _, a := range answers {
+		a.Done(a.Result)
+	}
 	return err
 }
 

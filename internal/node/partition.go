@@ -221,7 +221,7 @@ func (p *partition) step(fn func(c *replica.Replica) replica.Ready) {
 
 // stepHoldingNothing is step for a caller that holds no lock and waits
 // for nothing an answer could need: a flusher worker's fsync report, a
-// follower's fetch recording its position. Those are the events that
+// follower's fetch recording its position (Admit). Those are the events that
 // complete acknowledgements on the lone-record path, and their answers
 // run in the caller's goroutine, not each in a new one: an answer (a
 // Produce handler's callback, a coordinator's) then cannot block on a

@@ -239,7 +239,9 @@ func (r *Replica) Read(offset int64, maxBytes int, minOneBatch bool, mode ReadMo
 	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode, false)
 }
 
-// Admit is Source.Admit for a wrapper without a lock of its own.
+// Admit is Source.Admit for a wrapper without a lock of its own. Its
+// Ready is empty (Ready.Empty) unless the high watermark moved or an ISR
+// change is proposed.
 func (r *Replica) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64, eligible func(int32) bool) (Ready, error) {
 	if r.leader == nil {
 		return Ready{}, kerr.NotLeaderForPartition

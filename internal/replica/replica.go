@@ -126,6 +126,20 @@ type Ready struct {
 	Violations []string
 }
 
+// Empty reports whether rd asks for nothing at all. Admit's Ready is
+// empty whenever the step moved nothing a reader sees (no high watermark
+// move, no proposal): an idle follower's fetch, thousands per second on
+// a broker leading thousands of partitions, whose wrapper may then skip
+// carrying it out (the last stable offset included, which such a step
+// cannot move).
+func (rd *Ready) Empty() bool {
+	return len(rd.Answers) == 0 && len(rd.Timeouts) == 0 && !rd.Sync && rd.FlushAfterMs == 0 &&
+		rd.HighWatermark == 0 && !rd.HWChanged && !rd.WakeFollowers && !rd.WakeConsumers &&
+		rd.Propose == nil && rd.Resend == nil && rd.DiskFailed == nil && !rd.BecameLeader &&
+		!rd.Resigned && rd.LeaderEpoch == 0 && len(rd.AcksAll) == 0 && !rd.ISRShrunk &&
+		!rd.ISRExpanded && rd.MessagesIn == 0 && rd.BytesIn == 0 && len(rd.Violations) == 0
+}
+
 // waiter is a produce waiting for its acknowledgement: for acks=1 until
 // this replica has target durably, for acks=all until the replication
 // state says the ISR has it; or, with committed, a wait for the high

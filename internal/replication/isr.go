@@ -73,7 +73,7 @@ func (l *Leader) Tick(nowMs int64, eligible func(id int32) bool) *ISRChange {
 func (l *Leader) shrunkISR(nowMs int64) []int32 {
 	var out []int32
 	for i, id := range l.state.ISR {
-		if f, ok := l.followers[id]; ok && !l.caughtUp(f, nowMs) {
+		if f := l.follower(id); f != nil && !l.caughtUp(f, nowMs) {
 			if out == nil {
 				out = make([]int32, i, len(l.state.ISR))
 				copy(out, l.state.ISR[:i])
@@ -98,10 +98,13 @@ func (l *Leader) caughtUp(f *follower, nowMs int64) bool {
 // expandedISR returns the committed ISR plus every follower eligible to join,
 // in replica order, or nil when none is.
 func (l *Leader) expandedISR(eligible func(id int32) bool) []int32 {
+	if len(l.state.ISR) == len(l.state.Replicas) {
+		return nil // every replica is in (the ISR is a subset of the replicas)
+	}
 	var out []int32
 	for _, id := range l.state.Replicas {
-		f, ok := l.followers[id]
-		if !ok || slices.Contains(l.state.ISR, id) || !l.canJoin(f) {
+		f := l.follower(id)
+		if f == nil || slices.Contains(l.state.ISR, id) || !l.canJoin(f) {
 			continue
 		}
 		if eligible != nil && !eligible(id) {
@@ -205,22 +208,19 @@ func (l *Leader) OnISRCommitted(st State, nowMs int64) (hwAdvanced bool, err err
 // controller just admitted should not be shrunk out on the next Tick for
 // having been behind before it joined.
 func (l *Leader) syncFollowers(st State, nowMs int64) {
-	for id := range l.followers {
-		if !slices.Contains(st.Replicas, id) {
-			delete(l.followers, id)
-		}
-	}
+	next := make([]follower, 0, len(st.Replicas))
 	for _, id := range st.Replicas {
 		if id == l.cfg.LocalID {
 			continue
 		}
-		f, ok := l.followers[id]
-		if !ok {
-			f = newFollower()
-			l.followers[id] = f
+		f := newFollower(id)
+		if old := l.follower(id); old != nil {
+			f = *old
 		}
 		if slices.Contains(st.ISR, id) && !slices.Contains(l.state.ISR, id) {
 			f.lastCaughtUpMs = max(f.lastCaughtUpMs, nowMs)
 		}
+		next = append(next, f)
 	}
+	l.followers = next
 }

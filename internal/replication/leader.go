@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/invariant"
 )
 
 // neverCaughtUp marks a follower the leader has not seen caught up in this
@@ -34,12 +36,15 @@ type Leader struct {
 	hw         int64
 	epochStart int64
 
-	// followers holds every replica except this broker, by id.
-	followers map[int32]*follower
+	// followers holds every replica except this broker, in replica
+	// order: a slice, not a map, since every follower fetch of every
+	// partition looks one up among at most a few.
+	followers []follower
 }
 
 // follower is what the leader knows of one follower (Kafka's ReplicaState).
 type follower struct {
+	id int32
 	// offset is the durable end the follower reported in its last fetch.
 	offset int64
 	// lastFetchMs and lastFetchLogEnd are the time of the last fetch and the
@@ -72,25 +77,36 @@ func NewLeader(cfg Config, st State, log LocalLog, nowMs int64) (*Leader, error)
 		durableEnd: log.DurableEnd,
 		hw:         log.HighWatermark,
 		epochStart: log.EpochStartOffset,
-		followers:  make(map[int32]*follower, len(st.Replicas)),
+		followers:  make([]follower, 0, len(st.Replicas)),
 	}
 	for _, id := range st.Replicas {
 		if id == cfg.LocalID {
 			continue
 		}
-		f := newFollower()
+		f := newFollower(id)
 		if slices.Contains(st.ISR, id) {
 			f.lastCaughtUpMs = nowMs
 		}
-		l.followers[id] = f
+		l.followers = append(l.followers, f)
 	}
 	// A single-member ISR needs nobody else: the HW is the local durable end.
 	l.maybeAdvanceHW()
 	return l, nil
 }
 
-func newFollower() *follower {
-	return &follower{offset: unknownOffset, lastFetchLogEnd: unknownOffset, lastCaughtUpMs: neverCaughtUp}
+func newFollower(id int32) follower {
+	return follower{id: id, offset: unknownOffset, lastFetchLogEnd: unknownOffset, lastCaughtUpMs: neverCaughtUp}
+}
+
+// follower is the state of follower id, or nil when id is not one. The
+// pointer is valid until the next syncFollowers.
+func (l *Leader) follower(id int32) *follower {
+	for i := range l.followers {
+		if l.followers[i].id == id {
+			return &l.followers[i]
+		}
+	}
+	return nil
 }
 
 // OnLocalAppend records that the leader's log now ends at logEnd.
@@ -126,8 +142,8 @@ func (l *Leader) OnLocalDurable(durableEnd int64) (hwAdvanced bool, err error) {
 // After it the node should call Tick: a follower that caught up may now join
 // the ISR (Kafka expands on the fetch path).
 func (l *Leader) OnFollowerFetch(id int32, fetchOffset int64, nowMs int64) (hwAdvanced bool, err error) {
-	f, ok := l.followers[id]
-	if !ok {
+	f := l.follower(id)
+	if f == nil {
 		return false, fmt.Errorf("fetch from broker %d, not a follower of replicas %v: %w", id, l.state.Replicas, kerr.NotLeaderForPartition)
 	}
 	if fetchOffset < 0 || fetchOffset > l.logEnd {
@@ -143,9 +159,23 @@ func (l *Leader) OnFollowerFetch(id int32, fetchOffset int64, nowMs int64) (hwAd
 	case f.lastFetchLogEnd != unknownOffset && fetchOffset >= f.lastFetchLogEnd:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
+	moved := f.offset != fetchOffset
 	f.offset = fetchOffset
 	f.lastFetchMs = nowMs
 	f.lastFetchLogEnd = l.logEnd
+	if !moved {
+		// The HW is a function of the durable end, the maximal ISR and
+		// the followers' offsets, and every change to one of them
+		// recomputes it (a proposed addition only holds it back): with
+		// this follower where it was, it cannot move. An idle follower's
+		// fetch is almost always this.
+		if invariant.Panics {
+			if c, ok := l.hwCandidate(); ok && c > l.hw {
+				invariant.Broken("follower %d at %d unchanged, yet the HW %d could move to %d", id, fetchOffset, l.hw, c)
+			}
+		}
+		return false, nil
+	}
 	return l.maybeAdvanceHW(), nil
 }
 
@@ -163,20 +193,27 @@ func (l *Leader) State() State { return l.state.clone() }
 // ISR if that is higher (Kafka's maybeIncrementLeaderHW) and reports whether
 // it moved. The HW never goes back: consumers may already have read below it.
 func (l *Leader) maybeAdvanceHW() bool {
-	if l.cfg.FreezeHighWatermarkUnderMinISR && len(l.state.ISR) < l.effectiveMinISR() {
-		return false // KIP-966: see Config.FreezeHighWatermarkUnderMinISR
-	}
-	candidate := l.durableEnd
-	l.forEachMaximalISR(func(id int32) {
-		if f, ok := l.followers[id]; ok && f.offset < candidate {
-			candidate = f.offset
-		}
-	})
-	if candidate <= l.hw {
+	candidate, ok := l.hwCandidate()
+	if !ok || candidate <= l.hw {
 		return false
 	}
 	l.hw = candidate
 	return true
+}
+
+// hwCandidate is the minimum durable end over the maximal ISR; !ok when
+// the HW is frozen (KIP-966: see Config.FreezeHighWatermarkUnderMinISR).
+func (l *Leader) hwCandidate() (candidate int64, ok bool) {
+	if l.cfg.FreezeHighWatermarkUnderMinISR && len(l.state.ISR) < l.effectiveMinISR() {
+		return 0, false
+	}
+	candidate = l.durableEnd
+	l.forEachMaximalISR(func(id int32) {
+		if f := l.follower(id); f != nil && f.offset < candidate {
+			candidate = f.offset
+		}
+	})
+	return candidate, true
 }
 
 // forEachMaximalISR calls fn for every member of the committed ISR and of

@@ -51,8 +51,8 @@ func (l *Leader) Snapshot() Snapshot {
 		s.Pending = &p
 	}
 	for _, id := range l.state.Replicas {
-		f, ok := l.followers[id]
-		if !ok {
+		f := l.follower(id)
+		if f == nil {
 			continue
 		}
 		fs := FollowerSnapshot{

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/api"
+	"github.com/skein-log/skein/internal/balancer"
+	"github.com/skein-log/skein/internal/ctrlcore"
 	"github.com/skein-log/skein/internal/logmove"
 	"github.com/skein-log/skein/internal/storage"
 	"github.com/skein-log/skein/internal/vfs"
@@ -498,26 +500,21 @@ func (f *faultState) alterLogDir(to int32, resp *kmsg.DescribeLogDirsResponse) {
 	})
 }
 
-// sendAlterLogDir sends node to an AlterReplicaLogDirs for one partition;
-// then, if not nil, gets the partition's answer.
+// sendAlterLogDir sends node to an AlterReplicaLogDirs for one partition
+// from the operator's endpoint; then, if not nil, gets the partition's
+// answer.
 func (c *Cluster) sendAlterLogDir(to int32, topic string, index int32, dest string, then func(error)) {
-	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
-	req.Version = 2
-	rd := kmsg.NewAlterReplicaLogDirsRequestDir()
-	rd.Dir = dest
-	rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
-	rt.Topic, rt.Partitions = topic, []int32{index}
-	rd.Topics = append(rd.Topics, rt)
-	req.Dirs = append(req.Dirs, rd)
-	c.call(logDirOpEndpoint, to, req, rpcTimeout, func(resp kmsg.Response, err error) {
+	c.sendAlterLogDirFrom(logDirOpEndpoint, "OP", balancer.DirMove{Broker: to, Topic: topic, Partition: index, To: dest}, then)
+}
+
+// sendAlterLogDirFrom sends m.Broker the AlterReplicaLogDirs for m from
+// endpoint from (the operator's, or the active controller's balancer).
+func (c *Cluster) sendAlterLogDirFrom(from int32, who string, m balancer.DirMove, then func(error)) {
+	c.call(from, m.Broker, ctrlcore.AlterLogDirRequest(m), rpcTimeout, func(resp kmsg.Response, err error) {
 		if err == nil {
-			for _, t := range resp.(*kmsg.AlterReplicaLogDirsResponse).Topics {
-				for _, p := range t.Partitions {
-					err = kerr.ErrorForCode(p.ErrorCode)
-				}
-			}
+			err = ctrlcore.AlterLogDirOutcome(resp.(*kmsg.AlterReplicaLogDirsResponse))
 		}
-		c.tracef("OP move of n%d's %s-%d to %s: %v", to, topic, index, dest, err)
+		c.tracef("%s move of n%d's %s-%d to %s: %v", who, m.Broker, m.Topic, m.Partition, m.To, err)
 		if then != nil {
 			then(err)
 		}

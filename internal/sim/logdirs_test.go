@@ -72,9 +72,10 @@ func TestLogDirSeeds(t *testing.T) {
 		total.LogDirMovesRedirected += s.LogDirMovesRedirected
 		total.LogDirSwapPowerCuts += s.LogDirSwapPowerCuts
 		total.LogDirSwapsFinishedAtStart += s.LogDirSwapsFinishedAtStart
+		total.BalancerDirMoves += s.BalancerDirMoves
 	}
-	t.Logf("%d seeds: %d requests, %d moves started: %d completed, %d cancelled, %d redirected, %d abandoned (the replica left), %d failed (I/O errors; %d asked again once healed); %d resumed after a restart; %d power cuts during a swap, %d swaps a restart finished",
-		seeds, total.LogDirRequests, total.LogDirMoves, total.LogDirMovesDone, total.LogDirMovesCancelled, total.LogDirMovesRedirected, total.LogDirMovesAbandoned, total.LogDirMovesFailed, total.LogDirRetries, total.LogDirMovesResumed, total.LogDirSwapPowerCuts, total.LogDirSwapsFinishedAtStart)
+	t.Logf("%d seeds: %d requests, %d moves started: %d completed, %d cancelled, %d redirected, %d abandoned (the replica left), %d failed (I/O errors; %d asked again once healed); %d resumed after a restart; %d power cuts during a swap, %d swaps a restart finished; the balancer asked for %d moves between a node's directories",
+		seeds, total.LogDirRequests, total.LogDirMoves, total.LogDirMovesDone, total.LogDirMovesCancelled, total.LogDirMovesRedirected, total.LogDirMovesAbandoned, total.LogDirMovesFailed, total.LogDirRetries, total.LogDirMovesResumed, total.LogDirSwapPowerCuts, total.LogDirSwapsFinishedAtStart, total.BalancerDirMoves)
 }
 
 // TestLogDirCheckerCatches: the log-directory checks fail a run whose

@@ -58,6 +58,13 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 	for _, id := range rd.DescribeLogDirs {
 		p.gatherLogDirs(id)
 	}
+	for _, m := range rd.LogDirMoves {
+		// As node's controllerService: AlterReplicaLogDirs to the broker,
+		// over the network also for this node's own (the simulated
+		// network delivers a node's call to itself).
+		p.n.c.check.stats.BalancerDirMoves++
+		p.n.c.sendAlterLogDirFrom(p.n.id, "balancer", m, nil)
+	}
 }
 
 // checkBalancerMove counts a move the balancer decided and checks it

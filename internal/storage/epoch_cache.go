@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // UndefinedEpoch and UndefinedOffset are Kafka's "unknown" answers of
@@ -31,6 +32,10 @@ type EpochEntry struct {
 type EpochCache struct {
 	mu      sync.Mutex
 	entries []EpochEntry
+	// latest is the last entry's epoch, UndefinedEpoch when there is none,
+	// published at every change of entries (under mu) and read without
+	// it: every idle replica fetcher round asks each of its partitions.
+	latest  atomic.Int32
 	persist func([]EpochEntry) error // nil: memory only
 }
 
@@ -40,7 +45,9 @@ func NewEpochCache(entries []EpochEntry, persist func([]EpochEntry) error) (*Epo
 	if err := checkEpochEntries(entries); err != nil {
 		return nil, err
 	}
-	return &EpochCache{entries: slices.Clone(entries), persist: persist}, nil
+	c := &EpochCache{entries: slices.Clone(entries), persist: persist}
+	c.publish()
+	return c, nil
 }
 
 func checkEpochEntries(entries []EpochEntry) error {
@@ -65,12 +72,18 @@ func (c *EpochCache) Entries() []EpochEntry {
 
 // Latest returns the newest epoch.
 func (c *EpochCache) Latest() (epoch int32, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) == 0 {
-		return UndefinedEpoch, false
+	epoch = c.latest.Load()
+	return epoch, epoch != UndefinedEpoch
+}
+
+// publish stores the latest epoch for Latest. Callers hold c.mu (or own
+// c alone).
+func (c *EpochCache) publish() {
+	latest := UndefinedEpoch
+	if n := len(c.entries); n > 0 {
+		latest = c.entries[n-1].Epoch
 	}
-	return c.entries[len(c.entries)-1].Epoch, true
+	c.latest.Store(latest)
 }
 
 // Assign records that epoch starts at startOffset. As in Kafka, it is a
@@ -186,6 +199,7 @@ func (c *EpochCache) Clear() error {
 // reflects the change. Callers hold c.mu.
 func (c *EpochCache) replace(entries []EpochEntry) error {
 	c.entries = entries
+	c.publish()
 	if c.persist == nil {
 		return nil
 	}
@@ -203,5 +217,6 @@ func (c *EpochCache) takeOver(other *EpochCache) {
 	other.mu.Unlock()
 	c.mu.Lock()
 	c.entries, c.persist = entries, persist
+	c.publish()
 	c.mu.Unlock()
 }
