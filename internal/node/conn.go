@@ -127,6 +127,9 @@ type conn struct {
 	fetchSent   chan struct{}
 	// mutedUntil is when a throttled client may be read again (conn_quota.go).
 	mutedUntil atomic.Int64
+	// vec is the writer's encoding of a large Fetch answer in pieces
+	// (writeVectored); owned by the writer goroutine.
+	vec wire.VectoredFetch
 }
 
 // fetchUnsentPerConn bounds the fetch answers one connection may hold
@@ -606,6 +609,9 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		return
 	default:
 		s.resp.SetVersion(s.version)
+		if c.writeVectored(s, bw, &buf, &failed) {
+			return
+		}
 		buf = wire.AppendResponse(wire.ResponseBuffer(buf, s.resp), s.hdr, s.resp)
 	}
 	s.resp = nil // the encoded copy is all that is needed now
@@ -626,6 +632,39 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 		}
 	}
 	buf = wire.ReleaseResponseBuffer(buf) // a large fetch response's buffer is shared, not pinned here
+}
+
+// writeVectored writes a Fetch answer carrying at least
+// wire.MinVectoredRecords of records with one vectored write (writev on a
+// TCP connection) straight from the log's read buffers, instead of
+// copying them into the response buffer first; the read buffers go back
+// to the pool once written. It reports whether it took s (written, or the
+// connection failed); false leaves s to the generic encoding.
+func (c *conn) writeVectored(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool) bool {
+	fr, ok := s.resp.(*kmsg.FetchResponse)
+	if !ok || wire.FetchRecordBytes(fr) < wire.MinVectoredRecords {
+		return false
+	}
+	if !wire.AppendFetchVectored(&c.vec, *bufp, s.hdr, fr) {
+		return false
+	}
+	*bufp = c.vec.Head
+	s.resp = nil
+	c.fetchEncoded(s, c.vec.Size)
+	err := bw.Flush() // the answers buffered before it go first
+	if err == nil {
+		pieces := net.Buffers(c.vec.Pieces)
+		_, err = pieces.WriteTo(c.nc)
+	}
+	clear(c.vec.Pieces) // no reference to the read buffers outlives them
+	s.giveBack()
+	if err != nil {
+		*failedp = true
+		c.nc.Close() // unblocks the reader
+		return true
+	}
+	c.lastActive.Store(time.Now().UnixNano())
+	return true
 }
 
 // closeAfterAnswers closes the connection once every answer queued so

@@ -2,7 +2,9 @@ package records
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -11,6 +13,26 @@ import (
 
 	"github.com/skein-log/skein/internal/batch"
 )
+
+// checkSlowWalkAgrees checks that Validate answers b the same with
+// validateFlat turned off (every record through readRecord).
+func checkSlowWalkAgrees(t *testing.T, b []byte, rules Rules, got Checked, err error) {
+	t.Helper()
+	flatWalk = false
+	defer func() { flatWalk = true }()
+	slow, slowErr := Validate(b, rules)
+	if fmt.Sprint(err) != fmt.Sprint(slowErr) || !reflect.DeepEqual(got, slow) {
+		t.Fatalf("Validate: %+v, %v; with every record through readRecord: %+v, %v\nbatch %x", got, err, slow, slowErr, b)
+	}
+	// And with a narrow timestamp window, which refuses some records.
+	if !rules.CreateTime {
+		narrow := rules
+		narrow.RequireKeys, narrow.CreateTime, narrow.BeforeMaxMs, narrow.AfterMaxMs = false, true, 3, 3
+		flatWalk = true
+		got, err := Validate(b, narrow)
+		checkSlowWalkAgrees(t, b, narrow, got, err)
+	}
+}
 
 // FuzzValidateLyingBatches builds batches from the fuzzer's bytes with a
 // correct CRC and length but records whose lengths, counts and deltas may
@@ -42,6 +64,7 @@ func FuzzValidateLyingBatches(f *testing.F) {
 		rules := lenient
 		rules.RequireKeys = true
 		got, err := Validate(b, rules)
+		checkSlowWalkAgrees(t, b, rules, got, err)
 		keyless, ok := refDecode(t, b)
 		if (err == nil) != ok {
 			t.Fatalf("Validate: %v; reference decoder says well formed: %v\nbatch %x", err, ok, b)

@@ -189,3 +189,29 @@ func TestValidateRefusesProducerWithoutSequence(t *testing.T) {
 		t.Fatalf("%v, want a refused sequence", err)
 	}
 }
+
+// TestValidateFlatAgrees: well-formed batches of many records (keys,
+// values, headers) get the same answer from validateFlat as from the walk
+// through readRecord, under each rule.
+func TestValidateFlatAgrees(t *testing.T) {
+	for _, size := range []int{100, 1024} {
+		recs := benchRecords(size, 256<<10)
+		for i := range recs {
+			if i%3 == 0 {
+				recs[i].Headers = append(recs[i].Headers, kmsg.Header{Key: "h", Value: []byte("v")}, kmsg.Header{Key: "n"})
+			}
+			if i%7 == 0 {
+				recs[i].Key = nil
+			}
+			recs[i].TimestampDelta64 = int64(i % 11)
+		}
+		b := batchSpec{baseTimestamp: 1_700_000_000_000, records: recs}.build(t)
+		keys, window := lenient, lenient
+		keys.RequireKeys = true
+		window.CreateTime, window.NowMs, window.BeforeMaxMs, window.AfterMaxMs = true, 1_700_000_000_005, 2, 2
+		for _, rules := range []Rules{lenient, keys, window} {
+			got, err := Validate(b, rules)
+			checkSlowWalkAgrees(t, b, rules, got, err)
+		}
+	}
+}

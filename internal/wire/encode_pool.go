@@ -52,6 +52,12 @@ func recordBytes(resp kmsg.Response) int {
 	if !ok {
 		return 0
 	}
+	return FetchRecordBytes(f)
+}
+
+// FetchRecordBytes is the size of the record batches a Fetch answer
+// carries.
+func FetchRecordBytes(f *kmsg.FetchResponse) int {
 	n := 0
 	for i := range f.Topics {
 		for j := range f.Topics[i].Partitions {
