@@ -25,9 +25,10 @@ type Broker struct {
 	Rack      string   // broker.rack
 
 	Listeners []Listener // listeners, with SecurityProtocol filled in
-	// DialedListeners are the controller listeners of a broker-only
-	// node: it does not listen on them but dials the controllers there,
-	// secured by their settings (Name and SecurityProtocol only).
+	// DialedListeners are the listeners a node dials without listening
+	// on them, secured by their settings (Name and SecurityProtocol
+	// only): a broker-only node's controller listeners, and a
+	// controller-only node's BrokerDialListener.
 	DialedListeners []Listener
 	// AdvertisedListeners come from advertised.listeners, else the
 	// non-controller listeners. Copied from listeners, Host may be empty and
@@ -35,6 +36,11 @@ type Broker struct {
 	AdvertisedListeners     []Listener
 	ControllerListenerNames []string // controller.listener.names, upper-cased
 	InterBrokerListenerName string   // inter.broker.listener.name, resolved; "" on a controller-only node
+	// BrokerDialListener is the brokers' listener this node dials them
+	// on as an admin client would (the balancer's DescribeLogDirs and
+	// AlterReplicaLogDirs): InterBrokerListenerName on a broker; on a
+	// controller-only node inter.broker.listener.name if set, else "".
+	BrokerDialListener string
 	// ControllerQuorumVoters from controller.quorum.voters, or this node
 	// alone at its controller listener when that is empty.
 	ControllerQuorumVoters []Voter

@@ -63,6 +63,9 @@ func (b *Broker) resolveNetwork(r *reader) error {
 					fmt.Sprintf("only controller listeners (%s) on a controller-only node (%s is not one)", strings.Join(b.ControllerListenerNames, ", "), l.Name))
 			}
 		}
+		if err := b.resolveBrokerDialListener(r, protocols); err != nil {
+			return err
+		}
 		if r.text("advertised.listeners") != "" {
 			adv, err := ParseListeners(r.text("advertised.listeners"))
 			if err != nil {
@@ -130,6 +133,36 @@ func (b *Broker) isControllerListener(name string) bool {
 	return slices.Contains(b.ControllerListenerNames, strings.ToUpper(name))
 }
 
+// resolveBrokerDialListener takes, on a controller-only node,
+// inter.broker.listener.name as the brokers' listener to dial them on
+// (the balancer's DescribeLogDirs and AlterReplicaLogDirs), secured by
+// its listener.security.protocol.map entry and listener.name.NAME.*
+// settings as a broker dials it. Unset, the node dials no broker.
+func (b *Broker) resolveBrokerDialListener(r *reader, protocols map[string]string) error {
+	name := strings.ToUpper(r.text("inter.broker.listener.name"))
+	if name == "" {
+		return nil
+	}
+	if b.isControllerListener(name) {
+		return b.ruleError(r, "inter.broker.listener.name", "a listener that is not in controller.listener.names")
+	}
+	proto, ok := protocols[name]
+	if !ok && slices.Contains(securityProtocols, name) {
+		proto, ok = name, true
+	}
+	if !ok {
+		return b.ruleError(r, "listener.security.protocol.map",
+			fmt.Sprintf("an entry for %s, the brokers' listener inter.broker.listener.name names on this controller-only node", name))
+	}
+	if !slices.Contains(servedProtocols, proto) {
+		return b.ruleError(r, "listener.security.protocol.map",
+			fmt.Sprintf("%s for listener %s: %s is not served", strings.Join(servedProtocols, ", "), name, proto))
+	}
+	b.DialedListeners = append(b.DialedListeners, Listener{Name: name, SecurityProtocol: proto})
+	b.BrokerDialListener = name
+	return nil
+}
+
 // resolveBrokerListeners picks the inter-broker listener and the advertised
 // addresses of a node with the broker role.
 func (b *Broker) resolveBrokerListeners(r *reader) error {
@@ -166,6 +199,7 @@ func (b *Broker) resolveBrokerListeners(r *reader) error {
 		}
 	}
 	b.InterBrokerListenerName = name
+	b.BrokerDialListener = name
 
 	text := r.text("advertised.listeners")
 	if text == "" {

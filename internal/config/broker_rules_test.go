@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ func TestNetworkResolution(t *testing.T) {
 		wantAdvertised []string
 		wantVoters     []Voter
 		wantController string // listener name, "" when none
+		wantDial       string // BrokerDialListener when not wantInter
 	}{
 		{
 			name:           "wildcard host keeps advertised empty and voter at localhost",
@@ -59,6 +61,18 @@ func TestNetworkResolution(t *testing.T) {
 			wantController: "CONTROLLER",
 		},
 		{
+			name: "controller-only node dialing the brokers for the balancer",
+			props: map[string]string{
+				"process.roles":                  "controller",
+				"listeners":                      "CONTROLLER://127.0.0.1:9093",
+				"inter.broker.listener.name":     "internal",
+				"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT",
+			},
+			wantVoters:     []Voter{{1, "127.0.0.1", 9093}},
+			wantController: "CONTROLLER",
+			wantDial:       "INTERNAL",
+		},
+		{
 			name: "Kafka 4 style advertised controller listener is kept",
 			props: map[string]string{
 				"advertised.listeners": "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
@@ -77,6 +91,9 @@ func TestNetworkResolution(t *testing.T) {
 			}
 			if b.InterBrokerListenerName != tt.wantInter {
 				t.Errorf("InterBrokerListenerName = %q, want %q", b.InterBrokerListenerName, tt.wantInter)
+			}
+			if want := cmp.Or(tt.wantDial, tt.wantInter); b.BrokerDialListener != want {
+				t.Errorf("BrokerDialListener = %q, want %q", b.BrokerDialListener, want)
 			}
 			var advertised []string
 			for _, l := range b.AdvertisedListeners {
@@ -198,6 +215,20 @@ func TestCrossPropertyRules(t *testing.T) {
 				"process.roles": "controller", "listeners": "CONTROLLER://h:9093", "advertised.listeners": "PLAINTEXT://h:9092",
 			},
 			want: `config: advertised.listeners="PLAINTEXT://h:9092": must be free of client listeners on a controller-only node (PLAINTEXT is one)`,
+		},
+		{
+			name: "controller-only node dialing brokers on a controller listener",
+			props: map[string]string{
+				"process.roles": "controller", "listeners": "CONTROLLER://h:9093", "inter.broker.listener.name": "CONTROLLER",
+			},
+			want: `config: inter.broker.listener.name="CONTROLLER": must be a listener that is not in controller.listener.names`,
+		},
+		{
+			name: "controller-only node dialing brokers on a listener of unknown protocol",
+			props: map[string]string{
+				"process.roles": "controller", "listeners": "CONTROLLER://h:9093", "inter.broker.listener.name": "INTERNAL",
+			},
+			want: `config: listener.security.protocol.map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL": must be an entry for INTERNAL, the brokers' listener inter.broker.listener.name names on this controller-only node`,
 		},
 		{
 			name: "controller-only node not among voters",

@@ -75,7 +75,7 @@ var brokerProperties = []Property{
 	{
 		Name: "inter.broker.listener.name", Kind: KindString,
 		format: "a listener name", check: checkOptionalListenerName,
-		Doc: "Listener brokers use to replicate from each other and to forward requests. Empty: the listener named after security.inter.broker.protocol when that is set, else the first listener that is not a controller listener. An SSL one needs ssl.client.auth=required and the brokers' certificate principals in super.users; a SASL one a JAAS username and password to log in with, that user in super.users.",
+		Doc: "Listener brokers use to replicate from each other and to forward requests. Empty: the listener named after security.inter.broker.protocol when that is set, else the first listener that is not a controller listener. An SSL one needs ssl.client.auth=required and the brokers' certificate principals in super.users; a SASL one a JAAS username and password to log in with, that user in super.users. On a controller-only node (optional): the brokers' listener the controller dials them on for the automatic balancer's DescribeLogDirs and AlterReplicaLogDirs, secured by its listener.security.protocol.map entry and listener.name.NAME.* settings; unset, the balancer there weighs replica counts only.",
 	},
 	{
 		Name: "security.inter.broker.protocol", Kind: KindString,

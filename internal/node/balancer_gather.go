@@ -24,9 +24,9 @@ import (
 // on a round after its own timeout as well.
 const logDirsTimeout = 5 * time.Second
 
-// errNoInterBrokerListener: a controller-only node has no listener
-// configuration to reach the brokers with.
-var errNoInterBrokerListener = errors.New("this controller-only node has no inter-broker listener to reach the brokers with")
+// errNoInterBrokerListener: a controller-only node without
+// inter.broker.listener.name has no listener to reach the brokers on.
+var errNoInterBrokerListener = errors.New("this controller-only node has no inter.broker.listener.name to reach the brokers on")
 
 // gatherLogDirs asks broker id and reports the outcome to the core.
 func (c *controllerService) gatherLogDirs(id int32) {
@@ -67,7 +67,7 @@ func (b *Broker) logDirsOf(id int32) (*balancer.Report, error) {
 // askBroker sends broker id one request over its inter-broker listener,
 // as an admin client would, and returns the answer.
 func (b *Broker) askBroker(id int32, req kmsg.Request) (kmsg.Response, error) {
-	listener := b.cfg.InterBrokerListenerName
+	listener := b.cfg.BrokerDialListener
 	if listener == "" {
 		return nil, errNoInterBrokerListener
 	}

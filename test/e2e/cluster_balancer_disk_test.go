@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -132,4 +133,75 @@ func formatHeld(held map[int32]int64) string {
 		s += "broker " + strconv.Itoa(int(id)) + ": " + strconv.FormatInt(held[id], 10) + " B; "
 	}
 	return s
+}
+
+// TestBalancerOnControllerOnlyNodeReadsDisks: with the quorum on a
+// dedicated controller (node 1) and inter.broker.listener.name set there,
+// the controller dials the brokers' PLAINTEXT listener for their
+// DescribeLogDirs, so its balancer weighs disks: broker 2 holds every
+// partition of a topic, 512 KiB each, and replica counts are left out of
+// it (replica.imbalance.per.broker.percentage is high); the moves that
+// follow can only be disk-driven.
+func TestBalancerOnControllerOnlyNodeReadsDisks(t *testing.T) {
+	const minBytes = 256 << 10
+	c := startRolesCluster(t, []string{controllerOnly, brokerOnly, brokerOnly, brokerOnly}, map[string]string{
+		"inter.broker.listener.name": "PLAINTEXT",
+
+		"auto.replica.balance.enable":               "true",
+		"replica.balance.check.interval.ms":         "1000",
+		"replica.imbalance.per.broker.percentage":   "1000",
+		"replica.balance.disk.imbalance.percentage": "10",
+		"replica.balance.disk.imbalance.min.bytes":  strconv.Itoa(minBytes),
+		"replica.balance.max.disk.usage.percent":    "100",
+	}, node.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := observerClient(t, c.addrs())
+	const topic, partitions = "dedicated", 6
+	assignment := make([][]int32, partitions)
+	for i := range assignment {
+		assignment[i] = []int32{2}
+	}
+	createAssignedTopic(ctx, t, c.client(), topic, assignment)
+	// Uncompressed: the records repeat one value, which compression
+	// would fold away.
+	producer := idempotentProducer(t, c.addrs(), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	pad := make([]byte, 16<<10)
+	_, _ = rand.NewChaCha8([32]byte{4}).Read(pad)
+	for p := range int32(partitions) {
+		var rs []*kgo.Record
+		for range 32 {
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: pad})
+		}
+		if err := producer.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitAdmin(ctx, t, "replicas moved off broker 2 by disk, nothing moving", func() (bool, any) {
+		list, err := adm.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			return false, err
+		}
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		onto := map[int32]int{}
+		for _, p := range md.Topics[topic].Partitions {
+			for _, r := range p.Replicas {
+				onto[r]++
+			}
+		}
+		dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+		if err != nil {
+			return false, err
+		}
+		sizes := map[int32]int64{}
+		for id, ds := range dirs {
+			sizes[id] = ds.Size()
+		}
+		// Each broker near a third of the bytes: more than a count
+		// rule (which moves only onto a broker holding none) explains.
+		return len(list) == 0 && onto[2] <= 3 && onto[3] > 0 && onto[4] > 0, fmt.Sprint("replicas ", onto, ", bytes ", sizes)
+	})
 }
