@@ -166,10 +166,11 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Im
 		// moving between brokers is not moved within one as well.
 		skip := func(tp balancer.TopicPartition) bool {
 			t, ok := im.Topic(tp.Topic)
-			if !ok || int(tp.Partition) >= len(t.Partitions) {
+			if !ok {
 				return true
 			}
-			return t.Partitions[tp.Partition].Reassigning()
+			p, ok := t.Partition(tp.Partition)
+			return !ok || p.Reassigning()
 		}
 		for _, m := range balancer.DecideDirs(reports, skip, c.cfg.Balancer) {
 			c.note("balancer moves a replica between log directories", "move", m.String())

@@ -20,9 +20,10 @@ import (
 // Control's and Kafka's admin tools do, and hands the answer back to the
 // core, which decides. Its own broker is read in process.
 
-// logDirsTimeout bounds one broker's dial and answer; the core gives up
-// on a round after its own timeout as well.
-const logDirsTimeout = 5 * time.Second
+// askBrokerTimeout bounds one broker's dial and answer to the balancer's
+// requests; the core gives up on a DescribeLogDirs round after its own
+// timeout as well.
+const askBrokerTimeout = 5 * time.Second
 
 // errNoInterBrokerListener: a controller-only node without
 // inter.broker.listener.name has no listener to reach the brokers on.
@@ -79,7 +80,7 @@ func (b *Broker) askBroker(id int32, req kmsg.Request) (kmsg.Response, error) {
 	if !ok {
 		return nil, fmt.Errorf("broker %d has no %s endpoint", id, listener)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), logDirsTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), askBrokerTimeout)
 	defer cancel()
 	go func() {
 		select {
