@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
@@ -31,12 +32,16 @@ type replica struct {
 	// txnCoord is the transaction coordinator while this replica leads a
 	// __transaction_state partition (node_txn.go).
 	txnCoord *txnCoordinator
+	// quietFetchMs are the followers' latest quiet fetch times
+	// (rcore.Options.QuietFetchMs), as node's partition keeps them.
+	quietFetchMs map[int32]int64
 }
 
 const maxProducersPerPartition = 1000
 
 func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg config.TopicConfig) (*replica, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, st.Index)
+	quiet := map[int32]int64{}
 	core, err := rcore.Open(p.n.fs, p.replicaDir(name), name, cfg, rcore.Options{
 		LocalID:             p.n.id,
 		ReplicaLagTimeMaxMs: replicaLagMax.Milliseconds(),
@@ -45,11 +50,17 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 
 		ISRResendBackoffMinMs: isrResendBackoffMin.Milliseconds(),
 		ISRResendBackoffMaxMs: isrResendBackoffMax.Milliseconds(),
+		QuietFetchMs: func(id int32) int64 {
+			if ms, ok := quiet[id]; ok {
+				return ms
+			}
+			return math.MinInt64
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &replica{p: p, topic: t.Name, id: t.ID, index: st.Index, log: core.Log(), core: core}, nil
+	return &replica{p: p, topic: t.Name, id: t.ID, index: st.Index, log: core.Log(), core: core, quietFetchMs: quiet}, nil
 }
 
 func (r *replica) name() string { return fmt.Sprintf("%s-%d", r.topic, r.index) }
