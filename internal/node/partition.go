@@ -77,6 +77,10 @@ type partition struct {
 	quietAt      atomic.Int64
 	quietEpoch   atomic.Int32
 	quietFetches atomic.Pointer[quietFetches]
+	// tickIdle is the core's TickIdle, published with quietAt: the ISR
+	// tick skips the partition without its lock (most partitions of a
+	// broker are followed, not led, and each lock was a cache miss).
+	tickIdle atomic.Bool
 
 	mu   sync.Mutex
 	core *replica.Replica
@@ -113,6 +117,7 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 	pt.lastStable.Store(core.LastStableOffset())
 	pt.quietAt.Store(-1)
 	pt.quietFetches.Store(&quietFetches{})
+	pt.tickIdle.Store(core.TickIdle())
 	return pt, nil
 }
 
@@ -139,6 +144,9 @@ func (p *partition) quietFetchMs(id int32) int64 {
 // publishQuiet publishes the core's Quiet, under mu, after every step
 // that may change it.
 func (p *partition) publishQuiet() {
+	if idle := p.core.TickIdle(); idle != p.tickIdle.Load() {
+		p.tickIdle.Store(idle)
+	}
 	q := p.core.Quiet()
 	at := p.quietAt.Load()
 	if !q.OK {
@@ -415,8 +423,9 @@ func (p *partition) onFollowerFetch(id int32, offset int64, now time.Time) error
 // tick runs the time-driven part of replication: ISR shrinks for
 // followers that stopped catching up.
 func (p *partition) tick(now time.Time) {
-	if p.quietAt.Load() != -1 {
-		// Quiet: the core's Tick has nothing to decide (replica.Quiet).
+	if p.tickIdle.Load() {
+		// Not leading, or quiet: the core's Tick has nothing to decide
+		// (replica.Replica.TickIdle).
 		return
 	}
 	p.mu.Lock()

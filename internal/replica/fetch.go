@@ -268,6 +268,14 @@ func (r *Replica) Quiet() Quiet {
 	return Quiet{OK: true, LogEnd: end, Epoch: r.leaderEpoch}
 }
 
+// TickIdle reports whether Tick would decide nothing now, whatever the
+// time: this replica does not lead (or is closed), or it is quiet (Quiet).
+// A wrapper ticking thousands of partitions, most of which it follows,
+// publishes it after every step and skips those.
+func (r *Replica) TickIdle() bool {
+	return r.leader == nil || r.closed || r.Quiet().OK
+}
+
 // Followers returns the replicas but this broker, in replica order (a
 // Quiet's Followers): have itself, and same, if have holds just those;
 // a new slice otherwise. A wrapper keeps its quiet fetch times by them and

@@ -139,6 +139,9 @@ func TestQuietFetchesKeepTheISRRule(t *testing.T) {
 		if now <= 50_000 && !q.fetch(3, 1, now) {
 			t.Fatalf("follower 3's idle fetch at %d ms was not quiet", now)
 		}
+		if !q.r.TickIdle() {
+			t.Fatalf("not tick-idle at %d ms, quiet %+v", now, q.r.Quiet())
+		}
 		if isr := q.tick(now); isr != nil {
 			t.Fatalf("idle tick at %d ms proposed ISR %v (nothing produced, every follower at the log end)", now, isr)
 		}
@@ -146,8 +149,8 @@ func TestQuietFetchesKeepTheISRRule(t *testing.T) {
 	// Records arrive: follower 3's last fetch was 40 s ago, but until now
 	// it held the whole log; it is out as soon as it is behind.
 	q.produce(90_000)
-	if q.r.Quiet().OK {
-		t.Fatal("quiet with both followers behind the new record")
+	if q.r.Quiet().OK || q.r.TickIdle() {
+		t.Fatal("quiet or tick-idle with both followers behind the new record")
 	}
 	if isr := q.tick(90_001); !slices.Equal(isr, []int32{1, 2}) {
 		t.Fatalf("tick after the append proposed ISR %v, want [1 2]: follower 3 stopped fetching at 50 s, follower 2 fetched until 90 s", isr)
