@@ -11,7 +11,8 @@
 # p99.9 and max in ms, the load average and the CPU pressure
 # (/proc/pressure/cpu "some" avg10) before and after, the CPU the three
 # broker processes used and the time their threads spent runnable but
-# waiting for a CPU (/proc/PID/task/*/schedstat), their fsyncs
+# waiting for a CPU and the times they were scheduled onto one (thread
+# wake-ups and preemptions: /proc/PID/task/*/schedstat), their fsyncs
 # (skein_fsync_duration_seconds_count) and the load generator's own user
 # and system CPU.
 #
@@ -45,18 +46,19 @@ done
 "$work/skein" perf produce -b "$bs" --topic lat --partitions 3 --replication-factor 3 \
 	"${topic_flags[@]}" --num-records 20000 --json >/dev/null
 
-# sched prints the brokers' CPU and run-queue wait, in ns, summed over
-# their threads.
+# sched prints the brokers' CPU and run-queue wait, in ns, and the times
+# their threads were put on a CPU, summed over their threads.
 sched() {
-	local cpu=0 wait=0 p t a b rest
+	local cpu=0 wait=0 slices=0 p t a b c
 	for p in $pids; do
 		for t in /proc/"$p"/task/*/schedstat; do
-			read -r a b rest <"$t" || continue
+			read -r a b c <"$t" || continue
 			cpu=$((cpu + a))
 			wait=$((wait + b))
+			slices=$((slices + c))
 		done
 	done
-	echo "$cpu $wait"
+	echo "$cpu $wait $slices"
 }
 fsyncs() {
 	local n=0 i v
@@ -74,11 +76,11 @@ for run in $(seq "$RUNS"); do
 	for rate in $RATES; do
 		l0=$(cut -d' ' -f1 /proc/loadavg)
 		p0=$(psi)
-		read -r c0 w0 <<<"$(sched)"
+		read -r c0 w0 s0 <<<"$(sched)"
 		f0=$(fsyncs)
 		out=$({ /usr/bin/time -f 'client-cpu %U %S' "$work/skein" perf produce -b "$bs" --topic lat \
 			--acks "$ACKS" --rate-mb "$rate" --duration "$DURATION" --json; } 2>&1)
-		read -r c1 w1 <<<"$(sched)"
+		read -r c1 w1 s1 <<<"$(sched)"
 		f1=$(fsyncs)
 		l1=$(cut -d' ' -f1 /proc/loadavg)
 		p1=$(psi)
@@ -88,9 +90,10 @@ for run in $(seq "$RUNS"); do
 			-v p50="$(field p50_ms "$json")" -v p99="$(field p99_ms "$json")" \
 			-v p999="$(field p999_ms "$json")" -v mx="$(field max_latency_ms "$json")" \
 			-v l0="$l0" -v l1="$l1" -v p0="$p0" -v p1="$p1" -v bc=$((c1 - c0)) -v bw=$((w1 - w0)) \
+			-v ts=$((s1 - s0)) \
 			-v f=$((f1 - f0)) -v cu="$cu" -v cs="$cs" 'BEGIN {
-				printf "{\"label\":\"%s\",\"run\":%d,\"rate_mb\":%s,\"mb_per_sec\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"p999_ms\":%.1f,\"max_ms\":%.1f,\"load\":\"%s-%s\",\"cpu_psi\":\"%s-%s\",\"broker_cpu_s\":%.2f,\"broker_runqueue_wait_s\":%.2f,\"fsyncs\":%d,\"client_cpu_s\":%.2f}\n",
-					l, r, rate, m, p50, p99, p999, mx, l0, l1, p0, p1, bc / 1e9, bw / 1e9, f, cu + cs
+				printf "{\"label\":\"%s\",\"run\":%d,\"rate_mb\":%s,\"mb_per_sec\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"p999_ms\":%.1f,\"max_ms\":%.1f,\"load\":\"%s-%s\",\"cpu_psi\":\"%s-%s\",\"broker_cpu_s\":%.2f,\"broker_runqueue_wait_s\":%.2f,\"broker_timeslices\":%d,\"fsyncs\":%d,\"client_cpu_s\":%.2f}\n",
+					l, r, rate, m, p50, p99, p999, mx, l0, l1, p0, p1, bc / 1e9, bw / 1e9, ts, f, cu + cs
 			}'
 	done
 done
