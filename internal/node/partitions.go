@@ -180,18 +180,21 @@ func (b *Broker) reconcilePartitions() error {
 		toOpen = append(toOpen, o)
 	}
 	// New replicas are created and opened in parallel, without partsMu
-	// (the partitions already open keep serving meanwhile): each waits
-	// mostly for its fsyncs (directory, partition.metadata, segment), and
-	// one after another they made creating thousands of partitions take
-	// minutes.
+	// (the partitions already open keep serving meanwhile). A new one is
+	// created without an fsync of its own (its directory, partition.metadata
+	// and segment file), and one syncfs(2) of each log directory they were
+	// created in makes all of them durable before any is registered (and
+	// so before any can take a write, be counted in sync or lead): a few
+	// fsyncs per replica, one after another, made creating thousands of
+	// partitions take minutes, and in parallel still most of the time.
 	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
 		if o.create {
 			o.err = b.createPartitionDir(o.w.t, o.dir)
 		}
+		if o.err == nil {
+			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir, o.create)
+		}
 	})
-	// The new directories' entries are made durable with one fsync of
-	// each log directory they were made in, before any of them opens
-	// (and so before any can take a write).
 	synced := map[string]error{}
 	for _, o := range toOpen {
 		if !o.create || o.err != nil {
@@ -200,18 +203,22 @@ func (b *Broker) reconcilePartitions() error {
 		root := filepath.Dir(o.dir)
 		err, ok := synced[root]
 		if !ok {
-			if err = b.fs.SyncDir(root); err != nil {
-				err = fmt.Errorf("sync %s: %w", root, err)
+			if err = b.fs.SyncFS(root); err != nil {
+				err = fmt.Errorf("sync the new partitions in %s: %w", root, err)
 			}
 			synced[root] = err
 		}
-		o.err = err
-	}
-	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
-		if o.err == nil {
-			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir)
+		if err != nil {
+			// Never used: what it created may not be durable. The
+			// next reconcile finds the directory and opens it again
+			// (synced as a log found on disk), or removes it if its
+			// partition.metadata did not survive.
+			if cerr := o.p.close(); cerr != nil {
+				b.log.Warn("closing a partition whose creation was not made durable", "partition", o.p.name(), "err", cerr)
+			}
+			o.p, o.err = nil, err
 		}
-	})
+	}
 	for _, o := range toOpen {
 		if o.err != nil {
 			if isDeviceError(o.err) {
@@ -326,14 +333,25 @@ func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error
 }
 
 // createPartitionDir creates the directory dir of a partition of t with
-// its partition.metadata, durable within dir; the caller syncs dir's
-// parent (once for all the directories it creates there).
+// its partition.metadata, none of it synced: the caller syncs the
+// filesystem (once for all the partitions it creates there) before the
+// partition is used. A crash before that leaves no directory, or one
+// without partition.metadata or with a torn one, which findPartitionDir
+// removes, or one with it whole, whose log opens as any other.
 func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
+	f, err := vfs.Create(b.fs, filepath.Join(dir, partitionMetadataFile))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", partitionMetadataFile, err)
+	}
 	content := "version: 0\ntopic_id: " + t.ID.String() + "\n"
-	if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, partitionMetadataFile), []byte(content)); err != nil {
+	_, err = f.Write([]byte(content))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", partitionMetadataFile, err)
 	}
 	return nil
