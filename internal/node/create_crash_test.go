@@ -33,6 +33,17 @@ func createImage(t *testing.T, n int) *metadata.Image {
 	return im
 }
 
+// memWithLogDir is a Mem holding the unit broker's log directory, /data,
+// durably, as a broker's start leaves it.
+func memWithLogDir(t *testing.T) *vfs.Mem {
+	t.Helper()
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurably(fs, "/data"); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
 // reconcileOn reconciles im on b, broker 1 registered at epoch 5.
 func reconcileOn(b *Broker, im *metadata.Image) error {
 	b.brokerEpoch.Store(5)
@@ -53,13 +64,7 @@ func TestCreateReplicasPowerCut(t *testing.T) {
 	const n = 6
 	im := createImage(t, n)
 	for cut := 1; ; cut++ {
-		fs := vfs.NewMem()
-		if err := fs.MkdirAll("/data", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := fs.SyncFS("/data"); err != nil {
-			t.Fatal(err)
-		}
+		fs := memWithLogDir(t)
 		b := newUnitBroker(t, fs)
 		calls, synced, crashed := 0, false, false
 		fs.SetFault(func(op vfs.Op, path string) error {
@@ -114,12 +119,7 @@ func TestCreateReplicasPowerCut(t *testing.T) {
 			for _, dir := range dirs {
 				checkOnDisk(t, restarted, dir)
 			}
-			again := newUnitBroker(t, fs)
-			if err := reconcileOn(again, im); err != nil {
-				t.Fatalf("reconcile after the second power cut: %v", err)
-			}
-			checkCreated(t, again, n)
-			closeAll(t, again)
+			reconcileCreatesAll(t, newUnitBroker(t, fs), im, n)
 		})
 	}
 }
@@ -129,7 +129,7 @@ func TestCreateReplicasPowerCut(t *testing.T) {
 // the log directory offline, and the replicas open from what is on disk
 // at the next start.
 func TestCreateReplicasSyncFSFails(t *testing.T) {
-	fs := vfs.NewMem()
+	fs := memWithLogDir(t)
 	b := newUnitBroker(t, fs)
 	fs.SetFault(func(op vfs.Op, path string) error {
 		if op == vfs.OpSyncFS {
@@ -148,12 +148,18 @@ func TestCreateReplicasSyncFSFails(t *testing.T) {
 	if !b.dirOffline() {
 		t.Fatal("an EIO of the syncfs did not take the log directory offline")
 	}
-	restarted := newUnitBroker(t, fs)
-	if err := reconcileOn(restarted, im); err != nil {
-		t.Fatal(err)
+	reconcileCreatesAll(t, newUnitBroker(t, fs), im, 3)
+}
+
+// reconcileCreatesAll reconciles im (createImage's of n partitions) on b,
+// checks it opened and leads all of them (checkCreated), and closes them.
+func reconcileCreatesAll(t *testing.T, b *Broker, im *metadata.Image, n int) {
+	t.Helper()
+	if err := reconcileOn(b, im); err != nil {
+		t.Fatalf("reconcile: %v", err)
 	}
-	checkCreated(t, restarted, 3)
-	closeAll(t, restarted)
+	checkCreated(t, b, n)
+	closeAll(t, b)
 }
 
 // checkCreated checks that b holds and leads every one of the n partitions

@@ -179,6 +179,7 @@ func (b *Broker) reconcilePartitions() error {
 		}
 		toOpen = append(toOpen, o)
 	}
+	toOpen = withinOpenFilesLimit(b, toOpen, func(o *opening) string { return o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index)) }, &errs)
 	// New replicas are created and opened in parallel, without partsMu
 	// (the partitions already open keep serving meanwhile). A new one is
 	// created without an fsync of its own (its directory, partition.metadata
@@ -219,10 +220,20 @@ func (b *Broker) reconcilePartitions() error {
 			o.p, o.err = nil, err
 		}
 	}
+	var outOfFiles []string
+	var outOfFilesErr error
 	for _, o := range toOpen {
 		if o.err != nil {
-			if isDeviceError(o.err) {
-				b.takeLogDirOffline(filepath.Dir(o.dir), o.w.t.Name+"-"+strconv.Itoa(int(o.w.p.Index)), o.err)
+			name := o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index))
+			switch {
+			case isOutOfDescriptors(o.err):
+				// Not the disk's failure: the replica stays closed and
+				// is tried again at the next reconcile.
+				outOfFiles = append(outOfFiles, name)
+				outOfFilesErr = o.err
+				continue
+			case isDeviceError(o.err):
+				b.takeLogDirOffline(filepath.Dir(o.dir), name, o.err)
 			}
 			errs = append(errs, o.err)
 			continue
@@ -232,6 +243,12 @@ func (b *Broker) reconcilePartitions() error {
 		b.partsMu.Unlock()
 		toApply = append(toApply, o.k)
 		b.maybeResumeLogMove(o.p)
+	}
+	if len(outOfFiles) > 0 {
+		_, limit, _ := b.openFiles()
+		b.log.Error("replicas not opened: this process ran out of file descriptors; they stay closed and are tried again at the next reconcile",
+			"not_opened", len(outOfFiles), "first", outOfFiles[0], "open_files_limit", limit, "err", outOfFilesErr)
+		errs = append(errs, fmt.Errorf("%d replicas not opened (%s first): %w: %w", len(outOfFiles), outOfFiles[0], errOpenFilesLimit, outOfFilesErr))
 	}
 	// Applied in parallel too: taking leadership writes the leader-epoch
 	// checkpoint (an fsync), and a broker taking over thousands of
@@ -268,6 +285,32 @@ func (b *Broker) reconcilePartitions() error {
 		b.reconciledImage.Done(im, b.cfg.NodeID, epoch)
 	}
 	return errors.Join(errs...)
+}
+
+// withinOpenFilesLimit returns the first of toOpen that can be opened
+// while descriptorReserve descriptors stay free (each new replica holds at
+// least its active segment open), in name order; the rest stay closed for
+// this reconcile, logged and reported in errs, to be tried again at the
+// next one (fdlimit.go).
+func withinOpenFilesLimit[T any](b *Broker, toOpen []T, name func(T) string, errs *[]error) []T {
+	if len(toOpen) == 0 {
+		return toOpen
+	}
+	open, limit, ok := b.openFiles()
+	if !ok {
+		return toOpen
+	}
+	reserve := descriptorReserve(limit)
+	room := max(limit-reserve-open, 0)
+	if len(toOpen) <= room {
+		return toOpen
+	}
+	slices.SortFunc(toOpen, func(x, y T) int { return strings.Compare(name(x), name(y)) })
+	left := toOpen[room:]
+	b.log.Error("replicas not opened: the open-files limit is near; they stay closed and are tried again at the next reconcile",
+		"not_opened", len(left), "first", name(left[0]), "open_files", open, "open_files_limit", limit, "kept_free", reserve)
+	*errs = append(*errs, fmt.Errorf("%d replicas not opened (%s first; %d files open, %d kept free): %w", len(left), name(left[0]), open, reserve, errOpenFilesLimit))
+	return toOpen[:room]
 }
 
 // holdsReplicaOf reports whether im still gives this broker a replica of
@@ -324,6 +367,12 @@ func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error
 		if err == nil && id == t.ID {
 			return dir, nil
 		}
+		if err != nil && !errors.Is(err, errBadPartitionMetadata) {
+			// Not read (out of descriptors, an I/O error): no evidence
+			// that the directory is another incarnation's, and it may
+			// hold this one's data.
+			return "", fmt.Errorf("read %s of %s: %w", partitionMetadataFile, dir, err)
+		}
 		b.log.Warn("removing partition directory of another topic incarnation", "dir", dir)
 		if err := b.fs.RemoveAll(dir); err != nil {
 			return "", fmt.Errorf("remove stale %s: %w", dir, err)
@@ -367,11 +416,20 @@ func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "topic_id: "); ok {
-			return metadata.ParseTopicID(strings.TrimSpace(v))
+			id, err := metadata.ParseTopicID(strings.TrimSpace(v))
+			if err != nil {
+				return metadata.TopicID{}, fmt.Errorf("%s: %w: %w", dir, errBadPartitionMetadata, err)
+			}
+			return id, nil
 		}
 	}
-	return metadata.TopicID{}, fmt.Errorf("%s has no topic_id", dir)
+	return metadata.TopicID{}, fmt.Errorf("%s: %w: no topic_id", dir, errBadPartitionMetadata)
 }
+
+// errBadPartitionMetadata is a partition.metadata read whole whose content
+// names no topic id (torn by a crash while the partition was created, or
+// not ours).
+var errBadPartitionMetadata = errors.New("partition.metadata names no topic id")
 
 // logDirCounts counts the open partitions in each log directory.
 func (b *Broker) logDirCounts() map[string]int {
