@@ -245,10 +245,11 @@ func (b *Broker) reconcilePartitions() error {
 		b.maybeResumeLogMove(o.p)
 	}
 	if len(outOfFiles) > 0 {
+		// One error for all of them (logged by the caller), not one per
+		// replica.
 		_, limit, _ := b.openFiles()
-		b.log.Error("replicas not opened: this process ran out of file descriptors; they stay closed and are tried again at the next reconcile",
-			"not_opened", len(outOfFiles), "first", outOfFiles[0], "open_files_limit", limit, "err", outOfFilesErr)
-		errs = append(errs, fmt.Errorf("%d replicas not opened (%s first): %w: %w", len(outOfFiles), outOfFiles[0], errOpenFilesLimit, outOfFilesErr))
+		errs = append(errs, fmt.Errorf("%d replicas not opened, tried again at the next reconcile (%s first; a limit of %d): %w: %w",
+			len(outOfFiles), outOfFiles[0], limit, errOpenFilesLimit, outOfFilesErr))
 	}
 	// Applied in parallel too: taking leadership writes the leader-epoch
 	// checkpoint (an fsync), and a broker taking over thousands of
@@ -290,8 +291,8 @@ func (b *Broker) reconcilePartitions() error {
 // withinOpenFilesLimit returns the first of toOpen that can be opened
 // while descriptorReserve descriptors stay free (each new replica holds at
 // least its active segment open), in name order; the rest stay closed for
-// this reconcile, logged and reported in errs, to be tried again at the
-// next one (fdlimit.go).
+// this reconcile, reported in errs, to be tried again at the next one
+// (fdlimit.go).
 func withinOpenFilesLimit[T any](b *Broker, toOpen []T, name func(T) string, errs *[]error) []T {
 	if len(toOpen) == 0 {
 		return toOpen
@@ -307,9 +308,9 @@ func withinOpenFilesLimit[T any](b *Broker, toOpen []T, name func(T) string, err
 	}
 	slices.SortFunc(toOpen, func(x, y T) int { return strings.Compare(name(x), name(y)) })
 	left := toOpen[room:]
-	b.log.Error("replicas not opened: the open-files limit is near; they stay closed and are tried again at the next reconcile",
-		"not_opened", len(left), "first", name(left[0]), "open_files", open, "open_files_limit", limit, "kept_free", reserve)
-	*errs = append(*errs, fmt.Errorf("%d replicas not opened (%s first; %d files open, %d kept free): %w", len(left), name(left[0]), open, reserve, errOpenFilesLimit))
+	// Reported once, in the reconcile's error (logged by its caller).
+	*errs = append(*errs, fmt.Errorf("%d replicas not opened, tried again at the next reconcile (%s first; %d files open of a limit of %d, %d kept free): %w",
+		len(left), name(left[0]), open, limit, reserve, errOpenFilesLimit))
 	return toOpen[:room]
 }
 
