@@ -253,6 +253,9 @@ type brokerMaintenance struct {
 	// openFiles is processOpenFiles; tests replace it to bring the
 	// open-files limit near (fdlimit.go).
 	openFiles openFilesFunc
+	// fdCount is the last count of openFiles, for the reconcile
+	// goroutine only (openFilesEstimate).
+	fdCount fdCount
 
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy; diskfail.go).

@@ -124,3 +124,49 @@ func TestOutOfDescriptorsReadingPartitionMetadataKeepsTheLog(t *testing.T) {
 	}
 	closeAll(t, restarted)
 }
+
+// TestOpenFilesCountedRarelyFarFromTheLimit: counting the process's
+// descriptors is costly, so far from the limit a reconcile that opens
+// replicas uses the last count plus the replicas opened since, and counts
+// again only once that count is fdRecount old or the estimate nears the
+// limit.
+func TestOpenFilesCountedRarelyFarFromTheLimit(t *testing.T) {
+	fs := memWithLogDir(t)
+	b := newUnitBroker(t, fs)
+	counts, limit := 0, 1_000_000
+	b.openFiles = func() (int, int, bool) {
+		counts++
+		return 100 + len(b.partitionList()), limit, true
+	}
+	if err := reconcileOn(b, createImage(t, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := reconcileOn(b, createImage(t, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if counts != 1 {
+		t.Fatalf("two reconciles far from the limit counted the open files %d times, want 1", counts)
+	}
+	if open, _, _ := b.openFilesEstimate(b.fdCount.at, len(b.partitionList()), 0); open != 106 {
+		t.Fatalf("estimate %d open files, want the count's 100 plus 6 replicas opened since", open)
+	}
+	b.fdCount.at = b.fdCount.at.Add(-fdRecount)
+	if err := reconcileOn(b, createImage(t, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if counts != 2 {
+		t.Fatalf("a reconcile after a count %v old counted %d times in all, want 2", fdRecount, counts)
+	}
+	// Near the limit every reconcile counts: as if the last count had
+	// found a limit of 600, whose reserve (256) twice over leaves room
+	// for no more than 88 open files.
+	limit = 1000
+	b.fdCount.limit = 600
+	if err := reconcileOn(b, createImage(t, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if counts != 3 {
+		t.Fatalf("a reconcile near the limit counted %d times in all, want 3", counts)
+	}
+	closeAll(t, b)
+}

@@ -179,7 +179,7 @@ func (b *Broker) reconcilePartitions() error {
 		}
 		toOpen = append(toOpen, o)
 	}
-	toOpen = withinOpenFilesLimit(b, toOpen, func(o *opening) string { return o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index)) }, &errs)
+	toOpen = withinOpenFilesLimit(b, now, toOpen, func(o *opening) string { return o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index)) }, &errs)
 	// New replicas are created and opened in parallel, without partsMu
 	// (the partitions already open keep serving meanwhile). A new one is
 	// created without an fsync of its own (its directory, partition.metadata
@@ -293,11 +293,14 @@ func (b *Broker) reconcilePartitions() error {
 // least its active segment open), in name order; the rest stay closed for
 // this reconcile, reported in errs, to be tried again at the next one
 // (fdlimit.go).
-func withinOpenFilesLimit[T any](b *Broker, toOpen []T, name func(T) string, errs *[]error) []T {
+func withinOpenFilesLimit[T any](b *Broker, now time.Time, toOpen []T, name func(T) string, errs *[]error) []T {
 	if len(toOpen) == 0 {
 		return toOpen
 	}
-	open, limit, ok := b.openFiles()
+	b.partsMu.RLock()
+	replicas := len(b.parts)
+	b.partsMu.RUnlock()
+	open, limit, ok := b.openFilesEstimate(now, replicas, len(toOpen))
 	if !ok {
 		return toOpen
 	}
