@@ -211,9 +211,8 @@ func (b *Broker) reconcilePartitions() error {
 		}
 		if err != nil {
 			// Never used: what it created may not be durable. The
-			// next reconcile finds the directory and opens it again
-			// (synced as a log found on disk), or removes it if its
-			// partition.metadata did not survive.
+			// next reconcile opens the directory again (synced as a
+			// log found on disk).
 			if cerr := o.p.close(); cerr != nil {
 				b.log.Warn("closing a partition whose creation was not made durable", "partition", o.p.name(), "err", cerr)
 			}
@@ -389,8 +388,9 @@ func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error
 // its partition.metadata, none of it synced: the caller syncs the
 // filesystem (once for all the partitions it creates there) before the
 // partition is used. A crash before that leaves no directory, or one
-// without partition.metadata or with a torn one, which findPartitionDir
-// removes, or one with it whole, whose log opens as any other.
+// without partition.metadata (findPartitionDir sees none, and it is
+// written again), one with a torn one (findPartitionDir removes the
+// directory), or one with it whole, whose log opens as any other.
 func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)

@@ -158,9 +158,9 @@ type Options struct {
 	// filesystem holding the directory, and see it succeed, before the
 	// log takes a write, is read as in sync or leads (one syncfs for a
 	// whole batch of new logs instead of a few fsyncs per log). A crash
-	// before that SyncFS can leave the directory empty, or its segment
-	// missing or torn; it holds no data yet, and the next Open creates
-	// what is missing. A log Open finds on disk with a segment or a
+	// before that SyncFS can leave the directory empty, or without its
+	// segment; it holds no data yet, and the next Open creates what is
+	// missing. A log Open finds on disk with a segment or a
 	// clean-shutdown marker is opened and synced as usual.
 	Fresh bool
 }
