@@ -32,10 +32,17 @@ func BenchmarkAppend(b *testing.B) {
 	for _, tc := range []struct {
 		name        string
 		syncEachOne bool
-	}{{"nosync", false}, {"sync-per-batch", true}} {
+		data        []byte
+	}{
+		{"nosync", false, benchBatch()},
+		{"sync-per-batch", true, benchBatch()},
+		// A lone 100 B record per fsync: the lone-record path's disk
+		// part, where the zero-filled window (zerotail.go) pays.
+		{"sync-per-lone-record", true, makeBatch(1, 100, 1_700_000_000_000, 42)},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			l := benchLog(b, DefaultConfig())
-			data := benchBatch()
+			data := tc.data
 			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
