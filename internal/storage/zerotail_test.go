@@ -36,6 +36,36 @@ func activeLogPath(l *Log) string {
 	return l.active().logPath()
 }
 
+// syncLoneRecords appends n lone records, each synced, and returns them.
+func syncLoneRecords(t *testing.T, l *Log, n int) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i := range n {
+		b := makeBatch(1, 100, int64(i), byte(i))
+		mustAppend(t, l, b, 0, 0)
+		mustSync(t, l)
+		out = append(out, b)
+	}
+	return out
+}
+
+// writeBehind writes data at pos of the file at path and syncs it, behind
+// the log's back: what a crash may leave on the disk.
+func writeBehind(t *testing.T, fs vfs.FS, path string, data []byte, pos int64) {
+	t.Helper()
+	f, err := fs.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A Sync that covered a lone batch leaves a zero-filled window after the
 // log end; one that covered bulk appends does not. Neither shows in Size
 // or in reads.
@@ -169,30 +199,14 @@ func TestZeroTailPowerCut(t *testing.T) {
 			// A torn overwrite: the disk holds the first half of the
 			// batch over the zeros (vfs.Mem loses unsynced overwrites
 			// whole, so it is written and synced behind the log's back).
-			f, err := fs.OpenFile(activeLogPath(l), os.O_RDWR, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if _, err := f.WriteAt(b[:len(b)/2], l.Size()); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			writeBehind(t, fs, activeLogPath(l), b[:len(b)/2], l.Size())
 		}, "truncating damaged log tail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := vfs.NewMem()
 			cfg := zeroTailConfig()
 			l := openLog(t, fs, "/data/p0", cfg)
-			var want [][]byte
-			for i := range 3 {
-				b := makeBatch(1, 100, int64(i), byte(i))
-				mustAppend(t, l, b, 0, 0)
-				mustSync(t, l) // the second sync makes the window durable
-				want = append(want, b)
-			}
+			want := syncLoneRecords(t, l, 3) // the second sync makes the window durable
 			durable := l.DurableEndOffset()
 			size := l.Size()
 			// The first sync filled the window; the next made it durable.
@@ -251,18 +265,8 @@ func TestZeroTailInSealedSegmentKeepsLaterSegments(t *testing.T) {
 	// What the crash leaves: the first segment's window, no marker, and
 	// a recovery point that has both segments re-validated.
 	first := segmentFileName("/data/p0", 0, logSuffix)
-	f, err := fs.OpenFile(first, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := fileLen(t, fs, first)
-	if _, err := f.WriteAt(make([]byte, 5000), n); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeBehind(t, fs, first, make([]byte, 5000), n)
 	for _, name := range []string{cleanShutdownFile, recoveryPointFile} {
 		if err := fs.Remove(filepath.Join("/data/p0", name)); err != nil {
 			t.Fatal(err)
@@ -314,4 +318,36 @@ func TestZeroTailWriteFailure(t *testing.T) {
 	if fileLen(t, fs, path) != l.Size()+zeroWindowBytes {
 		t.Fatalf("no window after the next lone sync: file %d, size %d", fileLen(t, fs, path), l.Size())
 	}
+}
+
+// A clean-shutdown marker vouches only for a file that ends at its last
+// batch: zeros found after a cleanly closed segment's batches (a window no
+// close should leave) make the open re-validate the segment and cut them.
+func TestZeroTailAfterCleanCloseIsRevalidated(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := zeroTailConfig()
+	l := openLog(t, fs, "/data/p0", cfg)
+	want := syncLoneRecords(t, l, 3)
+	path := activeLogPath(l)
+	size := l.Size()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeBehind(t, fs, path, make([]byte, 4096), size)
+	if !exists(t, fs, filepath.Join("/data/p0", cleanShutdownFile)) {
+		t.Fatal("no clean-shutdown marker")
+	}
+	var out bytes.Buffer
+	l2, err := Open(fs, "/data/p0", cfg, Options{Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if !strings.Contains(out.String(), "re-validating") || !strings.Contains(out.String(), "zero-filled window") {
+		t.Fatalf("open did not re-validate and cut the zeros:\n%s", out.String())
+	}
+	if got := fileLen(t, fs, path); got != size {
+		t.Fatalf("file is %d bytes after the open, its batches %d", got, size)
+	}
+	sameBatches(t, readAll(t, l2), want, "reopened")
 }
