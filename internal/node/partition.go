@@ -77,13 +77,17 @@ type partition struct {
 	flushTimer *time.Timer
 }
 
-func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string) (*partition, error) {
+// openPartition opens the replica of partition p of t in dir; fresh says
+// the caller just created dir (createPartitionDir) and syncs its
+// filesystem before the replica is used (storage.Options.Fresh).
+func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string, fresh bool) (*partition, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
 	core, err := replica.Open(b.fs, dir, name, cfg, replica.Options{
 		LocalID:             b.cfg.NodeID,
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
 		MaxProducers:        maxProducersPerPartition,
 		Logger:              b.logger(loggerPartition),
+		Fresh:               fresh,
 	})
 	if err != nil {
 		return nil, err
