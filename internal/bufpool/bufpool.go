@@ -134,9 +134,19 @@ type Ref struct {
 
 // NewRef makes b (from Get) a Ref with one holder, the caller.
 func NewRef(b []byte) *Ref {
-	r := &Ref{buf: b}
-	r.refs.Store(1)
+	r := new(Ref)
+	r.Init(b)
 	return r
+}
+
+// Init is NewRef for a Ref embedded in a struct of the caller's (one
+// allocation for both): r, never used before, holds b for one holder.
+func (r *Ref) Init(b []byte) {
+	if invariant.Panics && (r.buf != nil || r.refs.Load() != 0) {
+		invariant.Broken("bufpool: Init of a Ref in use")
+	}
+	r.buf = b
+	r.refs.Store(1)
 }
 
 // Bytes is the buffer, valid while the caller holds r. With the

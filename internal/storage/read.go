@@ -85,7 +85,8 @@ type sharedRead struct {
 	pos     int64
 	read    int
 	checked int
-	ref     *bufpool.Ref
+	ref     *bufpool.Ref // &held: one allocation for both
+	held    bufpool.Ref
 	pinned  atomic.Bool
 }
 
@@ -174,8 +175,10 @@ func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch, pooled b
 		case !pooled:
 			return buf[:end:end], nil, damaged, nil
 		}
-		ref = bufpool.NewRef(buf)
-		e := &sharedRead{seg: s, offset: offset, pos: pos, read: len(buf), checked: end, ref: ref}
+		e := &sharedRead{seg: s, offset: offset, pos: pos, read: len(buf), checked: end}
+		e.ref = &e.held
+		e.ref.Init(buf)
+		ref = e.ref
 		e.pin()
 		l.shared.Swap(e).unpin()
 		return buf[:end], ref, damaged, nil // the capacity tells bufpool.Put its class
