@@ -27,33 +27,10 @@ RUNS=${RUNS:-3}
 N1K=${N1K:-1048576}
 N100=${N100:-5368709}
 LINGER=${LINGER:-50ms}
-work=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/skein-cpu-XXXXXX")}
-mkdir -p "$work"
-(cd "$root" && go build -o "$work/skein" ./cmd/skein)
-bin=${BROKER_BIN:-$work/skein}
-LABEL=${LABEL:-$(basename "$bin")}
-dev=
-cleanup() {
-	if [[ -n $dev ]]; then
-		kill -INT "$dev" 2>/dev/null || true
-		wait "$dev" 2>/dev/null || true
-	fi
-	rm -rf "$work/data" "$work/skein"
-}
-trap cleanup EXIT
-
-"$bin" dev --port "$PORT" --data "$work/data" >"$work/dev.out" 2>&1 &
-dev=$!
-for _ in $(seq 600); do
-	grep -q "press Ctrl-C" "$work/dev.out" && break
-	if ! kill -0 "$dev" 2>/dev/null; then
-		cat "$work/dev.out" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-pids=$(pgrep -P "$dev" | tr '\n' ' ')
-bs="127.0.0.1:$PORT,127.0.0.1:$((PORT + 100)),127.0.0.1:$((PORT + 200))"
+# shellcheck source=scripts/dev-cluster.sh
+. "$root/scripts/dev-cluster.sh"
+dev_cluster_setup cpu
+dev_cluster_start
 cpu_ticks() {
 	local t=0 p
 	for p in $pids; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# latency-under-load.sh: produce latency at fixed rates (issue #14's
+# "latency under load" target), with what the machine was doing meanwhile.
+# Starts a fresh `skein dev` cluster (3 brokers, each also a controller,
+# durable defaults: fsync before the ack), creates topic "lat" (3
+# partitions, RF=3, plus TOPIC_CONFIG), then RUNS times, for each rate in
+# RATES, runs `skein perf produce --rate-mb R --duration DURATION` (1 KiB
+# records, acks ACKS, franz-go with its defaults and the perf tool's:
+# 5 ms linger, 1 MiB batches, latency counted from each record's slot in
+# the schedule). One JSON line per run on stdout: the rate held, p50, p99,
+# p99.9 and max in ms, the load average and the CPU pressure
+# (/proc/pressure/cpu "some" avg10) before and after, the CPU the three
+# broker processes used and the time their threads spent runnable but
+# waiting for a CPU and the times they were scheduled onto one (thread
+# wake-ups and preemptions: /proc/PID/task/*/schedstat), their fsyncs
+# (skein_fsync_duration_seconds_count) and the load generator's own user
+# and system CPU.
+#
+# The run-queue wait is the number to read the tail against: on a shared
+# machine it says how long the brokers' threads waited for a core, which
+# no change to the broker removes.
+#
+# Usage: scripts/latency-under-load.sh
+# Environment: BROKER_BIN (the skein binary the brokers run, to compare
+# builds; default: built from this tree, which always runs the load),
+# PORT (43092; broker i on PORT+100*(i-1), admin on +2), RATES ("20 40"
+# MiB/s), RUNS (3), DURATION (20s), ACKS (all), TOPIC_CONFIG (extra topic
+# properties, space-separated key=value), LABEL, WORK (a fresh temporary
+# directory, removed at the end).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+PORT=${PORT:-43092}
+RATES=${RATES:-20 40}
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-20s}
+ACKS=${ACKS:-all}
+# shellcheck source=scripts/dev-cluster.sh
+. "$root/scripts/dev-cluster.sh"
+dev_cluster_setup lat
+dev_cluster_start
+topic_flags=()
+for kv in ${TOPIC_CONFIG:-}; do
+	topic_flags+=(--config "$kv")
+done
+"$work/skein" perf produce -b "$bs" --topic lat --partitions 3 --replication-factor 3 \
+	"${topic_flags[@]}" --num-records 20000 --json >/dev/null
+
+# sched prints the brokers' CPU and run-queue wait, in ns, and the times
+# their threads were put on a CPU, summed over their threads.
+sched() {
+	local cpu=0 wait=0 slices=0 p t a b c
+	for p in $pids; do
+		for t in /proc/"$p"/task/*/schedstat; do
+			read -r a b c <"$t" || continue
+			cpu=$((cpu + a))
+			wait=$((wait + b))
+			slices=$((slices + c))
+		done
+	done
+	echo "$cpu $wait $slices"
+}
+fsyncs() {
+	local n=0 i v
+	for i in 0 1 2; do
+		v=$(curl -s "http://127.0.0.1:$((PORT + 2 + 100 * i))/metrics" |
+			awk '/^skein_fsync_duration_seconds_count/ {print $2}')
+		n=$(awk -v a="$n" -v b="${v:-0}" 'BEGIN {printf "%d", a + b}')
+	done
+	echo "$n"
+}
+psi() { awk '/^some/ {sub("avg10=", "", $2); print $2}' /proc/pressure/cpu; }
+field() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | cut -d: -f2; }
+
+for run in $(seq "$RUNS"); do
+	for rate in $RATES; do
+		l0=$(cut -d' ' -f1 /proc/loadavg)
+		p0=$(psi)
+		read -r c0 w0 s0 <<<"$(sched)"
+		f0=$(fsyncs)
+		out=$({ /usr/bin/time -f 'client-cpu %U %S' "$work/skein" perf produce -b "$bs" --topic lat \
+			--acks "$ACKS" --rate-mb "$rate" --duration "$DURATION" --json; } 2>&1)
+		read -r c1 w1 s1 <<<"$(sched)"
+		f1=$(fsyncs)
+		l1=$(cut -d' ' -f1 /proc/loadavg)
+		p1=$(psi)
+		json=$(grep '^{' <<<"$out")
+		read -r _ cu cs <<<"$(grep '^client-cpu' <<<"$out")"
+		awk -v l="$LABEL" -v r="$run" -v rate="$rate" -v m="$(field mb_per_sec "$json")" \
+			-v p50="$(field p50_ms "$json")" -v p99="$(field p99_ms "$json")" \
+			-v p999="$(field p999_ms "$json")" -v mx="$(field max_latency_ms "$json")" \
+			-v l0="$l0" -v l1="$l1" -v p0="$p0" -v p1="$p1" -v bc=$((c1 - c0)) -v bw=$((w1 - w0)) \
+			-v ts=$((s1 - s0)) \
+			-v f=$((f1 - f0)) -v cu="$cu" -v cs="$cs" 'BEGIN {
+				printf "{\"label\":\"%s\",\"run\":%d,\"rate_mb\":%s,\"mb_per_sec\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"p999_ms\":%.1f,\"max_ms\":%.1f,\"load\":\"%s-%s\",\"cpu_psi\":\"%s-%s\",\"broker_cpu_s\":%.2f,\"broker_runqueue_wait_s\":%.2f,\"broker_timeslices\":%d,\"fsyncs\":%d,\"client_cpu_s\":%.2f}\n",
+					l, r, rate, m, p50, p99, p999, mx, l0, l1, p0, p1, bc / 1e9, bw / 1e9, ts, f, cu + cs
+			}'
+	done
+done
