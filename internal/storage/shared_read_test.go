@@ -3,9 +3,12 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
+	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/vfs"
 )
@@ -258,4 +261,103 @@ func TestReadSharedPinsUntilShared(t *testing.T) {
 	if pinned := sharedPinned.Load() - base; pinned != 0 {
 		t.Fatalf("%d bytes still pinned after every log closed", pinned)
 	}
+}
+
+// Readers sharing the tail while it grows and is now and then cut: every
+// batch a shared read returns is the one appended at its offset (since the
+// last cut), so no reader ever sees a buffer given back to the pool while
+// it held it (with -tags invariants a released buffer is poisoned, and
+// each hold is checked again before its release) or bytes from before a
+// truncation.
+func TestReadSharedConcurrent(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), "/p", DefaultConfig())
+	defer l.Close()
+	// Reads and their checks take mu's read lock, appends and cuts its
+	// write lock: what a read returns is checked against the log as it
+	// was read. The readers run, and share buffers, concurrently.
+	var mu sync.RWMutex
+	appended := map[int64][]byte{} // base offset -> batch, since the last cut
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 3))
+			type hold struct {
+				data []byte
+				ref  *bufpool.Ref
+			}
+			var held []hold
+			// release checks that a held buffer still holds what was read
+			// into it before letting it go.
+			release := func(h hold) {
+				if err := batch.Split(h.data, func(b []byte) error { _, err := batch.ValidateStored(b); return err }); err != nil {
+					t.Errorf("a held read changed: %v", err)
+				}
+				h.ref.Release()
+			}
+			for {
+				select {
+				case <-stop:
+					for _, h := range held {
+						release(h)
+					}
+					return
+				default:
+				}
+				mu.RLock()
+				leo := l.LogEndOffset()
+				offset := max(leo-int64(rng.IntN(3))*40, 0)
+				data, ref, err := l.ReadShared(offset, 1<<20, leo, true)
+				if err != nil {
+					mu.RUnlock()
+					t.Errorf("read at %d: %v", offset, err)
+					return
+				}
+				err = batch.Split(data, func(b []byte) error {
+					h, err := batch.ValidateStored(b)
+					if err != nil {
+						return err
+					}
+					if want, ok := appended[h.BaseOffset]; ok && !bytes.Equal(b, want) {
+						return fmt.Errorf("batch at %d is not the one appended there", h.BaseOffset)
+					}
+					return nil
+				})
+				mu.RUnlock()
+				if err != nil {
+					t.Errorf("read at %d: %v", offset, err)
+					return
+				}
+				if ref != nil {
+					held = append(held, hold{data, ref})
+				}
+				for len(held) > rng.IntN(3) {
+					release(held[0])
+					held = held[1:]
+				}
+			}
+		}()
+	}
+	for i := range 2000 {
+		b := makeBatch(40, 1000+i%7, int64(i), byte(i))
+		mu.Lock()
+		if i%97 == 96 {
+			to := max(l.LogEndOffset()-80, 0)
+			if err := l.Truncate(to); err != nil {
+				t.Fatal(err)
+			}
+			for off := range appended {
+				if off >= to {
+					delete(appended, off)
+				}
+			}
+		}
+		res := mustAppend(t, l, b, int32(i/97), 0)
+		appended[res.BaseOffset] = append([]byte(nil), b...)
+		mu.Unlock()
+	}
+	close(stop)
+	wg.Wait()
 }
