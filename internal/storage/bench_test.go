@@ -1,14 +1,17 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/bufpool"
@@ -32,10 +35,17 @@ func BenchmarkAppend(b *testing.B) {
 	for _, tc := range []struct {
 		name        string
 		syncEachOne bool
-	}{{"nosync", false}, {"sync-per-batch", true}} {
+		data        []byte
+	}{
+		{"nosync", false, benchBatch()},
+		{"sync-per-batch", true, benchBatch()},
+		// A lone 100 B record per fsync: the lone-record path's disk
+		// part, where the zero-filled window (zerotail.go) pays.
+		{"sync-per-lone-record", true, makeBatch(1, 100, 1_700_000_000_000, 42)},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			l := benchLog(b, DefaultConfig())
-			data := benchBatch()
+			data := tc.data
 			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -58,6 +68,53 @@ func BenchmarkAppend(b *testing.B) {
 // does once the answer is written.
 //
 //	go test -run '^$' -bench 'Read$' -benchmem -count 6 ./internal/storage/
+//
+// BenchmarkSyncLoneRecords3 is the disk part of the lone-record path of
+// three brokers on one filesystem: three logs, each appending one 100 B
+// record and syncing it, at once (each op is one record on each log).
+// p50-us and p99-us are the append+Sync times of all three writers.
+//
+//	go test ./internal/storage/ -run '^$' -bench SyncLoneRecords3 -benchtime 1000x -count 6
+func BenchmarkSyncLoneRecords3(b *testing.B) {
+	const writers = 3
+	logs := make([]*Log, writers)
+	for i := range logs {
+		logs[i] = benchLog(b, DefaultConfig())
+	}
+	data := makeBatch(1, 100, 1_700_000_000_000, 42)
+	lat := make([][]time.Duration, writers)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for w, l := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own := bytes.Clone(data)
+			for range b.N {
+				start := time.Now()
+				if _, err := l.Append(own, 0, 0); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := l.Sync(); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(start))
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	all := slices.Concat(lat...)
+	if len(all) == 0 {
+		return
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
+}
+
 func BenchmarkRead(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 64 << 20

@@ -207,9 +207,12 @@ func (s *segment) truncateTo(pos int64) error {
 	if err := s.file.Truncate(pos); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", s.logPath(), pos, err)
 	}
+	s.zeroEnd = 0 // cut with the tail
+	s.trims++
 	if err := s.file.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", s.logPath(), err)
 	}
+	s.trimsSynced = s.trims
 	s.index.truncate(pos)
 	// Time entries naming offsets past the last remaining index entry
 	// are dropped too; walkTail re-derives the tail's statistics.
@@ -303,6 +306,14 @@ func (l *Log) close(syncDir bool) error {
 	l.forgetSharedLocked()
 	active := l.active()
 	var err error
+	if l.failed == nil {
+		// Cut the zero-filled window first: the marker vouches for a
+		// file that ends at its last batch (closeCleanly's sync makes the
+		// cut durable before the marker is written).
+		if err = active.trimZeroTail(); err != nil {
+			l.failLocked(err)
+		}
+	}
 	if l.failed == nil {
 		active.sealTimeIndex()
 		if err = active.closeIndexFiles(l.fs); err != nil {

@@ -256,8 +256,20 @@ func (l *Log) recoverSegment(s *segment, fileSize int64) (damaged bool, err erro
 		return false, nil
 	}
 	dropped := fileSize - s.size
-	l.logger.Warn("truncating damaged log tail", "dir", l.dir, "segment", s.base,
-		"kept_batches", batches, "kept_bytes", s.size, "dropped_bytes", dropped, "next_offset", s.next, "reason", stop)
+	// Zeros from the last whole batch to the end are the write-ahead
+	// window a crash left (zerotail.go): cut like a torn tail, but no
+	// damage, so later segments stay (their contiguity is checked next).
+	zeros, err := zeroTail(s, s.size, fileSize)
+	if err != nil {
+		return false, fmt.Errorf("recover %s: %w", s.logPath(), err)
+	}
+	if zeros {
+		l.logger.Info("cutting the zero-filled window after the last batch", "dir", l.dir, "segment", s.base,
+			"kept_batches", batches, "kept_bytes", s.size, "dropped_bytes", dropped, "next_offset", s.next)
+	} else {
+		l.logger.Warn("truncating damaged log tail", "dir", l.dir, "segment", s.base,
+			"kept_batches", batches, "kept_bytes", s.size, "dropped_bytes", dropped, "next_offset", s.next, "reason", stop)
+	}
 	if err := s.file.Truncate(s.size); err != nil {
 		return true, fmt.Errorf("truncate %s to %d: %w", s.logPath(), s.size, err)
 	}
@@ -266,7 +278,7 @@ func (l *Log) recoverSegment(s *segment, fileSize int64) (damaged bool, err erro
 	if err := s.file.Sync(); err != nil {
 		return true, fmt.Errorf("sync %s after truncation: %w", s.logPath(), err)
 	}
-	return true, nil
+	return !zeros, nil
 }
 
 // loadTrustedSegment loads a segment that was synced before the crash (or

@@ -17,7 +17,10 @@
 // base offset of the segment that was active at the last Sync that crossed a
 // segment boundary (file "recovery-point"); the last segment is always
 // re-validated. The first bad batch and everything after it are dropped, and
-// the indexes of re-validated segments are rebuilt from the log.
+// the indexes of re-validated segments are rebuilt from the log. The
+// zero-filled write-ahead window after the active segment's last batch
+// (zerotail.go) is cut the same way, and is never left at rest by a roll
+// or a clean close.
 //
 // Failure model. A failed write is undone (the file is truncated back) so
 // that no partial batch is ever visible, and the log stays usable. A failed
