@@ -44,9 +44,9 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]
 // otherwise allocated a fresh buffer of every read's size, most of the
 // heap a leader serving followers allocates.
 //
-// A read of the same bytes as the log's last shared read, while that one
-// is still held, takes a share of its buffer instead of reading them
-// again (sharedRead): a leader's followers ask for the same tail, just
+// A read of the same bytes as the log's last shared read, while its
+// buffer is still held (by an answer, or pinned by the log), takes a share
+// of that buffer instead of reading them again (sharedRead): a leader's followers ask for the same tail, just
 // appended, within a few hundred µs of each other. Its batches' CRCs were
 // checked when they were read; a batch that read did not return is
 // checked now. With nothing to return, data and ref are nil.
