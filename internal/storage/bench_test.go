@@ -63,9 +63,9 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkRead reads 1 MiB at a time: "fresh" (Read) allocates each
-// read's buffer, "pooled" (ReadPooled, what the broker's fetch path uses)
+// read's buffer, "pooled" (ReadShared, what the broker's fetch path uses)
 // takes it from internal/bufpool and gives it back, as the connection
-// does once the answer is encoded.
+// does once the answer is written.
 //
 //	go test -run '^$' -bench 'Read$' -benchmem -count 6 ./internal/storage/
 //
@@ -134,11 +134,14 @@ func BenchmarkRead(b *testing.B) {
 			var total int64
 			offset := int64(0)
 			for i := 0; i < b.N; i++ {
-				read := l.Read
+				var out []byte
+				var ref *bufpool.Ref
+				var err error
 				if pooled {
-					read = l.ReadPooled
+					out, ref, err = l.ReadShared(offset, maxBytes, end, true)
+				} else {
+					out, err = l.Read(offset, maxBytes, end, true)
 				}
-				out, err := read(offset, maxBytes, end, true)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -147,9 +150,7 @@ func BenchmarkRead(b *testing.B) {
 				if offset >= end {
 					offset = 0
 				}
-				if pooled {
-					bufpool.Put(out)
-				}
+				ref.Release()
 			}
 			b.SetBytes(total / int64(b.N))
 		})
@@ -226,14 +227,83 @@ func BenchmarkReadTail(b *testing.B) {
 		if _, err := l.Append(data, 0, 0); err != nil {
 			b.Fatal(err)
 		}
-		got, err := l.ReadPooled(end, 1<<20, end+1, true)
+		got, ref, err := l.ReadShared(end, 1<<20, end+1, true)
 		if err != nil || len(got) == 0 {
 			b.Fatalf("read at %d: %d bytes, %v", end, len(got), err)
 		}
-		bufpool.Put(got)
+		ref.Release()
 		reads++
 	}
 	b.ReportMetric(float64(fs.reads.Load())/float64(reads), "preads/op")
+}
+
+// BenchmarkReadTailFollowers is a leader's two followers keeping up with
+// a producer: each op appends one batch (batch=16KiB: 16 records of 1 KiB,
+// the Java producer's default batch.size; batch=1MiB: 1,024 of them, what
+// skein perf and the cluster measurements send) and both followers read
+// it from the tail, as ReadShared serves them. order=overlapping: the
+// second reads while the first's answer still holds its buffer;
+// order=after: the first answer is released before the second reads.
+// preads/op counts the segment reads (with a buffer of their own each,
+// two reads of index walk and data per follower).
+//
+//	go test -run '^$' -bench ReadTailFollowers -benchmem -count 6 ./internal/storage/
+func BenchmarkReadTailFollowers(b *testing.B) {
+	for _, size := range []int{16, 1024} {
+		for _, order := range []string{"overlapping", "after"} {
+			b.Run(fmt.Sprintf("batch=%s/order=%s", map[int]string{16: "16KiB", 1024: "1MiB"}[size], order), func(b *testing.B) {
+				fs := &countingFS{FS: vfs.OS{}}
+				cfg := DefaultConfig()
+				cfg.SegmentBytes = 256 << 20
+				l, err := Open(fs, b.TempDir(), cfg, quietOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				data := makeBatch(size, 1024, 1_700_000_000_000, 42)
+				for range 4 {
+					if _, err := l.Append(data, 0, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				fs.reads.Store(0)
+				appended := int64(0)
+				for b.Loop() {
+					if appended += int64(len(data)); appended > 200<<20 {
+						// Stay within the segment: start the log again.
+						b.StopTimer()
+						if err := l.TruncateFullyAndStartAt(l.LogEndOffset()); err != nil {
+							b.Fatal(err)
+						}
+						appended = 0
+						b.StartTimer()
+					}
+					end := l.LogEndOffset()
+					if _, err := l.Append(data, 0, 0); err != nil {
+						b.Fatal(err)
+					}
+					first, ref1, err := l.ReadShared(end, 1<<20, end+int64(size), true)
+					if err != nil || len(first) != len(data) {
+						b.Fatalf("first follower's read at %d: %d bytes, %v", end, len(first), err)
+					}
+					if order == "after" {
+						ref1.Release()
+					}
+					second, ref2, err := l.ReadShared(end, 1<<20, end+int64(size), true)
+					if err != nil || len(second) != len(data) {
+						b.Fatalf("second follower's read at %d: %d bytes, %v", end, len(second), err)
+					}
+					if order == "overlapping" {
+						ref1.Release()
+					}
+					ref2.Release()
+				}
+				b.ReportMetric(float64(fs.reads.Load())/float64(b.N), "preads/op")
+			})
+		}
+	}
 }
 
 // countingFS counts the reads of the logs' .log files.

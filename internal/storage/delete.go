@@ -152,6 +152,7 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		return nil
 	}
+	l.forgetSharedLocked()
 	if offset < l.logStart {
 		return l.resetTo(offset)
 	}
@@ -250,6 +251,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 // log start checkpoint is written first: after a crash midway, Open sees
 // segments below the log start and finishes the job.
 func (l *Log) resetTo(offset int64) error {
+	l.forgetSharedLocked()
 	if err := writeOffsetCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
 		return fmt.Errorf("restart %s at %d: %w", l.dir, offset, err)
 	}
@@ -301,6 +303,7 @@ func (l *Log) close(syncDir bool) error {
 		return nil
 	}
 	l.closed = true // no appends from here on
+	l.forgetSharedLocked()
 	active := l.active()
 	var err error
 	if l.failed == nil {

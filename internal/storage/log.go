@@ -75,6 +75,10 @@ type Log struct {
 	// drop what it copied from there on (move.go).
 	rewoundTo int64
 
+	// shared is the last read into a pooled buffer, which a read of the
+	// same bytes shares while an answer still holds it (sharedRead).
+	shared atomic.Pointer[sharedRead]
+
 	// forceFullRecovery is set while opening when a checkpoint that
 	// recovery relies on is unreadable.
 	forceFullRecovery bool
