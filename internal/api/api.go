@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skein-log/skein/internal/authz"
+	"github.com/skein-log/skein/internal/bufpool"
 )
 
 // Respond delivers the response to a request. It is called exactly once,
@@ -43,12 +44,12 @@ type Request struct {
 	// Kafka closes the connection: the client notices and refreshes its
 	// metadata instead of writing into the void.
 	CloseConn func()
-	// Recycle, when set, takes a buffer from internal/bufpool that this
-	// request's answer refers to (a fetch answer's records); the
-	// connection gives it back to the pool once the answer is encoded.
-	// It is called before the answer is given. Nil: the runtime pools
-	// nothing for its answers.
-	Recycle func(buf []byte)
+	// Recycle, when set, takes a hold of a buffer from internal/bufpool
+	// that this request's answer refers to (a fetch answer's records);
+	// the connection releases it once the answer is written. It is
+	// called before the answer is given. Nil: the runtime pools nothing
+	// for its answers.
+	Recycle func(buf *bufpool.Ref)
 	// Principal is who the connection authenticated as: User:<name>
 	// after SASL, User:<subject> from a verified TLS client certificate,
 	// User:ANONYMOUS on a client listener without authentication, BrokerPrincipal on

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/config"
 	"github.com/skein-log/skein/internal/controller"
 	"github.com/skein-log/skein/internal/fetchsession"
@@ -204,9 +205,10 @@ type FetchParams struct {
 	MaxBytes       int32
 	Partitions     []FetchPartition
 	// Recycle is the request's (Request.Recycle): when set, the backend
-	// may read records into buffers from internal/bufpool, handing each
-	// to Recycle before it calls done; when nil it must not.
-	Recycle func(buf []byte)
+	// may read records into buffers from internal/bufpool, handing its
+	// hold of each (FetchResult.Buffer) to Recycle before it calls done;
+	// when nil it must not.
+	Recycle func(buf *bufpool.Ref)
 }
 
 // FetchPartition is one partition to read.
@@ -228,6 +230,10 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        []byte
+	// Buffer, when set, is the pooled buffer Records lies in (its holder
+	// releases it once nothing refers to Records): only with
+	// FetchParams.Recycle, which the answer's holds are handed to.
+	Buffer *bufpool.Ref
 	// LastStableOffset is the partition's: the first offset of the
 	// earliest open transaction, at most the high watermark.
 	LastStableOffset int64

@@ -1,8 +1,10 @@
 // Package bufpool pools byte buffers of 64 KiB and more by size class:
 // request frames, fetch answers, the log reads that fill them. A buffer
 // has one owner at a time; whoever gives it back with Put must be sure
-// nothing refers to its bytes any more. Pooled buffers that stay unused
-// are freed by the GC, as sync.Pool does.
+// nothing refers to its bytes any more. A buffer several owners share (a
+// log read answered to more than one fetch) is held through a Ref, whose
+// last Release puts it back. Pooled buffers that stay unused are freed by
+// the GC, as sync.Pool does.
 //
 // Each power of two is split into four classes (2^s, 1.25·2^s, 1.5·2^s,
 // 1.75·2^s), so a buffer is at most 25% larger than asked. Power-of-two
@@ -13,6 +15,7 @@ package bufpool
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/skein-log/skein/internal/invariant"
 )
@@ -113,5 +116,78 @@ const Poison = 0xDB
 func poison(b []byte) {
 	for i := range b {
 		b[i] = Poison
+	}
+}
+
+// Ref is a pooled buffer with a count of its holders, for bytes that
+// several answers send (one log read served to both followers of a
+// partition): the last Release gives the buffer back. Once the count has
+// reached zero the Ref is dead for good: Retain refuses it, so a holder
+// found through a cache that does not count itself (storage's shared
+// reads) can never revive a buffer already back in the pool. A Ref is
+// never reused, so a stale pointer to one cannot see another buffer's
+// count.
+type Ref struct {
+	buf  []byte
+	refs atomic.Int32
+}
+
+// NewRef makes b (from Get) a Ref with one holder, the caller.
+func NewRef(b []byte) *Ref {
+	r := new(Ref)
+	r.Init(b)
+	return r
+}
+
+// Init is NewRef for a Ref embedded in a struct of the caller's (one
+// allocation for both): r, never used before, holds b for one holder.
+func (r *Ref) Init(b []byte) {
+	if invariant.Panics && (r.buf != nil || r.refs.Load() != 0) {
+		invariant.Broken("bufpool: Init of a Ref in use")
+	}
+	r.buf = b
+	r.refs.Store(1)
+}
+
+// Bytes is the buffer, valid while the caller holds r. With the
+// invariants tag it panics on a Ref already released.
+func (r *Ref) Bytes() []byte {
+	if invariant.Panics && r.refs.Load() <= 0 {
+		invariant.Broken("bufpool: use of a buffer after its last release")
+	}
+	return r.buf
+}
+
+// Retain adds a holder unless r is already released, and reports whether
+// it did.
+func (r *Ref) Retain() bool {
+	for {
+		n := r.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if r.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release drops the caller's hold; the last one puts the buffer back in
+// the pool. Nothing the caller kept of the buffer may be used afterwards.
+// A nil Ref is nothing to release. Releasing more often than held is a
+// bug that would hand one buffer to two owners: with the invariants tag
+// it panics, else it is ignored.
+func (r *Ref) Release() {
+	if r == nil {
+		return
+	}
+	n := r.refs.Add(-1)
+	switch {
+	case n == 0:
+		b := r.buf
+		r.buf = nil
+		Put(b)
+	case n < 0:
+		invariant.Broken("bufpool: buffer released %d more time(s) than held", -n)
 	}
 }

@@ -93,3 +93,38 @@ func TestPutPoisonsUnderInvariants(t *testing.T) {
 		}
 	}
 }
+
+// A Ref's buffer goes back to the pool with its last release, not before;
+// a released Ref cannot be retained again; and with the invariants tag a
+// release more than held, or a use after the last release, panics.
+func TestRef(t *testing.T) {
+	b := Get(Min)
+	b[0] = 1
+	r := NewRef(b)
+	if !r.Retain() {
+		t.Fatal("Retain of a held Ref refused")
+	}
+	r.Release()
+	if got := r.Bytes(); &got[0] != &b[0] || got[0] != 1 {
+		t.Fatal("buffer given back before its last release")
+	}
+	r.Release()
+	if r.Retain() {
+		t.Fatal("Retain revived a released Ref")
+	}
+	if invariant.Panics && b[0] != Poison {
+		t.Fatal("last release did not give the buffer back")
+	}
+	var nilRef *Ref
+	nilRef.Release()
+	for name, misuse := range map[string]func(){"release": r.Release, "use": func() { r.Bytes() }} {
+		func() {
+			defer func() {
+				if p := recover(); (p != nil) != invariant.Panics {
+					t.Fatalf("%s after the last release: panic %v, invariants %v", name, p, invariant.Panics)
+				}
+			}()
+			misuse()
+		}()
+	}
+}

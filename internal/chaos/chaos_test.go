@@ -304,6 +304,28 @@ func TestDamageSegment(t *testing.T) {
 	if _, err := damageSegment(t.TempDir(), false); err == nil {
 		t.Fatal("an empty directory was damaged")
 	}
+
+	// A killed broker's active segment ending in its zero-filled
+	// window: the damage lands on the batches' bytes, not on the zeros.
+	windowed := t.TempDir()
+	data := append(bytes.Repeat([]byte{0xcc}, 100), make([]byte, 1000)...)
+	path := filepath.Join(windowed, "00000000000000000000.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := damageSegment(windowed, false); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(path)
+	if i := slices.IndexFunc(got[:100], func(c byte) bool { return c != 0xcc }); i < 0 || !bytes.Equal(got[100:], data[100:]) {
+		t.Fatalf("flip in a windowed segment: changed byte at %d, zeros intact %v", i, bytes.Equal(got[100:], data[100:]))
+	}
+	if _, err := damageSegment(windowed, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); len(got) != 67 {
+		t.Fatalf("truncate of a windowed segment: %d bytes left, want 67 (a third of the batches' 100 cut)", len(got))
+	}
 }
 
 // TestVerifyLocalClusterTxn is TestVerifyLocalCluster for the txn

@@ -125,7 +125,14 @@ func damageSegment(dir string, truncate bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("damage a segment: %w", err)
 	}
-	size := info.Size()
+	// The active segment of a killed broker may end in the log's
+	// zero-filled write-ahead window (storage/zerotail.go); damage
+	// there would touch no batch, so the damage aims at the bytes up
+	// to the last non-zero one.
+	size, err := nonZeroEnd(f, info.Size())
+	if err != nil {
+		return "", fmt.Errorf("damage a segment: %w", err)
+	}
 	if size < 2 {
 		return "", fmt.Errorf("damage a segment: %s holds %d bytes", path, size)
 	}
@@ -161,4 +168,24 @@ func largestFile(dir string) int64 {
 		return nil
 	})
 	return largest
+}
+
+// nonZeroEnd is the position after the last non-zero byte of the first
+// size bytes of f.
+func nonZeroEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		from := max(0, end-int64(len(buf)))
+		chunk := buf[:end-from]
+		if _, err := f.ReadAt(chunk, from); err != nil {
+			return 0, err
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] != 0 {
+				return from + int64(i) + 1, nil
+			}
+		}
+		end = from
+	}
+	return 0, nil
 }

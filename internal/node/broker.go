@@ -250,6 +250,12 @@ type brokerMaintenance struct {
 	// logMoves are the replica moves between log directories under way
 	// (AlterReplicaLogDirs; log_moves.go).
 	logMoves *logMoves
+	// openFiles is processOpenFiles; tests replace it to bring the
+	// open-files limit near (fdlimit.go).
+	openFiles openFilesFunc
+	// fdCount is the last count of openFiles, for the reconcile
+	// goroutine only (openFilesEstimate).
+	fdCount fdCount
 
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy; diskfail.go).
@@ -319,6 +325,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.txns = newTxnRuntime(b)
 	b.cleaner = newLogCleaner(b)
 	b.logMoves = newLogMoves()
+	b.openFiles = processOpenFiles
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.logger(loggerAPI)}
 	b.reg = metrics.NewRegistry()

@@ -51,29 +51,30 @@ type slot struct {
 	// rawToken is sent as a bare size-prefixed frame if rawOK.
 	raw, rawOK bool
 	rawToken   []byte
-	// recycle are pooled buffers the answer refers to (a fetch answer's
-	// records, api.Request.Recycle), given back to internal/bufpool once
-	// the answer is encoded. recycleMu: handlers add them on their
-	// goroutines.
+	// recycle are holds of pooled buffers the answer refers to (a fetch
+	// answer's records, api.Request.Recycle), released once the answer is
+	// written (the vectored write sends straight from them) or dropped.
+	// recycleMu: handlers add them on their goroutines.
 	recycleMu sync.Mutex
-	recycle   [][]byte
+	recycle   []*bufpool.Ref
 }
 
-func (s *slot) keep(buf []byte) {
+func (s *slot) keep(buf *bufpool.Ref) {
 	s.recycleMu.Lock()
 	s.recycle = append(s.recycle, buf)
 	s.recycleMu.Unlock()
 }
 
-// giveBack returns the answer's pooled buffers: nothing refers to them
-// once it is encoded (or dropped).
+// giveBack releases the answer's holds of pooled buffers: it refers to
+// them no more once it is encoded (or dropped). A buffer another answer
+// shares goes back to the pool with the last hold.
 func (s *slot) giveBack() {
 	s.recycleMu.Lock()
 	bufs := s.recycle
 	s.recycle = nil
 	s.recycleMu.Unlock()
 	for _, b := range bufs {
-		bufpool.Put(b)
+		b.Release()
 	}
 }
 

@@ -76,8 +76,19 @@ func (b *Broker) takeLogDirOffline(dir, name string, err error) {
 		return
 	}
 	b.metrics.LogDirOffline()
-	b.log.Error("log directory failed: it goes offline and this broker hands its partitions over and stops; restart it with a healthy disk",
-		"dir", dir, "partition", name, "err", err)
+	if isOutOfDescriptors(err) {
+		// A running log that could not open a file has failed all the
+		// same (its writes are refused until it is reopened), as Kafka
+		// takes a log directory offline on "Too many open files"; the
+		// reconcile's reserve keeps replicas from getting here, but the
+		// operator must know the cause is the limit, not the disk.
+		_, limit, _ := b.openFiles()
+		b.log.Error("log directory failed: this process ran out of file descriptors, not a disk failure; it goes offline and this broker hands its partitions over and stops; raise the open-files limit (ulimit -n; LimitNOFILE= in a systemd unit) and restart it",
+			"dir", dir, "partition", name, "open_files_limit", limit, "err", err)
+	} else {
+		b.log.Error("log directory failed: it goes offline and this broker hands its partitions over and stops; restart it with a healthy disk",
+			"dir", dir, "partition", name, "err", err)
+	}
 	go func() {
 		for _, q := range b.partitionList() {
 			if filepath.Dir(q.log.Dir()) == dir {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/batch"
-	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/invariant"
 	"github.com/skein-log/skein/internal/replica"
 )
@@ -169,7 +168,7 @@ func (w *fetchWaiter) keepLocked(results []api.FetchResult, snap []partSnap) {
 		}
 	}
 	for i := range results {
-		results[i].Records = nil
+		results[i].Records, results[i].Buffer = nil, nil
 	}
 	w.last, w.snap = results, snap
 }
@@ -264,7 +263,7 @@ func (w *fetchWaiter) discard(results []api.FetchResult) {
 		return
 	}
 	for _, r := range results {
-		bufpool.Put(r.Records)
+		r.Buffer.Release()
 	}
 }
 
@@ -358,8 +357,8 @@ func (w *fetchWaiter) handOver(results []api.FetchResult) {
 		return
 	}
 	for _, r := range results {
-		if len(r.Records) > 0 {
-			w.params.Recycle(r.Records)
+		if r.Buffer != nil {
+			w.params.Recycle(r.Buffer)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func idleLeader(b *testing.B, n int) (*Broker, api.FetchParams, []*partition) {
 	topic := &metadata.Topic{Name: "idle", ID: metadata.TopicID{7}}
 	for i := range n {
 		leading := metadata.Partition{Index: int32(i), Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}
-		p, err := openPartition(br, topic, leading, tcfg, fmt.Sprintf("/data/idle-%d", i))
+		p, err := openPartition(br, topic, leading, tcfg, fmt.Sprintf("/data/idle-%d", i), false)
 		if err != nil {
 			b.Fatal(err)
 		}

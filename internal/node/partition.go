@@ -94,7 +94,10 @@ type partition struct {
 	flushTimer *time.Timer
 }
 
-func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string) (*partition, error) {
+// openPartition opens the replica of partition p of t in dir; fresh says
+// the caller just created dir (createPartitionDir) and syncs its
+// filesystem before the replica is used (storage.Options.Fresh).
+func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string, fresh bool) (*partition, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
 	var pt *partition
 	core, err := replica.Open(b.fs, dir, name, cfg, replica.Options{
@@ -104,6 +107,7 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		Logger:              b.logger(loggerPartition),
 		// Asked only under mu, once pt is set (an append as leader).
 		QuietFetchMs: func(id int32) int64 { return pt.quietFetchMs(id) },
+		Fresh:        fresh,
 	})
 	if err != nil {
 		return nil, err

@@ -179,19 +179,23 @@ func (b *Broker) reconcilePartitions() error {
 		}
 		toOpen = append(toOpen, o)
 	}
+	toOpen = withinOpenFilesLimit(b, now, toOpen, func(o *opening) string { return o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index)) }, &errs)
 	// New replicas are created and opened in parallel, without partsMu
-	// (the partitions already open keep serving meanwhile): each waits
-	// mostly for its fsyncs (directory, partition.metadata, segment), and
-	// one after another they made creating thousands of partitions take
-	// minutes.
+	// (the partitions already open keep serving meanwhile). A new one is
+	// created without an fsync of its own (its directory, partition.metadata
+	// and segment file), and one syncfs(2) of each log directory they were
+	// created in makes all of them durable before any is registered (and
+	// so before any can take a write, be counted in sync or lead): a few
+	// fsyncs per replica, one after another, made creating thousands of
+	// partitions take minutes, and in parallel still most of the time.
 	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
 		if o.create {
 			o.err = b.createPartitionDir(o.w.t, o.dir)
 		}
+		if o.err == nil {
+			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir, o.create)
+		}
 	})
-	// The new directories' entries are made durable with one fsync of
-	// each log directory they were made in, before any of them opens
-	// (and so before any can take a write).
 	synced := map[string]error{}
 	for _, o := range toOpen {
 		if !o.create || o.err != nil {
@@ -200,22 +204,35 @@ func (b *Broker) reconcilePartitions() error {
 		root := filepath.Dir(o.dir)
 		err, ok := synced[root]
 		if !ok {
-			if err = b.fs.SyncDir(root); err != nil {
-				err = fmt.Errorf("sync %s: %w", root, err)
+			if err = b.fs.SyncFS(root); err != nil {
+				err = fmt.Errorf("sync the new partitions in %s: %w", root, err)
 			}
 			synced[root] = err
 		}
-		o.err = err
-	}
-	forEachParallel(toOpen, maxParallelOpens, func(o *opening) {
-		if o.err == nil {
-			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir)
+		if err != nil {
+			// Never used: what it created may not be durable. The
+			// next reconcile opens the directory again (synced as a
+			// log found on disk).
+			if cerr := o.p.close(); cerr != nil {
+				b.log.Warn("closing a partition whose creation was not made durable", "partition", o.p.name(), "err", cerr)
+			}
+			o.p, o.err = nil, err
 		}
-	})
+	}
+	var outOfFiles []string
+	var outOfFilesErr error
 	for _, o := range toOpen {
 		if o.err != nil {
-			if isDeviceError(o.err) {
-				b.takeLogDirOffline(filepath.Dir(o.dir), o.w.t.Name+"-"+strconv.Itoa(int(o.w.p.Index)), o.err)
+			name := o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index))
+			switch {
+			case isOutOfDescriptors(o.err):
+				// Not the disk's failure: the replica stays closed and
+				// is tried again at the next reconcile.
+				outOfFiles = append(outOfFiles, name)
+				outOfFilesErr = o.err
+				continue
+			case isDeviceError(o.err):
+				b.takeLogDirOffline(filepath.Dir(o.dir), name, o.err)
 			}
 			errs = append(errs, o.err)
 			continue
@@ -225,6 +242,13 @@ func (b *Broker) reconcilePartitions() error {
 		b.partsMu.Unlock()
 		toApply = append(toApply, o.k)
 		b.maybeResumeLogMove(o.p)
+	}
+	if len(outOfFiles) > 0 {
+		// One error for all of them (logged by the caller), not one per
+		// replica.
+		_, limit, _ := b.openFiles()
+		errs = append(errs, fmt.Errorf("%d replicas not opened, tried again at the next reconcile (%s first; a limit of %d): %w: %w",
+			len(outOfFiles), outOfFiles[0], limit, errOpenFilesLimit, outOfFilesErr))
 	}
 	// Applied in parallel too: taking leadership writes the leader-epoch
 	// checkpoint (an fsync), and a broker taking over thousands of
@@ -261,6 +285,35 @@ func (b *Broker) reconcilePartitions() error {
 		b.reconciledImage.Done(im, b.cfg.NodeID, epoch)
 	}
 	return errors.Join(errs...)
+}
+
+// withinOpenFilesLimit returns the first of toOpen that can be opened
+// while descriptorReserve descriptors stay free (each new replica holds at
+// least its active segment open), in name order; the rest stay closed for
+// this reconcile, reported in errs, to be tried again at the next one
+// (fdlimit.go).
+func withinOpenFilesLimit[T any](b *Broker, now time.Time, toOpen []T, name func(T) string, errs *[]error) []T {
+	if len(toOpen) == 0 {
+		return toOpen
+	}
+	b.partsMu.RLock()
+	replicas := len(b.parts)
+	b.partsMu.RUnlock()
+	open, limit, ok := b.openFilesEstimate(now, replicas, len(toOpen))
+	if !ok {
+		return toOpen
+	}
+	reserve := descriptorReserve(limit)
+	room := max(limit-reserve-open, 0)
+	if len(toOpen) <= room {
+		return toOpen
+	}
+	slices.SortFunc(toOpen, func(x, y T) int { return strings.Compare(name(x), name(y)) })
+	left := toOpen[room:]
+	// Reported once, in the reconcile's error (logged by its caller).
+	*errs = append(*errs, fmt.Errorf("%d replicas not opened, tried again at the next reconcile (%s first; %d files open of a limit of %d, %d kept free): %w",
+		len(left), name(left[0]), open, limit, reserve, errOpenFilesLimit))
+	return toOpen[:room]
 }
 
 // holdsReplicaOf reports whether im still gives this broker a replica of
@@ -317,6 +370,12 @@ func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error
 		if err == nil && id == t.ID {
 			return dir, nil
 		}
+		if err != nil && !errors.Is(err, errBadPartitionMetadata) {
+			// Not read (out of descriptors, an I/O error): no evidence
+			// that the directory is another incarnation's, and it may
+			// hold this one's data.
+			return "", fmt.Errorf("read %s of %s: %w", partitionMetadataFile, dir, err)
+		}
 		b.log.Warn("removing partition directory of another topic incarnation", "dir", dir)
 		if err := b.fs.RemoveAll(dir); err != nil {
 			return "", fmt.Errorf("remove stale %s: %w", dir, err)
@@ -326,14 +385,26 @@ func (b *Broker) findPartitionDir(t *metadata.Topic, index int32) (string, error
 }
 
 // createPartitionDir creates the directory dir of a partition of t with
-// its partition.metadata, durable within dir; the caller syncs dir's
-// parent (once for all the directories it creates there).
+// its partition.metadata, none of it synced: the caller syncs the
+// filesystem (once for all the partitions it creates there) before the
+// partition is used. A crash before that leaves no directory, or one
+// without partition.metadata (findPartitionDir sees none, and it is
+// written again), one with a torn one (findPartitionDir removes the
+// directory), or one with it whole, whose log opens as any other.
 func (b *Broker) createPartitionDir(t *metadata.Topic, dir string) error {
 	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
+	f, err := vfs.Create(b.fs, filepath.Join(dir, partitionMetadataFile))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", partitionMetadataFile, err)
+	}
 	content := "version: 0\ntopic_id: " + t.ID.String() + "\n"
-	if err := vfs.WriteFileAtomic(b.fs, dir, filepath.Join(dir, partitionMetadataFile), []byte(content)); err != nil {
+	_, err = f.Write([]byte(content))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", partitionMetadataFile, err)
 	}
 	return nil
@@ -349,11 +420,20 @@ func (b *Broker) readPartitionTopicID(dir string) (metadata.TopicID, error) {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "topic_id: "); ok {
-			return metadata.ParseTopicID(strings.TrimSpace(v))
+			id, err := metadata.ParseTopicID(strings.TrimSpace(v))
+			if err != nil {
+				return metadata.TopicID{}, fmt.Errorf("%s: %w: %w", dir, errBadPartitionMetadata, err)
+			}
+			return id, nil
 		}
 	}
-	return metadata.TopicID{}, fmt.Errorf("%s has no topic_id", dir)
+	return metadata.TopicID{}, fmt.Errorf("%s: %w: no topic_id", dir, errBadPartitionMetadata)
 }
+
+// errBadPartitionMetadata is a partition.metadata read whole whose content
+// names no topic id (torn by a crash while the partition was created, or
+// not ours).
+var errBadPartitionMetadata = errors.New("partition.metadata names no topic id")
 
 // logDirCounts counts the open partitions in each log directory.
 func (b *Broker) logDirCounts() map[string]int {

@@ -21,7 +21,7 @@ func newUnitBroker(t testing.TB, fs *vfs.Mem) *Broker {
 }
 
 // newUnitBrokerDirs is newUnitBroker with log.dirs set to dirs.
-func newUnitBrokerDirs(t testing.TB, fs *vfs.Mem, dirs string) *Broker {
+func newUnitBrokerDirs(t testing.TB, fs vfs.FS, dirs string) *Broker {
 	t.Helper()
 	cfg, err := config.NewBroker(map[string]string{
 		"node.id":                  "1",
@@ -52,7 +52,7 @@ func openFollowerOf2(t *testing.T, b *Broker, topic string) (*partition, config.
 		t.Fatal(err)
 	}
 	following := metadata.Partition{Index: 0, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 0}
-	p, err := openPartition(b, &metadata.Topic{Name: topic, ID: metadata.TopicID{1}}, following, tcfg, "/data/"+topic+"-0")
+	p, err := openPartition(b, &metadata.Topic{Name: topic, ID: metadata.TopicID{1}}, following, tcfg, "/data/"+topic+"-0", false)
 	if err != nil {
 		t.Fatal(err)
 	}

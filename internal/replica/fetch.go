@@ -151,8 +151,9 @@ const (
 // high watermark hw for read_uncommitted consumers, below the last stable
 // offset lso for read_committed ones (with the aborted transactions whose
 // records the answer may hold), below the log end for followers. With
-// pooled the records are read into a buffer from internal/bufpool
-// (storage.Log.ReadPooled) that the caller owns.
+// pooled the records are read into a buffer from internal/bufpool, or
+// share the buffer of a read of the same bytes still held
+// (storage.Log.ReadShared): the caller owns the hold in res.Buffer.
 func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch bool, mode ReadMode, pooled bool) (api.FetchResult, error) {
 	res := api.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: log.LogStartOffset()}
 	leo := log.LogEndOffset()
@@ -172,11 +173,13 @@ func ReadLog(log *storage.Log, hw, lso, offset int64, maxBytes int, minOneBatch 
 	if offset >= upTo {
 		return res, nil
 	}
-	read := log.Read
+	var data []byte
+	var err error
 	if pooled {
-		read = log.ReadPooled
+		data, res.Buffer, err = log.ReadShared(offset, maxBytes, upTo, minOneBatch)
+	} else {
+		data, err = log.Read(offset, maxBytes, upTo, minOneBatch)
 	}
-	data, err := read(offset, maxBytes, upTo, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange

@@ -52,6 +52,10 @@ type Options struct {
 	// those fetches' times are the followers' caught-up times
 	// (replication.Leader.OnLocalAppend).
 	QuietFetchMs func(follower int32) int64
+	// Fresh is storage.Options.Fresh: the caller just created the
+	// replica's directory and syncs its filesystem (vfs.FS.SyncFS)
+	// before the replica is applied a role.
+	Fresh bool
 }
 
 // WaiterID names a produce (or awaitCommitted) waiting for its answer, so
@@ -218,7 +222,7 @@ func Open(fs vfs.FS, dir, name string, cfg config.TopicConfig, opts Options) (*R
 	r := &Replica{opts: opts, name: name, cfg: cfg, leaderEpoch: -1}
 	var err error
 	for attempt := 0; ; attempt++ {
-		if r.log, err = storage.Open(fs, dir, StorageConfig(cfg), storage.Options{Logger: opts.Logger}); err != nil {
+		if r.log, err = storage.Open(fs, dir, StorageConfig(cfg), storage.Options{Logger: opts.Logger, Fresh: opts.Fresh}); err != nil {
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
 		}
 		if r.durableEnd, err = r.log.Sync(); err != nil {

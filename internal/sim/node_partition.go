@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
@@ -39,10 +41,21 @@ type replica struct {
 
 const maxProducersPerPartition = 1000
 
-func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg config.TopicConfig) (*replica, error) {
+// openReplica opens the replica of partition st of t. fresh reports that
+// its directory did not exist: it was created without fsyncs
+// (storage.Options.Fresh, as node's reconcilePartitions creates new
+// replicas), and the caller must sync the filesystem before applying it.
+func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg config.TopicConfig) (r *replica, fresh bool, err error) {
 	name := fmt.Sprintf("%s-%d", t.Name, st.Index)
 	quiet := map[int32]int64{}
-	core, err := rcore.Open(p.n.fs, p.replicaDir(name), name, cfg, rcore.Options{
+	dir := p.replicaDir(name)
+	if _, err := p.n.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := p.n.fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, false, fmt.Errorf("create %s: %w", dir, err)
+		}
+		fresh = true
+	}
+	core, err := rcore.Open(p.n.fs, dir, name, cfg, rcore.Options{
 		LocalID:             p.n.id,
 		ReplicaLagTimeMaxMs: replicaLagMax.Milliseconds(),
 		MaxProducers:        maxProducersPerPartition,
@@ -56,11 +69,12 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 			}
 			return math.MinInt64
 		},
+		Fresh: fresh,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &replica{p: p, topic: t.Name, id: t.ID, index: st.Index, log: core.Log(), core: core, quietFetchMs: quiet}, nil
+	return &replica{p: p, topic: t.Name, id: t.ID, index: st.Index, log: core.Log(), core: core, quietFetchMs: quiet}, fresh, nil
 }
 
 func (r *replica) name() string { return fmt.Sprintf("%s-%d", r.topic, r.index) }

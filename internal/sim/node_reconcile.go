@@ -57,6 +57,15 @@ func (p *process) reconcile() {
 	}
 	failed := false
 	configs := map[*metadata.Topic]config.TopicConfig{}
+	type applying struct {
+		r   *replica
+		st  metadata.Partition
+		cfg config.TopicConfig
+	}
+	var toApply []applying
+	// New replicas are created without fsyncs and made durable with one
+	// SyncFS per log directory before any is applied, as in node.
+	var fresh []*replica
 	for _, c := range visit {
 		t, st := c.Topic, c.Partition
 		if !slices.Contains(st.Replicas, p.n.id) {
@@ -76,16 +85,44 @@ func (p *process) reconcile() {
 		r, ok := p.parts[k]
 		if !ok {
 			var err error
-			if r, err = p.openReplica(t, st, cfg); err != nil {
+			var created bool
+			if r, created, err = p.openReplica(t, st, cfg); err != nil {
 				p.n.tracef("cannot open %s-%d: %v", t.Name, st.Index, err)
 				failed = true
 				continue
 			}
 			p.parts[k] = r
+			if created {
+				fresh = append(fresh, r)
+			}
 			p.reopenMove(r)
 		}
-		if err := r.apply(st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, st), cfg); err != nil {
-			p.n.tracef("apply %s: %v", r.name(), err)
+		toApply = append(toApply, applying{r, st, cfg})
+	}
+	synced := map[string]error{}
+	for _, r := range fresh {
+		root := path.Dir(r.log.Dir())
+		err, ok := synced[root]
+		if !ok {
+			err = p.n.fs.SyncFS(root)
+			synced[root] = err
+		}
+		if err != nil {
+			p.n.tracef("sync the new %s: %v", r.name(), err)
+			delete(p.parts, partKey{r.id, r.index})
+			r.ready(r.core.Close())
+			if err := r.log.Close(); err != nil {
+				p.n.tracef("close %s: %v", r.name(), err)
+			}
+			failed = true
+		}
+	}
+	for _, a := range toApply {
+		if p.parts[partKey{a.r.id, a.r.index}] != a.r {
+			continue // its creation was not made durable
+		}
+		if err := a.r.apply(a.st, p.image.ReplicaRole(p.n.id, p.brokerEpoch, a.st), a.cfg); err != nil {
+			p.n.tracef("apply %s: %v", a.r.name(), err)
 			failed = true
 		}
 	}

@@ -32,7 +32,7 @@ func TestReplicaIsTheBrokerCore(t *testing.T) {
 	}
 	topic := &metadata.Topic{Name: "t", ID: metadata.TopicID{7}}
 	st := metadata.Partition{Index: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}
-	r, err := p.openReplica(topic, st, cfg)
+	r, _, err := p.openReplica(topic, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

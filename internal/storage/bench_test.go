@@ -1,14 +1,17 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/bufpool"
@@ -32,10 +35,17 @@ func BenchmarkAppend(b *testing.B) {
 	for _, tc := range []struct {
 		name        string
 		syncEachOne bool
-	}{{"nosync", false}, {"sync-per-batch", true}} {
+		data        []byte
+	}{
+		{"nosync", false, benchBatch()},
+		{"sync-per-batch", true, benchBatch()},
+		// A lone 100 B record per fsync: the lone-record path's disk
+		// part, where the zero-filled window (zerotail.go) pays.
+		{"sync-per-lone-record", true, makeBatch(1, 100, 1_700_000_000_000, 42)},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			l := benchLog(b, DefaultConfig())
-			data := benchBatch()
+			data := tc.data
 			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -53,11 +63,58 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkRead reads 1 MiB at a time: "fresh" (Read) allocates each
-// read's buffer, "pooled" (ReadPooled, what the broker's fetch path uses)
+// read's buffer, "pooled" (ReadShared, what the broker's fetch path uses)
 // takes it from internal/bufpool and gives it back, as the connection
-// does once the answer is encoded.
+// does once the answer is written.
 //
 //	go test -run '^$' -bench 'Read$' -benchmem -count 6 ./internal/storage/
+//
+// BenchmarkSyncLoneRecords3 is the disk part of the lone-record path of
+// three brokers on one filesystem: three logs, each appending one 100 B
+// record and syncing it, at once (each op is one record on each log).
+// p50-us and p99-us are the append+Sync times of all three writers.
+//
+//	go test ./internal/storage/ -run '^$' -bench SyncLoneRecords3 -benchtime 1000x -count 6
+func BenchmarkSyncLoneRecords3(b *testing.B) {
+	const writers = 3
+	logs := make([]*Log, writers)
+	for i := range logs {
+		logs[i] = benchLog(b, DefaultConfig())
+	}
+	data := makeBatch(1, 100, 1_700_000_000_000, 42)
+	lat := make([][]time.Duration, writers)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for w, l := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own := bytes.Clone(data)
+			for range b.N {
+				start := time.Now()
+				if _, err := l.Append(own, 0, 0); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := l.Sync(); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(start))
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	all := slices.Concat(lat...)
+	if len(all) == 0 {
+		return
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-us")
+}
+
 func BenchmarkRead(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 64 << 20
@@ -77,11 +134,14 @@ func BenchmarkRead(b *testing.B) {
 			var total int64
 			offset := int64(0)
 			for i := 0; i < b.N; i++ {
-				read := l.Read
+				var out []byte
+				var ref *bufpool.Ref
+				var err error
 				if pooled {
-					read = l.ReadPooled
+					out, ref, err = l.ReadShared(offset, maxBytes, end, true)
+				} else {
+					out, err = l.Read(offset, maxBytes, end, true)
 				}
-				out, err := read(offset, maxBytes, end, true)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -90,9 +150,7 @@ func BenchmarkRead(b *testing.B) {
 				if offset >= end {
 					offset = 0
 				}
-				if pooled {
-					bufpool.Put(out)
-				}
+				ref.Release()
 			}
 			b.SetBytes(total / int64(b.N))
 		})
@@ -169,14 +227,83 @@ func BenchmarkReadTail(b *testing.B) {
 		if _, err := l.Append(data, 0, 0); err != nil {
 			b.Fatal(err)
 		}
-		got, err := l.ReadPooled(end, 1<<20, end+1, true)
+		got, ref, err := l.ReadShared(end, 1<<20, end+1, true)
 		if err != nil || len(got) == 0 {
 			b.Fatalf("read at %d: %d bytes, %v", end, len(got), err)
 		}
-		bufpool.Put(got)
+		ref.Release()
 		reads++
 	}
 	b.ReportMetric(float64(fs.reads.Load())/float64(reads), "preads/op")
+}
+
+// BenchmarkReadTailFollowers is a leader's two followers keeping up with
+// a producer: each op appends one batch (batch=16KiB: 16 records of 1 KiB,
+// the Java producer's default batch.size; batch=1MiB: 1,024 of them, what
+// skein perf and the cluster measurements send) and both followers read
+// it from the tail, as ReadShared serves them. order=overlapping: the
+// second reads while the first's answer still holds its buffer;
+// order=after: the first answer is released before the second reads.
+// preads/op counts the segment reads (with a buffer of their own each,
+// two reads of index walk and data per follower).
+//
+//	go test -run '^$' -bench ReadTailFollowers -benchmem -count 6 ./internal/storage/
+func BenchmarkReadTailFollowers(b *testing.B) {
+	for _, size := range []int{16, 1024} {
+		for _, order := range []string{"overlapping", "after"} {
+			b.Run(fmt.Sprintf("batch=%s/order=%s", map[int]string{16: "16KiB", 1024: "1MiB"}[size], order), func(b *testing.B) {
+				fs := &countingFS{FS: vfs.OS{}}
+				cfg := DefaultConfig()
+				cfg.SegmentBytes = 256 << 20
+				l, err := Open(fs, b.TempDir(), cfg, quietOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				data := makeBatch(size, 1024, 1_700_000_000_000, 42)
+				for range 4 {
+					if _, err := l.Append(data, 0, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				fs.reads.Store(0)
+				appended := int64(0)
+				for b.Loop() {
+					if appended += int64(len(data)); appended > 200<<20 {
+						// Stay within the segment: start the log again.
+						b.StopTimer()
+						if err := l.TruncateFullyAndStartAt(l.LogEndOffset()); err != nil {
+							b.Fatal(err)
+						}
+						appended = 0
+						b.StartTimer()
+					}
+					end := l.LogEndOffset()
+					if _, err := l.Append(data, 0, 0); err != nil {
+						b.Fatal(err)
+					}
+					first, ref1, err := l.ReadShared(end, 1<<20, end+int64(size), true)
+					if err != nil || len(first) != len(data) {
+						b.Fatalf("first follower's read at %d: %d bytes, %v", end, len(first), err)
+					}
+					if order == "after" {
+						ref1.Release()
+					}
+					second, ref2, err := l.ReadShared(end, 1<<20, end+int64(size), true)
+					if err != nil || len(second) != len(data) {
+						b.Fatalf("second follower's read at %d: %d bytes, %v", end, len(second), err)
+					}
+					if order == "overlapping" {
+						ref1.Release()
+					}
+					ref2.Release()
+				}
+				b.ReportMetric(float64(fs.reads.Load())/float64(b.N), "preads/op")
+			})
+		}
+	}
 }
 
 // countingFS counts the reads of the logs' .log files.

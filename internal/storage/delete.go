@@ -152,6 +152,7 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		return nil
 	}
+	l.forgetSharedLocked()
 	if offset < l.logStart {
 		return l.resetTo(offset)
 	}
@@ -206,9 +207,12 @@ func (s *segment) truncateTo(pos int64) error {
 	if err := s.file.Truncate(pos); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", s.logPath(), pos, err)
 	}
+	s.zeroEnd = 0 // cut with the tail
+	s.trims++
 	if err := s.file.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", s.logPath(), err)
 	}
+	s.trimsSynced = s.trims
 	s.index.truncate(pos)
 	// Time entries naming offsets past the last remaining index entry
 	// are dropped too; walkTail re-derives the tail's statistics.
@@ -247,6 +251,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 // log start checkpoint is written first: after a crash midway, Open sees
 // segments below the log start and finishes the job.
 func (l *Log) resetTo(offset int64) error {
+	l.forgetSharedLocked()
 	if err := writeOffsetCheckpoint(l.fs, l.dir, logStartOffsetFile, offset); err != nil {
 		return fmt.Errorf("restart %s at %d: %w", l.dir, offset, err)
 	}
@@ -298,8 +303,17 @@ func (l *Log) close(syncDir bool) error {
 		return nil
 	}
 	l.closed = true // no appends from here on
+	l.forgetSharedLocked()
 	active := l.active()
 	var err error
+	if l.failed == nil {
+		// Cut the zero-filled window first: the marker vouches for a
+		// file that ends at its last batch (closeCleanly's sync makes the
+		// cut durable before the marker is written).
+		if err = active.trimZeroTail(); err != nil {
+			l.failLocked(err)
+		}
+	}
 	if l.failed == nil {
 		active.sealTimeIndex()
 		if err = active.closeIndexFiles(l.fs); err != nil {

@@ -40,6 +40,12 @@ type Log struct {
 	dirVersion    uint64     // bumped when a segment file is created
 	dirSynced     uint64     // dirVersion as of the last SyncDir
 
+	// appendedBytes counts the bytes appended since Open; syncedAppended
+	// is its value as of the last Sync. Their difference, what a Sync
+	// covered, decides whether the zero-filled window is refilled
+	// (zerotail.go).
+	appendedBytes, syncedAppended int64
+
 	failed error // set by an I/O error that may have lost data; sticky
 	// damagedFrom is the base of the first segment a read found corrupt,
 	// or -1: the recovery point stays at or below it, and no clean
@@ -68,6 +74,10 @@ type Log struct {
 	// the last TakeRewound (math.MaxInt64: none): a move's copier must
 	// drop what it copied from there on (move.go).
 	rewoundTo int64
+
+	// shared is the last read into a pooled buffer, which a read of the
+	// same bytes shares while an answer still holds it (sharedRead).
+	shared atomic.Pointer[sharedRead]
 
 	// forceFullRecovery is set while opening when a checkpoint that
 	// recovery relies on is unreadable.
@@ -325,9 +335,17 @@ func (l *Log) appendLocked(b []byte, h *batch.Header, nowMs int64) (AppendResult
 		if terr := s.file.Truncate(pos); terr != nil {
 			l.failLocked(fmt.Errorf("undo failed write at %d of %s: %w", pos, s.logPath(), terr))
 		}
+		if s.zeroEnd > pos {
+			s.zeroEnd = 0 // the undo cut the window off too
+		}
+		s.trims++
 		return AppendResult{}, fmt.Errorf("append to %s at %d: %w", s.logPath(), pos, err)
 	}
 	s.track(h, pos, l.cfg.IndexIntervalBytes, nowMs)
+	if s.size >= s.zeroEnd {
+		s.zeroEnd = 0 // the append used up the window (or there was none)
+	}
+	l.appendedBytes += int64(len(b))
 	return AppendResult{
 		BaseOffset:   h.BaseOffset,
 		LastOffset:   h.LastOffset(),
@@ -379,6 +397,10 @@ func (l *Log) maybeRollLocked(size, lastOffset, nowMs int64) error {
 // the next Sync) and starts a new one at the log end offset.
 func (l *Log) rollLocked() error {
 	old := l.active()
+	// A sealed segment ends at its last batch, like every file at rest.
+	if err := old.trimZeroTail(); err != nil {
+		return fmt.Errorf("roll %s: %w", l.dir, err)
+	}
 	old.sealTimeIndex()
 	if err := old.writeIndexFiles(l.fs); err != nil {
 		return fmt.Errorf("roll %s: %w", l.dir, err)
@@ -419,13 +441,24 @@ func (l *Log) syncLocked() (int64, error) {
 		return l.durableEnd, l.failed
 	}
 	end := l.leo()
+	appended := l.appendedBytes
 	rolled := len(l.unsynced)
 	var files []vfs.File
 	for _, s := range l.unsynced {
 		files = append(files, s.syncFiles()...)
 	}
 	active := l.active()
-	files = append(files, active.file)
+	activeTrims := active.trims
+	// The active segment's appends need fdatasync only: nothing reads a
+	// segment's modification time, and with the zero-filled window
+	// (zerotail.go) an fsync would still commit the journal for it. A cut
+	// of its length takes a full fsync (as do the rolled segments, all
+	// cut at the roll, and the index files), so no filesystem's reading
+	// of what fdatasync must cover decides whether a cut is durable.
+	datasyncActive := activeTrims == active.trimsSynced
+	if !datasyncActive {
+		files = append(files, active.file)
+	}
 	type txnSync struct {
 		s       *segment
 		file    vfs.File
@@ -439,7 +472,7 @@ func (l *Log) syncLocked() (int64, error) {
 		}
 	}
 	dirVersion, needDirSync := l.dirVersion, l.dirVersion != l.dirSynced
-	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync && len(txnSegs) == 0
+	alreadyDurable := end == l.durableEnd && rolled == 0 && !needDirSync && len(txnSegs) == 0 && activeTrims == active.trimsSynced
 	durable := l.durableEnd
 	l.mu.RUnlock()
 	if alreadyDurable {
@@ -449,6 +482,11 @@ func (l *Log) syncLocked() (int64, error) {
 	for _, f := range files {
 		if err := f.Sync(); err != nil {
 			return durable, l.fail(fmt.Errorf("fsync %s: %w", f.Name(), err))
+		}
+	}
+	if datasyncActive {
+		if err := vfs.Datasync(active.file); err != nil {
+			return durable, l.fail(fmt.Errorf("fdatasync %s: %w", active.file.Name(), err))
 		}
 	}
 	if needDirSync {
@@ -488,5 +526,9 @@ func (l *Log) syncLocked() (int64, error) {
 		l.dirSynced = dirVersion
 	}
 	l.durableEnd = max(l.durableEnd, end)
+	active.trimsSynced = max(active.trimsSynced, activeTrims)
+	// Off the fsync just done: the next one makes the zeros durable.
+	l.refillZeroTailLocked(appended - l.syncedAppended)
+	l.syncedAppended = max(l.syncedAppended, appended)
 	return l.durableEnd, nil
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/skein-log/skein/internal/batch"
-	"github.com/skein-log/skein/internal/bufpool"
 	"github.com/skein-log/skein/internal/vfs"
 )
 
@@ -79,11 +78,11 @@ func TestReadLimits(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err %v, want %v", err, tc.wantErr)
 			}
-			pooled, perr := l.ReadPooled(tc.offset, tc.maxBytes, tc.upTo, tc.minOne)
-			if !bytes.Equal(pooled, data) || !errors.Is(perr, tc.wantErr) {
-				t.Fatalf("ReadPooled: %d bytes, err %v; Read: %d bytes, err %v", len(pooled), perr, len(data), err)
+			pooled, ref, perr := l.ReadShared(tc.offset, tc.maxBytes, tc.upTo, tc.minOne)
+			if !bytes.Equal(pooled, data) || !errors.Is(perr, tc.wantErr) || (ref == nil) != (len(pooled) == 0) {
+				t.Fatalf("ReadShared: %d bytes, held %v, err %v; Read: %d bytes, err %v", len(pooled), ref != nil, perr, len(data), err)
 			}
-			bufpool.Put(pooled)
+			ref.Release()
 			var n int
 			var first int64 = -1
 			batch.Split(data, func(b []byte) error {

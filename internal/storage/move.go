@@ -249,6 +249,7 @@ func (l *Log) AdoptFuture(fut *Log) (retired string, err error) {
 // object (the replica holds it; its contents and checkpoint path are
 // taken over) and the settings stay.
 func (l *Log) transplantLocked(nl *Log) {
+	l.forgetSharedLocked()
 	for _, s := range l.segments {
 		s.close()
 	}

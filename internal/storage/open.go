@@ -27,7 +27,7 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 	if err := vfs.MkdirAllDurably(fs, l.dir); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	if err := l.load(); err != nil {
+	if err := l.load(opts.Fresh); err != nil {
 		for _, s := range l.segments {
 			s.close()
 		}
@@ -37,8 +37,8 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// load does Open's work.
-func (l *Log) load() error {
+// load does Open's work; fresh is Options.Fresh.
+func (l *Log) load(fresh bool) error {
 	markerPath := filepath.Join(l.dir, cleanShutdownFile)
 	clean, err := vfs.Exists(l.fs, markerPath)
 	if err != nil {
@@ -63,6 +63,9 @@ func (l *Log) load() error {
 	if err := l.loadSegments(bases, clean, logStartCheckpoint); err != nil {
 		return err
 	}
+	// A fresh log is one the caller just created and will make durable
+	// with one SyncFS: nothing on disk yet to recover or keep.
+	fresh = fresh && len(bases) == 0 && !clean
 	if len(l.segments) == 0 {
 		s, err := createSegment(l.fs, l.dir, logStartCheckpoint)
 		if err != nil {
@@ -86,6 +89,14 @@ func (l *Log) load() error {
 		return err
 	}
 
+	if fresh {
+		// The caller's SyncFS makes the segment and its directory entry
+		// durable before the log is used (Options.Fresh), so no later
+		// Sync needs to sync the directory for them.
+		l.dirSynced = l.dirVersion
+		l.durableEnd = l.leo()
+		return nil
+	}
 	// Make everything recovery kept durable (a process crash leaves data
 	// in the page cache that never reached the disk), including rebuilt
 	// indexes, before the marker goes.
@@ -256,8 +267,20 @@ func (l *Log) recoverSegment(s *segment, fileSize int64) (damaged bool, err erro
 		return false, nil
 	}
 	dropped := fileSize - s.size
-	l.logger.Warn("truncating damaged log tail", "dir", l.dir, "segment", s.base,
-		"kept_batches", batches, "kept_bytes", s.size, "dropped_bytes", dropped, "next_offset", s.next, "reason", stop)
+	// Zeros from the last whole batch to the end are the write-ahead
+	// window a crash left (zerotail.go): cut like a torn tail, but no
+	// damage, so later segments stay (their contiguity is checked next).
+	zeros, err := zeroTail(s, s.size, fileSize)
+	if err != nil {
+		return false, fmt.Errorf("recover %s: %w", s.logPath(), err)
+	}
+	if zeros {
+		l.logger.Info("cutting the zero-filled window after the last batch", "dir", l.dir, "segment", s.base,
+			"kept_batches", batches, "kept_bytes", s.size, "dropped_bytes", dropped, "next_offset", s.next)
+	} else {
+		l.logger.Warn("truncating damaged log tail", "dir", l.dir, "segment", s.base,
+			"kept_batches", batches, "kept_bytes", s.size, "dropped_bytes", dropped, "next_offset", s.next, "reason", stop)
+	}
 	if err := s.file.Truncate(s.size); err != nil {
 		return true, fmt.Errorf("truncate %s to %d: %w", s.logPath(), s.size, err)
 	}
@@ -266,7 +289,7 @@ func (l *Log) recoverSegment(s *segment, fileSize int64) (damaged bool, err erro
 	if err := s.file.Sync(); err != nil {
 		return true, fmt.Errorf("sync %s after truncation: %w", s.logPath(), err)
 	}
-	return true, nil
+	return !zeros, nil
 }
 
 // loadTrustedSegment loads a segment that was synced before the crash (or

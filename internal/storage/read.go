@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync/atomic"
 
 	"github.com/skein-log/skein/internal/batch"
 	"github.com/skein-log/skein/internal/bufpool"
@@ -30,37 +31,111 @@ const MaxReadBytes = 64 << 20
 // its next open re-validates the damaged segment and cuts the log there
 // (see noteDamage); the replica then copies the rest back from the leader.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
-	return l.readWith(offset, maxBytes, upTo, minOneBatch, false)
-}
-
-// ReadPooled is Read into a buffer from internal/bufpool, which the caller
-// owns and gives back with bufpool.Put once nothing refers to its bytes
-// (a fetch answer's, once it is encoded): the fetch path otherwise
-// allocated a fresh buffer of every read's size, most of the heap a
-// leader serving followers allocates.
-func (l *Log) ReadPooled(offset int64, maxBytes int, upTo int64, minOneBatch bool) ([]byte, error) {
-	return l.readWith(offset, maxBytes, upTo, minOneBatch, true)
-}
-
-func (l *Log) readWith(offset int64, maxBytes int, upTo int64, minOneBatch, pooled bool) ([]byte, error) {
-	data, damaged, err := l.read(offset, maxBytes, upTo, minOneBatch, pooled)
+	data, _, damaged, err := l.read(offset, maxBytes, upTo, minOneBatch, false)
 	if damaged >= 0 {
 		l.noteDamage(damaged, err)
 	}
 	return data, err
 }
 
+// ReadShared is Read into a buffer from internal/bufpool, held through
+// ref: the caller owns one hold and releases it (ref.Release) once nothing
+// refers to data (a fetch answer's, once it is written). The fetch path
+// otherwise allocated a fresh buffer of every read's size, most of the
+// heap a leader serving followers allocates.
+//
+// A read of the same bytes as the log's last shared read, while its
+// buffer is still held (by an answer, or pinned by the log), takes a share
+// of that buffer instead of reading them again (sharedRead): a leader's followers ask for the same tail, just
+// appended, within a few hundred µs of each other. Its batches' CRCs were
+// checked when they were read; a batch that read did not return is
+// checked now. With nothing to return, data and ref are nil.
+func (l *Log) ReadShared(offset int64, maxBytes int, upTo int64, minOneBatch bool) (data []byte, ref *bufpool.Ref, err error) {
+	data, ref, damaged, err := l.read(offset, maxBytes, upTo, minOneBatch, true)
+	if damaged >= 0 {
+		l.noteDamage(damaged, err)
+	}
+	return data, ref, err
+}
+
+// sharedRead is a log's last shared read (ReadShared): the fetch offset it
+// answered, the segment and position its first batch starts at, how many
+// bytes it read from there (its one pread, including what it did not
+// return) and how many of them it returned: whole batches, CRC-checked.
+//
+// A later read of the same offset reads the same bytes, or a prefix of
+// them, as long as the segment is still the log's and nothing was cut from
+// the log since: below a segment's size its bytes change only by a
+// truncation (and the appends after it), which drops the entry first
+// (forgetSharedLocked); a compaction or a move replaces the segment. So
+// when that read's window fits within the bytes read, it walks them
+// instead of reading them again.
+//
+// The entry holds the buffer itself (pinned) until a read shares it, a
+// read of other bytes replaces it, or the log loses or closes it: one
+// follower's answer is often written before the other follower asks. The
+// pinned buffers of all logs together are bounded by maxSharedPinned
+// (sharedPinned); past it an entry holds nothing and is found only while
+// an answer still holds its buffer. A partition whose last read no other
+// read shares (a follower that lags or is down, a replication factor of
+// 2) keeps at most that one buffer until its next read.
+type sharedRead struct {
+	seg     *segment
+	offset  int64
+	pos     int64
+	read    int
+	checked int
+	ref     *bufpool.Ref // &held: one allocation for both
+	held    bufpool.Ref
+	pinned  atomic.Bool
+}
+
+// maxSharedPinned bounds the bytes of read buffers the logs of a process
+// hold for reads to come (sharedRead): 32 one-MiB follower reads.
+const maxSharedPinned = 32 << 20
+
+// sharedPinned is the bytes of read buffers the logs hold now.
+var sharedPinned atomic.Int64
+
+// pin makes e hold its buffer, if the bound allows. e is not published
+// yet.
+func (e *sharedRead) pin() {
+	size := int64(cap(e.ref.Bytes()))
+	if sharedPinned.Add(size) > maxSharedPinned || !e.ref.Retain() {
+		sharedPinned.Add(-size)
+		return
+	}
+	e.pinned.Store(true)
+}
+
+// unpin releases e's own hold of its buffer, once.
+func (e *sharedRead) unpin() {
+	if e != nil && e.pinned.CompareAndSwap(true, false) {
+		sharedPinned.Add(-int64(cap(e.ref.Bytes())))
+		e.ref.Release()
+	}
+}
+
+// forgetSharedLocked drops the shared read: the log is about to lose
+// bytes it may cover, or closes. Callers hold mu exclusively.
+func (l *Log) forgetSharedLocked() { l.shared.Swap(nil).unpin() }
+
 // read does Read's work; damaged is the base of a segment found corrupt,
-// or -1.
-func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch, pooled bool) (data []byte, damaged int64, err error) {
+// or -1. With pooled the buffer is held through ref (ReadShared).
+func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch, pooled bool) (data []byte, ref *bufpool.Ref, damaged int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	damaged = -1
 	if l.closed {
-		return nil, damaged, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
+		return nil, nil, damaged, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
 	}
 	if offset < l.logStart || offset > l.leo() {
-		return nil, damaged, fmt.Errorf("%w: %s: offset %d, log covers [%d, %d]", ErrOffsetOutOfRange, l.dir, offset, l.logStart, l.leo())
+		return nil, nil, damaged, fmt.Errorf("%w: %s: offset %d, log covers [%d, %d]", ErrOffsetOutOfRange, l.dir, offset, l.logStart, l.leo())
+	}
+	if pooled {
+		if data, ref, damaged, hit, err := l.readSharedLocked(offset, maxBytes, upTo, minOneBatch); hit {
+			return data, ref, damaged, err
+		}
 	}
 	for i := l.segmentFor(offset); i < len(l.segments); i++ {
 		s := l.segments[i]
@@ -69,21 +144,92 @@ func (l *Log) read(offset int64, maxBytes int, upTo int64, minOneBatch, pooled b
 			if errors.Is(err, ErrCorrupt) {
 				damaged = s.base
 			}
-			return nil, damaged, fmt.Errorf("read %s at offset %d: %w", l.dir, offset, err)
+			return nil, nil, damaged, fmt.Errorf("read %s at offset %d: %w", l.dir, offset, err)
 		}
 		if !found {
 			continue // nothing at or after offset here; try the next segment
 		}
 		if first.LastOffset() >= upTo {
-			return nil, damaged, nil
+			return nil, nil, damaged, nil
 		}
-		data, err := s.readBatches(pos, first, maxBytes, upTo, minOneBatch, l.gaps, pooled)
+		window, ok := s.readWindow(pos, first, maxBytes, minOneBatch)
+		if !ok {
+			return nil, nil, damaged, nil
+		}
+		var buf []byte
+		if pooled {
+			buf = bufpool.Get(int(window))
+		} else {
+			buf = make([]byte, window)
+		}
+		end, err := s.readBatches(buf, pos, first, upTo, l.gaps, -1)
 		if errors.Is(err, ErrCorrupt) {
 			damaged = s.base
 		}
-		return data, damaged, err
+		switch {
+		case err != nil || end == 0:
+			if pooled {
+				bufpool.Put(buf) // nothing returned refers to it
+			}
+			return nil, nil, damaged, err
+		case !pooled:
+			return buf[:end:end], nil, damaged, nil
+		}
+		e := &sharedRead{seg: s, offset: offset, pos: pos, read: len(buf), checked: end}
+		e.ref = &e.held
+		e.ref.Init(buf)
+		ref = e.ref
+		e.pin()
+		l.shared.Swap(e).unpin()
+		return buf[:end], ref, damaged, nil // the capacity tells bufpool.Put its class
 	}
-	return nil, damaged, nil
+	return nil, nil, damaged, nil
+}
+
+// readSharedLocked answers a read from the log's last shared read when it
+// would read the same bytes or a prefix of them (see sharedRead); hit
+// says it did. Callers hold mu.
+func (l *Log) readSharedLocked(offset int64, maxBytes int, upTo int64, minOneBatch bool) (data []byte, ref *bufpool.Ref, damaged int64, hit bool, err error) {
+	damaged = -1
+	e := l.shared.Load()
+	if e == nil || e.offset != offset || l.segments[l.segmentFor(offset)] != e.seg {
+		return nil, nil, damaged, false, nil
+	}
+	if !e.ref.Retain() {
+		return nil, nil, damaged, false, nil // every answer holding it is written
+	}
+	buf := e.ref.Bytes()[:e.read]
+	// The first batch parsed and passed its CRC when it was read.
+	first, err := batch.ParseHeader(buf)
+	if err != nil {
+		e.ref.Release()
+		return nil, nil, damaged, false, nil
+	}
+	if first.LastOffset() >= upTo {
+		e.ref.Release()
+		return nil, nil, damaged, true, nil
+	}
+	window, ok := e.seg.readWindow(e.pos, first, maxBytes, minOneBatch)
+	if !ok {
+		e.ref.Release()
+		return nil, nil, damaged, true, nil
+	}
+	if window > int64(e.read) {
+		e.ref.Release()
+		return nil, nil, damaged, false, nil // more to read than it holds: read afresh
+	}
+	end, err := e.seg.readBatches(buf[:window], e.pos, first, upTo, l.gaps, e.checked)
+	if errors.Is(err, ErrCorrupt) {
+		damaged = e.seg.base
+	}
+	if err != nil || end == 0 {
+		e.ref.Release()
+		return nil, nil, damaged, true, err
+	}
+	// The read it was kept for has come; the answers hold the buffer
+	// from here on (and a third read finds it while they do).
+	e.unpin()
+	return buf[:end], e.ref, damaged, true, nil
 }
 
 // noteDamage makes the next open re-validate the log from the segment at
@@ -124,32 +270,32 @@ func (l *Log) segmentFor(offset int64) int {
 	return max(i-1, 0)
 }
 
-// readBatches reads whole batches from pos, where first (already parsed)
-// starts, with one pread of at most maxBytes (or exactly the first batch
-// when it alone is larger and minOneBatch is set).
-func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo int64, minOneBatch, gaps, pooled bool) (data []byte, err error) {
-	window := min(int64(min(max(maxBytes, 0), MaxReadBytes)), s.size-pos)
+// readWindow is how many bytes a read of whole batches from pos, where
+// first (already parsed) starts, reads with its one pread: at most
+// maxBytes, or exactly the first batch when it alone is larger and
+// minOneBatch is set; !ok when nothing fits.
+func (s *segment) readWindow(pos int64, first batch.Header, maxBytes int, minOneBatch bool) (window int64, ok bool) {
+	window = min(int64(min(max(maxBytes, 0), MaxReadBytes)), s.size-pos)
 	if int64(first.Size()) > window {
 		if !minOneBatch {
-			return nil, nil
+			return 0, false
 		}
 		window = int64(first.Size())
 	}
-	var buf []byte
-	if pooled {
-		buf = bufpool.Get(int(window))
-		defer func() {
-			if len(data) == 0 {
-				bufpool.Put(buf) // nothing returned refers to it
-			}
-		}()
-	} else {
-		buf = make([]byte, window)
+	return window, true
+}
+
+// readBatches returns how many bytes from the start of buf, the segment's
+// bytes from pos where first starts, are whole batches below upTo, each
+// one's CRC checked. With checked < 0 it first fills buf with one pread;
+// else buf already holds those bytes (a shared read), and the batches
+// within its first checked bytes were checked when they were read.
+func (s *segment) readBatches(buf []byte, pos int64, first batch.Header, upTo int64, gaps bool, checked int) (end int, err error) {
+	if checked < 0 {
+		if n, err := s.file.ReadAt(buf, pos); err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+			return 0, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
+		}
 	}
-	if n, err := s.file.ReadAt(buf, pos); err != nil && !(errors.Is(err, io.EOF) && int64(n) == window) {
-		return nil, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
-	}
-	end := 0
 	expected := first.BaseOffset
 	for end < len(buf) {
 		rest := buf[end:]
@@ -158,27 +304,23 @@ func (s *segment) readBatches(pos int64, first batch.Header, maxBytes int, upTo 
 		}
 		h, err := batch.ParseHeader(rest)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, s.logPath(), pos+int64(end), err)
+			return 0, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, s.logPath(), pos+int64(end), err)
 		}
 		if h.Size() > len(rest) || h.LastOffset() >= upTo {
 			break
 		}
 		if !follows(expected, h.BaseOffset, gaps) {
-			return nil, fmt.Errorf("%w: %s at %d: batch starts at offset %d, expected %d", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, expected)
+			return 0, fmt.Errorf("%w: %s at %d: batch starts at offset %d, expected %d", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, expected)
 		}
-		if _, err := batch.ValidateStored(rest[:h.Size()]); err != nil {
-			return nil, fmt.Errorf("%w: %s at %d (offset %d): %w", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, err)
+		if end+h.Size() > checked {
+			if _, err := batch.ValidateStored(rest[:h.Size()]); err != nil {
+				return 0, fmt.Errorf("%w: %s at %d (offset %d): %w", ErrCorrupt, s.logPath(), pos+int64(end), h.BaseOffset, err)
+			}
 		}
 		end += h.Size()
 		expected = h.LastOffset() + 1
 	}
-	if end == 0 {
-		return nil, nil
-	}
-	if pooled {
-		return buf[:end], nil // the capacity tells bufpool.Put its class
-	}
-	return buf[:end:end], nil
+	return end, nil
 }
 
 // OffsetForTimestamp finds the first batch whose max timestamp is >= ts

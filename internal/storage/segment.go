@@ -24,6 +24,14 @@ type segment struct {
 	size int64
 	next int64 // offset after the last batch (base if empty)
 
+	// zeroEnd is the end of the zero-filled write-ahead window past size
+	// (zerotail.go): while zeroEnd > size the file is zeroEnd bytes long;
+	// 0 when there is no window. trims counts the cuts of the file's
+	// length (the window's, a failed append's undo), trimsSynced those an
+	// fsync of the file covered.
+	zeroEnd            int64
+	trims, trimsSynced int
+
 	index     offsetIndex
 	timeIndex timeIndex
 

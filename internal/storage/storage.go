@@ -17,7 +17,10 @@
 // base offset of the segment that was active at the last Sync that crossed a
 // segment boundary (file "recovery-point"); the last segment is always
 // re-validated. The first bad batch and everything after it are dropped, and
-// the indexes of re-validated segments are rebuilt from the log.
+// the indexes of re-validated segments are rebuilt from the log. The
+// zero-filled write-ahead window after the active segment's last batch
+// (zerotail.go) is cut the same way, and is never left at rest by a roll
+// or a clean close.
 //
 // Failure model. A failed write is undone (the file is truncated back) so
 // that no partial batch is ever visible, and the log stays usable. A failed
@@ -151,4 +154,16 @@ func (c Config) normalized() Config {
 // Options are process-level settings that are not topic config.
 type Options struct {
 	Logger *slog.Logger // nil: slog.Default()
+	// Fresh says the caller has just created the log's directory, empty,
+	// and makes it durable itself: Open then creates the empty log
+	// without its fsyncs (the new segment file and the directory entry
+	// that names it), and the caller must call the FS's SyncFS on the
+	// filesystem holding the directory, and see it succeed, before the
+	// log takes a write, is read as in sync or leads (one syncfs for a
+	// whole batch of new logs instead of a few fsyncs per log). A crash
+	// before that SyncFS can leave the directory empty, or without its
+	// segment; it holds no data yet, and the next Open creates what is
+	// missing. A log Open finds on disk with a segment or a
+	// clean-shutdown marker is opened and synced as usual.
+	Fresh bool
 }

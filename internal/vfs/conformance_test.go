@@ -331,3 +331,47 @@ var conformanceCases = []struct {
 		}
 	}},
 }
+
+// Datasync makes written contents durable on both implementations (the
+// OS's fdatasync, Mem's Sync) and reports a closed handle's failure.
+func TestDatasync(t *testing.T) {
+	mem := vfs.NewMem()
+	for name, fs := range map[string]vfs.FS{"os": vfs.OS{}, "mem": mem} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if name == "mem" {
+				dir = "/d"
+				if err := vfs.MkdirAllDurably(mem, dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(dir, "f")
+			f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.SyncDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("hello"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := vfs.Datasync(f); err != nil {
+				t.Fatalf("datasync: %v", err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := vfs.Datasync(f); err == nil {
+				t.Fatal("datasync of a closed file succeeded")
+			}
+			if name == "mem" {
+				mem.Crash(vfs.CrashOptions{})
+			}
+			data, err := vfs.ReadFile(fs, path)
+			if err != nil || string(data) != "hello" {
+				t.Fatalf("read back %q, %v", data, err)
+			}
+		})
+	}
+}
