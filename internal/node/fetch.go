@@ -209,10 +209,20 @@ func (w *fetchWaiter) read(snap []partSnap) (results []api.FetchResult, enough b
 // An idle follower's fetch moves nothing (replica.Replica.Admit's Ready is
 // then empty), and is not carried out: every leader of thousands of
 // partitions admits each of them twice per replica.fetch.wait.max.ms.
+//
+// Nor is it stepped at all while the core is quiet there (admitQuiet,
+// replica.QuietAdmits): such a fetch leaves only its time, without the
+// partition lock.
 func (p *partition) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error {
+	if record && replicaID >= 0 && p.admitQuiet(fp, replicaID, nowMs) {
+		return nil
+	}
 	p.mu.Lock()
 	rd, err := p.core.Admit(fp, replicaID, record, nowMs, p.b.isEligibleReplica)
 	if rd.Empty() {
+		// The follower's position may have reached the log end, the
+		// last one to: the partition is quiet from now on.
+		p.publishQuiet()
 		if invariant.Panics && p.core.LastStableOffset() != p.lastStable.Load() {
 			invariant.Broken("%s: an empty admit left the last stable offset %d published as %d", p.name(), p.core.LastStableOffset(), p.lastStable.Load())
 		}

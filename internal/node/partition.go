@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,22 @@ type partition struct {
 	// (a bump of generation) would have it read again for nothing: a
 	// goroutine and a read of every partition per acknowledged record.
 	dataGeneration atomic.Uint64
+	// quietAt and quietEpoch publish the core's Quiet (replica.Quiet) for
+	// fetches read without mu: while quietAt is not -1, a follower fetch
+	// at quietAt in epoch quietEpoch changes nothing but the follower's
+	// fetch time, which it leaves in quietFetches instead of taking mu
+	// (admitQuiet), and the ISR tick has nothing to decide. quietAt goes
+	// to -1 before quietEpoch or quietFetches change and is set after
+	// them (publishQuiet), so that a reader loading quietAt, quietEpoch,
+	// quietFetches, then quietAt again and seeing the same quietAt twice
+	// has what was published together.
+	quietAt      atomic.Int64
+	quietEpoch   atomic.Int32
+	quietFetches atomic.Pointer[quietFetches]
+	// tickIdle is the core's TickIdle, published with quietAt: the ISR
+	// tick skips the partition without its lock (most partitions of a
+	// broker are followed, not led, and each lock was a cache miss).
+	tickIdle atomic.Bool
 
 	mu   sync.Mutex
 	core *replica.Replica
@@ -82,24 +99,100 @@ type partition struct {
 // filesystem before the replica is used (storage.Options.Fresh).
 func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string, fresh bool) (*partition, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	var pt *partition
 	core, err := replica.Open(b.fs, dir, name, cfg, replica.Options{
 		LocalID:             b.cfg.NodeID,
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
 		MaxProducers:        maxProducersPerPartition,
 		Logger:              b.logger(loggerPartition),
-		Fresh:               fresh,
+		// Asked only under mu, once pt is set (an append as leader).
+		QuietFetchMs: func(id int32) int64 { return pt.quietFetchMs(id) },
+		Fresh:        fresh,
 	})
 	if err != nil {
 		return nil, err
 	}
-	pt := &partition{
+	pt = &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
 		logDir:   filepath.Dir(core.Log().Dir()),
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
 	pt.highWatermark.Store(core.HighWatermark())
 	pt.lastStable.Store(core.LastStableOffset())
+	pt.quietAt.Store(-1)
+	pt.quietFetches.Store(&quietFetches{})
+	pt.tickIdle.Store(core.TickIdle())
 	return pt, nil
+}
+
+// quietFetches are the followers' latest quiet fetch times (replica.
+// Options.QuietFetchMs), by follower in replica order; replaced, not
+// changed, when the replica set changes (a time lost then only makes the
+// follower's caught-up time earlier, never later).
+type quietFetches struct {
+	ids []int32
+	ms  []atomic.Int64
+}
+
+// quietFetchMs is replica.Options.QuietFetchMs, read under mu.
+func (p *partition) quietFetchMs(id int32) int64 {
+	q := p.quietFetches.Load()
+	for i, f := range q.ids {
+		if f == id {
+			return q.ms[i].Load()
+		}
+	}
+	return math.MinInt64
+}
+
+// publishQuiet publishes the core's Quiet, under mu, after every step
+// that may change it.
+func (p *partition) publishQuiet() {
+	if idle := p.core.TickIdle(); idle != p.tickIdle.Load() {
+		p.tickIdle.Store(idle)
+	}
+	q := p.core.Quiet()
+	at := p.quietAt.Load()
+	if !q.OK {
+		if at != -1 {
+			p.quietAt.Store(-1)
+		}
+		return
+	}
+	ids, same := p.core.Followers(p.quietFetches.Load().ids)
+	epochSame := p.quietEpoch.Load() == q.Epoch
+	if at == q.LogEnd && epochSame && same {
+		return
+	}
+	if !epochSame || !same {
+		p.quietAt.Store(-1)
+		p.quietEpoch.Store(q.Epoch)
+		if !same {
+			p.quietFetches.Store(&quietFetches{ids: ids, ms: make([]atomic.Int64, len(ids))})
+		}
+	}
+	p.quietAt.Store(q.LogEnd)
+}
+
+// admitQuiet admits a follower's fetch of fp without mu when the
+// published Quiet lets it (replica.QuietAdmits), keeping its time as the
+// follower's latest quiet fetch.
+func (p *partition) admitQuiet(fp api.FetchPartition, replicaID int32, nowMs int64) bool {
+	at := p.quietAt.Load()
+	if at == -1 || at != fp.Offset {
+		return false
+	}
+	epoch := p.quietEpoch.Load()
+	qf := p.quietFetches.Load()
+	if p.quietAt.Load() != at {
+		return false
+	}
+	i, ok := replica.QuietAdmits(replica.Quiet{OK: true, LogEnd: at, Epoch: epoch, Followers: qf.ids}, fp, replicaID)
+	if !ok {
+		return false
+	}
+	qf.ms[i].Store(nowMs)
+	return true
 }
 
 func (p *partition) name() string { return fmt.Sprintf("%s-%d", p.topic, p.index) }
@@ -110,6 +203,7 @@ func (p *partition) name() string { return fmt.Sprintf("%s-%d", p.topic, p.index
 // logDirFailed starts takes p.mu (to fence p) before it stops waiting for
 // held answers, so they are held in time.
 func (p *partition) readyLocked(rd replica.Ready) []replica.Answer {
+	p.publishQuiet()
 	if rd.HWChanged {
 		p.highWatermark.Store(rd.HighWatermark)
 	}
@@ -333,6 +427,11 @@ func (p *partition) onFollowerFetch(id int32, offset int64, now time.Time) error
 // tick runs the time-driven part of replication: ISR shrinks for
 // followers that stopped catching up.
 func (p *partition) tick(now time.Time) {
+	if p.tickIdle.Load() {
+		// Not leading, or quiet: the core's Tick has nothing to decide
+		// (replica.Replica.TickIdle).
+		return
+	}
 	p.mu.Lock()
 	rd := p.core.Tick(now.UnixMilli(), p.b.isEligibleReplica)
 	if rd.Propose == nil {

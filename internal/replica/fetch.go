@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -240,6 +241,89 @@ func (r *Replica) Read(offset int64, maxBytes int, minOneBatch bool, mode ReadMo
 			fmt.Errorf("%w: %s: log directory offline", kerr.KafkaStorageError, r.name)
 	}
 	return ReadLog(r.log, r.hw, lso, offset, maxBytes, minOneBatch, mode, false)
+}
+
+// Quiet is what a wrapper publishes so that an idle follower's fetch can
+// be admitted without the core (QuietAdmits): while OK, a follower fetch
+// at LogEnd in leader epoch Epoch (or naming none) from one of Followers
+// changes nothing but that follower's fetch time
+// (replication.Leader.Quiet), and Tick proposes nothing.
+type Quiet struct {
+	OK        bool
+	LogEnd    int64
+	Epoch     int32
+	Followers []int32 // the replicas but this broker, in replica order (Replica.Followers)
+}
+
+// Quiet is the replica's Quiet now, without Followers (Replica.Followers
+// gives them; they change only with the replica set). A wrapper publishes
+// it after every step.
+func (r *Replica) Quiet() Quiet {
+	if r.leader == nil || r.closed || r.offline || r.failed != nil {
+		return Quiet{LogEnd: -1}
+	}
+	end, ok := r.leader.Quiet()
+	// The replicas Admit checks a follower against (the image's) are
+	// those the leader tracks, unless it ignored an older state.
+	if !ok || !slices.Equal(r.state.Replicas, r.leader.Replicas()) {
+		return Quiet{LogEnd: -1}
+	}
+	return Quiet{OK: true, LogEnd: end, Epoch: r.leaderEpoch}
+}
+
+// TickIdle reports whether Tick would decide nothing now, whatever the
+// time: this replica does not lead (or is closed), or it is quiet (Quiet).
+// A wrapper ticking thousands of partitions, most of which it follows,
+// publishes it after every step and skips those.
+func (r *Replica) TickIdle() bool {
+	return r.leader == nil || r.closed || r.Quiet().OK
+}
+
+// Followers returns the replicas but this broker, in replica order (a
+// Quiet's Followers): have itself, and same, if have holds just those;
+// a new slice otherwise. A wrapper keeps its quiet fetch times by them and
+// allocates only when the replica set changes.
+func (r *Replica) Followers(have []int32) (followers []int32, same bool) {
+	n := 0
+	for _, id := range r.state.Replicas {
+		if id == r.opts.LocalID {
+			continue
+		}
+		if n >= len(have) || have[n] != id {
+			n = -1
+			break
+		}
+		n++
+	}
+	if n == len(have) {
+		return have, true
+	}
+	out := make([]int32, 0, len(r.state.Replicas))
+	for _, id := range r.state.Replicas {
+		if id != r.opts.LocalID {
+			out = append(out, id)
+		}
+	}
+	return out, false
+}
+
+// QuietAdmits reports whether q lets follower replicaID's fetch of fp be
+// admitted as quiet: its position is the log end the leader already
+// recorded for it, and its leader epoch (KIP-320) is the current one or
+// none. It returns the follower's index in q.Followers. The wrapper then
+// keeps the fetch's time as the follower's latest quiet fetch
+// (Options.QuietFetchMs) instead of calling Admit: the fetch reads on as
+// usual.
+func QuietAdmits(q Quiet, fp api.FetchPartition, replicaID int32) (follower int, ok bool) {
+	if !q.OK || fp.Offset != q.LogEnd || fp.CurrentLeaderEpoch >= 0 && fp.CurrentLeaderEpoch != q.Epoch {
+		return -1, false
+	}
+	for i, id := range q.Followers {
+		if id == replicaID {
+			return i, true
+		}
+	}
+	return -1, false
 }
 
 // Admit is Source.Admit for a wrapper without a lock of its own. Its

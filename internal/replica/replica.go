@@ -45,6 +45,13 @@ type Options struct {
 	// replication.Config's (0: the broker's 100 ms doubling to 2 s).
 	ISRResendBackoffMinMs, ISRResendBackoffMaxMs int64
 	Logger                                       *slog.Logger
+	// QuietFetchMs is, per follower, the time of the latest fetch the
+	// wrapper admitted as quiet (QuietAdmits) rather than through Admit,
+	// or any time before the current leader epoch if none (nil: the
+	// wrapper admits none). The core reads it when the log end moves:
+	// those fetches' times are the followers' caught-up times
+	// (replication.Leader.OnLocalAppend).
+	QuietFetchMs func(follower int32) int64
 	// Fresh is storage.Options.Fresh: the caller just created the
 	// replica's directory and syncs its filesystem (vfs.FS.SyncFS)
 	// before the replica is applied a role.
@@ -622,7 +629,7 @@ func (r *Replica) ackSatisfied(w *waiter) bool {
 // flush.ms.
 func (r *Replica) afterAppend(messages int64, rd *Ready) {
 	leo := r.log.LogEndOffset()
-	if err := r.leader.OnLocalAppend(leo); err != nil {
+	if err := r.leader.OnLocalAppend(leo, r.opts.QuietFetchMs); err != nil {
 		r.broken(rd, "replication state refused an append: %v", err)
 	}
 	rd.WakeFollowers = true // consumers wait for the high watermark, not for the data

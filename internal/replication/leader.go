@@ -35,6 +35,9 @@ type Leader struct {
 	durableEnd int64
 	hw         int64
 	epochStart int64
+	// startMs is when this leader epoch began here: a quiet fetch (see
+	// Quiet) from before it says nothing about this epoch's log.
+	startMs int64
 
 	// followers holds every replica except this broker, in replica
 	// order: a slice, not a map, since every follower fetch of every
@@ -77,6 +80,7 @@ func NewLeader(cfg Config, st State, log LocalLog, nowMs int64) (*Leader, error)
 		durableEnd: log.DurableEnd,
 		hw:         log.HighWatermark,
 		epochStart: log.EpochStartOffset,
+		startMs:    nowMs,
 		followers:  make([]follower, 0, len(st.Replicas)),
 	}
 	for _, id := range st.Replicas {
@@ -110,12 +114,67 @@ func (l *Leader) follower(id int32) *follower {
 }
 
 // OnLocalAppend records that the leader's log now ends at logEnd.
-func (l *Leader) OnLocalAppend(logEnd int64) error {
+//
+// quietFetchMs (nil: none) is, per follower, the time of its latest quiet
+// fetch (one the wrapper admitted without OnFollowerFetch while Quiet
+// held, see there), or any time before this epoch began if none. Each is
+// a fetch that found the follower holding the whole log, so Kafka's
+// ReplicaState.updateFetchState would have made it the follower's
+// caught-up time; it becomes that here, before the log end moves past the
+// follower. A follower that stopped fetching has no recent quiet fetch and
+// drops out of the ISR replica.lag.time.max.ms after its last one.
+func (l *Leader) OnLocalAppend(logEnd int64, quietFetchMs func(id int32) int64) error {
 	if logEnd < l.logEnd {
 		return fmt.Errorf("leader log end moved back from %d to %d", l.logEnd, logEnd)
 	}
+	if logEnd > l.logEnd && quietFetchMs != nil {
+		l.foldQuietFetches(quietFetchMs)
+	}
 	l.logEnd = logEnd
 	return nil
+}
+
+// foldQuietFetches makes each follower's latest quiet fetch its caught-up
+// time if that is later. A quiet fetch is only ever admitted at the log
+// end (Quiet), so its time is one at which the follower held the whole log
+// whatever happened since; one from before this epoch is ignored.
+func (l *Leader) foldQuietFetches(quietFetchMs func(id int32) int64) {
+	for i := range l.followers {
+		f := &l.followers[i]
+		if t := quietFetchMs(f.id); t >= l.startMs {
+			f.lastCaughtUpMs = max(f.lastCaughtUpMs, t)
+		}
+	}
+}
+
+// Quiet reports whether a fetch from any follower at the log end would
+// change nothing but the follower's fetch times: every follower's recorded
+// position is the log end (so its fetch moves no offset and no high
+// watermark) and every replica is in the ISR (so no shrink and no
+// expansion can be due; a caught-up follower is in sync). It returns the
+// log end such a fetch asks for.
+//
+// A wrapper may then admit such a fetch without OnFollowerFetch and keep
+// only its time, which it hands to OnLocalAppend (quietFetchMs): an idle
+// leader of thousands of partitions is fetched from twice per
+// replica.fetch.wait.max.ms per follower, and recording each position it
+// already has was most of an idle broker's CPU. Tick proposes nothing
+// while Quiet holds either.
+func (l *Leader) Quiet() (logEnd int64, ok bool) {
+	if len(l.state.ISR) != len(l.state.Replicas) {
+		return -1, false
+	}
+	for i := range l.followers {
+		if l.followers[i].offset != l.logEnd {
+			return -1, false
+		}
+	}
+	if invariant.Panics {
+		if c, ok := l.hwCandidate(); ok && c > l.hw {
+			invariant.Broken("quiet at log end %d, yet the HW %d could move to %d", l.logEnd, l.hw, c)
+		}
+	}
+	return l.logEnd, true
 }
 
 // OnLocalDurable records that the leader's log is durable up to durableEnd
@@ -182,6 +241,10 @@ func (l *Leader) OnFollowerFetch(id int32, fetchOffset int64, nowMs int64) (hwAd
 // HighWatermark is the offset below which records are committed: durable on
 // every member of the maximal ISR. Consumers read only below it.
 func (l *Leader) HighWatermark() int64 { return l.hw }
+
+// Replicas is the committed replica set; the caller must not modify it
+// (ISR and State copy, this is asked at every step).
+func (l *Leader) Replicas() []int32 { return l.state.Replicas }
 
 // ISR returns the committed in-sync replica set.
 func (l *Leader) ISR() []int32 { return slices.Clone(l.state.ISR) }

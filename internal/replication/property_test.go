@@ -85,7 +85,7 @@ func (r *randomRun) step() (string, error) {
 	switch k := r.rng.IntN(10); {
 	case k < 2:
 		leo := snap.LogEndOffset + int64(r.rng.IntN(10))
-		return fmt.Sprintf("append %d", leo), r.l.OnLocalAppend(leo)
+		return fmt.Sprintf("append %d", leo), r.l.OnLocalAppend(leo, nil)
 	case k < 4:
 		d := snap.DurableEnd + int64(r.rng.IntN(int(snap.LogEndOffset-snap.DurableEnd)+1))
 		_, err := r.l.OnLocalDurable(d)

@@ -164,7 +164,7 @@ func (s *scenario) run(t *testing.T, cmd string, a args) error {
 		if err != nil {
 			return err
 		}
-		return s.l.OnLocalAppend(leo)
+		return s.l.OnLocalAppend(leo, nil)
 	case "durable":
 		d, err := a.onePos()
 		if err != nil {

@@ -247,8 +247,17 @@ func (w *fetchWaiter) read() (results []api.FetchResult, enough bool) {
 	}, !w.positionRecorded, w.p.n.c.nowMs(), throttle)
 }
 
-// Admit is replica.Source.Admit.
+// Admit is replica.Source.Admit. A follower's fetch that the core's
+// Quiet admits leaves only its time, as node's partition.admitQuiet does.
 func (r *replica) Admit(fp api.FetchPartition, replicaID int32, record bool, nowMs int64) error {
+	if record && replicaID >= 0 {
+		q := r.core.Quiet()
+		q.Followers, _ = r.core.Followers(nil)
+		if _, ok := rcore.QuietAdmits(q, fp, replicaID); ok {
+			r.quietFetchMs[replicaID] = nowMs
+			return nil
+		}
+	}
 	rd, err := r.core.Admit(fp, replicaID, record, nowMs, r.p.isEligibleReplica)
 	r.ready(rd)
 	return err

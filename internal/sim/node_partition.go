@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -33,6 +34,9 @@ type replica struct {
 	// txnCoord is the transaction coordinator while this replica leads a
 	// __transaction_state partition (node_txn.go).
 	txnCoord *txnCoordinator
+	// quietFetchMs are the followers' latest quiet fetch times
+	// (rcore.Options.QuietFetchMs), as node's partition keeps them.
+	quietFetchMs map[int32]int64
 }
 
 const maxProducersPerPartition = 1000
@@ -43,6 +47,7 @@ const maxProducersPerPartition = 1000
 // replicas), and the caller must sync the filesystem before applying it.
 func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg config.TopicConfig) (r *replica, fresh bool, err error) {
 	name := fmt.Sprintf("%s-%d", t.Name, st.Index)
+	quiet := map[int32]int64{}
 	dir := p.replicaDir(name)
 	if _, err := p.n.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := p.n.fs.MkdirAll(dir, 0o755); err != nil {
@@ -58,12 +63,18 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 
 		ISRResendBackoffMinMs: isrResendBackoffMin.Milliseconds(),
 		ISRResendBackoffMaxMs: isrResendBackoffMax.Milliseconds(),
-		Fresh:                 fresh,
+		QuietFetchMs: func(id int32) int64 {
+			if ms, ok := quiet[id]; ok {
+				return ms
+			}
+			return math.MinInt64
+		},
+		Fresh: fresh,
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return &replica{p: p, topic: t.Name, id: t.ID, index: st.Index, log: core.Log(), core: core}, fresh, nil
+	return &replica{p: p, topic: t.Name, id: t.ID, index: st.Index, log: core.Log(), core: core, quietFetchMs: quiet}, fresh, nil
 }
 
 func (r *replica) name() string { return fmt.Sprintf("%s-%d", r.topic, r.index) }

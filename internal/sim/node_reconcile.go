@@ -247,6 +247,15 @@ func (p *process) updateFetchers() {
 // catching up.
 func (p *process) isrLoop() {
 	for _, r := range p.partitionList() {
+		if r.core.TickIdle() {
+			// Nothing to decide (rcore.Replica.TickIdle): node's tick
+			// skips it. Ticked here all the same, to prove that.
+			if rd := r.core.Tick(r.nowMs(), p.isEligibleReplica); rd.Propose != nil {
+				p.n.c.violation("%s: %s is tick-idle, yet its tick proposed ISR %v", p.n, r.name(), rd.Propose.NewISR)
+				r.ready(rd)
+			}
+			continue
+		}
 		r.ready(r.core.Tick(r.nowMs(), p.isEligibleReplica))
 	}
 	p.n.after(isrTickPeriod, p.isrLoop)
