@@ -28,6 +28,11 @@ type PartitionHealth struct {
 	// leader. It is reported only while this broker is the active
 	// controller, so it may be computed on every broker.
 	Offline int
+	// OpenFilesLimitOffline is the replicas assigned here that are held
+	// closed for the open-files limit (RLIMIT_NOFILE), answering
+	// KAFKA_STORAGE_ERROR: offline replicas in Kafka's terms
+	// (OfflineReplicaCount), of this one cause.
+	OpenFilesLimitOffline int
 }
 
 // FollowerLag is how far one follower replica is behind its leader here.
@@ -92,7 +97,7 @@ type clusterCollector struct {
 	view ClusterView
 
 	partitions, leaders, underReplicated, underMinISR, atMinISR  *prometheus.Desc
-	offline, activeController                                    *prometheus.Desc
+	offline, activeController, openFilesLimitOffline             *prometheus.Desc
 	followerLag, followerLagMax                                  *prometheus.Desc
 	groupLag, groupLagMax                                        *prometheus.Desc
 	fetchSessions, fetchSessionPartitions, fetchSessionEvictions *prometheus.Desc
@@ -112,6 +117,8 @@ func NewClusterCollector(view ClusterView) prometheus.Collector {
 		underMinISR:     desc("under_min_isr_partitions", "Partitions led by this broker whose ISR is below min.insync.replicas (acks=all produces fail)."),
 		atMinISR:        desc("at_min_isr_partitions", "Partitions led by this broker whose ISR is exactly min.insync.replicas (one more loss blocks acks=all)."),
 		offline:         desc("offline_partitions", "Partitions without a live leader, reported by the active controller only."),
+		openFilesLimitOffline: desc("open_files_limit_offline_replicas",
+			"Replicas assigned to this broker held closed for the open-files limit (RLIMIT_NOFILE) and answering KAFKA_STORAGE_ERROR until a reconcile opens them (Kafka's OfflineReplicaCount, of this cause)."),
 		activeController: desc("active_controller",
 			"1 if this broker is the active controller, else 0; the sum over the cluster must be 1."),
 		followerLag: desc("follower_lag_records",
@@ -134,7 +141,7 @@ func NewClusterCollector(view ClusterView) prometheus.Collector {
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.atMinISR,
-		c.offline, c.activeController, c.followerLag, c.followerLagMax,
+		c.offline, c.activeController, c.openFilesLimitOffline, c.followerLag, c.followerLagMax,
 		c.groupLag, c.groupLagMax,
 		c.fetchSessions, c.fetchSessionPartitions, c.fetchSessionEvictions,
 	} {
@@ -156,6 +163,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, c.atMinISR, h.AtMinISR)
 	gauge(ch, c.offline, offline)
 	gauge(ch, c.activeController, boolToInt(active))
+	gauge(ch, c.openFilesLimitOffline, h.OpenFilesLimitOffline)
 
 	var maxLag int64
 	for i, l := range c.view.FollowerLags() {

@@ -35,10 +35,12 @@ const clusterGaugesHelp = `
 # TYPE skein_under_min_isr_partitions gauge
 # HELP skein_follower_lag_max_records Largest lag of any follower of a partition this broker leads.
 # TYPE skein_follower_lag_max_records gauge
+# HELP skein_open_files_limit_offline_replicas Replicas assigned to this broker held closed for the open-files limit (RLIMIT_NOFILE) and answering KAFKA_STORAGE_ERROR until a reconcile opens them (Kafka's OfflineReplicaCount, of this cause).
+# TYPE skein_open_files_limit_offline_replicas gauge
 `
 
 func TestClusterCollector(t *testing.T) {
-	health := PartitionHealth{Partitions: 12, Leaders: 4, UnderReplicated: 2, UnderMinISR: 1, AtMinISR: 1, Offline: 3}
+	health := PartitionHealth{Partitions: 12, Leaders: 4, UnderReplicated: 2, UnderMinISR: 1, AtMinISR: 1, Offline: 3, OpenFilesLimitOffline: 5}
 	tests := []struct {
 		name string
 		view fakeView
@@ -53,6 +55,7 @@ skein_offline_partitions 3
 skein_under_replicated_partitions 2
 skein_under_min_isr_partitions 1
 skein_follower_lag_max_records 0
+skein_open_files_limit_offline_replicas 5
 `,
 		},
 		{
@@ -64,12 +67,14 @@ skein_offline_partitions 0
 skein_under_replicated_partitions 2
 skein_under_min_isr_partitions 1
 skein_follower_lag_max_records 40
+skein_open_files_limit_offline_replicas 5
 `,
 		},
 	}
 	names := []string{
 		"skein_active_controller", "skein_offline_partitions", "skein_under_replicated_partitions",
 		"skein_under_min_isr_partitions", "skein_follower_lag_max_records",
+		"skein_open_files_limit_offline_replicas", // every broker reports its own
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

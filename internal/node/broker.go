@@ -139,6 +139,11 @@ type brokerConns struct {
 type brokerPartitions struct {
 	partsMu sync.RWMutex
 	parts   map[partKey]*partition
+	// closedForFiles is the replicas assigned here that a reconcile left
+	// closed for the open-files limit (fdlimit.go), answered with
+	// KAFKA_STORAGE_ERROR until one opens them or the metadata moves them
+	// away; under partsMu, changed only by the reconcile goroutine.
+	closedForFiles map[partKey]struct{}
 
 	flusher  *flusher
 	fetchers *fetcherManager
@@ -751,11 +756,18 @@ func (b *Broker) partition(id metadata.TopicID, index int32) *partition {
 	return b.parts[partKey{id, index}]
 }
 
-// partitionError explains why a partition is not served here.
+// partitionError explains why a partition is not served here. A replica
+// left closed for the open-files limit is offline, as Kafka's replica in
+// an offline log directory is: KAFKA_STORAGE_ERROR, which a client takes
+// for a partition to look up again rather than a leader that moved; any
+// other (one not opened yet, a follower) is NOT_LEADER_OR_FOLLOWER.
 func (b *Broker) partitionError(id metadata.TopicID, index int32) error {
 	t, ok := b.Image().TopicByID(id)
 	if !ok || index < 0 || int(index) >= len(t.Partitions) {
 		return kerr.UnknownTopicOrPartition
+	}
+	if b.closedForOpenFiles(partKey{id, index}) {
+		return fmt.Errorf("%w: %s-%d is closed on this broker for %w", kerr.KafkaStorageError, t.Name, index, errOpenFilesLimit)
 	}
 	return kerr.NotLeaderForPartition
 }

@@ -17,7 +17,7 @@ import (
 type clusterView struct{ b *Broker }
 
 func (v clusterView) PartitionHealth() metrics.PartitionHealth {
-	var h metrics.PartitionHealth
+	h := metrics.PartitionHealth{OpenFilesLimitOffline: v.b.closedForOpenFilesCount()}
 	im := v.b.Image()
 	if im == nil {
 		return h

@@ -14,7 +14,12 @@ import (
 // any failed metadata-log write does). So a reconcile opens new replicas
 // only while descriptorReserve of them stay free, and leaves the others
 // closed, with an error naming the limit, to be tried again at the next
-// reconcile; the replicas already open keep being served.
+// reconcile; the replicas already open keep being served. Until one opens
+// them, the replicas left closed are offline here (closedForOpenFiles):
+// requests for them are answered KAFKA_STORAGE_ERROR and the gauge
+// skein_open_files_limit_offline_replicas counts them. The controller is
+// not told (Kafka's brokers report offline replicas to it, KIP-858): it
+// may keep such a replica as leader or in the ISR.
 
 // errOpenFilesLimit marks replicas left closed for the open-files limit.
 var errOpenFilesLimit = errors.New("the open-files limit (RLIMIT_NOFILE) is reached: raise it (ulimit -n; LimitNOFILE= in a systemd unit) above the replicas' segment files plus the connections")
@@ -66,4 +71,21 @@ func (b *Broker) openFilesEstimate(now time.Time, replicas, need int) (open, lim
 	}
 	*c = fdCount{open: open, limit: limit, replicas: replicas, at: now}
 	return open, limit, true
+}
+
+// closedForOpenFiles reports whether a reconcile left the replica k
+// closed for the open-files limit (brokerPartitions.closedForFiles).
+func (b *Broker) closedForOpenFiles(k partKey) bool {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	_, ok := b.closedForFiles[k]
+	return ok
+}
+
+// closedForOpenFilesCount is how many replicas are closed for the
+// open-files limit, for the metrics.
+func (b *Broker) closedForOpenFilesCount() int {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	return len(b.closedForFiles)
 }

@@ -95,6 +95,15 @@ func (b *Broker) reconcilePartitions() error {
 			removed = append(removed, removal{k, p})
 		}
 	}
+	// A replica left closed for the open-files limit that the image no
+	// longer assigns here (deleted, reassigned away) is no longer this
+	// broker's to report: it is not in gone, which lists open replicas
+	// only, so all of them are checked (a few thousand at most).
+	for k := range b.closedForFiles {
+		if !im.Lists(b.cfg.NodeID, k.topic, k.index) {
+			delete(b.closedForFiles, k)
+		}
+	}
 	b.partsMu.Unlock()
 	for _, r := range removed {
 		p := r.p
@@ -143,6 +152,10 @@ func (b *Broker) reconcilePartitions() error {
 	}
 	var toOpen []*opening
 	var toApply []partKey
+	// closedForFiles are the replicas this reconcile leaves closed for
+	// the open-files limit, notForFiles those it fails to open for
+	// another reason (b.closedForFiles).
+	var closedForFiles, notForFiles []partKey
 	for k, w := range want {
 		cfg, ok := configs[w.t]
 		if !ok {
@@ -162,6 +175,11 @@ func (b *Broker) reconcilePartitions() error {
 		}
 		dir, err := b.findPartitionDir(w.t, w.p.Index)
 		if err != nil {
+			if isOutOfDescriptors(err) {
+				closedForFiles = append(closedForFiles, k)
+			} else {
+				notForFiles = append(notForFiles, k)
+			}
 			errs = append(errs, err)
 			continue
 		}
@@ -179,7 +197,10 @@ func (b *Broker) reconcilePartitions() error {
 		}
 		toOpen = append(toOpen, o)
 	}
-	toOpen = withinOpenFilesLimit(b, now, toOpen, func(o *opening) string { return o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index)) }, &errs)
+	toOpen, left := withinOpenFilesLimit(b, now, toOpen, func(o *opening) string { return o.w.t.Name + "-" + strconv.Itoa(int(o.w.p.Index)) }, &errs)
+	for _, o := range left {
+		closedForFiles = append(closedForFiles, o.k)
+	}
 	// New replicas are created and opened in parallel, without partsMu
 	// (the partitions already open keep serving meanwhile). A new one is
 	// created without an fsync of its own (its directory, partition.metadata
@@ -230,19 +251,33 @@ func (b *Broker) reconcilePartitions() error {
 				// is tried again at the next reconcile.
 				outOfFiles = append(outOfFiles, name)
 				outOfFilesErr = o.err
+				closedForFiles = append(closedForFiles, o.k)
 				continue
 			case isDeviceError(o.err):
 				b.takeLogDirOffline(filepath.Dir(o.dir), name, o.err)
 			}
+			notForFiles = append(notForFiles, o.k)
 			errs = append(errs, o.err)
 			continue
 		}
 		b.partsMu.Lock()
 		b.parts[o.k] = o.p
+		delete(b.closedForFiles, o.k)
 		b.partsMu.Unlock()
 		toApply = append(toApply, o.k)
 		b.maybeResumeLogMove(o.p)
 	}
+	b.partsMu.Lock()
+	for _, k := range notForFiles {
+		delete(b.closedForFiles, k)
+	}
+	for _, k := range closedForFiles {
+		if b.closedForFiles == nil {
+			b.closedForFiles = map[partKey]struct{}{}
+		}
+		b.closedForFiles[k] = struct{}{}
+	}
+	b.partsMu.Unlock()
 	if len(outOfFiles) > 0 {
 		// One error for all of them (logged by the caller), not one per
 		// replica.
@@ -289,31 +324,31 @@ func (b *Broker) reconcilePartitions() error {
 
 // withinOpenFilesLimit returns the first of toOpen that can be opened
 // while descriptorReserve descriptors stay free (each new replica holds at
-// least its active segment open), in name order; the rest stay closed for
-// this reconcile, reported in errs, to be tried again at the next one
-// (fdlimit.go).
-func withinOpenFilesLimit[T any](b *Broker, now time.Time, toOpen []T, name func(T) string, errs *[]error) []T {
+// least its active segment open), in name order, and the rest, which stay
+// closed for this reconcile, reported in errs, to be tried again at the
+// next one (fdlimit.go).
+func withinOpenFilesLimit[T any](b *Broker, now time.Time, toOpen []T, name func(T) string, errs *[]error) (kept, left []T) {
 	if len(toOpen) == 0 {
-		return toOpen
+		return toOpen, nil
 	}
 	b.partsMu.RLock()
 	replicas := len(b.parts)
 	b.partsMu.RUnlock()
 	open, limit, ok := b.openFilesEstimate(now, replicas, len(toOpen))
 	if !ok {
-		return toOpen
+		return toOpen, nil
 	}
 	reserve := descriptorReserve(limit)
 	room := max(limit-reserve-open, 0)
 	if len(toOpen) <= room {
-		return toOpen
+		return toOpen, nil
 	}
 	slices.SortFunc(toOpen, func(x, y T) int { return strings.Compare(name(x), name(y)) })
-	left := toOpen[room:]
+	left = toOpen[room:]
 	// Reported once, in the reconcile's error (logged by its caller).
 	*errs = append(*errs, fmt.Errorf("%d replicas not opened, tried again at the next reconcile (%s first; %d files open of a limit of %d, %d kept free): %w",
 		len(left), name(left[0]), open, limit, reserve, errOpenFilesLimit))
-	return toOpen[:room]
+	return toOpen[:room], left
 }
 
 // holdsReplicaOf reports whether im still gives this broker a replica of
