@@ -88,6 +88,10 @@ func (p *process) openLogDirs() error {
 		return nil
 	}
 	for _, root := range p.dirs.roots {
+		// Each log directory is a disk of its own, as with JBOD: a
+		// syncfs in one (node's creation of replicas) makes nothing
+		// durable in another.
+		p.n.fs.Mount(root)
 		// Durably, as node creates them: the metadata quorum writes
 		// in "data" at once.
 		if err := vfs.MkdirAllDurably(p.n.fs, root); err != nil {

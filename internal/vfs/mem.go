@@ -50,6 +50,9 @@ type Mem struct {
 	capacity   int64  // < 0: unlimited
 	// spaces are the Space answers chosen for directories (SetSpace).
 	spaces map[string]Space
+	// mounts are the directories that are filesystems of their own
+	// (Mount), as splitPath joins them: SyncFS syncs one filesystem.
+	mounts map[string]bool
 }
 
 var _ FS = (*Mem)(nil)

@@ -260,6 +260,41 @@ func TestMemCrashDurability(t *testing.T) {
 			},
 			want: map[string]string{"/d/cp": "one", "/d/cp.tmp": absent},
 		},
+		{
+			name: "syncfs makes the whole tree durable when nothing is mounted",
+			before: func(t *testing.T, m *vfs.Mem) {
+				must(t, m.MkdirAll("/d/x", 0o755))
+				create(t, m, "/d/x/f", "x", false)
+				create(t, m, "/d/y", "y", false)
+				must(t, m.SyncFS("/d/x"))
+			},
+			want: map[string]string{"/d/x/f": "x", "/d/y": "y"},
+		},
+		{
+			name: "syncfs syncs only the filesystem mounted where it is asked",
+			before: func(t *testing.T, m *vfs.Mem) {
+				m.Mount("/d/a")
+				m.Mount("/d/b")
+				must(t, m.MkdirAll("/d/a/p", 0o755))
+				must(t, m.MkdirAll("/d/b/q", 0o755))
+				must(t, m.SyncDir("/d"))
+				create(t, m, "/d/a/p/f", "a", false)
+				create(t, m, "/d/b/q/g", "b", false)
+				create(t, m, "/d/top", "t", false)
+				must(t, m.SyncFS("/d/a/p"))
+			},
+			want: map[string]string{"/d/a/p/f": "a", "/d/b/q": absent, "/d/top": absent},
+		},
+		{
+			name: "syncfs outside a mount leaves the mounted filesystem alone",
+			before: func(t *testing.T, m *vfs.Mem) {
+				m.Mount("/d/a")
+				must(t, m.MkdirAll("/d/a/p", 0o755))
+				create(t, m, "/d/top", "t", false)
+				must(t, m.SyncFS("/d"))
+			},
+			want: map[string]string{"/d/top": "t", "/d/a/p": absent},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

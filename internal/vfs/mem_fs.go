@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -234,8 +235,22 @@ func (m *Mem) SyncDir(dir string) error {
 	return nil
 }
 
-// SyncFS implements FS: the whole tree is one filesystem, so every file's
-// current contents and every directory's current entries become durable.
+// Mount makes dir (which need not exist yet) the root of a filesystem of
+// its own, as separate disks are for log directories: SyncFS of a path
+// below it syncs only that filesystem, and SyncFS elsewhere leaves it
+// alone. Without mounts the whole tree is one filesystem.
+func (m *Mem) Mount(dir string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mounts == nil {
+		m.mounts = map[string]bool{}
+	}
+	m.mounts[strings.Join(splitPath(dir), "/")] = true
+}
+
+// SyncFS implements FS: every file's current contents and every
+// directory's current entries on the filesystem holding dir (the tree,
+// or the mounted directory dir is in; see Mount) become durable.
 func (m *Mem) SyncFS(dir string) error {
 	if err := m.inject(OpSyncFS, dir); err != nil {
 		return err
@@ -245,19 +260,40 @@ func (m *Mem) SyncFS(dir string) error {
 	if _, err := m.lookup(dir); err != nil {
 		return &os.PathError{Op: "syncfs", Path: dir, Err: err}
 	}
-	syncTree(m.root)
+	parts := splitPath(dir)
+	root := 0 // parts[:root] is the filesystem's mount point
+	for i := len(parts); i > 0; i-- {
+		if m.mounts[strings.Join(parts[:i], "/")] {
+			root = i
+			break
+		}
+	}
+	n, err := m.walk(parts[:root])
+	if err != nil {
+		return &os.PathError{Op: "syncfs", Path: dir, Err: err}
+	}
+	m.syncTree(n, strings.Join(parts[:root], "/"))
 	return nil
 }
 
-func syncTree(n *memNode) {
+// syncTree makes n, at path p, and what is below it durable, except the
+// filesystems mounted below it.
+func (m *Mem) syncTree(n *memNode, p string) {
 	if !n.isDir {
 		n.durable = append(n.durable[:n.dirtyFrom], n.data[n.dirtyFrom:]...)
 		n.dirtyFrom = len(n.data)
 		return
 	}
 	n.durableEntries = maps.Clone(n.entries)
-	for _, c := range n.entries {
-		syncTree(c)
+	for name, c := range n.entries {
+		cp := name
+		if p != "" {
+			cp = p + "/" + name
+		}
+		if c.isDir && m.mounts[cp] {
+			continue // another filesystem
+		}
+		m.syncTree(c, cp)
 	}
 }
 
