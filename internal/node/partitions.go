@@ -217,20 +217,14 @@ func (b *Broker) reconcilePartitions() error {
 			o.p, o.err = openPartition(b, o.w.t, o.w.p, o.cfg, o.dir, o.create)
 		}
 	})
-	synced := map[string]error{}
+	syncs := vfs.NewFSSyncs(b.fs)
 	for _, o := range toOpen {
 		if !o.create || o.err != nil {
 			continue
 		}
 		root := filepath.Dir(o.dir)
-		err, ok := synced[root]
-		if !ok {
-			if err = b.fs.SyncFS(root); err != nil {
-				err = fmt.Errorf("sync the new partitions in %s: %w", root, err)
-			}
-			synced[root] = err
-		}
-		if err != nil {
+		if err := syncs.Sync(root); err != nil {
+			err = fmt.Errorf("sync the new partitions in %s: %w", root, err)
 			// Never used: what it created may not be durable. The
 			// next reconcile opens the directory again (synced as a
 			// log found on disk).

@@ -14,6 +14,7 @@ import (
 	"github.com/skein-log/skein/internal/metadata"
 	"github.com/skein-log/skein/internal/replication"
 	"github.com/skein-log/skein/internal/storage"
+	"github.com/skein-log/skein/internal/vfs"
 )
 
 // reconcile is Broker.reconcilePartitions followed by fetchers.update:
@@ -99,15 +100,9 @@ func (p *process) reconcile() {
 		}
 		toApply = append(toApply, applying{r, st, cfg})
 	}
-	synced := map[string]error{}
+	syncs := vfs.NewFSSyncs(p.n.fs)
 	for _, r := range fresh {
-		root := path.Dir(r.log.Dir())
-		err, ok := synced[root]
-		if !ok {
-			err = p.n.fs.SyncFS(root)
-			synced[root] = err
-		}
-		if err != nil {
+		if err := syncs.Sync(path.Dir(r.log.Dir())); err != nil {
 			p.n.tracef("sync the new %s: %v", r.name(), err)
 			delete(p.parts, partKey{r.id, r.index})
 			r.ready(r.core.Close())
