@@ -756,6 +756,18 @@ func (b *Broker) partition(id metadata.TopicID, index int32) *partition {
 	return b.parts[partKey{id, index}]
 }
 
+// fetchPartitions resolves every partition of a fetch into parts (nil
+// for one not here) under one read lock: an idle follower's fetch names
+// thousands, and each lock of partsMu is an atomic add on a line every
+// connection's fetches share.
+func (b *Broker) fetchPartitions(fps []api.FetchPartition, parts []*partition) {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	for i, fp := range fps {
+		parts[i] = b.parts[partKey{fp.Topic, fp.Partition}]
+	}
+}
+
 // partitionError explains why a partition is not served here. A replica
 // left closed for the open-files limit is offline, as Kafka's replica in
 // an offline log directory is: KAFKA_STORAGE_ERROR, which a client takes

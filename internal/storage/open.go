@@ -47,6 +47,7 @@ func (l *Log) load(fresh bool) error {
 	if l.epochs, err = l.loadEpochCache(); err != nil {
 		return err
 	}
+	l.epochs.mirrorTo(&l.latestEpoch)
 	if err := l.loadCleanerState(); err != nil {
 		return err
 	}
