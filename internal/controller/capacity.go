@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,9 +76,13 @@ func (held replicaCounts) check(im *metadata.Image, adding map[int32]int, code *
 			continue
 		}
 		if total := held[id] + adding[id]; total > int(b.ReplicaCapacity) {
+			limit := ""
+			if b.OpenFilesLimit > 0 {
+				limit = fmt.Sprintf(" of %d", b.OpenFilesLimit)
+			}
 			return errorf(code,
-				"%sbroker %d would hold %d replicas (%d now, %d more), more than the %d its open-files limit (RLIMIT_NOFILE) lets it keep open (log.open.files.per.replica descriptors each, some kept free): %s",
-				prefix, id, total, held[id], adding[id], b.ReplicaCapacity, capacityAdvice)
+				"%sbroker %d would hold %d replicas (%d now, %d more), more than the %d its open-files limit (RLIMIT_NOFILE)%s lets it keep open (log.open.files.per.replica descriptors each, some kept free): %s",
+				prefix, id, total, held[id], adding[id], b.ReplicaCapacity, limit, capacityAdvice)
 		}
 	}
 	return nil

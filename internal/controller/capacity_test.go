@@ -14,13 +14,13 @@ import (
 func capacityCluster(t *testing.T, capacity int32) *metadata.Image {
 	t.Helper()
 	im := cluster(t, ids(1, 3))
-	recs, _, err := RegisterBroker(im, Registration{ID: 2, ReplicaCapacity: capacity, PreviousBrokerEpoch: -1}, nil, nil)
+	recs, _, err := RegisterBroker(im, Registration{ID: 2, ReplicaCapacity: capacity, OpenFilesLimit: 20_000, PreviousBrokerEpoch: -1}, nil, nil)
 	if err != nil {
 		t.Fatalf("RegisterBroker: %v", err)
 	}
 	im = apply(t, im, recs...)
-	if b, _ := im.Broker(2); b.ReplicaCapacity != capacity {
-		t.Fatalf("broker 2 registered with a replica capacity of %d, want %d", b.ReplicaCapacity, capacity)
+	if b, _ := im.Broker(2); b.ReplicaCapacity != capacity || b.OpenFilesLimit != 20_000 {
+		t.Fatalf("broker 2 registered with a replica capacity of %d and an open-files limit of %d, want %d and 20000", b.ReplicaCapacity, b.OpenFilesLimit, capacity)
 	}
 	return im
 }
@@ -39,7 +39,7 @@ func create(t *testing.T, im *metadata.Image, req CreateTopicRequest, id byte) (
 func wantCapacityRefusal(t *testing.T, err error, code *kerr.Error, parts ...string) {
 	t.Helper()
 	wantCode(t, err, code)
-	for _, s := range append(parts, "open-files limit (RLIMIT_NOFILE)", "ulimit -n") {
+	for _, s := range append(parts, "open-files limit (RLIMIT_NOFILE) of 20000", "ulimit -n") {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("refusal %q does not say %q", err, s)
 		}

@@ -43,6 +43,8 @@ type Registration struct {
 	// open-files limit), 0 if not limited; sent in a tagged field
 	// (api.ReplicaCapacityTag).
 	ReplicaCapacity int32
+	// OpenFilesLimit is the limit ReplicaCapacity comes from (0: not said).
+	OpenFilesLimit int32
 }
 
 // NewBrokerSession starts the session of broker id, whose previous
@@ -79,7 +81,7 @@ func (s *BrokerSession) Next(im *metadata.Image, wantShutdown bool, reg func() R
 			req.LogDirs = append(req.LogDirs, d)
 		}
 		req.PreviousBrokerEpoch = s.previousClean
-		api.TagReplicaCapacity(&req.UnknownTags, r.ReplicaCapacity)
+		api.TagReplicaCapacity(&req.UnknownTags, r.ReplicaCapacity, r.OpenFilesLimit)
 		if r.Rack != "" {
 			rack := r.Rack
 			req.Rack = &rack

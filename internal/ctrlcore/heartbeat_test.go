@@ -228,9 +228,13 @@ func TestHeartbeatLastBrokerStopsAtOnce(t *testing.T) {
 func TestRegistrationCarriesReplicaCapacity(t *testing.T) {
 	h := newHarness(t, image(t, 1, 2))
 	for _, capacity := range []int32{17_950, 0} {
+		limit := int32(0)
+		if capacity > 0 {
+			limit = 20_000
+		}
 		s := NewBrokerSession(4, -1)
 		sent, ok := s.Next(h.im, false, func() Registration {
-			return Registration{ClusterID: "c", Listeners: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h4", Port: 9092}}, ReplicaCapacity: capacity}
+			return Registration{ClusterID: "c", Listeners: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h4", Port: 9092}}, ReplicaCapacity: capacity, OpenFilesLimit: limit}
 		}).(*kmsg.BrokerRegistrationRequest)
 		if !ok {
 			t.Fatal("first request is not a registration")
@@ -248,8 +252,8 @@ func TestRegistrationCarriesReplicaCapacity(t *testing.T) {
 			})
 		})
 		h.settle()
-		if got := h.broker(4).ReplicaCapacity; got != capacity {
-			t.Fatalf("registered a replica capacity of %d, want %d", got, capacity)
+		if br := h.broker(4); br.ReplicaCapacity != capacity || br.OpenFilesLimit != limit {
+			t.Fatalf("registered a replica capacity of %d and an open-files limit of %d, want %d and %d", br.ReplicaCapacity, br.OpenFilesLimit, capacity, limit)
 		}
 	}
 }

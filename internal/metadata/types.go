@@ -67,6 +67,9 @@ type Broker struct {
 	// places no more on it (controller.checkReplicaCapacity). 0: not
 	// limited (the broker did not say, or log.open.files.per.replica is 0).
 	ReplicaCapacity int32 `json:",omitempty"`
+	// OpenFilesLimit is the open-files limit ReplicaCapacity was derived
+	// from, for the controller's refusals to name (0: not said).
+	OpenFilesLimit int32 `json:",omitempty"`
 }
 
 // DirectoryID is a log directory's 128-bit UUID, in the same form as a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -204,6 +205,9 @@ func (b *Broker) registration() ctrlcore.Registration {
 		b.partsMu.RUnlock()
 		open, limit, ok := b.openFiles()
 		reg.ReplicaCapacity = replicaCapacity(open, limit, replicas, b.cfg.LogOpenFilesPerReplica, ok)
+		if reg.ReplicaCapacity > 0 {
+			reg.OpenFilesLimit = int32(min(limit, math.MaxInt32))
+		}
 	}
 	for _, l := range b.advertised() {
 		reg.Listeners = append(reg.Listeners, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})

@@ -34,7 +34,7 @@ func TestCreateTopicsBeyondOpenFilesLimit(t *testing.T) {
 		if !errors.Is(err, kerr.InvalidPartitions) {
 			t.Fatalf("%s: %v, want INVALID_PARTITIONS", what, err)
 		}
-		for _, s := range []string{wantHold, "than the 44 its open-files limit (RLIMIT_NOFILE)", "ulimit -n"} {
+		for _, s := range []string{wantHold, "than the 44 its open-files limit (RLIMIT_NOFILE) of 400 lets it keep open", "ulimit -n"} {
 			if !strings.Contains(msg, s) {
 				t.Fatalf("%s: message %q does not say %q", what, msg, s)
 			}
