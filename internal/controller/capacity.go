@@ -13,10 +13,11 @@ import (
 // hold are bounded by its open-files limit (RLIMIT_NOFILE). It says how many
 // when it registers (metadata.Broker.ReplicaCapacity: the limit, less the
 // descriptors it keeps free, over log.open.files.per.replica), and the
-// controller refuses a creation, a partition increase or a reassignment
-// that would place more replicas on a broker than that, as Redpanda refuses
-// one beyond topic_fds_per_partition (INVALID_PARTITIONS, with the broker
-// and the limit named), rather than accept partitions no broker can open.
+// controller refuses a creation or a partition increase
+// (INVALID_PARTITIONS, as Redpanda refuses one beyond
+// topic_fds_per_partition) or a reassignment (INVALID_REPLICA_ASSIGNMENT)
+// that would place more replicas on a broker than that, with the broker
+// and the limit named, rather than accept partitions no broker can open.
 // Kafka has no such check: its brokers fail the log's open with "Too many
 // open files" and take the log directory offline. Placement itself stays
 // Kafka's round robin: a broker with room is not preferred over a full one,
