@@ -19,7 +19,8 @@ import (
 // controller so when they register, and a CreateTopics or CreatePartitions
 // asking for more replicas than that on a broker is refused with
 // INVALID_PARTITIONS naming the broker and the limit, validate_only
-// answering the same, instead of creating partitions no broker can open.
+// answering the same (for topics of one request together as well),
+// instead of creating partitions no broker can open.
 func TestCreateTopicsBeyondOpenFilesLimit(t *testing.T) {
 	openFiles := func() (int, int, bool) { return 100, 400, true }
 	c := startRolesCluster(t, []string{combinedRoles, combinedRoles, combinedRoles}, nil, node.Options{OpenFiles: openFiles})
@@ -54,12 +55,33 @@ func TestCreateTopicsBeyondOpenFilesLimit(t *testing.T) {
 		r := resp["too-big"]
 		refused("create too-big", r.Err, r.ErrMessage, "would hold 45 replicas (0 now, 45 more)")
 	}
+	// Two topics that fit one by one but not together, in one request:
+	// the second is refused, by validate_only too (it decides each topic
+	// as if the ones before it were created).
+	for _, validate := range []bool{true, false} {
+		create := adm.CreateTopics
+		if validate {
+			create = adm.ValidateCreateTopics
+		}
+		resp, err := create(ctx, 25, 3, nil, "half-a", "half-b")
+		if err != nil {
+			t.Fatalf("create half-a and half-b (validate_only %v): %v", validate, err)
+		}
+		if r := resp["half-a"]; r.Err != nil {
+			t.Fatalf("create half-a (validate_only %v): %v %s", validate, r.Err, r.ErrMessage)
+		}
+		r := resp["half-b"]
+		refused("create half-b after half-a", r.Err, r.ErrMessage, "would hold 50 replicas (25 now, 25 more)")
+	}
+	if del, err := adm.DeleteTopic(ctx, "half-a"); err != nil || del.Err != nil {
+		t.Fatalf("delete half-a: %v %v", err, del.Err)
+	}
 	topics, err := adm.ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if topics.Has("too-big") {
-		t.Fatal("the refused topic was created")
+	if topics.Has("too-big") || topics.Has("half-b") || topics.Has("half-a") {
+		t.Fatalf("topics %v: want no refused or deleted one", topics.Names())
 	}
 
 	createReplicatedTopic(ctx, t, adm, "fits", 40, 3, nil)
