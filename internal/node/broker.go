@@ -60,6 +60,11 @@ type Options struct {
 	// to carry a session past its lifetime without waiting; nil is the
 	// wall clock.
 	AuthClock func() time.Time
+	// OpenFiles, if set, reports the descriptors the process has open and
+	// its soft open-files limit in place of /proc/self/fd and
+	// RLIMIT_NOFILE (ok false: not known). Tests give a broker a small
+	// limit this way without lowering the process's own.
+	OpenFiles func() (open, limit int, ok bool)
 }
 
 type partKey struct {
@@ -331,6 +336,9 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.cleaner = newLogCleaner(b)
 	b.logMoves = newLogMoves()
 	b.openFiles = processOpenFiles
+	if opts.OpenFiles != nil {
+		b.openFiles = opts.OpenFiles
+	}
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.logger(loggerAPI)}
 	b.reg = metrics.NewRegistry()
