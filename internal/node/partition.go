@@ -99,6 +99,7 @@ type partition struct {
 // filesystem before the replica is used (storage.Options.Fresh).
 func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string, fresh bool) (*partition, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	logDir := filepath.Dir(filepath.Clean(dir))
 	var pt *partition
 	core, err := replica.Open(b.fs, dir, name, cfg, replica.Options{
 		LocalID:             b.cfg.NodeID,
@@ -108,13 +109,17 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		// Asked only under mu, once pt is set (an append as leader).
 		QuietFetchMs: func(id int32) int64 { return pt.quietFetchMs(id) },
 		Fresh:        fresh,
+		// The zeros ahead of the log end take space like the writes the
+		// floor refuses, so they count against it (a refill is skipped
+		// rather than written into the floor's headroom).
+		MayFillAhead: func(n int64) bool { return b.checkFreeSpace(logDir, n) == nil },
 	})
 	if err != nil {
 		return nil, err
 	}
 	pt = &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
-		logDir:   filepath.Dir(core.Log().Dir()),
+		logDir:   logDir,
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
 	pt.highWatermark.Store(core.HighWatermark())

@@ -45,6 +45,7 @@ type Log struct {
 	// covered, decides whether the zero-filled window is refilled
 	// (zerotail.go).
 	appendedBytes, syncedAppended int64
+	mayFillAhead                  func(n int64) bool // Options.MayFillAhead
 
 	failed error // set by an I/O error that may have lost data; sticky
 	// damagedFrom is the base of the first segment a read found corrupt,
