@@ -15,14 +15,14 @@
 # Usage: scripts/cpu-per-byte.sh
 # Environment: BROKER_BIN (the skein binary the brokers run, to compare
 # builds; default: built from this tree, which always runs the load),
-# PORT (43092; broker i on PORT+100*(i-1), admin on +2), RUNS (3), N1K
+# PORT (14092, below the ephemeral range 32768-60999 so a client connection cannot hold it; broker i on PORT+100*(i-1), admin on +2), RUNS (3), N1K
 # (1048576), N100 (5368709), LINGER (50ms: the batches fill to 1 MiB, so
 # the requests per byte do not change with the machine's load), LABEL,
 # WORK (a fresh temporary directory, removed at the end).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-PORT=${PORT:-43092}
+PORT=${PORT:-14092}
 RUNS=${RUNS:-3}
 N1K=${N1K:-1048576}
 N100=${N100:-5368709}

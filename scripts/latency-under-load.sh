@@ -23,14 +23,14 @@
 # Usage: scripts/latency-under-load.sh
 # Environment: BROKER_BIN (the skein binary the brokers run, to compare
 # builds; default: built from this tree, which always runs the load),
-# PORT (43092; broker i on PORT+100*(i-1), admin on +2), RATES ("20 40"
+# PORT (15092, below the ephemeral range 32768-60999; broker i on PORT+100*(i-1), admin on +2), RATES ("20 40"
 # MiB/s), RUNS (3), DURATION (20s), ACKS (all), TOPIC_CONFIG (extra topic
 # properties, space-separated key=value), LABEL, WORK (a fresh temporary
 # directory, removed at the end).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-PORT=${PORT:-43092}
+PORT=${PORT:-15092}
 RATES=${RATES:-20 40}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-20s}

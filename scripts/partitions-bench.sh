@@ -16,7 +16,7 @@
 #
 # Usage: scripts/partitions-bench.sh [N]
 # Environment: FD_LIMIT (the open-files limit the brokers get; default
-# the hard limit), PORT (47092: broker i listens on PORT+100*(i-1), its
+# the hard limit), PORT (17092, below the ephemeral range 32768-60999: broker i listens on PORT+100*(i-1), its
 # controller on +1, admin on +2), IDLE (60), PER_TOPIC (100), KEEP=1 keeps
 # the data directory, WORK (a fresh temporary directory), BROKER_BIN (a
 # skein binary to run; default: built from this tree), PROFILE=1 takes a
@@ -27,7 +27,7 @@
 set -euo pipefail
 
 N=${1:-10000}
-PORT=${PORT:-47092}
+PORT=${PORT:-17092}
 IDLE=${IDLE:-60}
 PER_TOPIC=${PER_TOPIC:-100}
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -99,18 +99,30 @@ func handleFetch(s *Server, r *Request, respond Respond) {
 	// twice their size behind for the collector.
 	params.Partitions = make([]FetchPartition, 0, len(sctx.Read))
 	var failed []FetchResult // by sctx.Read index; only once a lookup fails
+	// A follower's partitions come topic by topic: each topic is looked
+	// up once per run of its partitions, not once per partition (an idle
+	// follower's session names thousands twice per
+	// replica.fetch.wait.max.ms). A consumer's are authorized one by
+	// one, each denial counted.
+	var (
+		t      *metadata.Topic
+		terr   error
+		looked bool
+		key    fetchsession.Key
+	)
 	for i, rp := range sctx.Read {
-		var t *metadata.Topic
-		var terr error
-		switch {
-		case replicaID < 0:
-			t, terr = s.lookupAuthorized(r, authz.OpRead, im, byID, rp.Name, rp.ID)
-		case followerAllowed:
-			t, terr = lookupTopic(im, byID, rp.Name, rp.ID)
-		default:
-			// Only brokers may fetch as replicas (CLUSTER_ACTION); Kafka
-			// answers every partition TOPIC_AUTHORIZATION_FAILED.
-			terr = kerr.TopicAuthorizationFailed
+		if replicaID < 0 || !looked || rp.Name != key.Name || rp.ID != key.ID {
+			looked, key = true, rp.Key
+			switch {
+			case replicaID < 0:
+				t, terr = s.lookupAuthorized(r, authz.OpRead, im, byID, rp.Name, rp.ID)
+			case followerAllowed:
+				t, terr = lookupTopic(im, byID, rp.Name, rp.ID)
+			default:
+				// Only brokers may fetch as replicas (CLUSTER_ACTION);
+				// Kafka answers every partition TOPIC_AUTHORIZATION_FAILED.
+				t, terr = nil, kerr.TopicAuthorizationFailed
+			}
 		}
 		if terr != nil {
 			if failed == nil {

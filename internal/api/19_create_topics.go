@@ -23,6 +23,15 @@ func init() {
 func handleCreateTopics(s *Server, r *Request, respond Respond) {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	// validate_only decides each topic against an image holding the
+	// topics validated before it, as a real creation decides each against
+	// the image holding the ones committed before it: both answer a request
+	// whose topics fit one by one but not together (a broker's replica
+	// capacity) alike.
+	var dry *metadata.Image
+	if req.ValidateOnly {
+		dry = s.Backend.Image()
+	}
 	seen := make(map[string]int, len(req.Topics))
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -62,7 +71,7 @@ func handleCreateTopics(s *Server, r *Request, respond Respond) {
 				ct.Configs[c.Name] = *c.Value
 			}
 		}
-		id, err := s.createTopic(ct, req.ValidateOnly)
+		id, err := s.createTopic(ct, &dry)
 		if err != nil {
 			st.ErrorCode = ErrorCode(err)
 			st.ErrorMessage = ErrorMessage(err)
@@ -101,18 +110,29 @@ func createTopicConfigs(entries []config.ConfigEntry) []kmsg.CreateTopicsRespons
 	return out
 }
 
-// createTopic runs the controller's decision and commits its records.
-func (s *Server) createTopic(ct controller.CreateTopicRequest, validateOnly bool) (metadata.TopicID, error) {
+// createTopic runs the controller's decision and commits its records; with
+// *dry set (validate_only) it decides against *dry instead, commits
+// nothing, and leaves *dry holding the topic.
+func (s *Server) createTopic(ct controller.CreateTopicRequest, dry **metadata.Image) (metadata.TopicID, error) {
 	cfg := s.Backend.Config()
 	id := s.Backend.NewTopicID()
-	recs, err := controller.CreateTopic(s.Backend.Image(), ct, controller.Defaults{
+	im := s.Backend.Image()
+	if *dry != nil {
+		im = *dry
+	}
+	recs, err := controller.CreateTopic(im, ct, controller.Defaults{
 		NumPartitions:     cfg.NumPartitions,
 		ReplicationFactor: cfg.DefaultReplicationFactor,
 	}, id, config.ValidateTopicOverrides)
 	if err != nil {
 		return metadata.TopicID{}, err
 	}
-	if validateOnly {
+	if *dry != nil {
+		next, err := im.Apply(recs...)
+		if err != nil {
+			return metadata.TopicID{}, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		}
+		*dry = next
 		return metadata.TopicID{}, nil
 	}
 	if err := s.Backend.Commit(recs); err != nil {

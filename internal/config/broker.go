@@ -90,6 +90,7 @@ type Broker struct {
 
 	LogDirs                    []string      // log.dirs, else [log.dir]
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
+	LogOpenFilesPerReplica     int           // log.open.files.per.replica
 	LogDirMinFreePercent       float64       // log.dir.min.free.percent
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms
 	LogCleanerEnable           bool          // log.cleaner.enable
@@ -240,6 +241,7 @@ func (s *settings) build() (*Broker, error) {
 		LogCleanerEnable:           r.bool("log.cleaner.enable"),
 		LogCleanerBackoff:          r.durationMs("log.cleaner.backoff.ms"),
 		LogCleanerDedupeBufferSize: r.int64("log.cleaner.dedupe.buffer.size"),
+		LogOpenFilesPerReplica:     r.int("log.open.files.per.replica"),
 		LogDirMinFreeBytes:         r.int64("log.dir.min.free.bytes"),
 		LogDirMinFreePercent:       r.float64("log.dir.min.free.percent"),
 

@@ -190,6 +190,15 @@ var brokerProperties = []Property{
 		Doc: "Data directory, used when log.dirs is empty.",
 	},
 	{
+		Name: "log.open.files.per.replica", Kind: KindInt, Default: "1", Min: 0, Max: 1000,
+		Doc: "Skein extension (Redpanda's topic_fds_per_partition): file descriptors counted for each replica this broker holds. " +
+			"A broker keeps every replica's segment files open, so at registration it tells the controller how many replicas it can keep open: " +
+			"its open-files limit (RLIMIT_NOFILE, the soft one) less the descriptors it keeps free for everything else (a tenth of the limit, at least 256, at most 2,048) " +
+			"and those it holds besides its replicas' files, over this. The controller refuses a CreateTopics or CreatePartitions (INVALID_PARTITIONS), or a reassignment (INVALID_REPLICA_ASSIGNMENT), " +
+			"that would place more replicas on the broker, naming it and the limit; raise the limit (ulimit -n; LimitNOFILE= in a systemd unit) and restart the broker to hold more. " +
+			"Replicas with several segments hold more than one file each: raise this to leave room for them. 0: the broker states no limit and the controller places replicas on it regardless.",
+	},
+	{
 		Name: "log.dir.min.free.bytes", Kind: KindLong, Default: "67108864", Min: 0, Max: math.MaxInt64,
 		Doc: "Refuse produces (KAFKA_STORAGE_ERROR, which clients retry) while a log directory's filesystem has less free space than this; reads, groups and the quorum keep serving, and produces resume once space returns. 0: no floor in bytes.",
 	},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skein-log/skein/internal/invariant"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -170,7 +171,13 @@ func ElectLeaderless(im *metadata.Image, unclean func(*metadata.Topic) bool) []m
 }
 
 func electLeaderless(im *metadata.Image, alive func(int32) bool, unclean func(*metadata.Topic) bool) []metadata.Record {
+	// The image counts its leaderless partitions: with none (an idle
+	// cluster's every maintenance pass) there is nothing to walk.
+	if im.LeaderlessPartitions() == 0 && !invariant.Panics {
+		return nil
+	}
 	var recs []metadata.Record
+	leaderless := 0
 	for _, t := range im.Topics() {
 		// The controller's maintenance runs this over every partition ten
 		// times a second: the partitions are looked at in place, not
@@ -181,6 +188,7 @@ func electLeaderless(im *metadata.Image, alive func(int32) bool, unclean func(*m
 			if t.Partitions[i].Leader != metadata.NoLeader {
 				continue
 			}
+			leaderless++
 			p := t.Partitions[i]
 			if !resolved {
 				resolved, allowUnclean = true, unclean != nil && unclean(t)
@@ -191,6 +199,9 @@ func electLeaderless(im *metadata.Image, alive func(int32) bool, unclean func(*m
 			}
 			recs = append(recs, changeRecord(t.ID, p, withLeader(p, leader, kind)))
 		}
+	}
+	if invariant.Panics && leaderless != im.LeaderlessPartitions() {
+		invariant.Broken("the image counts %d leaderless partitions, %d found", im.LeaderlessPartitions(), leaderless)
 	}
 	return recs
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,8 +34,9 @@ type ReassignOptions struct {
 // each entry's outcome (nil: accepted); the records carry the accepted ones.
 func AlterPartitionReassignments(im *metadata.Image, reqs []Reassignment, opts ReassignOptions) (recs []metadata.Record, errs []error) {
 	errs = make([]error, len(reqs))
+	held := countLimited(im) // counted once, not for every entry
 	for i, rq := range reqs {
-		out, err := ReassignPartition(im, rq, opts)
+		out, added, err := reassignPartition(im, rq, opts, held)
 		if err == nil && len(out) > 0 {
 			next, aerr := im.Apply(out...)
 			if aerr != nil {
@@ -42,6 +44,7 @@ func AlterPartitionReassignments(im *metadata.Image, reqs []Reassignment, opts R
 			} else {
 				im = next
 				recs = append(recs, out...)
+				held.add(added)
 			}
 		}
 		errs[i] = err
@@ -66,20 +69,32 @@ func AlterPartitionReassignments(im *metadata.Image, reqs []Reassignment, opts R
 // replicas, and a leader that was being added hands over to an in-sync
 // original one. A cancel that would leave no in-sync original replica
 // needs an unclean election and is refused unless the topic allows one.
+//
+// A target adding replicas to a broker that would then hold more than its
+// ReplicaCapacity (its open-files limit) is refused
+// (INVALID_REPLICA_ASSIGNMENT, checkReplicaCapacity).
 func ReassignPartition(im *metadata.Image, rq Reassignment, opts ReassignOptions) ([]metadata.Record, error) {
+	recs, _, err := reassignPartition(im, rq, opts, countLimited(im))
+	return recs, err
+}
+
+// reassignPartition is ReassignPartition with the replicas held counted
+// (countLimited); it also returns the replicas the target adds, per broker.
+func reassignPartition(im *metadata.Image, rq Reassignment, opts ReassignOptions, held replicaCounts) ([]metadata.Record, map[int32]int, error) {
 	t, ok := im.Topic(rq.Topic)
 	if !ok {
-		return nil, errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", rq.Topic)
+		return nil, nil, errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", rq.Topic)
 	}
 	p, ok := t.Partition(rq.Partition)
 	if !ok {
-		return nil, errorf(kerr.UnknownTopicOrPartition, "topic %q has no partition %d", rq.Topic, rq.Partition)
+		return nil, nil, errorf(kerr.UnknownTopicOrPartition, "topic %q has no partition %d", rq.Topic, rq.Partition)
 	}
 	if rq.Target == nil {
-		return cancelReassignment(im, t, p, opts)
+		recs, err := cancelReassignment(im, t, p, opts)
+		return recs, nil, err
 	}
 	if err := validateTarget(im, t, p, rq.Target, opts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	next := p.Clone()
 	next.AddingReplicas = nil
@@ -94,13 +109,20 @@ func ReassignPartition(im *metadata.Image, rq Reassignment, opts ReassignOptions
 			next.AddingReplicas = append(next.AddingReplicas, r)
 		}
 	}
+	added := map[int32]int{}
+	for _, r := range next.AddingReplicas {
+		added[r]++
+	}
+	if err := held.check(im, added, kerr.InvalidReplicaAssignment, fmt.Sprintf("%s/%d: ", t.Name, p.Index)); err != nil {
+		return nil, nil, err
+	}
 	next.Replicas = append(slices.Clone(rq.Target), next.RemovingReplicas...)
 	next = completeIfDone(im, next)
 	rec := changeRecord(t.ID, p, next)
 	if isNoChange(rec) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return []metadata.Record{rec}, nil
+	return []metadata.Record{rec}, added, nil
 }
 
 func validateTarget(im *metadata.Image, t *metadata.Topic, p metadata.Partition, target []int32, opts ReassignOptions) error {

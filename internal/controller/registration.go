@@ -21,6 +21,11 @@ type Registration struct {
 	// down cleanly with (every log closed and synced), -1 if that shutdown
 	// was not clean or there was none.
 	PreviousBrokerEpoch int64
+	// ReplicaCapacity is how many replicas the broker can keep open (its
+	// open-files limit), 0 if not limited (metadata.Broker.ReplicaCapacity).
+	ReplicaCapacity int32
+	// OpenFilesLimit is the limit ReplicaCapacity comes from (0: not said).
+	OpenFilesLimit int32
 }
 
 // elrLoss says which ELRs a re-registering broker may no longer belong to.
@@ -92,7 +97,8 @@ func restartLoss(old *metadata.Broker, reg Registration) elrLoss {
 func RegisterBroker(im *metadata.Image, reg Registration, writeCaching, unclean func(*metadata.Topic) bool) ([]metadata.Record, int64, error) {
 	br := metadata.Broker{ID: reg.ID, Rack: reg.Rack, Epoch: im.Version() + 1,
 		Endpoints: slices.Clone(reg.Endpoints), LogDirs: slices.Clone(reg.LogDirs),
-		VouchedEpoch: reg.PreviousBrokerEpoch}
+		VouchedEpoch: reg.PreviousBrokerEpoch, ReplicaCapacity: max(reg.ReplicaCapacity, 0),
+		OpenFilesLimit: max(reg.OpenFilesLimit, 0)}
 	var recs []metadata.Record
 	next := im
 	old, known := im.Broker(reg.ID) // old is nil when !known

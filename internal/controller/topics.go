@@ -89,6 +89,9 @@ func CreateTopic(im *metadata.Image, req CreateTopicRequest, defaults Defaults, 
 		}
 		parts = placedPartitions(placed, 0)
 	}
+	if err := checkReplicaCapacity(im, parts, kerr.InvalidPartitions); err != nil {
+		return nil, err
+	}
 
 	chunks := chunkPartitions(parts)
 	recs := make([]metadata.Record, 0, len(chunks))
@@ -154,6 +157,9 @@ func CreatePartitions(im *metadata.Image, topic string, newTotal int32, assignme
 			return nil, err
 		}
 		parts = placedPartitions(placed, int(current))
+	}
+	if err := checkReplicaCapacity(im, parts, kerr.InvalidPartitions); err != nil {
+		return nil, err
 	}
 	var recs []metadata.Record
 	for _, c := range chunkPartitions(parts) {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skein-log/skein/internal/api"
 	"github.com/skein-log/skein/internal/metadata"
 )
 
@@ -38,6 +39,12 @@ type Registration struct {
 	Rack        string
 	Listeners   []metadata.Endpoint
 	LogDirs     []metadata.DirectoryID
+	// ReplicaCapacity is how many replicas the broker can keep open (its
+	// open-files limit), 0 if not limited; sent in a tagged field
+	// (api.ReplicaCapacityTag).
+	ReplicaCapacity int32
+	// OpenFilesLimit is the limit ReplicaCapacity comes from (0: not said).
+	OpenFilesLimit int32
 }
 
 // NewBrokerSession starts the session of broker id, whose previous
@@ -74,6 +81,7 @@ func (s *BrokerSession) Next(im *metadata.Image, wantShutdown bool, reg func() R
 			req.LogDirs = append(req.LogDirs, d)
 		}
 		req.PreviousBrokerEpoch = s.previousClean
+		api.TagReplicaCapacity(&req.UnknownTags, r.ReplicaCapacity, r.OpenFilesLimit)
 		if r.Rack != "" {
 			rack := r.Rack
 			req.Rack = &rack

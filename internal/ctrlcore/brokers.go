@@ -27,6 +27,7 @@ func (c *Core) Register(now time.Time, im *metadata.Image, req *kmsg.BrokerRegis
 		return c.end()
 	}
 	reg := controller.Registration{ID: req.BrokerID, PreviousBrokerEpoch: req.PreviousBrokerEpoch}
+	reg.ReplicaCapacity, reg.OpenFilesLimit = api.TaggedReplicaCapacity(req.UnknownTags)
 	if req.Rack != nil {
 		reg.Rack = *req.Rack
 	}
@@ -53,7 +54,7 @@ func (c *Core) Register(now time.Time, im *metadata.Image, req *kmsg.BrokerRegis
 				return func() { done(-1, err) }
 			}
 			c.renew(reg.ID, conn)
-			c.note("broker registered", "broker", reg.ID, "epoch", epoch, "previous_clean_epoch", reg.PreviousBrokerEpoch)
+			c.note("broker registered", "broker", reg.ID, "epoch", epoch, "previous_clean_epoch", reg.PreviousBrokerEpoch, "replica_capacity", reg.ReplicaCapacity, "open_files_limit", reg.OpenFilesLimit)
 			return func() { done(epoch, nil) }
 		}})
 	return c.end()

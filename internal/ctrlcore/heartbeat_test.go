@@ -221,3 +221,39 @@ func TestHeartbeatLastBrokerStopsAtOnce(t *testing.T) {
 		t.Fatalf("partition %+v, want leaderless with ELR [2]", p)
 	}
 }
+
+// A broker's replica capacity (its open-files limit) travels in a tagged
+// field of its registration, through the wire encoding, into its broker
+// record; a registration without it states none.
+func TestRegistrationCarriesReplicaCapacity(t *testing.T) {
+	h := newHarness(t, image(t, 1, 2))
+	for _, capacity := range []int32{17_950, 0} {
+		limit := int32(0)
+		if capacity > 0 {
+			limit = 20_000
+		}
+		s := NewBrokerSession(4, -1)
+		sent, ok := s.Next(h.im, false, func() Registration {
+			return Registration{ClusterID: "c", Listeners: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h4", Port: 9092}}, ReplicaCapacity: capacity, OpenFilesLimit: limit}
+		}).(*kmsg.BrokerRegistrationRequest)
+		if !ok {
+			t.Fatal("first request is not a registration")
+		}
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.Version = sent.Version
+		if err := req.ReadFrom(sent.AppendTo(nil)); err != nil {
+			t.Fatalf("decode the registration: %v", err)
+		}
+		h.do(func(now time.Time, im *metadata.Image) Ready {
+			return h.c.Register(now, im, req, nil, func(_ int64, err error) {
+				if err != nil {
+					t.Errorf("register: %v", err)
+				}
+			})
+		})
+		h.settle()
+		if br := h.broker(4); br.ReplicaCapacity != capacity || br.OpenFilesLimit != limit {
+			t.Fatalf("registered a replica capacity of %d and an open-files limit of %d, want %d and %d", br.ReplicaCapacity, br.OpenFilesLimit, capacity, limit)
+		}
+	}
+}

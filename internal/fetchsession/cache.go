@@ -27,6 +27,8 @@ package fetchsession
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skein-log/skein/internal/invariant"
 )
 
 // Epochs with a meaning of their own (KIP-227).
@@ -254,22 +256,42 @@ func (c *Cache) Complete(ctx Context, results []Result, nowMs int64) Outcome {
 		return Outcome{ErrorCode: kerr.InvalidFetchSessionEpoch.Code}
 	}
 	out := Outcome{SessionID: s.id, Include: make([]bool, len(results))}
-	var sent, unsent []*cached
+	// With the epoch Begin set, no other fetch of the session came
+	// between (each Begin moves it on): its partitions are ctx.Read's,
+	// in that order, and are updated in place without a lookup (an idle
+	// follower's session has thousands).
+	if len(s.parts) != len(results) {
+		invariant.Broken("fetch session %d: %d partitions, %d results", s.id, len(s.parts), len(results))
+		return Outcome{ErrorCode: kerr.InvalidFetchSessionEpoch.Code}
+	}
+	sent := 0
 	for i, res := range results {
-		cp := s.index[ctx.Read[i].Key]
-		if cp == nil {
-			continue
+		cp := s.parts[i]
+		if invariant.Panics && cp.Key != ctx.Read[i].Key {
+			invariant.Broken("fetch session %d: partition %d is %v, read as %v", s.id, i, cp.Key, ctx.Read[i].Key)
 		}
 		if cp.update(res) {
 			out.Include[i] = true
-			sent = append(sent, cp)
-		} else {
-			unsent = append(unsent, cp)
+			sent++
 		}
 	}
 	// Partitions that were answered move to the end, so the next fetch's
-	// byte limits favour the others (Kafka does the same).
-	s.parts = append(unsent, sent...)
+	// byte limits favour the others (Kafka does the same). An idle
+	// answer moves none.
+	if sent > 0 {
+		parts := make([]*cached, 0, len(s.parts))
+		for i, cp := range s.parts {
+			if !out.Include[i] {
+				parts = append(parts, cp)
+			}
+		}
+		for i, cp := range s.parts {
+			if out.Include[i] {
+				parts = append(parts, cp)
+			}
+		}
+		s.parts = parts
+	}
 	s.lastUsedMs = nowMs
 	return out
 }

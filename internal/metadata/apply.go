@@ -106,6 +106,7 @@ func (b *builder) apply(r Record) error {
 		b.writableTopics()
 		delete(b.img.topicsByID, r.ID)
 		delete(b.img.topicsByName, t.Name)
+		b.img.leaderless -= countLeaderless(t.Partitions)
 		return nil
 	case AddPartitions:
 		return b.addPartitions(r)
@@ -231,6 +232,7 @@ func (b *builder) createTopic(r CreateTopic) error {
 	b.img.topicsByName[t.Name] = t
 	b.img.topicsByID[t.ID] = t
 	b.ownedTopics[t] = true
+	b.img.leaderless += countLeaderless(parts)
 	return nil
 }
 
@@ -248,7 +250,19 @@ func (b *builder) addPartitions(r AddPartitions) error {
 	}
 	t = b.ownTopic(t)
 	t.Partitions = append(t.Partitions, parts...)
+	b.img.leaderless += countLeaderless(parts)
 	return nil
+}
+
+// countLeaderless is the number of ps without a leader.
+func countLeaderless(ps []Partition) int {
+	n := 0
+	for i := range ps {
+		if ps[i].Leader == NoLeader {
+			n++
+		}
+	}
+	return n
 }
 
 // copyNewPartitions validates partitions that must be numbered first,
@@ -315,6 +329,12 @@ func (b *builder) changePartition(r PartitionChange) error {
 	}
 	t = b.ownTopic(t)
 	t.Partitions[r.Partition] = p
+	if oldLeader == NoLeader {
+		b.img.leaderless--
+	}
+	if p.Leader == NoLeader {
+		b.img.leaderless++
+	}
 	return nil
 }
 

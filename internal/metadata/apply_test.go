@@ -412,3 +412,48 @@ func TestEmptyApplyAndWithVersion(t *testing.T) {
 		t.Fatalf("WithVersion: %d/%d", v.Version(), im.Version())
 	}
 }
+
+// TestLeaderlessPartitionsCounted: every Apply that adds, changes or
+// removes partitions keeps the image's count of leaderless ones, which
+// the controller's maintenance trusts to skip its walk.
+func TestLeaderlessPartitionsCounted(t *testing.T) {
+	im := baseImage(t)
+	if n := im.LeaderlessPartitions(); n != 0 {
+		t.Fatalf("base image counts %d leaderless", n)
+	}
+	steps := []struct {
+		name string
+		recs []Record
+		want int
+	}{
+		{"create with one leaderless", []Record{CreateTopic{Name: "alpha", ID: idOf(2), Partitions: []Partition{
+			partition(0, NoLeader, 1, 2), partition(1, 2, 2, 1)}}}, 1},
+		{"add a leaderless partition", []Record{AddPartitions{TopicID: idOf(2), Partitions: []Partition{partition(2, NoLeader, 3, 1)}}}, 2},
+		{"lose a leader", []Record{PartitionChange{TopicID: idOf(1), Partition: 0, Leader: ptr(NoLeader)}}, 3},
+		{"leaderless stays leaderless", []Record{PartitionChange{TopicID: idOf(1), Partition: 0, ISR: ptr([]int32{1, 2})}}, 3},
+		{"elect one", []Record{PartitionChange{TopicID: idOf(2), Partition: 0, Leader: ptr(int32(1))}}, 2},
+		{"one batch: elect, lose, elect", []Record{
+			PartitionChange{TopicID: idOf(1), Partition: 0, Leader: ptr(int32(2))},
+			PartitionChange{TopicID: idOf(1), Partition: 1, Leader: ptr(NoLeader)},
+			PartitionChange{TopicID: idOf(1), Partition: 1, Leader: ptr(int32(3))},
+		}, 1},
+		{"remove the topic holding it", []Record{RemoveTopic{ID: idOf(2)}}, 0},
+	}
+	for _, s := range steps {
+		im = mustApply(t, im, s.recs...)
+		if n := im.LeaderlessPartitions(); n != s.want {
+			t.Fatalf("%s: %d leaderless, want %d", s.name, n, s.want)
+		}
+		found := 0
+		for _, tp := range im.Topics() {
+			for _, p := range tp.Partitions {
+				if p.Leader == NoLeader {
+					found++
+				}
+			}
+		}
+		if found != s.want {
+			t.Fatalf("%s: the image holds %d leaderless, the test expects %d", s.name, found, s.want)
+		}
+	}
+}

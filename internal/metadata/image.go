@@ -41,6 +41,11 @@ type Image struct {
 	// features are the finalized feature levels (features.go), by name;
 	// copied on write.
 	features map[string]int16
+	// leaderless counts the partitions without a leader (NoLeader),
+	// kept by every Apply that adds, changes or removes partitions: the
+	// active controller's maintenance elects leaders for them ten times a
+	// second and walks the partitions only when there is one.
+	leaderless int
 }
 
 // Empty returns the image of a cluster with no brokers and no topics.
@@ -88,6 +93,9 @@ func (im *Image) TopicByID(id TopicID) (*Topic, bool) {
 func (im *Image) Topics() []*Topic {
 	return slices.Clone(im.sortedTopics)
 }
+
+// LeaderlessPartitions is the number of partitions without a leader.
+func (im *Image) LeaderlessPartitions() int { return im.leaderless }
 
 // TopicCount is the number of topics, without building a slice.
 func (im *Image) TopicCount() int { return len(im.topicsByName) }

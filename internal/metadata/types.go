@@ -61,6 +61,15 @@ type Broker struct {
 	// Epoch leaves its successor vouching for this one again (0: not
 	// known, a registration older than the field).
 	VouchedEpoch int64 `json:",omitempty"`
+	// ReplicaCapacity is how many replicas the broker said it can keep
+	// open, from its open-files limit (RLIMIT_NOFILE) less the descriptors
+	// it keeps free, over log.open.files.per.replica; the controller
+	// places no more on it (controller.checkReplicaCapacity). 0: not
+	// limited (the broker did not say, or log.open.files.per.replica is 0).
+	ReplicaCapacity int32 `json:",omitempty"`
+	// OpenFilesLimit is the open-files limit ReplicaCapacity was derived
+	// from, for the controller's refusals to name (0: not said).
+	OpenFilesLimit int32 `json:",omitempty"`
 }
 
 // DirectoryID is a log directory's 128-bit UUID, in the same form as a

@@ -23,6 +23,9 @@ func validateBroker(b *Broker) error {
 	if b.Epoch < 0 {
 		return fmt.Errorf("negative broker epoch %d", b.Epoch)
 	}
+	if b.ReplicaCapacity < 0 || b.OpenFilesLimit < 0 {
+		return fmt.Errorf("negative replica capacity %d or open-files limit %d", b.ReplicaCapacity, b.OpenFilesLimit)
+	}
 	if len(b.Endpoints) > MaxEndpoints {
 		return fmt.Errorf("%d endpoints exceed the limit of %d", len(b.Endpoints), MaxEndpoints)
 	}

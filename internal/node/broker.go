@@ -60,6 +60,11 @@ type Options struct {
 	// to carry a session past its lifetime without waiting; nil is the
 	// wall clock.
 	AuthClock func() time.Time
+	// OpenFiles, if set, reports the descriptors the process has open and
+	// its soft open-files limit in place of /proc/self/fd and
+	// RLIMIT_NOFILE (ok false: not known). Tests give a broker a small
+	// limit this way without lowering the process's own.
+	OpenFiles func() (open, limit int, ok bool)
 }
 
 type partKey struct {
@@ -331,6 +336,9 @@ func New(cfg *config.Broker, opts Options) *Broker {
 	b.cleaner = newLogCleaner(b)
 	b.logMoves = newLogMoves()
 	b.openFiles = processOpenFiles
+	if opts.OpenFiles != nil {
+		b.openFiles = opts.OpenFiles
+	}
 	b.fetchSessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.api = &api.Server{Backend: backend{b}, Log: b.logger(loggerAPI)}
 	b.reg = metrics.NewRegistry()
@@ -754,6 +762,18 @@ func (b *Broker) partition(id metadata.TopicID, index int32) *partition {
 	b.partsMu.RLock()
 	defer b.partsMu.RUnlock()
 	return b.parts[partKey{id, index}]
+}
+
+// fetchPartitions resolves every partition of a fetch into parts (nil
+// for one not here) under one read lock: an idle follower's fetch names
+// thousands, and each lock of partsMu is an atomic add on a line every
+// connection's fetches share.
+func (b *Broker) fetchPartitions(fps []api.FetchPartition, parts []*partition) {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	for i, fp := range fps {
+		parts[i] = b.parts[partKey{fp.Topic, fp.Partition}]
+	}
 }
 
 // partitionError explains why a partition is not served here. A replica

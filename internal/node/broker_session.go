@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -198,6 +199,16 @@ func (b *Broker) sessionStep(parent context.Context, sess *ctrlcore.BrokerSessio
 // registration is what this broker registers with.
 func (b *Broker) registration() ctrlcore.Registration {
 	reg := ctrlcore.Registration{ClusterID: b.Image().ClusterID(), Incarnation: b.incarnation, Rack: b.cfg.Rack, LogDirs: b.logDirIDs}
+	if b.cfg.LogOpenFilesPerReplica > 0 {
+		b.partsMu.RLock()
+		replicas := len(b.parts)
+		b.partsMu.RUnlock()
+		open, limit, ok := b.openFiles()
+		reg.ReplicaCapacity = replicaCapacity(open, limit, replicas, b.cfg.LogOpenFilesPerReplica, ok)
+		if reg.ReplicaCapacity > 0 {
+			reg.OpenFilesLimit = int32(min(limit, math.MaxInt32))
+		}
+	}
 	for _, l := range b.advertised() {
 		reg.Listeners = append(reg.Listeners, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
 	}

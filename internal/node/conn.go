@@ -585,6 +585,19 @@ func (c *conn) writeSlot(s *slot, bw *bufio.Writer, bufp *[]byte, failedp *bool)
 	defer func() { *bufp, *failedp = buf, failed }()
 	select {
 	case <-s.done:
+	default:
+		// Not answered yet (a long poll, a produce waiting for its
+		// acks): the answers before it that wait in the buffer go now,
+		// not once this one is ready.
+		if !failed && bw.Buffered() > 0 {
+			if err := bw.Flush(); err != nil {
+				failed = true
+				c.nc.Close() // unblocks the reader
+			}
+		}
+	}
+	select {
+	case <-s.done:
 	case <-c.readerGone:
 		// Answer what is ready; stop waiting for what is not.
 		select {

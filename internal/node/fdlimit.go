@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"math"
 	"syscall"
 	"time"
 )
@@ -18,8 +19,29 @@ import (
 // them, the replicas left closed are offline here (closedForOpenFiles):
 // requests for them are answered KAFKA_STORAGE_ERROR and the gauge
 // skein_open_files_limit_offline_replicas counts them. The controller is
-// not told (Kafka's brokers report offline replicas to it, KIP-858): it
-// may keep such a replica as leader or in the ISR.
+// not told of these (Kafka's brokers report offline replicas to it,
+// KIP-858): it may keep such a replica as leader or in the ISR.
+
+// The controller is told, at registration, how many replicas this broker
+// can keep open (replicaCapacity), and places no more on it: a creation
+// that would is refused (controller.checkReplicaCapacity), so the closed
+// replicas above are what something else's descriptors cost, not what
+// the cluster was asked to create.
+
+// replicaCapacity is how many replicas a broker with open descriptors
+// open (replicas of them its replicas', at perReplica each) and a soft
+// open-files limit of limit can keep open: the limit less
+// descriptorReserve and the descriptors it holds besides its replicas',
+// over perReplica (log.open.files.per.replica); at least 1. 0 (not
+// limited) when perReplica is 0 or the limit is not known (ok false).
+func replicaCapacity(open, limit, replicas, perReplica int, ok bool) int32 {
+	if !ok || perReplica <= 0 || limit <= 0 {
+		return 0
+	}
+	other := max(open-replicas*perReplica, 0)
+	n := (limit - descriptorReserve(limit) - other) / perReplica
+	return int32(min(max(n, 1), math.MaxInt32))
+}
 
 // errOpenFilesLimit marks replicas left closed for the open-files limit.
 var errOpenFilesLimit = errors.New("the open-files limit (RLIMIT_NOFILE) is reached: raise it (ulimit -n; LimitNOFILE= in a systemd unit) above the replicas' segment files plus the connections")

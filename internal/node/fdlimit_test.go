@@ -323,3 +323,33 @@ func TestOpenFilesCountedRarelyFarFromTheLimit(t *testing.T) {
 	}
 	closeAll(t, b)
 }
+
+// TestReplicaCapacity: what a broker tells the controller it can keep
+// open, the limit less the reserve and the files it holds besides its
+// replicas', over log.open.files.per.replica.
+func TestReplicaCapacity(t *testing.T) {
+	for _, tt := range []struct {
+		name                       string
+		open, limit, replicas, per int
+		ok                         bool
+		want                       int32
+	}{
+		// The benchmark's brokers: 20,000, 2,000 kept free, 22 other files.
+		{"fresh at 20,000", 22, 20_000, 0, 1, true, 17_978},
+		{"restarted with its replicas open", 17_022, 20_000, 17_000, 1, true, 17_978},
+		// Segments beyond the first count as other files.
+		// 40,000: 2,048 kept free.
+		{"replicas of several segments", 20_022, 40_000, 10_000, 1, true, 40_000 - 2_048 - 10_022},
+		{"two files each", 22, 20_000, 0, 2, true, 8_989},
+		{"more files per replica than they hold", 1_000, 20_000, 1_000, 5, true, 3_600},
+		// 1,000: 256 kept free.
+		{"small limit", 100, 1_000, 0, 1, true, 644},
+		{"no room left", 900, 1_000, 0, 1, true, 1},
+		{"limit not known", 0, 0, 0, 1, false, 0},
+		{"not stated", 22, 20_000, 0, 0, true, 0},
+	} {
+		if got := replicaCapacity(tt.open, tt.limit, tt.replicas, tt.per, tt.ok); got != tt.want {
+			t.Errorf("%s: replicaCapacity(%d, %d, %d, %d) = %d, want %d", tt.name, tt.open, tt.limit, tt.replicas, tt.per, got, tt.want)
+		}
+	}
+}

@@ -51,9 +51,7 @@ type partSnap struct {
 
 func (b *Broker) fetch(params api.FetchParams, done func([]api.FetchResult)) {
 	w := &fetchWaiter{b: b, params: params, done: done, parts: make([]*partition, len(params.Partitions))}
-	for i, fp := range params.Partitions {
-		w.parts[i] = b.partition(fp.Topic, fp.Partition)
-	}
+	b.fetchPartitions(params.Partitions, w.parts)
 	snap := make([]partSnap, len(w.parts))
 	results, enough := w.read(snap)
 	w.positionRecorded = true

@@ -96,7 +96,9 @@ func parkedOn(p *partition) *fetchWaiter {
 }
 
 // idleLeader is a broker leading n partitions of one topic with nothing
-// in them, followed by broker 2, and a follower fetch of all of them.
+// in them, followed by broker 2, and a follower fetch of all of them
+// (at the log end, naming epoch 0 as its last fetched, as a follower of
+// epoch 0 does).
 func idleLeader(b *testing.B, n int) (*Broker, api.FetchParams, []*partition) {
 	br := newUnitBroker(b, vfs.NewMem())
 	tcfg, err := config.ResolveTopic(br.cfg, nil)
@@ -119,7 +121,7 @@ func idleLeader(b *testing.B, n int) (*Broker, api.FetchParams, []*partition) {
 		br.parts[partKey{topic.ID, int32(i)}] = p
 		parts = append(parts, p)
 		params.Partitions = append(params.Partitions, api.FetchPartition{Topic: topic.ID, Partition: int32(i),
-			MaxBytes: 1 << 20, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1})
+			MaxBytes: 1 << 20, CurrentLeaderEpoch: 0, LastFetchedEpoch: 0})
 	}
 	return br, params, parts
 }

@@ -65,19 +65,13 @@ type partition struct {
 	// (a bump of generation) would have it read again for nothing: a
 	// goroutine and a read of every partition per acknowledged record.
 	dataGeneration atomic.Uint64
-	// quietAt and quietEpoch publish the core's Quiet (replica.Quiet) for
-	// fetches read without mu: while quietAt is not -1, a follower fetch
-	// at quietAt in epoch quietEpoch changes nothing but the follower's
-	// fetch time, which it leaves in quietFetches instead of taking mu
-	// (admitQuiet), and the ISR tick has nothing to decide. quietAt goes
-	// to -1 before quietEpoch or quietFetches change and is set after
-	// them (publishQuiet), so that a reader loading quietAt, quietEpoch,
-	// quietFetches, then quietAt again and seeing the same quietAt twice
-	// has what was published together.
-	quietAt      atomic.Int64
-	quietEpoch   atomic.Int32
-	quietFetches atomic.Pointer[quietFetches]
-	// tickIdle is the core's TickIdle, published with quietAt: the ISR
+	// quiet publishes the core's Quiet (replica.Quiet) for fetches read
+	// without mu: while it holds one, a follower fetch at its log end in
+	// its epoch changes nothing but the follower's fetch time, which it
+	// leaves in the quiet fetches instead of taking mu (admitQuiet), and
+	// the ISR tick has nothing to decide.
+	quiet quietState
+	// tickIdle is the core's TickIdle, published with quiet: the ISR
 	// tick skips the partition without its lock (most partitions of a
 	// broker are followed, not led, and each lock was a cache miss).
 	tickIdle atomic.Bool
@@ -99,6 +93,7 @@ type partition struct {
 // filesystem before the replica is used (storage.Options.Fresh).
 func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg config.TopicConfig, dir string, fresh bool) (*partition, error) {
 	name := fmt.Sprintf("%s-%d", t.Name, p.Index)
+	logDir := filepath.Dir(filepath.Clean(dir))
 	var pt *partition
 	core, err := replica.Open(b.fs, dir, name, cfg, replica.Options{
 		LocalID:             b.cfg.NodeID,
@@ -108,19 +103,23 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		// Asked only under mu, once pt is set (an append as leader).
 		QuietFetchMs: func(id int32) int64 { return pt.quietFetchMs(id) },
 		Fresh:        fresh,
+		// The zeros ahead of the log end take space like the writes the
+		// floor refuses, so they count against it (a refill is skipped
+		// rather than written into the floor's headroom).
+		MayFillAhead: func(n int64) bool { return b.checkFreeSpace(logDir, n) == nil },
 	})
 	if err != nil {
 		return nil, err
 	}
 	pt = &partition{
 		b: b, topic: t.Name, id: t.ID, index: p.Index, log: core.Log(), core: core,
-		logDir:   filepath.Dir(core.Log().Dir()),
+		logDir:   logDir,
 		timeouts: map[replica.WaiterID]*time.Timer{},
 	}
 	pt.highWatermark.Store(core.HighWatermark())
 	pt.lastStable.Store(core.LastStableOffset())
-	pt.quietAt.Store(-1)
-	pt.quietFetches.Store(&quietFetches{})
+	pt.quiet.at.Store(-1)
+	pt.quiet.fetches.Store(&quietFetches{})
 	pt.tickIdle.Store(core.TickIdle())
 	return pt, nil
 }
@@ -136,7 +135,7 @@ type quietFetches struct {
 
 // quietFetchMs is replica.Options.QuietFetchMs, read under mu.
 func (p *partition) quietFetchMs(id int32) int64 {
-	q := p.quietFetches.Load()
+	q := p.quiet.fetches.Load()
 	for i, f := range q.ids {
 		if f == id {
 			return q.ms[i].Load()
@@ -152,48 +151,92 @@ func (p *partition) publishQuiet() {
 		p.tickIdle.Store(idle)
 	}
 	q := p.core.Quiet()
-	at := p.quietAt.Load()
 	if !q.OK {
-		if at != -1 {
-			p.quietAt.Store(-1)
-		}
+		p.quiet.publish(q, nil, true)
 		return
 	}
-	ids, same := p.core.Followers(p.quietFetches.Load().ids)
-	epochSame := p.quietEpoch.Load() == q.Epoch
-	if at == q.LogEnd && epochSame && same {
-		return
-	}
-	if !epochSame || !same {
-		p.quietAt.Store(-1)
-		p.quietEpoch.Store(q.Epoch)
-		if !same {
-			p.quietFetches.Store(&quietFetches{ids: ids, ms: make([]atomic.Int64, len(ids))})
-		}
-	}
-	p.quietAt.Store(q.LogEnd)
+	ids, same := p.core.Followers(p.quiet.fetches.Load().ids)
+	p.quiet.publish(q, ids, same)
 }
 
 // admitQuiet admits a follower's fetch of fp without mu when the
 // published Quiet lets it (replica.QuietAdmits), keeping its time as the
 // follower's latest quiet fetch.
 func (p *partition) admitQuiet(fp api.FetchPartition, replicaID int32, nowMs int64) bool {
-	at := p.quietAt.Load()
-	if at == -1 || at != fp.Offset {
+	snap, ok := p.quiet.load()
+	if !ok || snap.at != fp.Offset || !p.quiet.unchanged(snap) {
 		return false
 	}
-	epoch := p.quietEpoch.Load()
-	qf := p.quietFetches.Load()
-	if p.quietAt.Load() != at {
-		return false
-	}
-	i, ok := replica.QuietAdmits(replica.Quiet{OK: true, LogEnd: at, Epoch: epoch, Followers: qf.ids}, fp, replicaID)
+	i, ok := replica.QuietAdmits(replica.Quiet{OK: true, LogEnd: snap.at, Epoch: snap.epoch, Followers: snap.fetches.ids}, fp, replicaID)
 	if !ok {
 		return false
 	}
-	qf.ms[i].Store(nowMs)
+	snap.fetches.ms[i].Store(nowMs)
 	return true
 }
+
+// quietState is a partition's published replica.Quiet: its log end (at,
+// -1 when not quiet), its epoch and its followers with their latest quiet
+// fetch times. One writer at a time (under the partition's mu); readers
+// take no lock. The epoch and the followers change together under seq, a
+// sequence lock: odd while they change, bumped again after. A reader
+// that sees the same even seq before and after its loads (load,
+// unchanged) has an epoch and followers published together, whatever
+// else changed and changed back meanwhile. The log end is one value on
+// its own: with the same epoch and followers, either of two log ends
+// loaded was quiet.
+type quietState struct {
+	seq     atomic.Uint64
+	at      atomic.Int64
+	epoch   atomic.Int32
+	fetches atomic.Pointer[quietFetches]
+}
+
+// quietSnap is what one reader loaded of a quietState.
+type quietSnap struct {
+	seq     uint64
+	at      int64
+	epoch   int32
+	fetches *quietFetches
+}
+
+// publish makes q the published state; ids are q's followers, same
+// whether they are the published ones (whose fetch times are then kept).
+func (s *quietState) publish(q replica.Quiet, ids []int32, same bool) {
+	at := s.at.Load()
+	if !q.OK {
+		if at != -1 {
+			s.at.Store(-1)
+		}
+		return
+	}
+	if s.epoch.Load() != q.Epoch || !same {
+		s.seq.Add(1) // odd: a reader meanwhile declines
+		s.epoch.Store(q.Epoch)
+		if !same {
+			s.fetches.Store(&quietFetches{ids: ids, ms: make([]atomic.Int64, len(ids))})
+		}
+		s.seq.Add(1)
+	}
+	if at != q.LogEnd {
+		s.at.Store(q.LogEnd)
+	}
+}
+
+// load reads the published state; ok is false when it is not quiet or
+// being changed. The snapshot holds only if unchanged says so after it.
+func (s *quietState) load() (quietSnap, bool) {
+	seq := s.seq.Load()
+	if seq&1 != 0 {
+		return quietSnap{}, false
+	}
+	snap := quietSnap{seq: seq, at: s.at.Load(), epoch: s.epoch.Load(), fetches: s.fetches.Load()}
+	return snap, snap.at != -1
+}
+
+// unchanged reports whether snap's epoch and followers are still the
+// published ones, published together.
+func (s *quietState) unchanged(snap quietSnap) bool { return s.seq.Load() == snap.seq }
 
 func (p *partition) name() string { return fmt.Sprintf("%s-%d", p.topic, p.index) }
 

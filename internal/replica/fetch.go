@@ -219,7 +219,15 @@ func DivergenceOf(log *storage.Log, fp api.FetchPartition) *api.EpochEnd {
 	if fp.LastFetchedEpoch < 0 {
 		return nil
 	}
-	epoch, end := log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, log.LogEndOffset())
+	// The usual case, a follower of the latest epoch within the log: the
+	// latest epoch ends at the log end (EpochCache.EndOffsetFor), read
+	// beside the bounds without the cache's lock. Every idle follower
+	// fetch asks it of every partition.
+	leo := log.LogEndOffset()
+	if latest, ok := log.LatestEpoch(); ok && latest == fp.LastFetchedEpoch && leo >= fp.Offset {
+		return nil
+	}
+	epoch, end := log.Epochs().EndOffsetFor(fp.LastFetchedEpoch, leo)
 	if epoch == fp.LastFetchedEpoch && end >= fp.Offset {
 		return nil
 	}

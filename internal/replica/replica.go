@@ -56,6 +56,10 @@ type Options struct {
 	// replica's directory and syncs its filesystem (vfs.FS.SyncFS)
 	// before the replica is applied a role.
 	Fresh bool
+	// MayFillAhead is storage.Options.MayFillAhead: the wrapper's
+	// free-space floor, asked before the log writes zeros ahead of its
+	// end (nil: always).
+	MayFillAhead func(n int64) bool
 }
 
 // WaiterID names a produce (or awaitCommitted) waiting for its answer, so
@@ -222,7 +226,7 @@ func Open(fs vfs.FS, dir, name string, cfg config.TopicConfig, opts Options) (*R
 	r := &Replica{opts: opts, name: name, cfg: cfg, leaderEpoch: -1}
 	var err error
 	for attempt := 0; ; attempt++ {
-		if r.log, err = storage.Open(fs, dir, StorageConfig(cfg), storage.Options{Logger: opts.Logger, Fresh: opts.Fresh}); err != nil {
+		if r.log, err = storage.Open(fs, dir, StorageConfig(cfg), storage.Options{Logger: opts.Logger, Fresh: opts.Fresh, MayFillAhead: opts.MayFillAhead}); err != nil {
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
 		}
 		if r.durableEnd, err = r.log.Sync(); err != nil {

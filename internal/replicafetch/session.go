@@ -164,8 +164,12 @@ type sent[P any] struct {
 // Its index by partition is built only when an answer names one: the
 // answer to an idle incremental fetch names none.
 type flight[P any] struct {
-	fetch   bool // else OffsetForLeaderEpoch
+	fetch bool // else OffsetForLeaderEpoch
+	// sent is what an OffsetForLeaderEpoch asked; fetched what a Fetch
+	// asked, each partition in the epoch of its state (a follow's epoch
+	// never changes: a new epoch is a new follow).
 	sent    []sent[P]
+	fetched []followed[P]
 	index   map[fetchsession.Key]int
 	indexed bool
 }
@@ -245,6 +249,19 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 		step.Violations = append(step.Violations, "replica fetcher asked for a request with one in flight")
 		return step
 	}
+	// The usual round: every partition fetchable, none paused, held or
+	// reconciling. It fetches s.order as it is, without copying it.
+	settled := hold == nil && len(s.order) > 0
+	for _, o := range s.order {
+		if !settled {
+			break
+		}
+		settled = now >= o.st.retryAt && !o.st.truncate
+	}
+	if settled {
+		step.Request = s.fetchRequest(clusterID, s.order)
+		return step
+	}
 	eligible := s.eligible[:0]
 	wait := s.cfg.RefusalPause
 	for _, o := range s.order {
@@ -319,7 +336,14 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 			return step
 		}
 	}
+	step.Request = s.fetchRequest(clusterID, fetchable)
+	return step
+}
 
+// fetchRequest builds the Fetch of fetchable, which the flight keeps
+// as it is until the answer (s.order, or the round's fetchable buffer,
+// which no other round touches before the answer is taken).
+func (s *Session[P]) fetchRequest(clusterID string, fetchable []followed[P]) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	req.ReplicaID = s.cfg.ReplicaID
@@ -327,24 +351,26 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	req.MinBytes = max(s.cfg.MinBytes, 1)
 	req.MaxBytes = s.cfg.MaxBytes
 	req.ClusterID = kmsg.StringPtr(clusterID)
-	f = s.newFlight(true)
+	f := s.newFlight(true)
+	f.fetched = fetchable
 	want := s.want[:0]
 	for _, o := range fetchable {
-		p, st := o.p, o.st
-		v := viewOf(p, st)
+		// The fetch state only: the log's bounds and latest epoch are
+		// published together (one cache line), and the high watermark
+		// is not asked.
+		st, l := o.st, o.p.Log()
 		fp := fetchsession.Partition{
-			Key:                fetchsession.Key{Name: v.Topic(), Partition: v.Partition()},
-			FetchOffset:        v.LogEndOffset(),
-			LogStartOffset:     v.LogStartOffset(),
+			Key:                fetchsession.Key{Name: st.topic, Partition: st.partition},
+			FetchOffset:        l.LogEndOffset(),
+			LogStartOffset:     l.LogStartOffset(),
 			MaxBytes:           s.cfg.PartitionMaxBytes,
 			CurrentLeaderEpoch: st.epoch,
 			LastFetchedEpoch:   -1,
 		}
-		if latest, ok := v.LatestEpoch(); ok {
+		if latest, ok := l.LatestEpoch(); ok {
 			fp.LastFetchedEpoch = latest
 		}
 		want = append(want, fp)
-		f.add(v, p, st.epoch, 0)
 	}
 	// Within a session only the partitions whose fetch state changed are
 	// sent (those held back are forgotten); the leader answers only those
@@ -352,8 +378,7 @@ func (s *Session[P]) NextHolding(now time.Duration, clusterID string, hold func(
 	fetchsession.FillRequest(req, s.fetches.Build(want))
 	s.want = want
 	s.flight = f
-	step.Request = req
-	return step
+	return req
 }
 
 // topicIndex finds or appends the request topic named name.
@@ -381,11 +406,18 @@ func (f *flight[P]) lookup(key fetchsession.Key) (sent[P], bool) {
 		for i, sp := range f.sent {
 			f.index[sp.key] = i
 		}
+		for i, o := range f.fetched {
+			f.index[fetchsession.Key{Name: o.st.topic, Partition: o.st.partition}] = i
+		}
 		f.indexed = true
 	}
 	i, ok := f.index[key]
-	if !ok {
+	switch {
+	case !ok:
 		return sent[P]{}, false
+	case f.fetch:
+		o := f.fetched[i]
+		return sent[P]{key: key, p: o.p, epoch: o.st.epoch}, true
 	}
 	return f.sent[i], true
 }
@@ -403,7 +435,7 @@ func (s *Session[P]) newFlight(fetch bool) *flight[P] {
 	if f.indexed {
 		clear(f.index)
 	}
-	f.fetch, f.sent, f.indexed = fetch, f.sent[:0], false
+	f.fetch, f.sent, f.fetched, f.indexed = fetch, f.sent[:0], nil, false
 	return f
 }
 
@@ -455,7 +487,7 @@ func (s *Session[P]) Answer(now time.Duration, resp kmsg.Response, err error) Re
 	f := s.flight
 	s.flight = nil
 	if f != nil {
-		defer func() { s.spare = f }() // its answer is done with it
+		defer func() { f.fetched, s.spare = nil, f }() // its answer is done with it
 	}
 	switch {
 	case f == nil:

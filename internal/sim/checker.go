@@ -212,8 +212,10 @@ func (c *Cluster) checkISRHolds(r *replica, target int64, what string) {
 	}
 }
 
-// checkImage: a node's view of every partition's epochs only grows.
+// checkImage: a node's view of every partition's epochs only grows, and
+// no broker holds more replicas than it can keep open (checkCapacity).
 func (c *Cluster) checkImage(n *node, prev, next *metadata.Image) {
+	c.checkCapacity(n, next)
 	for _, t := range prev.Topics() {
 		nt, ok := next.TopicByID(t.ID)
 		if !ok {

@@ -28,10 +28,13 @@ type Cluster struct {
 	nodes     map[int32]*node
 	ids       []int32
 	clusterID string
-	check     *checker
-	faults    *faultState
-	clients   []client
-	members   []*groupMember
+	// capacity is the replica capacity every broker registers
+	// (Options.ReplicaCapacity, creationCapacity), 0: none.
+	capacity int32
+	check    *checker
+	faults   *faultState
+	clients  []client
+	members  []*groupMember
 
 	topicID metadata.TopicID
 	// creating is the controller process deciding the topics' creation,
@@ -133,6 +136,9 @@ type Stats struct {
 	// LogDirSwapsFinishedAtStart: decided swaps a restart finished.
 	LogDirSwapPowerCuts, LogDirSwapsFinishedAtStart int
 	LogDirMovesRedirected                           int // moves replaced by a move to another directory
+	// CapacityRefusals: the operator's reassignments the controller
+	// refused for a broker's replica capacity (Options.ReplicaCapacity).
+	CapacityRefusals int
 }
 
 // Run simulates one seed.
@@ -158,6 +164,7 @@ func newCluster(opts Options) *Cluster {
 		c.nodes[id] = c.newNode(id)
 		c.ids = append(c.ids, id)
 	}
+	c.capacity = c.creationCapacity()
 	c.faults = newFaultState(c)
 	if opts.Faults.Membership {
 		c.voters = newVoterOps(c)
@@ -386,25 +393,7 @@ func (c *Cluster) ensureTopic() {
 		return
 	}
 	c.creating = p
-	configs := map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}
-	if c.opts.WriteCaching {
-		configs["write.caching"] = "true"
-	}
-	if c.opts.SegmentBytes > 0 {
-		configs["segment.bytes"] = strconv.Itoa(c.opts.SegmentBytes)
-	}
-	want := []controller.CreateTopicRequest{{Name: topicName, NumPartitions: int32(c.opts.Partitions),
-		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
-	if c.opts.Groups || c.opts.TxnCoordinator {
-		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
-			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
-	}
-	if c.opts.TxnCoordinator {
-		want = append(want, controller.CreateTopicRequest{Name: txnStateTopic, NumPartitions: 1,
-			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}},
-			controller.CreateTopicRequest{Name: chainOutputTopic, NumPartitions: 1,
-				ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
-	}
+	want := c.topicRequests()
 	ids := make([]metadata.TopicID, len(want))
 	for i := range ids {
 		ids[i] = c.newTopicID()
@@ -432,6 +421,30 @@ func (c *Cluster) ensureTopic() {
 			c.tracef("topic creation failed: %v", err)
 		}
 	})
+}
+
+// topicRequests are the topics the run creates, in one decision.
+func (c *Cluster) topicRequests() []controller.CreateTopicRequest {
+	configs := map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}
+	if c.opts.WriteCaching {
+		configs["write.caching"] = "true"
+	}
+	if c.opts.SegmentBytes > 0 {
+		configs["segment.bytes"] = strconv.Itoa(c.opts.SegmentBytes)
+	}
+	want := []controller.CreateTopicRequest{{Name: topicName, NumPartitions: int32(c.opts.Partitions),
+		ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: configs}}
+	if c.opts.Groups || c.opts.TxnCoordinator {
+		want = append(want, controller.CreateTopicRequest{Name: offsetsTopic, NumPartitions: 1,
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+	}
+	if c.opts.TxnCoordinator {
+		want = append(want, controller.CreateTopicRequest{Name: txnStateTopic, NumPartitions: 1,
+			ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}},
+			controller.CreateTopicRequest{Name: chainOutputTopic, NumPartitions: 1,
+				ReplicationFactor: int16(c.opts.ReplicationFactor), Configs: map[string]string{"min.insync.replicas": strconv.Itoa(c.opts.MinISR)}})
+	}
+	return want
 }
 
 // probeTimeout bounds how long a converged cluster may take to

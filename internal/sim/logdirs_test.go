@@ -8,22 +8,11 @@ import (
 	"time"
 )
 
-// logDirSeed is the run TestLogDirSeeds makes of a swarm seed: two or
-// three log directories per node and an operator moving replicas between
-// them (leaders' and followers') among the seed's other faults.
-func logDirSeed(t *testing.T, seed uint64, verbose bool) Result {
-	cryptotest.SetGlobalRandom(t, seed)
-	o := logDirOptions(seed, *flagDuration)
-	o.Verbose = verbose
-	o.Out = func(s string) { t.Log(s) }
-	return Run(o)
-}
-
+// logDirOptions is the run TestLogDirSeeds makes of a swarm seed: two
+// or three log directories per node and an operator moving replicas
+// between them (leaders' and followers') among the seed's other faults.
 func logDirOptions(seed uint64, d time.Duration) Options {
-	o := Swarm(seed, d)
-	if o.Faults.Every == 0 {
-		o.Faults = FaultMix{Every: 2 * time.Second, Kill: true, PowerLoss: true, Partition: true}
-	}
+	o := faultySwarm(seed, d)
 	o.LogDirs = 2 + int(seed%2)
 	o.Faults.LogDirMoves = true
 	o.Faults.LogDirSecondThoughts = true
@@ -45,21 +34,8 @@ func logDirAsFound(seed uint64, d time.Duration) Options {
 // left, and the checks of every run hold (no acknowledged acks=all record
 // lost, no divergence below the high watermark).
 func TestLogDirSeeds(t *testing.T) {
-	if *flagSeed != 0 {
-		report(t, logDirSeed(t, *flagSeed, testing.Verbose()))
-		return
-	}
-	seeds := *flagSeeds
-	if testing.Short() {
-		seeds = min(seeds, 20)
-	}
 	var total Stats
-	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
-		var r Result
-		t.Run("", func(t *testing.T) {
-			r = logDirSeed(t, seed, false)
-			report(t, r)
-		})
+	seeds := seedBatch(t, func(seed uint64) Options { return logDirOptions(seed, *flagDuration) }, func(r Result) {
 		s := r.Stats
 		total.LogDirRequests += s.LogDirRequests
 		total.LogDirMoves += s.LogDirMoves
@@ -73,6 +49,9 @@ func TestLogDirSeeds(t *testing.T) {
 		total.LogDirSwapPowerCuts += s.LogDirSwapPowerCuts
 		total.LogDirSwapsFinishedAtStart += s.LogDirSwapsFinishedAtStart
 		total.BalancerDirMoves += s.BalancerDirMoves
+	})
+	if seeds == 0 {
+		return
 	}
 	t.Logf("%d seeds: %d requests, %d moves started: %d completed, %d cancelled, %d redirected, %d abandoned (the replica left), %d failed (I/O errors; %d asked again once healed); %d resumed after a restart; %d power cuts during a swap, %d swaps a restart finished; the balancer asked for %d moves between a node's directories",
 		seeds, total.LogDirRequests, total.LogDirMoves, total.LogDirMovesDone, total.LogDirMovesCancelled, total.LogDirMovesRedirected, total.LogDirMovesAbandoned, total.LogDirMovesFailed, total.LogDirRetries, total.LogDirMovesResumed, total.LogDirSwapPowerCuts, total.LogDirSwapsFinishedAtStart, total.BalancerDirMoves)

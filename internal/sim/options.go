@@ -40,6 +40,19 @@ type Options struct {
 	// LogDirs is how many log directories (log.dirs) each node has on
 	// its disk; 0 or 1: one, "data".
 	LogDirs int
+	// ReplicaCapacity has every broker register a replica capacity (as
+	// a real one derives it from its open-files limit,
+	// metadata.Broker.ReplicaCapacity) of the most replicas the run's
+	// topic creation places on one node, plus ReplicaCapacitySlack: the
+	// controller then refuses reassignments and balancer moves that
+	// would put more on a node, and the checker requires that no image
+	// ever does.
+	ReplicaCapacity      bool
+	ReplicaCapacitySlack int
+	// capacityUnderstated has the checker hold the brokers to one replica
+	// fewer than they registered: the test that shows the capacity
+	// check catches a broker holding more than its capacity.
+	capacityUnderstated bool
 	// authorizerOff leaves the authorizer out of the brokers' config
 	// while the ACL checker runs: the test that shows the checker
 	// catches a broker that does not authorize.
@@ -196,6 +209,9 @@ func (o Options) String() string {
 	}
 	if o.TxnCoordinator {
 		s += " txn-coordinator=true"
+	}
+	if o.ReplicaCapacity {
+		s += fmt.Sprintf(" replica-capacity=peak+%d", o.ReplicaCapacitySlack)
 	}
 	if o.LogDirs > 1 {
 		s += fmt.Sprintf(" log.dirs=%d", o.LogDirs)

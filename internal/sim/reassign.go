@@ -61,6 +61,9 @@ func (f *faultState) reassign() {
 			if err == nil && len(errs) == 1 {
 				err = errs[0]
 			}
+			if capacityRefusal(err) {
+				st.CapacityRefusals++
+			}
 			c.tracef("OP reassignment of %s-%d to %v: %v", rq.Topic, rq.Partition, rq.Target, err)
 		})
 	})

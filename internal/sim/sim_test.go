@@ -25,6 +25,48 @@ func runSeed(t *testing.T, seed uint64, verbose bool) Result {
 	return Run(o)
 }
 
+// faultySwarm is the swarm's run of seed, with kills, power losses and
+// partitions every 2 s in the seeds that have no faults.
+func faultySwarm(seed uint64, d time.Duration) Options {
+	o := Swarm(seed, d)
+	if o.Faults.Every == 0 {
+		o.Faults = FaultMix{Every: 2 * time.Second, Kill: true, PowerLoss: true, Partition: true}
+	}
+	return o
+}
+
+// runOptions runs o, a run made of seed's options, with its trace on t.
+func runOptions(t *testing.T, seed uint64, o Options, verbose bool) Result {
+	cryptotest.SetGlobalRandom(t, seed)
+	o.Verbose = verbose
+	o.Out = func(s string) { t.Log(s) }
+	return Run(o)
+}
+
+// seedBatch runs options' run of -sim.seed alone, its whole trace with -v,
+// or of -sim.seeds seeds from -sim.first on (at most 20 with -short), one
+// subtest each, giving each run's result to each. It returns how many
+// seeds the batch ran, 0 for -sim.seed.
+func seedBatch(t *testing.T, options func(seed uint64) Options, each func(Result)) int {
+	if *flagSeed != 0 {
+		report(t, runOptions(t, *flagSeed, options(*flagSeed), testing.Verbose()))
+		return 0
+	}
+	seeds := *flagSeeds
+	if testing.Short() {
+		seeds = min(seeds, 20)
+	}
+	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
+		var r Result
+		t.Run("", func(t *testing.T) {
+			r = runOptions(t, seed, options(seed), false)
+			report(t, r)
+		})
+		each(r)
+	}
+	return seeds
+}
+
 // TestSeeds runs many seeds; a failing one prints its seed, the options
 // the swarm chose and the events that led to the violation.
 func TestSeeds(t *testing.T) {
@@ -382,8 +424,7 @@ func TestRegressionFollowerAppendFailure(t *testing.T) {
 // must keep one leader per term, never change a committed entry, and end
 // with every node a voter.
 func TestMembershipSeeds(t *testing.T) {
-	run := func(t *testing.T, seed uint64, verbose bool) Result {
-		cryptotest.SetGlobalRandom(t, seed)
+	options := func(seed uint64) Options {
 		o := Swarm(seed, *flagDuration)
 		if o.Faults.Every == 0 {
 			o.Faults = FaultMix{Every: 2 * time.Second, Kill: true, Partition: true}
@@ -391,29 +432,16 @@ func TestMembershipSeeds(t *testing.T) {
 		o.Faults.Membership = true
 		// Every other seed starts static and is upgraded first.
 		o.Faults.Upgrade = seed%2 == 0
-		o.Verbose = verbose
-		o.Out = func(s string) { t.Log(s) }
-		return Run(o)
-	}
-	if *flagSeed != 0 {
-		report(t, run(t, *flagSeed, testing.Verbose()))
-		return
-	}
-	seeds := *flagSeeds
-	if testing.Short() {
-		seeds = min(seeds, 20)
+		return o
 	}
 	var added, removed, updated, upgraded int
-	for seed := *flagFirst; seed < *flagFirst+uint64(seeds); seed++ {
-		var r Result
-		t.Run("", func(t *testing.T) {
-			r = run(t, seed, false)
-			report(t, r)
-		})
+	seeds := seedBatch(t, options, func(r Result) {
 		added += r.Stats.VotersAdded
 		removed += r.Stats.VotersRemoved
 		updated += r.Stats.VotersUpdated
 		upgraded += r.Stats.KRaftUpgrades
+	})
+	if seeds > 0 {
+		t.Logf("%d seeds: %d voters added, %d removed, %d updated (a new port), %d static quorums upgraded", seeds, added, removed, updated, upgraded)
 	}
-	t.Logf("%d seeds: %d voters added, %d removed, %d updated (a new port), %d static quorums upgraded", seeds, added, removed, updated, upgraded)
 }

@@ -29,6 +29,10 @@ type Log struct {
 	// start and end are logStart and the log end offset as of the last
 	// release of mu (unlock), for readers that take no lock.
 	start, end atomic.Int64
+	// latestEpoch is the epoch cache's latest epoch, published by the
+	// cache at every change (EpochCache.mirrorTo), beside the bounds: a
+	// follower's fetch round reads all three of every partition.
+	latestEpoch atomic.Int32
 
 	cfg      Config
 	segments []*segment // ascending base offsets; the last is active; never empty while open
@@ -45,6 +49,7 @@ type Log struct {
 	// covered, decides whether the zero-filled window is refilled
 	// (zerotail.go).
 	appendedBytes, syncedAppended int64
+	mayFillAhead                  func(n int64) bool // Options.MayFillAhead
 
 	failed error // set by an I/O error that may have lost data; sticky
 	// damagedFrom is the base of the first segment a read found corrupt,
@@ -138,6 +143,17 @@ func (l *Log) LogEndOffset() int64 {
 		l.checkPublished()
 	}
 	return l.end.Load()
+}
+
+// LatestEpoch is Epochs().Latest() read from beside the log's bounds
+// (one cache line with LogEndOffset and LogStartOffset): an idle
+// follower asks it of every partition it follows every fetch round.
+func (l *Log) LatestEpoch() (epoch int32, ok bool) {
+	if invariant.Panics && !l.epochs.mirrored() {
+		invariant.Broken("%s: mirrored latest epoch %d, the cache's %d", l.dir, l.latestEpoch.Load(), l.epochs.latest.Load())
+	}
+	epoch = l.latestEpoch.Load()
+	return epoch, epoch != UndefinedEpoch
 }
 
 // unlock publishes the log's bounds for the lock-free readers and

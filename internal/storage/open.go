@@ -23,7 +23,7 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized(), damagedFrom: -1, rewoundTo: math.MaxInt64}
+	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized(), mayFillAhead: opts.MayFillAhead, damagedFrom: -1, rewoundTo: math.MaxInt64}
 	if err := vfs.MkdirAllDurably(fs, l.dir); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
@@ -47,6 +47,7 @@ func (l *Log) load(fresh bool) error {
 	if l.epochs, err = l.loadEpochCache(); err != nil {
 		return err
 	}
+	l.epochs.mirrorTo(&l.latestEpoch)
 	if err := l.loadCleanerState(); err != nil {
 		return err
 	}

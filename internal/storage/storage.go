@@ -166,4 +166,12 @@ type Options struct {
 	// missing. A log Open finds on disk with a segment or a
 	// clean-shutdown marker is opened and synced as usual.
 	Fresh bool
+	// MayFillAhead, when set, is asked before the log writes n bytes of
+	// its zero-filled window past the log end (zerotail.go); false skips
+	// the window this time. The zeros take disk space as any write does,
+	// so a broker's free-space floor counts them through this (a refill
+	// can be 256 KiB per partition, unseen by the floor otherwise) and
+	// keeps them out of the headroom it holds back. Called with the log's
+	// lock held: it must not call into the log.
+	MayFillAhead func(n int64) bool
 }

@@ -65,6 +65,9 @@ func (l *Log) refillZeroTailLocked(covered int64) {
 	if to <= from {
 		return
 	}
+	if l.mayFillAhead != nil && !l.mayFillAhead(to-from) {
+		return
+	}
 	if _, err := s.file.WriteAt(zeroes[:to-from], from); err != nil {
 		s.zeroEnd = to // the file may hold part of it: trimZeroTail cuts whatever is there
 		if terr := s.trimZeroTail(); terr != nil {

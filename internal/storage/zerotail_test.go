@@ -351,3 +351,43 @@ func TestZeroTailAfterCleanCloseIsRevalidated(t *testing.T) {
 	}
 	sameBatches(t, readAll(t, l2), want, "reopened")
 }
+
+// The window is written only when Options.MayFillAhead allows its bytes
+// (the broker's free-space floor counts them through it), and asked for
+// exactly what the refill writes.
+func TestZeroTailAsksMayFillAhead(t *testing.T) {
+	fs := vfs.NewMem()
+	var asked []int64
+	allow := false
+	l, err := Open(fs, "/data/p0", zeroTailConfig(), Options{MayFillAhead: func(n int64) bool {
+		asked = append(asked, n)
+		return allow
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	path := activeLogPath(l)
+
+	lone := makeBatch(1, 100, 0, 1)
+	mustAppend(t, l, lone, 0, 0)
+	mustSync(t, l)
+	if got, want := fileLen(t, fs, path), int64(len(lone)); got != want {
+		t.Fatalf("refused window: file is %d bytes, want %d (no window)", got, want)
+	}
+	if len(asked) != 1 || asked[0] != zeroWindowBytes {
+		t.Fatalf("asked %v, want one ask for %d bytes", asked, zeroWindowBytes)
+	}
+
+	allow = true
+	next := makeBatch(1, 100, 1, 2)
+	mustAppend(t, l, next, 0, 0)
+	mustSync(t, l)
+	if got, want := fileLen(t, fs, path), l.Size()+zeroWindowBytes; got != want {
+		t.Fatalf("allowed window: file is %d bytes, want %d", got, want)
+	}
+	if len(asked) != 2 || asked[1] != zeroWindowBytes {
+		t.Fatalf("asked %v, want a second ask for %d bytes", asked, zeroWindowBytes)
+	}
+	sameBatches(t, readAll(t, l), [][]byte{lone, next}, "read after the window")
+}

@@ -219,3 +219,32 @@ func TestDiskAlertRulesNameLiveMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskBelowFloorWritesNoZeroWindow: the zero-filled window a log
+// writes past its end after a small fsync (storage's zerotail.go, up to
+// 256 KiB a partition) takes disk space like any write, so below the
+// floor it is not written: the writes the floor lets through (group
+// offsets here) would otherwise spend the headroom it keeps for them on
+// zeros, 256 KiB per partition at a time.
+func TestDiskBelowFloorWritesNoZeroWindow(t *testing.T) {
+	mem := vfs.NewMem()
+	const floor = 1 << 20
+	tb := startBroker(t, withFS(mem), withProp("log.dir.min.free.bytes", "1048576"))
+	const topic = "floor-window"
+	tb.createTopic(topic, 1, nil)
+
+	// Below the floor, with room on the disk for a whole window.
+	mem.SetCapacity(mem.Usage() + floor/2)
+	if v := logDirGauge(t, tb, "skein_log_dir_below_min_free"); v != 1 {
+		t.Fatalf("skein_log_dir_below_min_free %v below the floor, want 1", v)
+	}
+	before := mem.Usage()
+	// The first commit creates __consumer_offsets (below the floor) and
+	// writes, and fsyncs, one small batch to it.
+	commitOffset(t, tb, "floor-window-group", topic, 0)
+	commitOffset(t, tb, "floor-window-group", topic, 0)
+	if grew := mem.Usage() - before; grew >= 256<<10 {
+		t.Fatalf("below the floor the disk use grew by %d bytes for two offset commits: a zero-filled window was written", grew)
+	}
+	requireUp(t, tb)
+}

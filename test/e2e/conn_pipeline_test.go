@@ -80,3 +80,42 @@ func TestPipelinedLongPollFetchAndProduce(t *testing.T) {
 	c.receive(av, 4)
 	consumeCount(t, tb, "pipelined", 3)
 }
+
+// TestAnswerNotHeldBehindLongPoll: a produce's answer, written while a
+// long-poll fetch pipelined behind it on the same connection still waits,
+// goes out at once. The writer used to leave it in its buffer until the
+// next answer (the fetch's, at max_wait_ms) was written too.
+func TestAnswerNotHeldBehindLongPoll(t *testing.T) {
+	tb := startBroker(t)
+	tb.createTopic("held", 1, nil)
+	c := dialRaw(t, tb.addr)
+
+	const maxWait = 8 * time.Second // under rawIOTimeout, so a hang fails on read
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(11)
+	fetch.ReplicaID = -1
+	fetch.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	fetch.MinBytes = 1
+	fetch.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "held"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset = 3 // past the produce's 3 records: nothing to answer
+	fp.PartitionMaxBytes = 1 << 20
+	fp.CurrentLeaderEpoch = -1
+	fp.LogStartOffset = -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	produce := produceRequest(7, -1, "held", 0, recordsBatch(3, 10))
+
+	start := time.Now()
+	c.send(produce, 1)
+	c.send(fetch, 2)
+	pr := c.receive(produce, 1).(*kmsg.ProduceResponse)
+	if took := time.Since(start); took >= maxWait {
+		t.Fatalf("produce answered after %v, with the long poll behind it (max_wait_ms %v): held until the next answer", took, maxWait)
+	}
+	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: error %d", code)
+	}
+}
