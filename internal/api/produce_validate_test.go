@@ -22,6 +22,13 @@ func testBatch(lastOffsetDelta, count int32, attributes int16, recs []byte) []by
 func TestProduceValidationCodes(t *testing.T) {
 	keyed := records.Append(nil, records.Record{Key: []byte("k"), Value: []byte("v")}, 0)
 	keyless := records.Append(nil, records.Record{OffsetDelta: 1, Value: []byte("v")}, 0)
+	// A record whose timestamp delta's varint overflows 64 bits, and one
+	// whose fields take three or more bytes each and that is well formed.
+	overflow := []byte{0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 2, 'k', 2, 'v', 0}
+	overflow = append([]byte{byte(2 * len(overflow))}, overflow...)
+	long := records.Append(nil, records.Record{Key: []byte("k"), Value: make([]byte, 10_000)}, 100_000)
+	late := records.Append(nil, records.Record{OffsetDelta: 1, Key: []byte("k"), Value: []byte("v")}, 10_000_000)
+	skips := append(append([]byte(nil), keyed...), records.Append(nil, records.Record{OffsetDelta: 2, Key: []byte("k")}, 0)...)
 	badCRC := testBatch(0, 1, 0, keyed)
 	badCRC[len(badCRC)-1] ^= 1
 	compact := config.TopicConfig{CleanupPolicy: []string{"compact"}, MessageTimestampType: "CreateTime",
@@ -37,6 +44,11 @@ func TestProduceValidationCodes(t *testing.T) {
 		{"garbage gzip", testBatch(0, 1, batch.CompressionGzip, []byte("not gzip")), kerr.CorruptMessage, kerr.CorruptMessage, nil},
 		{"keyless record", testBatch(1, 2, 0, append(append([]byte(nil), keyed...), keyless...)), kerr.CorruptMessage, kerr.InvalidRecord, []int32{1}},
 		{"control batch", testBatch(0, 1, batch.ControlBit, keyed), kerr.InvalidRecord, kerr.InvalidRecord, nil},
+		{"varint overflows 64 bits", testBatch(0, 1, 0, overflow), kerr.CorruptMessage, kerr.InvalidRecord, nil},
+		{"record cut short", testBatch(0, 1, 0, keyed[:len(keyed)-1]), kerr.CorruptMessage, kerr.InvalidRecord, nil},
+		{"offset delta skips", testBatch(1, 2, 0, skips), kerr.CorruptMessage, kerr.InvalidRecord, nil},
+		{"timestamp out of range", testBatch(1, 2, 0, append(append([]byte(nil), keyed...), late...)), kerr.InvalidTimestamp, kerr.InvalidTimestamp, []int32{1}},
+		{"long fields, well formed", testBatch(0, 1, 0, long), nil, nil, nil},
 	}
 	for _, c := range cases {
 		for _, v := range []int16{7, 9} {
@@ -45,6 +57,12 @@ func TestProduceValidationCodes(t *testing.T) {
 				want = c.v9
 			}
 			_, err := validateProduceRecords(append([]byte(nil), c.b...), 1<<20, produceRules(compact, 1000), v, false)
+			if want == nil {
+				if err != nil {
+					t.Errorf("%s v%d: %v, want it accepted", c.name, v, err)
+				}
+				continue
+			}
 			sp := kmsg.NewProduceResponseTopicPartition()
 			fillPartitionError(&sp, err, v)
 			if sp.ErrorCode != want.Code || sp.ErrorMessage == nil {

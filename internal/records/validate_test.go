@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -213,5 +214,88 @@ func TestValidateFlatAgrees(t *testing.T) {
 			got, err := Validate(b, rules)
 			checkSlowWalkAgrees(t, b, rules, got, err)
 		}
+	}
+}
+
+// TestValidateFlatVarintEncodings: validateFlat decodes varints itself, so
+// each field of a record, encoded every way a varint can be (padded with
+// continuation bytes, the longest a varint may be, one byte too long,
+// overflowing 64 bits, cut off by the end of the records), must get the
+// same answer as the walk through readRecord: accepted when the value
+// decodes and fits, refused with the same error otherwise.
+func TestValidateFlatVarintEncodings(t *testing.T) {
+	padded := func(n int) func(int64) []byte {
+		return func(v int64) []byte {
+			u := uint64(v<<1) ^ uint64(v>>63)
+			out := make([]byte, n)
+			for i := range n - 1 {
+				out[i] = byte(u&0x7f) | 0x80
+				u >>= 7
+			}
+			out[n-1] = byte(u)
+			return out
+		}
+	}
+	encodings := []struct {
+		name   string
+		encode func(int64) []byte
+		valid  bool
+	}{
+		{"canonical", func(v int64) []byte { return binary.AppendVarint(nil, v) }, true},
+		{"2 bytes", padded(2), true},
+		{"3 bytes", padded(3), true},
+		{"10 bytes", padded(10), true},
+		{"11 bytes", padded(11), false},
+		{"overflowing 64 bits", func(v int64) []byte { b := padded(10)(v); b[9] = 2; return b }, false},
+	}
+	// fields: length, timestamp delta, offset delta, key length, value
+	// length, header count, header key length, header value length.
+	const fields = 8
+	record := func(i int, enc func(int) func(int64) []byte) []byte {
+		body := []byte{0}
+		body = append(body, enc(1)(3)...)
+		body = append(body, enc(2)(int64(i))...)
+		body = append(append(body, enc(3)(1)...), 'k')
+		body = append(append(body, enc(4)(2)...), "vv"...)
+		body = append(body, enc(5)(1)...)
+		body = append(append(body, enc(6)(1)...), 'h')
+		body = append(append(body, enc(7)(1)...), 'v')
+		return append(enc(0)(int64(len(body))), body...)
+	}
+	canonical := func(int) func(int64) []byte { return encodings[0].encode }
+	check := func(name string, raw []byte, count int32, valid bool) {
+		t.Helper()
+		b := batchSpec{baseTimestamp: 1000, recordCount: count, lastOffsetDelta: count - 1, rawRecords: raw}.build(t)
+		for _, rules := range []Rules{lenient, {MaxUncompressed: 64 << 20, CreateTime: true, NowMs: 1003, BeforeMaxMs: 1, AfterMaxMs: 1}} {
+			got, err := Validate(b, rules)
+			if (err == nil) != valid || (valid && got.MaxTimestamp != 1003) {
+				t.Errorf("%s: %+v, %v; want valid=%v", name, got, err, valid)
+			}
+			checkSlowWalkAgrees(t, b, rules, got, err)
+		}
+	}
+	for _, e := range encodings {
+		for f := range fields {
+			enc := func(g int) func(int64) []byte {
+				if g == f {
+					return e.encode
+				}
+				return encodings[0].encode
+			}
+			// The second record carries the odd field, after a plain one.
+			raw := append(record(0, canonical), record(1, enc)...)
+			check(fmt.Sprintf("%s field %d", e.name, f), raw, 2, e.valid)
+		}
+	}
+	// No records at all where the batch counts one.
+	check("no records", nil, 1, false)
+	// Varints cut off by the end of the records, after a plain record.
+	for _, tail := range [][]byte{{0x80}, {0xff, 0xff}, {0x80, 0x80, 0x80}, bytes.Repeat([]byte{0xff}, 12)} {
+		check(fmt.Sprintf("cut off %x", tail), append(record(0, canonical), tail...), 2, false)
+	}
+	// A record cut off inside each of its fields.
+	whole := record(1, canonical)
+	for n := 1; n < len(whole); n++ {
+		check(fmt.Sprintf("second record cut at %d", n), append(record(0, canonical), whole[:n]...), 2, false)
 	}
 }

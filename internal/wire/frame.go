@@ -112,45 +112,90 @@ func FrameBuffer(n int) []byte { return bufpool.Get(n) }
 // Nothing may use its bytes afterwards.
 func ReleaseFrame(frame []byte) { bufpool.Put(frame) }
 
-// readGrowing reads exactly size bytes into a buffer that starts at
-// frameChunkBytes and doubles each time it fills, so memory follows the
-// bytes received rather than the size the peer announced. The copies cost
-// at most one extra pass over a large frame.
+// readGrowing reads exactly size bytes into buffers that grow as the bytes
+// arrive (readGrowingWith), so memory follows the bytes received rather
+// than the size the peer announced.
 func readGrowing(r io.Reader, size int, charge func(n int) error) ([]byte, error) {
 	return readGrowingWith(r, size, charge, func(n int) []byte { return make([]byte, n) }, func([]byte) {})
 }
 
-// readGrowingWith is readGrowing with the buffers from get, and those
-// outgrown handed to put.
+// maxFrameChunks bounds the chunks readGrowingWith reads into: the first
+// is frameChunkBytes, each next one doubles what arrived, and they stop
+// at half a frame of at most 2 GiB.
+const maxFrameChunks = 32
+
+// readGrowingWith reads a frame of size bytes with its buffers from get,
+// and those outgrown handed to put. A frame of up to frameChunkBytes is
+// read into one buffer of its size. A larger one is read into chunks
+// until half of it has arrived: the first frameChunkBytes, each next one
+// as large as all before it, the last one ending at half the frame (less
+// than a chunk more than all before it). Then it takes the frame's
+// buffer, copies the chunks into it and reads the rest in place. So what
+// is held is what doubling one buffer held (at most twice the bytes
+// received plus a chunk, three times while the frame's buffer is taken),
+// charge is called for the same total (size), and half the frame is
+// copied; doubling one buffer copied all of it but the last part, and
+// nearly twice the frame when its size was just past a power of two (a
+// 1 MiB producer batch with its request's header).
 func readGrowingWith(r io.Reader, size int, charge func(n int) error, get func(int) []byte, put func([]byte)) ([]byte, error) {
-	first := min(size, frameChunkBytes)
-	if charge != nil {
-		if err := charge(first); err != nil {
-			return nil, err
-		}
-	}
-	buf := get(first)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		put(buf)
-		return nil, err
-	}
-	for len(buf) < size {
-		have := len(buf)
-		grown := min(size, 2*have)
+	if size <= frameChunkBytes {
 		if charge != nil {
-			if err := charge(grown - have); err != nil {
-				put(buf)
+			if err := charge(size); err != nil {
 				return nil, err
 			}
 		}
-		next := get(grown)
-		copy(next, buf)
-		put(buf)
-		buf = next
-		if _, err := io.ReadFull(r, buf[have:]); err != nil {
+		buf := get(size)
+		if _, err := io.ReadFull(r, buf); err != nil {
 			put(buf)
 			return nil, err
 		}
+		return buf, nil
+	}
+	var held [maxFrameChunks][]byte
+	chunks := held[:0]
+	release := func(chunks [][]byte) {
+		for _, c := range chunks {
+			put(c)
+		}
+	}
+	half, received := (size+1)/2, 0
+	for received < half {
+		n := frameChunkBytes
+		if received > 0 {
+			n = received
+		}
+		if half-received-n < frameChunkBytes {
+			n = half - received // the last chunk takes the rest, not a sliver after it
+		}
+		if charge != nil {
+			if err := charge(n); err != nil {
+				release(chunks)
+				return nil, err
+			}
+		}
+		c := get(n)
+		chunks = append(chunks, c)
+		if _, err := io.ReadFull(r, c); err != nil {
+			release(chunks)
+			return nil, err
+		}
+		received += n
+	}
+	if charge != nil {
+		if err := charge(size - received); err != nil {
+			release(chunks)
+			return nil, err
+		}
+	}
+	buf := get(size)
+	at := 0
+	for _, c := range chunks {
+		at += copy(buf[at:], c)
+	}
+	release(chunks)
+	if _, err := io.ReadFull(r, buf[at:]); err != nil {
+		put(buf)
+		return nil, err
 	}
 	return buf, nil
 }
