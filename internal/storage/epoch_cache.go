@@ -35,12 +35,12 @@ type EpochCache struct {
 	// latest is the last entry's epoch, UndefinedEpoch when there is none,
 	// published at every change of entries (under mu) and read without
 	// it: every idle replica fetcher round asks each of its partitions.
-	latest atomic.Int32
-	// mirror, when set (mirrorTo), is published with latest: the log
-	// keeps it beside its published bounds (Log.LatestEpoch), so a
-	// follower's round reads a partition's fetch state from one cache
-	// line instead of two.
-	mirror  *atomic.Int32
+	// It lives in own, or where publishTo moved it: the log keeps it
+	// beside its published bounds (Log.LatestEpoch), so a follower's
+	// round reads a partition's fetch state from one cache line instead
+	// of two.
+	latest  *atomic.Int32
+	own     atomic.Int32
 	persist func([]EpochEntry) error // nil: memory only
 }
 
@@ -51,6 +51,7 @@ func NewEpochCache(entries []EpochEntry, persist func([]EpochEntry) error) (*Epo
 		return nil, err
 	}
 	c := &EpochCache{entries: slices.Clone(entries), persist: persist}
+	c.latest = &c.own
 	c.publish()
 	return c, nil
 }
@@ -89,25 +90,15 @@ func (c *EpochCache) publish() {
 		latest = c.entries[n-1].Epoch
 	}
 	c.latest.Store(latest)
-	if c.mirror != nil {
-		c.mirror.Store(latest)
-	}
 }
 
-// mirrorTo publishes the latest epoch to m as well, from now on.
-func (c *EpochCache) mirrorTo(m *atomic.Int32) {
+// publishTo moves where the latest epoch is published to m, from now
+// on. Only before c is shared: Latest reads the pointer without a lock.
+func (c *EpochCache) publishTo(m *atomic.Int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mirror = m
+	c.latest = m
 	c.publish()
-}
-
-// mirrored reports whether the mirror holds the latest epoch (for the
-// invariant check of Log.LatestEpoch).
-func (c *EpochCache) mirrored() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mirror == nil || c.mirror.Load() == c.latest.Load()
 }
 
 // Assign records that epoch starts at startOffset. As in Kafka, it is a

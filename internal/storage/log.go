@@ -29,9 +29,9 @@ type Log struct {
 	// start and end are logStart and the log end offset as of the last
 	// release of mu (unlock), for readers that take no lock.
 	start, end atomic.Int64
-	// latestEpoch is the epoch cache's latest epoch, published by the
-	// cache at every change (EpochCache.mirrorTo), beside the bounds: a
-	// follower's fetch round reads all three of every partition.
+	// latestEpoch is where the epoch cache publishes its latest epoch
+	// (EpochCache.publishTo), beside the bounds: a follower's fetch round
+	// reads all three of every partition.
 	latestEpoch atomic.Int32
 
 	cfg      Config
@@ -145,13 +145,10 @@ func (l *Log) LogEndOffset() int64 {
 	return l.end.Load()
 }
 
-// LatestEpoch is Epochs().Latest() read from beside the log's bounds
+// LatestEpoch is Epochs().Latest(), which the cache publishes beside the log's bounds
 // (one cache line with LogEndOffset and LogStartOffset): an idle
 // follower asks it of every partition it follows every fetch round.
 func (l *Log) LatestEpoch() (epoch int32, ok bool) {
-	if invariant.Panics && !l.epochs.mirrored() {
-		invariant.Broken("%s: mirrored latest epoch %d, the cache's %d", l.dir, l.latestEpoch.Load(), l.epochs.latest.Load())
-	}
 	epoch = l.latestEpoch.Load()
 	return epoch, epoch != UndefinedEpoch
 }

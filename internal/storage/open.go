@@ -47,7 +47,7 @@ func (l *Log) load(fresh bool) error {
 	if l.epochs, err = l.loadEpochCache(); err != nil {
 		return err
 	}
-	l.epochs.mirrorTo(&l.latestEpoch)
+	l.epochs.publishTo(&l.latestEpoch) // before anyone else sees l
 	if err := l.loadCleanerState(); err != nil {
 		return err
 	}
