@@ -20,23 +20,7 @@ func TestPipelinedLongPollFetchAndProduce(t *testing.T) {
 	c := dialRaw(t, tb.addr)
 
 	const maxWait = 8 * time.Second // under rawIOTimeout, so a hang fails on read
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.SetVersion(11)
-	fetch.ReplicaID = -1
-	fetch.MaxWaitMillis = int32(maxWait / time.Millisecond)
-	fetch.MinBytes = 1
-	fetch.MaxBytes = 1 << 20
-	fetch.IsolationLevel = 0
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "pipelined"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.Partition = 0
-	fp.FetchOffset = 0
-	fp.PartitionMaxBytes = 1 << 20
-	fp.CurrentLeaderEpoch = -1
-	fp.LogStartOffset = -1
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
+	fetch := longPollFetch("pipelined", 0, maxWait)
 
 	produce := produceRequest(7, -1, "pipelined", 0, recordsBatch(3, 10))
 
@@ -90,22 +74,8 @@ func TestAnswerNotHeldBehindLongPoll(t *testing.T) {
 	tb.createTopic("held", 1, nil)
 	c := dialRaw(t, tb.addr)
 
-	const maxWait = 8 * time.Second // under rawIOTimeout, so a hang fails on read
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.SetVersion(11)
-	fetch.ReplicaID = -1
-	fetch.MaxWaitMillis = int32(maxWait / time.Millisecond)
-	fetch.MinBytes = 1
-	fetch.MaxBytes = 1 << 20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "held"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.FetchOffset = 3 // past the produce's 3 records: nothing to answer
-	fp.PartitionMaxBytes = 1 << 20
-	fp.CurrentLeaderEpoch = -1
-	fp.LogStartOffset = -1
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
+	const maxWait = 8 * time.Second            // under rawIOTimeout, so a hang fails on read
+	fetch := longPollFetch("held", 3, maxWait) // past the produce's 3 records: nothing to answer
 	produce := produceRequest(7, -1, "held", 0, recordsBatch(3, 10))
 
 	start := time.Now()
@@ -118,4 +88,25 @@ func TestAnswerNotHeldBehindLongPoll(t *testing.T) {
 	if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("produce: error %d", code)
 	}
+}
+
+// longPollFetch is a consumer's Fetch v11 of partition 0 of topic from
+// offset that waits up to maxWait for one byte (MinBytes 1).
+func longPollFetch(topic string, offset int64, maxWait time.Duration) *kmsg.FetchRequest {
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(11)
+	fetch.ReplicaID = -1
+	fetch.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	fetch.MinBytes = 1
+	fetch.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset = offset
+	fp.PartitionMaxBytes = 1 << 20
+	fp.CurrentLeaderEpoch = -1
+	fp.LogStartOffset = -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	return fetch
 }
