@@ -39,11 +39,12 @@ func TestReplicaCapacitySeeds(t *testing.T) {
 		total.Reassignments += r.Stats.Reassignments
 		total.CapacityRefusals += r.Stats.CapacityRefusals
 		total.BalancerMoves += r.Stats.BalancerMoves
+		total.BalancerRefusals += r.Stats.BalancerRefusals
 	})
 	if seeds == 0 {
 		return
 	}
-	t.Logf("%d seeds: %d reassignments asked, %d refused for a broker's replica capacity; %d balancer moves", seeds, total.Reassignments, total.CapacityRefusals, total.BalancerMoves)
+	t.Logf("%d seeds: %d reassignments asked, %d refused for a broker's replica capacity; %d balancer moves, %d refused", seeds, total.Reassignments, total.CapacityRefusals, total.BalancerMoves, total.BalancerRefusals)
 	if total.CapacityRefusals == 0 && seeds >= 20 {
 		t.Error("no reassignment met a full broker: the runs do not exercise the capacity check")
 	}

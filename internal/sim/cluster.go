@@ -122,6 +122,7 @@ type Stats struct {
 	BalancerMoves             int           // reassignments the controllers' balancer started (Options.Balancer)
 	BalancerDiskMoves         int           // of which for disk imbalance (reported log sizes)
 	BalancerDirMoves          int           // moves between one node's log directories the balancer asked for
+	BalancerRefusals          int           // balancer moves the controller refused (each a violation)
 	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
 	Converged                 time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied     int64         // the ACL prober's writes served and refused (Options.ACLs)

@@ -40,6 +40,14 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 	for _, m := range rd.BalancerMoves {
 		p.checkBalancerMove(m)
 	}
+	for _, r := range rd.BalancerRefused {
+		// The balancer plans on the image the controller's check reads
+		// (replica capacities included): a move it plans is one the check
+		// accepts, or it would plan the same refused move every round and
+		// never the one that would be accepted.
+		p.n.c.check.stats.BalancerRefusals++
+		p.n.c.violation("%s: the controller refused the balancer's move %v: %v", p.n, r.Move, r.Err)
+	}
 	if len(rd.DescribeLogDirs) > 0 {
 		p.reportedDisks = map[int32]*balancer.Disk{} // a new round
 	}
