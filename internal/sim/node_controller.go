@@ -85,8 +85,11 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 func (p *process) checkBalancerMove(m balancer.Move) {
 	st := &p.n.c.check.stats
 	st.BalancerMoves++
-	if m.Reason == balancer.DiskImbalance {
+	switch m.Reason {
+	case balancer.DiskImbalance:
 		st.BalancerDiskMoves++
+	case balancer.OverCapacity:
+		st.BalancerDrains++
 	}
 	if len(p.reportedDisks) == 0 {
 		return // no answers with disks: counts alone decided
