@@ -208,6 +208,10 @@ var brokerProperties = []Property{
 		Doc: "As log.dir.min.free.bytes, as a percentage of the filesystem's size; the larger of the two floors applies.",
 	},
 	{
+		Name: "log.fsync.io.uring.enable", Kind: KindBool, Default: "true",
+		Doc: "Skein-specific: submit the log's fdatasync calls through an io_uring (Linux), so that a goroutine waiting for the disk parks instead of holding a thread and a processor in the system call. Where the kernel refuses io_uring (too old, a seccomp filter as Docker's default one, kernel.io_uring_disabled) the broker logs it at startup and calls fdatasync directly, as it does with this off. The data is as durable either way.",
+	},
+	{
 		Name: "log.cleaner.enable", Kind: KindBool, Default: "true",
 		Doc: "Run the log cleaner, which compacts the partitions of topics with cleanup.policy=compact (including __consumer_offsets).",
 	},
