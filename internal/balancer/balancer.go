@@ -28,6 +28,10 @@ type Broker struct {
 	// Disk is the space of the broker's log directories as it last
 	// reported it; nil when unknown (disk.go).
 	Disk *Disk
+	// ReplicaCapacity is how many replicas the broker can keep open, as
+	// it registered it (metadata.Broker.ReplicaCapacity, from its
+	// open-files limit); 0 states no limit (capacity.go).
+	ReplicaCapacity int
 }
 
 // Partition is one partition's replica state.
@@ -84,6 +88,9 @@ const (
 	// than its share by more than the threshold, or is fuller than the
 	// maximum usage (disk.go).
 	DiskImbalance Reason = "disk imbalance"
+	// OverCapacity: the source holds more replicas than the capacity it
+	// registered (capacity.go).
+	OverCapacity Reason = "over replica capacity"
 )
 
 // Move replaces one replica of a partition: Target is the new replica
@@ -136,14 +143,17 @@ type Plan struct {
 // First, every partition with a replica on a broker unavailable for at
 // least cfg.UnavailableTimeout gets that replica moved to an available
 // broker; this is the only move made on an under-replicated partition,
-// since it restores the replication factor. Then, when every available
+// since it restores the replication factor. Then, while an available
+// broker holds more replicas than its ReplicaCapacity, one of them moves
+// to a broker with room (capacity.go). Then, when every available
 // broker reported its disk, while their disks are uneven (disk.go) one
 // replica moves from the fullest to the emptiest, and then, while the
 // available brokers' replica counts are uneven (see imbalanced), one
 // replica moves from the most to the least loaded broker; both take a
 // fully in-sync partition. No move goes to a broker that reported a disk
 // without room for the partition (disk.go's fits), or, once some broker
-// reported one, to a broker that did not. Never more moves than
+// reported one, to a broker that did not, nor to a broker it would take
+// past its ReplicaCapacity (capacity.go's hasRoom). Never more moves than
 // cfg.MaxConcurrentMoves minus those in flight. Every move keeps the partition's rack spread (it never puts two
 // replicas on a rack when another rack was free), and none removes a
 // partition's last in-sync replica: the reassignment could then never
@@ -174,6 +184,14 @@ func Decide(brokers []Broker, partitions []Partition, cfg Config) Plan {
 			budget--
 			break
 		}
+	}
+	for budget > 0 {
+		m, ok := s.drainOne()
+		if !ok {
+			break
+		}
+		plan.Moves = append(plan.Moves, m)
+		budget--
 	}
 	for budget > 0 {
 		m, ok := s.rebalanceDiskOne(cfg)
@@ -224,6 +242,7 @@ type state struct {
 	on       map[int32][]*part
 	inFlight int
 	disks    diskState
+	caps     capState
 }
 
 func newState(brokers []Broker, partitions []Partition, cfg Config) *state {
@@ -259,6 +278,7 @@ func newState(brokers []Broker, partitions []Partition, cfg Config) *state {
 		}
 	}
 	s.disks = newDiskState(s)
+	s.caps = newCapState(s)
 	return s
 }
 
@@ -296,9 +316,9 @@ func (s *state) racksAfter(p *part, from, to int32) int {
 }
 
 // canTake: to is available, not already a replica of p, and has room
-// for it.
+// for it: its bytes (fits) and one replica more (hasRoom).
 func (s *state) canTake(p *part, to int32) bool {
-	return !slices.Contains(p.Replicas, to) && s.brokers[to].Available && s.fits(p, to)
+	return !slices.Contains(p.Replicas, to) && s.brokers[to].Available && s.fits(p, to) && s.hasRoom(to)
 }
 
 // destination is the available broker to take from's replica of p: the
@@ -327,6 +347,7 @@ func (s *state) move(p *part, from, to int32, why Reason) Move {
 	}
 	s.load[to]++
 	s.moveBytes(p, from, to)
+	s.moveCount(from, to)
 	return Move{Topic: p.Topic, Partition: p.Index, From: from, To: to, Target: target, Reason: why, Bytes: sizeOf(p)}
 }
 

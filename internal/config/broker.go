@@ -92,6 +92,7 @@ type Broker struct {
 	LogDirMinFreeBytes         int64         // log.dir.min.free.bytes
 	LogOpenFilesPerReplica     int           // log.open.files.per.replica
 	LogDirMinFreePercent       float64       // log.dir.min.free.percent
+	LogFsyncIoUring            bool          // log.fsync.io.uring.enable
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms
 	LogCleanerEnable           bool          // log.cleaner.enable
 	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms
@@ -246,6 +247,7 @@ func (s *settings) build() (*Broker, error) {
 		LogDirMinFreeBytes:         r.int64("log.dir.min.free.bytes"),
 		LogDirMinFreePercent:       r.float64("log.dir.min.free.percent"),
 		LogPageCacheWindowBytes:    r.int64("log.page.cache.window.bytes"),
+		LogFsyncIoUring:            r.bool("log.fsync.io.uring.enable"),
 
 		NumPartitions:            r.int32("num.partitions"),
 		DefaultReplicationFactor: r.int16("default.replication.factor"),

@@ -196,6 +196,7 @@ var brokerProperties = []Property{
 			"its open-files limit (RLIMIT_NOFILE, the soft one) less the descriptors it keeps free for everything else (a tenth of the limit, at least 256, at most 2,048) " +
 			"and those it holds besides its replicas' files, over this. The controller refuses a CreateTopics or CreatePartitions (INVALID_PARTITIONS), or a reassignment (INVALID_REPLICA_ASSIGNMENT), " +
 			"that would place more replicas on the broker, naming it and the limit; raise the limit (ulimit -n; LimitNOFILE= in a systemd unit) and restart the broker to hold more. " +
+			"The automatic balancer (auto.replica.balance.enable) moves no replica onto a broker past it, and moves replicas off a broker holding more (one restarted with a lower limit) first. " +
 			"Replicas with several segments hold more than one file each: raise this to leave room for them. 0: the broker states no limit and the controller places replicas on it regardless.",
 	},
 	{
@@ -214,6 +215,10 @@ var brokerProperties = []Property{
 			"Only data an fsync made durable is advised out: the data of a topic with write.caching=true, which the broker does not fsync, is left to the kernel until an fsync covers it (flush.messages, flush.ms, a clean stop). " +
 			"The trade-off: a consumer (or a follower) reading further back than this reads from the disk instead of memory; the records are the same. " +
 			"Raise it for consumers that lag by more, or set 0 to leave the page cache to the kernel. Read when a replica is opened.",
+	},
+	{
+		Name: "log.fsync.io.uring.enable", Kind: KindBool, Default: "true",
+		Doc: "Skein-specific: submit the log's fdatasync calls through an io_uring (Linux), so that a goroutine waiting for the disk parks instead of holding a thread and a processor in the system call. Where the kernel refuses io_uring (too old, a seccomp filter as Docker's default one, kernel.io_uring_disabled) the broker logs it at startup and calls fdatasync directly, as it does with this off. The data is as durable either way.",
 	},
 	{
 		Name: "log.cleaner.enable", Kind: KindBool, Default: "true",
@@ -328,7 +333,7 @@ var brokerProperties = []Property{
 	},
 	{
 		Name: "auto.replica.balance.enable", Kind: KindBool, Default: "false",
-		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing, Cruise Control's DiskUsageDistributionGoal): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, from the fullest to the emptiest broker when disk usage (the brokers' DescribeLogDirs, gathered every check) is off by more than replica.balance.disk.imbalance.percentage, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage; never onto a broker that would then be fuller than replica.balance.max.disk.usage.percent. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
+		Doc: "Skein's automatic balancer (Redpanda's continuous data balancing, Cruise Control's DiskUsageDistributionGoal): the active controller moves replicas onto a broker that joined, off a broker unavailable for longer than replica.balance.broker.unavailable.timeout.ms, off a broker holding more replicas than its open-files limit lets it keep open (log.open.files.per.replica), from the fullest to the emptiest broker when disk usage (the brokers' DescribeLogDirs, gathered every check) is off by more than replica.balance.disk.imbalance.percentage, and from the most to the least loaded broker when replica counts differ by more than replica.imbalance.per.broker.percentage; never onto a broker that would then be fuller than replica.balance.max.disk.usage.percent or hold more replicas than its open-files limit lets it keep open. A move puts the new replica at the replaced one's place, so auto.leader.rebalance.enable moves preferred leaderships after it. Moves are KIP-455 reassignments, so replication throttles apply.",
 	},
 	{
 		Name: "replica.balance.check.interval.ms", Kind: KindLong, Default: "30000", Min: 1000, Max: math.MaxInt64,

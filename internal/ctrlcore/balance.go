@@ -33,11 +33,15 @@ func balancerConfig(b *config.Broker) (balancer.Config, time.Duration) {
 }
 
 // View is the balancer's view of im: brokers unfenced and not shutting
-// down are available; unavailableFor says how long one has not been.
+// down are available; unavailableFor says how long one has not been. Each
+// broker's replica capacity is the one it registered, which the
+// controller's reassignment check holds the moves to
+// (controller/capacity.go), so the balancer plans none it would refuse.
 func View(im *metadata.Image, unavailableFor func(id int32) time.Duration) ([]balancer.Broker, []balancer.Partition) {
 	var bs []balancer.Broker
 	for _, br := range im.Brokers() {
-		b := balancer.Broker{ID: br.ID, Rack: br.Rack, Available: !br.Fenced && !br.InControlledShutdown}
+		b := balancer.Broker{ID: br.ID, Rack: br.Rack, Available: !br.Fenced && !br.InControlledShutdown,
+			ReplicaCapacity: int(br.ReplicaCapacity)}
 		if !b.Available {
 			b.UnavailableFor = unavailableFor(br.ID)
 		}
@@ -153,7 +157,12 @@ func (c *Core) balance(im *metadata.Image, recs []metadata.Record) (*metadata.Im
 		more, errs := controller.AlterPartitionReassignments(im, reqs, controller.ReassignOptions{Unclean: c.unclean})
 		for i, err := range errs {
 			if err != nil {
+				// The balancer plans on im's counts and capacities, which
+				// the check reads too, so a refusal is a disagreement
+				// between the two: the runtimes report it
+				// (the simulator as a violation).
 				c.note("balancer move refused", "move", plan.Moves[i].String(), "err", err)
+				c.rd.BalancerRefused = append(c.rd.BalancerRefused, RefusedMove{Move: plan.Moves[i], Err: err})
 			} else {
 				c.note("balancer moves a replica", "move", plan.Moves[i].String())
 				c.rd.BalancerMoves = append(c.rd.BalancerMoves, plan.Moves[i])

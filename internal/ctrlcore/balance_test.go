@@ -19,6 +19,19 @@ var balanced = metadata.TopicID{0: 8, 15: 2}
 func balanceHarness(t *testing.T, cfg balancer.Config, interval time.Duration) *harness {
 	t.Helper()
 	im := image(t, 1, 2, 3)
+	im, err := im.Apply(metadata.CreateTopic{Name: "b", ID: balanced, Partitions: onBrokers1And2()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, im)
+	h.c.cfg.Balancer, h.c.cfg.BalanceInterval = cfg, interval
+	h.catchUp()
+	return h
+}
+
+// onBrokers1And2 is four partitions on brokers 1 and 2, their
+// leaderships split between them.
+func onBrokers1And2() []metadata.Partition {
 	var ps []metadata.Partition
 	for i := range int32(4) {
 		rs := []int32{1, 2}
@@ -27,14 +40,7 @@ func balanceHarness(t *testing.T, cfg balancer.Config, interval time.Duration) *
 		}
 		ps = append(ps, metadata.Partition{Index: i, Replicas: rs, ISR: rs, Leader: rs[0]})
 	}
-	im, err := im.Apply(metadata.CreateTopic{Name: "b", ID: balanced, Partitions: ps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, im)
-	h.c.cfg.Balancer, h.c.cfg.BalanceInterval = cfg, interval
-	h.catchUp()
-	return h
+	return ps
 }
 
 // tick advances the clock by d, keeps brokers alive renewed, and runs a
@@ -245,4 +251,74 @@ func TestBalancerMovesBetweenLogDirs(t *testing.T) {
 			t.Fatalf("on: moves %v, want one of broker 1's replicas from /a to /b", h.dirMoves)
 		}
 	}
+}
+
+// The balancer plans with the replica capacities the brokers registered,
+// so no round proposes a move the controller's check refuses: brokers 3
+// and 4 joined, 3 with room for one replica; the first round moves one
+// replica onto 3 and the rest of its bound onto 4 (planned blind to the
+// capacity, the third move went onto 3 as well and was refused, and so
+// again in every later round), and later rounds, with broker 3 full,
+// propose nothing onto it.
+func TestBalancerProposesNoMoveRefusedForCapacity(t *testing.T) {
+	im := metadata.Empty("c")
+	var recs []metadata.Record
+	for _, id := range []int32{1, 2, 3, 4} {
+		b := metadata.Broker{ID: id, Epoch: 10 + int64(id)}
+		if id == 3 {
+			b.ReplicaCapacity, b.OpenFilesLimit = 1, 1024
+		}
+		recs = append(recs, metadata.RegisterBroker{Broker: b})
+	}
+	recs = append(recs, metadata.CreateTopic{Name: "b", ID: balanced, Partitions: onBrokers1And2()})
+	im, err := im.Apply(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, im.WithVersion(20))
+	h.c.cfg.Balancer = balancer.Config{MaxConcurrentMoves: 3, UnavailableTimeout: time.Minute, ImbalancePercent: 10}
+	h.c.cfg.BalanceInterval = 10 * time.Second
+	h.catchUp()
+	h.tick(10*time.Second, 1, 2, 3, 4)
+	n, onto := reassigning(h.im)
+	if n != 3 || onto[3] != 1 || onto[4] != 2 {
+		t.Fatalf("first round: %d reassignments adding %v, want 1 onto broker 3 (its capacity) and 2 onto 4", n, onto)
+	}
+	// One move completes (its new replica joined the ISR): room in the
+	// bound, none on broker 3.
+	tp, _ := h.im.Topic("b")
+	for _, p := range tp.Partitions {
+		if slices.Contains(p.AddingReplicas, 4) {
+			target := p.TargetReplicas()
+			isr := slices.Clone(target)
+			h.apply(metadata.PartitionChange{TopicID: balanced, Partition: p.Index, Replicas: &target, ISR: &isr,
+				AddingReplicas: &[]int32{}, RemovingReplicas: &[]int32{}})
+			break
+		}
+	}
+	for range 3 {
+		h.tick(10*time.Second, 1, 2, 3, 4)
+	}
+	if len(h.refused) != 0 {
+		t.Fatalf("balancer moves refused: %v", h.refused)
+	}
+	if _, onto := reassigning(h.im); onto[3] != 1 {
+		t.Fatalf("later rounds: reassignments adding %v, want still 1 onto broker 3", onto)
+	}
+	if held := capacityHeld(h.im, 3); held > 1 {
+		t.Fatalf("broker 3 lists %d replicas, past its capacity 1", held)
+	}
+}
+
+// capacityHeld is the replicas im lists on broker id.
+func capacityHeld(im *metadata.Image, id int32) int {
+	n := 0
+	for _, t := range im.Topics() {
+		for _, p := range t.Partitions {
+			if slices.Contains(p.Replicas, id) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -139,6 +139,11 @@ type Ready struct {
 	// last asked for; they take effect if the maintenance entry carrying
 	// them commits.
 	BalancerMoves []balancer.Move
+	// BalancerRefused are the moves the balancer planned in this event
+	// that the controller's reassignment check refused: none while the
+	// two agree (the balancer plans on the same image, replica capacities
+	// included).
+	BalancerRefused []RefusedMove
 	// LogDirMoves are the moves between a broker's log directories the
 	// balancer decided (replica.balance.log.dirs.enable): the runtime
 	// sends each broker its AlterReplicaLogDirs. Nothing is recorded: a
@@ -149,6 +154,12 @@ type Ready struct {
 	// (DescribeLogDirs v4, every partition) for the balancer; the runtime
 	// reports each answer, or its failure, with LogDirsReported.
 	DescribeLogDirs []int32
+}
+
+// RefusedMove is a balancer move and the error it was refused with.
+type RefusedMove struct {
+	Move balancer.Move
+	Err  error
 }
 
 // Proposal is one metadata entry to propose.

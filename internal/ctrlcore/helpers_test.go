@@ -27,6 +27,7 @@ type harness struct {
 	// yet answered (answerLogDirs).
 	asked    []int32
 	dirMoves []balancer.DirMove // every Ready.LogDirMoves
+	refused  []RefusedMove      // every Ready.BalancerRefused
 	// atCommit counts the answers given in Ready.AnswersAtCommit.
 	atCommit int
 }
@@ -53,6 +54,7 @@ func (h *harness) do(ev func(time.Time, *metadata.Image) Ready) {
 	h.fenced += rd.Fenced
 	h.asked = append(h.asked, rd.DescribeLogDirs...)
 	h.dirMoves = append(h.dirMoves, rd.LogDirMoves...)
+	h.refused = append(h.refused, rd.BalancerRefused...)
 	if rd.Propose != nil {
 		if h.pending != nil {
 			h.t.Fatalf("second proposal %q while %q is in flight", rd.Propose.What, h.pending.What)

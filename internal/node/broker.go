@@ -267,6 +267,12 @@ type brokerMaintenance struct {
 	// goroutine only (openFilesEstimate).
 	fdCount fdCount
 
+	// ownFS is set when the broker runs on the OS's filesystem of its
+	// own choosing (Options.FS nil): then its fdatasyncs may go through
+	// fsyncRing (log.fsync.io.uring.enable, fsync_ring.go).
+	ownFS     bool
+	fsyncRing *vfs.FsyncRing
+
 	// offlineDir is the log directory that failed (nil while all are
 	// healthy; diskfail.go).
 	offlineDir atomic.Pointer[string]
@@ -281,7 +287,8 @@ type brokerMaintenance struct {
 // New prepares a broker from its configuration; Start opens the logs and
 // starts serving.
 func New(cfg *config.Broker, opts Options) *Broker {
-	if opts.FS == nil {
+	ownFS := opts.FS == nil
+	if ownFS {
 		opts.FS = vfs.OS{}
 	}
 	if opts.Logger == nil {
@@ -317,6 +324,7 @@ func New(cfg *config.Broker, opts Options) *Broker {
 			shutdownUnreachable: make(chan struct{}),
 		},
 	}
+	b.ownFS = ownFS
 	b.stopCtx, b.stopCancel = context.WithCancel(context.Background())
 	b.controllerID.Store(-1)
 	b.brokerEpoch.Store(-1)
@@ -349,10 +357,18 @@ func New(cfg *config.Broker, opts Options) *Broker {
 func (b *Broker) Registry() *prometheus.Registry { return b.reg }
 
 // Start recovers the logs, registers the broker and opens the listeners.
-func (b *Broker) Start() error {
+func (b *Broker) Start() (err error) {
 	if len(b.cfg.LogDirs) == 0 {
 		return errors.New("no log.dirs configured")
 	}
+	// Before anything that reads b.fs runs on another goroutine.
+	b.openFsyncRing()
+	defer func() {
+		if err != nil && b.flusher == nil {
+			// Failed before storage started: nothing else closes it.
+			b.closeFsyncRing()
+		}
+	}()
 	m, err := metrics.New(b.reg, metrics.Options{})
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -534,6 +550,7 @@ func (b *Broker) haltOnce() {
 	if b.flusher != nil {
 		b.flusher.stop()
 	}
+	b.closeFsyncRing()
 	for _, a := range b.admins {
 		a.Close()
 	}
@@ -613,6 +630,9 @@ func (b *Broker) shutdownStorage() error {
 			errs = append(errs, fmt.Errorf("sync the filesystem of %s: %w", dir, err))
 		}
 	}
+	// Every log is closed: a file synced after this (none should be)
+	// calls fdatasync itself.
+	b.closeFsyncRing()
 	return errors.Join(errs...)
 }
 

@@ -26,6 +26,9 @@ func capacityOptions(seed uint64, d time.Duration) Options {
 	o.Balancer = seed%2 == 0
 	o.ReplicaCapacity = true
 	o.ReplicaCapacitySlack = int(seed/2) % 2
+	// In half the seeds, balancer or not, a node restarts with a lower
+	// capacity than it holds.
+	o.ReplicaCapacityShrink = seed%4 < 2
 	return o
 }
 
@@ -39,13 +42,20 @@ func TestReplicaCapacitySeeds(t *testing.T) {
 		total.Reassignments += r.Stats.Reassignments
 		total.CapacityRefusals += r.Stats.CapacityRefusals
 		total.BalancerMoves += r.Stats.BalancerMoves
+		total.BalancerRefusals += r.Stats.BalancerRefusals
+		total.CapacityShrinks += r.Stats.CapacityShrinks
+		total.BalancerDrains += r.Stats.BalancerDrains
 	})
 	if seeds == 0 {
 		return
 	}
-	t.Logf("%d seeds: %d reassignments asked, %d refused for a broker's replica capacity; %d balancer moves", seeds, total.Reassignments, total.CapacityRefusals, total.BalancerMoves)
+	t.Logf("%d seeds: %d reassignments asked, %d refused for a broker's replica capacity; %d balancer moves, %d refused; %d capacities shrunk below what a node holds, %d balancer moves off such a node",
+		seeds, total.Reassignments, total.CapacityRefusals, total.BalancerMoves, total.BalancerRefusals, total.CapacityShrinks, total.BalancerDrains)
 	if total.CapacityRefusals == 0 && seeds >= 20 {
 		t.Error("no reassignment met a full broker: the runs do not exercise the capacity check")
+	}
+	if (total.CapacityShrinks == 0 || total.BalancerDrains == 0) && seeds >= 40 {
+		t.Error("no capacity shrank below what a node holds, or the balancer never moved replicas off such a node: the runs do not exercise the drain")
 	}
 }
 

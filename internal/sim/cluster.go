@@ -31,10 +31,16 @@ type Cluster struct {
 	// capacity is the replica capacity every broker registers
 	// (Options.ReplicaCapacity, creationCapacity), 0: none.
 	capacity int32
-	check    *checker
-	faults   *faultState
-	clients  []client
-	members  []*groupMember
+	// shrunk is the capacity a node registers since it shrank
+	// (Options.ReplicaCapacityShrink), by node.
+	shrunk map[int32]int32
+	// registered is each registration's replica count in the earliest
+	// image checked that holds it (checkCapacity).
+	registered map[registration]heldAt
+	check      *checker
+	faults     *faultState
+	clients    []client
+	members    []*groupMember
 
 	topicID metadata.TopicID
 	// creating is the controller process deciding the topics' creation,
@@ -122,6 +128,7 @@ type Stats struct {
 	BalancerMoves             int           // reassignments the controllers' balancer started (Options.Balancer)
 	BalancerDiskMoves         int           // of which for disk imbalance (reported log sizes)
 	BalancerDirMoves          int           // moves between one node's log directories the balancer asked for
+	BalancerRefusals          int           // balancer moves the controller refused (each a violation)
 	SnapshotsInstalled        int           // metadata snapshots sent by a quorum leader
 	Converged                 time.Duration // simulated time from heal to convergence
 	ACLAllowed, ACLDenied     int64         // the ACL prober's writes served and refused (Options.ACLs)
@@ -139,6 +146,10 @@ type Stats struct {
 	// CapacityRefusals: the operator's reassignments the controller
 	// refused for a broker's replica capacity (Options.ReplicaCapacity).
 	CapacityRefusals int
+	// CapacityShrinks: registrations of a capacity below the replicas
+	// listed on the node (Options.ReplicaCapacityShrink); BalancerDrains
+	// the balancer's moves off a node over its capacity.
+	CapacityShrinks, BalancerDrains int
 }
 
 // Run simulates one seed.

@@ -45,6 +45,9 @@ func (c *Cluster) convergenceReport() string {
 	if msg := c.logDirConvergence(); msg != "" {
 		return msg
 	}
+	if msg := c.capacityConvergence(ctl); msg != "" {
+		return msg
+	}
 	if msg := c.throttleReport(ctl); msg != "" {
 		return msg
 	}

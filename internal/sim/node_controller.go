@@ -40,6 +40,14 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 	for _, m := range rd.BalancerMoves {
 		p.checkBalancerMove(m)
 	}
+	for _, r := range rd.BalancerRefused {
+		// The balancer plans on the image the controller's check reads
+		// (replica capacities included): a move it plans is one the check
+		// accepts, or it would plan the same refused move every round and
+		// never the one that would be accepted.
+		p.n.c.check.stats.BalancerRefusals++
+		p.n.c.violation("%s: the controller refused the balancer's move %v: %v", p.n, r.Move, r.Err)
+	}
 	if len(rd.DescribeLogDirs) > 0 {
 		p.reportedDisks = map[int32]*balancer.Disk{} // a new round
 	}
@@ -77,8 +85,11 @@ func (p *process) Step(ev func(*ctrlcore.Core, time.Time, *metadata.Image) ctrlc
 func (p *process) checkBalancerMove(m balancer.Move) {
 	st := &p.n.c.check.stats
 	st.BalancerMoves++
-	if m.Reason == balancer.DiskImbalance {
+	switch m.Reason {
+	case balancer.DiskImbalance:
 		st.BalancerDiskMoves++
+	case balancer.OverCapacity:
+		st.BalancerDrains++
 	}
 	if len(p.reportedDisks) == 0 {
 		return // no answers with disks: counts alone decided

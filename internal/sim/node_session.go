@@ -51,7 +51,7 @@ func (p *process) sessionStep() error {
 func (p *process) registration() ctrlcore.Registration {
 	return ctrlcore.Registration{ClusterID: p.image.ClusterID(), LogDirs: []metadata.DirectoryID{p.n.dirID},
 		Listeners:       []metadata.Endpoint{{Listener: "PLAINTEXT", Host: fmt.Sprintf("n%d", p.n.id), Port: 9092}},
-		ReplicaCapacity: p.n.c.capacity}
+		ReplicaCapacity: p.n.c.registeredCapacity(p)}
 }
 
 // call sends a request from this process and drops the answer if the

@@ -49,6 +49,13 @@ type Options struct {
 	// ever does.
 	ReplicaCapacity      bool
 	ReplicaCapacitySlack int
+	// ReplicaCapacityShrink has the first node that restarts once the
+	// run's topics exist register a capacity one below the replicas its
+	// image lists on it, and keep it (a broker restarted with a lower
+	// open-files limit): the controller then adds nothing to it, and a
+	// balancer moves replicas off it to nodes with room
+	// (capacityConvergence).
+	ReplicaCapacityShrink bool
 	// capacityUnderstated has the checker hold the brokers to one replica
 	// fewer than they registered: the test that shows the capacity
 	// check catches a broker holding more than its capacity.
@@ -212,6 +219,9 @@ func (o Options) String() string {
 	}
 	if o.ReplicaCapacity {
 		s += fmt.Sprintf(" replica-capacity=peak+%d", o.ReplicaCapacitySlack)
+		if o.ReplicaCapacityShrink {
+			s += " replica-capacity-shrink=true"
+		}
 	}
 	if o.LogDirs > 1 {
 		s += fmt.Sprintf(" log.dirs=%d", o.LogDirs)

@@ -6,12 +6,18 @@ import (
 	"sort"
 )
 
-// OS is the real filesystem.
-type OS struct{}
+// OS is the real filesystem. With a Ring, files' Datasync goes through
+// it (io_uring, Linux), otherwise fdatasync(2) is called in place.
+type OS struct {
+	Ring *FsyncRing
+}
 
 var _ FS = OS{}
 
-type osFile struct{ *os.File }
+type osFile struct {
+	*os.File
+	ring *FsyncRing
+}
 
 func (f osFile) Size() (int64, error) {
 	st, err := f.Stat()
@@ -22,12 +28,12 @@ func (f osFile) Size() (int64, error) {
 }
 
 // OpenFile implements FS.
-func (OS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (o OS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{f, o.Ring}, nil
 }
 
 // Remove implements FS.

@@ -182,15 +182,9 @@ func TestBalancerOnControllerOnlyNodeReadsDisks(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		md, err := adm.Metadata(ctx, topic)
+		onto, err := replicasByBroker(ctx, adm, topic)
 		if err != nil {
 			return false, err
-		}
-		onto := map[int32]int{}
-		for _, p := range md.Topics[topic].Partitions {
-			for _, r := range p.Replicas {
-				onto[r]++
-			}
 		}
 		dirs, err := adm.DescribeAllLogDirs(ctx, nil)
 		if err != nil {

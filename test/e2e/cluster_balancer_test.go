@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/skein-log/skein/internal/node"
 	"github.com/skein-log/skein/internal/testcluster"
 )
@@ -43,15 +45,9 @@ func TestBalancerGivesJoinedBrokerLoad(t *testing.T) {
 	c.start(3)
 	c.waitRegistered()
 	awaitAdmin(ctx, t, "every broker holds 3 replicas, none moving", func() (bool, any) {
-		md, err := adm.Metadata(ctx, topic)
+		load, err := replicasByBroker(ctx, adm, topic)
 		if err != nil {
 			return false, err
-		}
-		load := map[int32]int{}
-		for _, p := range md.Topics[topic].Partitions {
-			for _, r := range p.Replicas {
-				load[r]++
-			}
 		}
 		list, err := adm.ListPartitionReassignments(ctx, nil)
 		if err != nil {
@@ -70,4 +66,21 @@ func TestBalancerGivesJoinedBrokerLoad(t *testing.T) {
 	if got := checkAckedRecords(ctx, t, c.addrs(), topic, acks); got != total {
 		t.Fatalf("read %d records, want %d", got, total)
 	}
+}
+
+// replicasByBroker counts the replicas of topic's partitions on each broker,
+// as Metadata lists them (a reassignment's adding and removing replicas
+// among them).
+func replicasByBroker(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int, error) {
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	load := map[int32]int{}
+	for _, p := range md.Topics[topic].Partitions {
+		for _, r := range p.Replicas {
+			load[r]++
+		}
+	}
+	return load, nil
 }

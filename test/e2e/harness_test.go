@@ -79,7 +79,7 @@ func (c *manualClock) Advance(d time.Duration) {
 // startBroker starts a broker and stops it when the test ends.
 func startBroker(t testing.TB, opts ...brokerOption) *testBroker {
 	t.Helper()
-	tb := &testBroker{t: t, dataDir: t.TempDir(), fs: vfs.OS{}}
+	tb := &testBroker{t: t, dataDir: t.TempDir()}
 	tb.props = map[string]string{
 		"node.id": "1",
 		// A reserved port, so that a restart comes back on the same

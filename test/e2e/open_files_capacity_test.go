@@ -100,3 +100,59 @@ func TestCreateTopicsBeyondOpenFilesLimit(t *testing.T) {
 	}
 	refused("create one-more", resp["one-more"].Err, resp["one-more"].ErrMessage, "would hold 45 replicas (44 now, 1 more)")
 }
+
+// TestBalancerPassesOverFullBroker: broker 3 can keep 2 replicas open
+// (the limit of 400 and 100 open as above, log.open.files.per.replica 22)
+// and holds 2; a topic of single-replica partitions puts 8 on broker 1 and
+// 3 on broker 2. The automatic balancer, one move at a time, evens out
+// brokers 1 and 2 (to 6 and 5) and moves nothing onto broker 3, although
+// it holds the fewest. Planned blind to its capacity, every round's move
+// went from broker 1 onto broker 3, was refused, and nothing else moved.
+func TestBalancerPassesOverFullBroker(t *testing.T) {
+	openFiles := func() (int, int, bool) { return 100, 400, true }
+	c := newRolesCluster(t, []string{combinedRoles, combinedRoles, combinedRoles}, map[string]string{
+		"auto.replica.balance.enable":          "true",
+		"replica.balance.check.interval.ms":    "1000",
+		"replica.balance.max.concurrent.moves": "1",
+		// The brokers share this machine's filesystem, whose usage is
+		// not theirs to judge.
+		"replica.balance.max.disk.usage.percent": "100",
+	}, node.Options{OpenFiles: openFiles})
+	c.props[2]["log.open.files.per.replica"] = "22"
+	for i := range c.props {
+		c.start(i)
+	}
+	c.waitRegistered()
+	defer c.dumpGoroutinesIfFailed()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	defer adm.Close()
+
+	const topic = "skewed"
+	var assignment [][]int32
+	for _, b := range []int32{1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 3} {
+		assignment = append(assignment, []int32{b})
+	}
+	createAssignedTopic(ctx, t, c.client(), topic, assignment)
+	awaitAdmin(ctx, t, "brokers 1 and 2 even, none moving", func() (bool, any) {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		load := map[int32]int{}
+		for _, p := range md.Topics[topic].Partitions {
+			for _, r := range p.Replicas {
+				load[r]++
+			}
+		}
+		if load[3] > 2 {
+			t.Fatalf("broker 3 lists %d replicas, past its capacity of 2: %v", load[3], load)
+		}
+		list, err := adm.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			return false, err
+		}
+		return len(list) == 0 && load[1] == 6 && load[2] == 5 && load[3] == 2, load
+	})
+}
