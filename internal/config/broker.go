@@ -97,6 +97,7 @@ type Broker struct {
 	LogCleanerEnable           bool          // log.cleaner.enable
 	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms
 	LogCleanerDedupeBufferSize int64         // log.cleaner.dedupe.buffer.size
+	LogPageCacheWindowBytes    int64         // log.page.cache.window.bytes
 
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
@@ -245,6 +246,7 @@ func (s *settings) build() (*Broker, error) {
 		LogOpenFilesPerReplica:     r.int("log.open.files.per.replica"),
 		LogDirMinFreeBytes:         r.int64("log.dir.min.free.bytes"),
 		LogDirMinFreePercent:       r.float64("log.dir.min.free.percent"),
+		LogPageCacheWindowBytes:    r.int64("log.page.cache.window.bytes"),
 		LogFsyncIoUring:            r.bool("log.fsync.io.uring.enable"),
 
 		NumPartitions:            r.int32("num.partitions"),

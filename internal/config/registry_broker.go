@@ -208,6 +208,15 @@ var brokerProperties = []Property{
 		Doc: "As log.dir.min.free.bytes, as a percentage of the filesystem's size; the larger of the two floors applies.",
 	},
 	{
+		Name: "log.page.cache.window.bytes", Kind: KindLong, Default: "16777216", Min: 0, Max: 1 << 40,
+		Doc: "Skein-specific (Kafka has none): how many bytes of each partition replica's newest durable data the broker keeps in the operating system's page cache. " +
+			"After an fsync, data older than that is advised out (posix_fadvise POSIX_FADV_DONTNEED), in steps of a quarter of this (at least 1 MiB), and a rolled segment wholly outside it at once, " +
+			"so a producing broker's page cache stays bounded and the kernel reuses the freed pages for new writes instead of taking fresh ones (on a VM that hands free pages back to its host, such as Firecracker with free page reporting, each fresh page is a fault to the host inside the write). " +
+			"Only data an fsync made durable is advised out: the data of a topic with write.caching=true, which the broker does not fsync, is left to the kernel until an fsync covers it (flush.messages, flush.ms, a clean stop). " +
+			"The trade-off: a consumer (or a follower) reading further back than this reads from the disk instead of memory; the records are the same. " +
+			"Raise it for consumers that lag by more, or set 0 to leave the page cache to the kernel. Read when a replica is opened.",
+	},
+	{
 		Name: "log.fsync.io.uring.enable", Kind: KindBool, Default: "true",
 		Doc: "Skein-specific: submit the log's fdatasync calls through an io_uring (Linux), so that a goroutine waiting for the disk parks instead of holding a thread and a processor in the system call. Where the kernel refuses io_uring (too old, a seccomp filter as Docker's default one, kernel.io_uring_disabled) the broker logs it at startup and calls fdatasync directly, as it does with this off. The data is as durable either way.",
 	},

@@ -43,6 +43,9 @@ type Metrics struct {
 	requests        *prometheus.CounterVec   // api, error
 	requestDuration *prometheus.HistogramVec // api
 	fsyncDuration   prometheus.Histogram
+	// pageCacheDropped: bytes of durable log data advised out of the
+	// page cache (log.page.cache.window.bytes).
+	pageCacheDropped prometheus.Counter
 
 	isrShrinks       prometheus.Counter
 	isrExpands       prometheus.Counter
@@ -109,6 +112,10 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Namespace: namespace, Name: "fsync_duration_seconds",
 			Help:    "Duration of partition log fsyncs (one fsync covers every batch appended before it started).",
 			Buckets: fsyncDurationBuckets,
+		}),
+		pageCacheDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "log_page_cache_dropped_bytes_total",
+			Help: "Bytes of durable partition log data advised out of the page cache (posix_fadvise POSIX_FADV_DONTNEED) because they fell outside log.page.cache.window.bytes; reads of them go to the disk.",
 		}),
 		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "isr_shrinks_total",
@@ -190,7 +197,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		topics: newTopicTable(opts.MaxTopics),
 	}
 	collectors := []prometheus.Collector{
-		m.requests, m.requestDuration, m.fsyncDuration,
+		m.requests, m.requestDuration, m.fsyncDuration, m.pageCacheDropped,
 		m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElections,
 		m.replicationBytesIn, m.replicationBytesOut, m.connections, m.connectionsRefused, m.connectionsTimedOut, m.tlsFailures, m.saslAuths, m.fetchPurgatory,
 		m.authorizationDenials,
@@ -243,6 +250,15 @@ func (m *Metrics) ObserveFsync(d time.Duration) {
 		return
 	}
 	m.fsyncDuration.Observe(d.Seconds())
+}
+
+// AddPageCacheDropped counts bytes of log data advised out of the page
+// cache (storage.Log.DropCache).
+func (m *Metrics) AddPageCacheDropped(n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.pageCacheDropped.Add(float64(n))
 }
 
 // IncISRShrink counts a replica leaving the ISR of a partition this broker leads.

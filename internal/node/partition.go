@@ -106,7 +106,8 @@ func openPartition(b *Broker, t *metadata.Topic, p metadata.Partition, cfg confi
 		// The zeros ahead of the log end take space like the writes the
 		// floor refuses, so they count against it (a refill is skipped
 		// rather than written into the floor's headroom).
-		MayFillAhead: func(n int64) bool { return b.checkFreeSpace(logDir, n) == nil },
+		MayFillAhead:    func(n int64) bool { return b.checkFreeSpace(logDir, n) == nil },
+		PageCacheWindow: b.cfg.LogPageCacheWindowBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -454,6 +455,14 @@ func (p *partition) sync() {
 	durable, err := p.log.Sync()
 	p.b.metrics.ObserveFsync(time.Since(start))
 	p.stepHoldingNothing(func(c *replica.Replica) replica.Ready { return c.Synced(durable, err) })
+	p.dropCache()
+}
+
+// dropCache advises the log's durable data outside its page-cache window
+// out (storage.Log.DropCache), after the fsync's answers are delivered so
+// that the fadvise is off the ack path.
+func (p *partition) dropCache() {
+	p.b.metrics.AddPageCacheDropped(p.log.DropCache())
 }
 
 // onFollowerFetch records a follower's position and proposes an ISR change
@@ -677,6 +686,9 @@ func (p *partition) AppendFromLeader(data []byte, leaderHW int64, epoch int32) e
 		rd, err = c.FollowerSynced(durable, syncErr, leaderHW)
 		return rd
 	})
+	if needSync && syncErr == nil {
+		p.dropCache()
+	}
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,10 @@ type Options struct {
 	// free-space floor, asked before the log writes zeros ahead of its
 	// end (nil: always).
 	MayFillAhead func(n int64) bool
+	// PageCacheWindow is storage.Options.PageCacheWindow: how much of
+	// its newest durable data the log keeps in the page cache (0: no
+	// drop-behind). The wrapper calls Log.DropCache after its fsyncs.
+	PageCacheWindow int64
 }
 
 // WaiterID names a produce (or awaitCommitted) waiting for its answer, so
@@ -226,7 +230,7 @@ func Open(fs vfs.FS, dir, name string, cfg config.TopicConfig, opts Options) (*R
 	r := &Replica{opts: opts, name: name, cfg: cfg, leaderEpoch: -1}
 	var err error
 	for attempt := 0; ; attempt++ {
-		if r.log, err = storage.Open(fs, dir, StorageConfig(cfg), storage.Options{Logger: opts.Logger, Fresh: opts.Fresh, MayFillAhead: opts.MayFillAhead}); err != nil {
+		if r.log, err = storage.Open(fs, dir, StorageConfig(cfg), storage.Options{Logger: opts.Logger, Fresh: opts.Fresh, MayFillAhead: opts.MayFillAhead, PageCacheWindow: opts.PageCacheWindow}); err != nil {
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
 		}
 		if r.durableEnd, err = r.log.Sync(); err != nil {

@@ -41,6 +41,14 @@ type replica struct {
 
 const maxProducersPerPartition = 1000
 
+// simPageCacheWindow is the replicas' drop-behind window
+// (log.page.cache.window.bytes). Far below the default, so that rolled
+// segments (segment.bytes of 1-16 KiB) leave it and are advised out: Mem
+// records the advice and, under -tags invariants, breaks on advice over
+// bytes not yet synced, across crashes, truncations and moves. Advice
+// changes nothing Mem serves, so no trace depends on it.
+const simPageCacheWindow = 4 << 10
+
 // openReplica opens the replica of partition st of t. fresh reports that
 // its directory did not exist: it was created without fsyncs
 // (storage.Options.Fresh, as node's reconcilePartitions creates new
@@ -69,7 +77,8 @@ func (p *process) openReplica(t *metadata.Topic, st metadata.Partition, cfg conf
 			}
 			return math.MinInt64
 		},
-		Fresh: fresh,
+		Fresh:           fresh,
+		PageCacheWindow: simPageCacheWindow,
 	})
 	if err != nil {
 		return nil, false, err
@@ -183,6 +192,7 @@ func (r *replica) scheduleSync() {
 		r.syncQueued = false
 		durable, err := r.log.Sync()
 		r.ready(r.core.Synced(durable, err))
+		r.log.DropCache()
 	})
 }
 
@@ -226,6 +236,9 @@ func (r *replica) AppendFromLeader(data []byte, leaderHW int64, epoch int32) err
 	}
 	rd, err := r.core.FollowerSynced(durable, syncErr, leaderHW)
 	r.ready(rd)
+	if needSync && syncErr == nil {
+		r.log.DropCache()
+	}
 	if err != nil {
 		return err
 	}

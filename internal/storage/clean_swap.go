@@ -184,6 +184,11 @@ func (l *Log) swapLocked(at int, old []*segment, out *segment, removedMarkers ma
 		l.forgetUnsynced(s)
 		s.close()
 	}
+	if l.cacheMark.base >= base {
+		// The merged file is new (and synced): from its start on, the
+		// next DropCache advises out again what is outside the window.
+		l.cacheMark = cacheMark{base, 0}
+	}
 	segs := append([]*segment{}, l.segments[:at]...)
 	segs = append(segs, out)
 	l.segments = append(segs, l.segments[at+len(old):]...)

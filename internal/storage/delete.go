@@ -191,6 +191,16 @@ func (l *Log) Truncate(offset int64) error {
 		return l.failLocked(fmt.Errorf("truncate %s: %w", l.dir, err))
 	}
 	l.durableEnd = min(l.durableEnd, keep.next)
+	// keep's file is synced (truncateTo) and the later segments are
+	// gone, so once the last Sync covered the segments before keep, all
+	// of keep counts as durable; what is written at the cut on is new to
+	// the drop-behind. A later segment of the last Sync is gone: keep
+	// becomes it. An earlier one leaves rolled segments between it and
+	// keep unsynced still: then nothing changes.
+	if l.synced.base >= keep.base {
+		l.synced = cacheExtent{keep.base, keep.size}
+	}
+	l.cacheMark = l.cacheMark.truncatedTo(keep.base, keep.size)
 	l.noteRewoundLocked(keep.next)
 	l.lowerCleanedToLocked(keep.next)
 	l.logger.Info("truncated log", "dir", l.dir, "requested", offset, "log_end", keep.next)
@@ -269,6 +279,8 @@ func (l *Log) resetTo(offset int64) error {
 		return l.failLocked(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
 	l.logStart, l.durableEnd, l.recoveryPoint = offset, offset, offset
+	// New files: nothing of them is synced or advised out yet.
+	l.synced, l.cacheMark = cacheExtent{}, cacheMark{}
 	l.noteRewoundLocked(offset)
 	l.lowerCleanedToLocked(offset)
 	l.logger.Info("log restarted", "dir", l.dir, "offset", offset)

@@ -51,6 +51,19 @@ type Log struct {
 	appendedBytes, syncedAppended int64
 	mayFillAhead                  func(n int64) bool // Options.MayFillAhead
 
+	// Drop-behind (dropbehind.go); all but cacheWindow guarded by syncMu.
+	// cacheWindow is Options.PageCacheWindow (it stays over a move).
+	// synced is the active segment's extent as of the last Sync: a
+	// segment before it is durable whole, a later one not at all.
+	// cacheMark is how far the log was advised out. The slices are
+	// DropCache's scratch, kept to spare an allocation per call.
+	cacheWindow  int64
+	synced       cacheExtent
+	cacheMark    cacheMark
+	cacheExtents []cacheExtent
+	cacheFiles   []vfs.File
+	cacheDrops   []cacheDrop
+
 	failed error // set by an I/O error that may have lost data; sticky
 	// damagedFrom is the base of the first segment a read found corrupt,
 	// or -1: the recovery point stays at or below it, and no clean
@@ -446,7 +459,8 @@ func (l *Log) Sync() (durableEnd int64, err error) {
 	return l.syncLocked()
 }
 
-// syncLocked does Sync's work; callers hold syncMu (not mu).
+// syncLocked does Sync's work; callers hold syncMu (not mu). It records
+// the active segment's extent it made durable (l.synced) for DropCache.
 func (l *Log) syncLocked() (int64, error) {
 	l.mu.RLock()
 	if l.failed != nil {
@@ -461,6 +475,7 @@ func (l *Log) syncLocked() (int64, error) {
 		files = append(files, s.syncFiles()...)
 	}
 	active := l.active()
+	activeExtent := cacheExtent{active.base, active.size}
 	activeTrims := active.trims
 	// The active segment's appends need fdatasync only: nothing reads a
 	// segment's modification time, and with the zero-filled window
@@ -489,6 +504,7 @@ func (l *Log) syncLocked() (int64, error) {
 	durable := l.durableEnd
 	l.mu.RUnlock()
 	if alreadyDurable {
+		l.synced = activeExtent
 		return durable, nil
 	}
 
@@ -539,6 +555,7 @@ func (l *Log) syncLocked() (int64, error) {
 		l.dirSynced = dirVersion
 	}
 	l.durableEnd = max(l.durableEnd, end)
+	l.synced = activeExtent
 	active.trimsSynced = max(active.trimsSynced, activeTrims)
 	// Off the fsync just done: the next one makes the zeros durable.
 	l.refillZeroTailLocked(appended - l.syncedAppended)

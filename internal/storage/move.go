@@ -257,6 +257,8 @@ func (l *Log) transplantLocked(nl *Log) {
 	l.segments = nl.segments
 	l.logStart = nl.logStart
 	l.durableEnd = nl.durableEnd
+	// nl's files: synced as far as its Syncs went, none advised out.
+	l.synced, l.cacheMark = nl.synced, cacheMark{}
 	l.recoveryPoint = nl.recoveryPoint
 	l.unsynced = nl.unsynced
 	l.dirVersion, l.dirSynced = nl.dirVersion, nl.dirSynced

@@ -23,7 +23,7 @@ func Open(fs vfs.FS, dir string, cfg Config, opts Options) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized(), mayFillAhead: opts.MayFillAhead, damagedFrom: -1, rewoundTo: math.MaxInt64}
+	l := &Log{fs: fs, dir: filepath.Clean(dir), logger: logger, cfg: cfg.normalized(), mayFillAhead: opts.MayFillAhead, cacheWindow: opts.PageCacheWindow, damagedFrom: -1, rewoundTo: math.MaxInt64}
 	if err := vfs.MkdirAllDurably(fs, l.dir); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}

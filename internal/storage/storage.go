@@ -174,4 +174,8 @@ type Options struct {
 	// keeps them out of the headroom it holds back. Called with the log's
 	// lock held: it must not call into the log.
 	MayFillAhead func(n int64) bool
+	// PageCacheWindow, when positive, is how many bytes of its newest
+	// durable data the log keeps in the page cache: DropCache advises
+	// older durable bytes out (dropbehind.go). 0: never.
+	PageCacheWindow int64
 }

@@ -53,6 +53,8 @@ type Mem struct {
 	// mounts are the directories that are filesystems of their own
 	// (Mount), as splitPath joins them: SyncFS syncs one filesystem.
 	mounts map[string]bool
+	// drops are the DropCache calls since the last CacheDrops.
+	drops []CacheDrop
 }
 
 var _ FS = (*Mem)(nil)
