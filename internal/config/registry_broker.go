@@ -208,7 +208,7 @@ var brokerProperties = []Property{
 		Doc: "As log.dir.min.free.bytes, as a percentage of the filesystem's size; the larger of the two floors applies.",
 	},
 	{
-		Name: "log.page.cache.window.bytes", Kind: KindLong, Default: "16777216", Min: 0, Max: 1 << 40,
+		Name: "log.page.cache.window.bytes", Kind: KindLong, Default: "67108864", Min: 0, Max: 1 << 40,
 		Doc: "Skein-specific (Kafka has none): how many bytes of each partition replica's newest durable data the broker keeps in the operating system's page cache. " +
 			"After an fsync, data older than that is advised out (posix_fadvise POSIX_FADV_DONTNEED), in steps of a quarter of this (at least 1 MiB), and a rolled segment wholly outside it at once, " +
 			"so a producing broker's page cache stays bounded and the kernel reuses the freed pages for new writes instead of taking fresh ones (on a VM that hands free pages back to its host, such as Firecracker with free page reporting, each fresh page is a fault to the host inside the write). " +
