@@ -143,6 +143,21 @@ func TestFsyncFailureFencesPartition(t *testing.T) {
 	// bound is checked.
 	mem.SetFault(nil)
 	tb.start()
+	// Start returns before the recovered partition has learned from the
+	// metadata that it leads; a produce sent earlier is refused with
+	// NOT_LEADER_OR_FOLLOWER, as Kafka refuses it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if _, leads := tb.b.LeaderISR(topic, 0); leads {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s-0 not led by the restarted broker", topic)
+		case <-time.After(externalPollInterval):
+		}
+	}
 	c = dialRaw(t, tb.addr)
 	corr++
 	res = produceResult(t, c, produceRequest(9, -1, topic, 0, recordsBatch(1, 50)), corr)
