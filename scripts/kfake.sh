@@ -78,6 +78,7 @@ EOF
 # PORT+2, waits until they serve, and sets kfake_pid and kfake_bs (the
 # bootstrap servers).
 kfake_start() {
+	rm -f "$1/kfake.out" # a reused WORK's last "kfake ready" must not count
 	"$1/kfake/kfake" --port "$2" >"$1/kfake.out" 2>&1 &
 	kfake_pid=$!
 	for _ in $(seq 600); do
