@@ -13,7 +13,8 @@
 # broker processes used and the time their threads spent runnable but
 # waiting for a CPU and the times they were scheduled onto one (thread
 # wake-ups and preemptions: /proc/PID/task/*/schedstat), their fsyncs
-# (skein_fsync_duration_seconds_count) and the load generator's own user
+# (skein_fsync_duration_seconds_count), their io_uring worker threads
+# (iou-wrk) alive at the end of the run and the load generator's own user
 # and system CPU.
 #
 # The run-queue wait is the number to read the tail against: on a shared
@@ -90,6 +91,15 @@ fsyncs() {
 	done
 	echo "$n"
 }
+# iouwrk counts the brokers' io_uring worker threads (iou-wrk-*, idle
+# ones exit after a few seconds: counted right after a run).
+iouwrk() {
+	local n=0 p
+	for p in $pids; do
+		n=$((n + $(cat /proc/"$p"/task/*/comm 2>/dev/null | grep -c '^iou-wrk' || true)))
+	done
+	echo "$n"
+}
 psi() { awk '/^some/ {sub("avg10=", "", $2); print $2}' /proc/pressure/cpu; }
 field() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | cut -d: -f2; }
 
@@ -97,7 +107,7 @@ field() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | cut -d: -f2; }
 # whose processes are $pids, one JSON line per run.
 runs() {
 	sys=$1
-	local label=$2 run rate l0 l1 p0 p1 c0 c1 w0 w1 s0 s1 f0 f1 out json cu cs
+	local label=$2 run rate l0 l1 p0 p1 c0 c1 w0 w1 s0 s1 f0 f1 iw out json cu cs
 	for run in $(seq "$RUNS"); do
 		for rate in $RATES; do
 			l0=$(cut -d' ' -f1 /proc/loadavg)
@@ -107,6 +117,7 @@ runs() {
 			out=$({ /usr/bin/time -f 'client-cpu %U %S' "$work/skein" perf produce -b "$bs" --topic lat \
 				--acks "$ACKS" --linger "$LINGER" --rate-mb "$rate" --duration "$DURATION" --json; } 2>&1)
 			read -r c1 w1 s1 <<<"$(sched)"
+			iw=$(iouwrk)
 			f1=$(fsyncs)
 			l1=$(cut -d' ' -f1 /proc/loadavg)
 			p1=$(psi)
@@ -117,9 +128,9 @@ runs() {
 				-v p999="$(field p999_ms "$json")" -v mx="$(field max_latency_ms "$json")" \
 				-v l0="$l0" -v l1="$l1" -v p0="$p0" -v p1="$p1" -v bc=$((c1 - c0)) -v bw=$((w1 - w0)) \
 				-v ts=$((s1 - s0)) \
-				-v f=$((f1 - f0)) -v cu="$cu" -v cs="$cs" 'BEGIN {
-					printf "{\"label\":\"%s\",\"linger\":\"%s\",\"run\":%d,\"rate_mb\":%s,\"mb_per_sec\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"p999_ms\":%.1f,\"max_ms\":%.1f,\"load\":\"%s-%s\",\"cpu_psi\":\"%s-%s\",\"broker_cpu_s\":%.2f,\"broker_runqueue_wait_s\":%.2f,\"broker_timeslices\":%d,\"fsyncs\":%d,\"client_cpu_s\":%.2f}\n",
-						l, lg, r, rate, m, p50, p99, p999, mx, l0, l1, p0, p1, bc / 1e9, bw / 1e9, ts, f, cu + cs
+				-v f=$((f1 - f0)) -v iw="$iw" -v cu="$cu" -v cs="$cs" 'BEGIN {
+					printf "{\"label\":\"%s\",\"linger\":\"%s\",\"run\":%d,\"rate_mb\":%s,\"mb_per_sec\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"p999_ms\":%.1f,\"max_ms\":%.1f,\"load\":\"%s-%s\",\"cpu_psi\":\"%s-%s\",\"broker_cpu_s\":%.2f,\"broker_runqueue_wait_s\":%.2f,\"broker_timeslices\":%d,\"fsyncs\":%d,\"iou_wrk_threads\":%d,\"client_cpu_s\":%.2f}\n",
+						l, lg, r, rate, m, p50, p99, p999, mx, l0, l1, p0, p1, bc / 1e9, bw / 1e9, ts, f, iw, cu + cs
 				}'
 		done
 	done
