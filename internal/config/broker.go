@@ -93,7 +93,6 @@ type Broker struct {
 	LogOpenFilesPerReplica     int           // log.open.files.per.replica
 	LogDirMinFreePercent       float64       // log.dir.min.free.percent
 	LogFsyncIoUring            bool          // log.fsync.io.uring.enable
-	LogFsyncIoUringMaxWorkers  int           // log.fsync.io.uring.max.workers
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms
 	LogCleanerEnable           bool          // log.cleaner.enable
 	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms
@@ -249,7 +248,6 @@ func (s *settings) build() (*Broker, error) {
 		LogDirMinFreePercent:       r.float64("log.dir.min.free.percent"),
 		LogPageCacheWindowBytes:    r.int64("log.page.cache.window.bytes"),
 		LogFsyncIoUring:            r.bool("log.fsync.io.uring.enable"),
-		LogFsyncIoUringMaxWorkers:  r.int("log.fsync.io.uring.max.workers"),
 
 		NumPartitions:            r.int32("num.partitions"),
 		DefaultReplicationFactor: r.int16("default.replication.factor"),

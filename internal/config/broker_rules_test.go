@@ -330,7 +330,6 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"log.flush.interval.ms":                                       {"log.flush.interval.ms": "1"},
 		"log.format":                                                  {"log.format": "json"},
 		"log.fsync.io.uring.enable":                                   {"log.fsync.io.uring.enable": "false"},
-		"log.fsync.io.uring.max.workers":                              {"log.fsync.io.uring.max.workers": "2"},
 		"log.index.interval.bytes":                                    {"log.index.interval.bytes": "1"},
 		"log.index.size.max.bytes":                                    {"log.index.size.max.bytes": "1024"},
 		"log.level":                                                   {"log.level": "debug"},

@@ -221,10 +221,6 @@ var brokerProperties = []Property{
 		Doc: "Skein-specific: submit the log's fdatasync calls through an io_uring (Linux), so that a goroutine waiting for the disk parks instead of holding a thread and a processor in the system call. Where the kernel refuses io_uring (too old, a seccomp filter as Docker's default one, kernel.io_uring_disabled) the broker logs it at startup and calls fdatasync directly, as it does with this off. The data is as durable either way.",
 	},
 	{
-		Name: "log.fsync.io.uring.max.workers", Kind: KindInt, Default: "4", Min: 0, Max: 1024,
-		Doc: "Skein-specific: with log.fsync.io.uring.enable, at most this many kernel worker threads (io-wq, `iou-wrk`) run the ring's fsyncs for each broker thread that submits them (IORING_REGISTER_IOWQ_MAX_WORKERS); 0 keeps the kernel's own limit (the lesser of 32 and 4 per CPU). The default is the broker's number of concurrent fsyncs. A kernel older than 5.15 refuses the limit: the broker logs it once at startup and keeps the kernel's. Read at startup.",
-	},
-	{
 		Name: "log.cleaner.enable", Kind: KindBool, Default: "true",
 		Doc: "Run the log cleaner, which compacts the partitions of topics with cleanup.policy=compact (including __consumer_offsets).",
 	},

@@ -23,17 +23,7 @@ func (b *Broker) openFsyncRing() {
 	}
 	b.fsyncRing = r
 	b.fs = vfs.OS{Ring: r}
-	workers := b.cfg.LogFsyncIoUringMaxWorkers
-	if workers == 0 {
-		b.log.Info("fdatasync through io_uring", "log.fsync.io.uring.max.workers", "the kernel's")
-		return
-	}
-	if err := r.LimitWorkers(uint32(workers)); err != nil {
-		// An older kernel: the ring works with the kernel's own limit.
-		b.log.Warn("fdatasync through io_uring, with the kernel's worker limit", "log.fsync.io.uring.max.workers", workers, "err", err)
-		return
-	}
-	b.log.Info("fdatasync through io_uring", "log.fsync.io.uring.max.workers", workers)
+	b.log.Info("fdatasync through io_uring")
 }
 
 // closeFsyncRing releases the ring once its fsyncs in flight are

@@ -28,8 +28,7 @@ const (
 
 	uringEnterGetEvents = 1 << 0
 
-	uringRegisterEventfd        = 4
-	uringRegisterIowqMaxWorkers = 19
+	uringRegisterEventfd = 4
 
 	uringSQESize = 64
 	uringCQESize = 16
@@ -109,15 +108,6 @@ var uringSetup = func(entries uint32, p *uringParams) (int, error) {
 	return int(fd), nil
 }
 
-// uringRegister is io_uring_register(2); tests replace it to refuse an
-// opcode as an older kernel would (EINVAL for one it does not know).
-var uringRegister = func(fd int, opcode uint32, arg unsafe.Pointer, nrArgs uint32) error {
-	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), uintptr(opcode), uintptr(arg), uintptr(nrArgs), 0, 0); errno != 0 {
-		return errno
-	}
-	return nil
-}
-
 func uringEnter(fd int, toSubmit, minComplete, flags uint32) (int, error) {
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
 	if errno != 0 {
@@ -190,10 +180,10 @@ func OpenFsyncRing() (*FsyncRing, error) {
 		r.unmap()
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	if err := uringRegister(fd, uringRegisterEventfd, unsafe.Pointer(&efd), 1); err != nil {
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), uringRegisterEventfd, uintptr(unsafe.Pointer(&efd)), 1, 0, 0); errno != 0 {
 		unix.Close(efd)
 		r.unmap()
-		return nil, fmt.Errorf("io_uring_register eventfd: %w", err)
+		return nil, fmt.Errorf("io_uring_register eventfd: %w", errno)
 	}
 	if err := r.selfTest(efd); err != nil {
 		unix.Close(efd)
@@ -403,26 +393,6 @@ func (r *FsyncRing) datasync(fd int) (ok bool, err error) {
 		}
 		return true, nil
 	}
-}
-
-// LimitWorkers caps the kernel's io-wq worker threads that run this
-// ring's fsyncs at bounded per submitting thread
-// (IORING_REGISTER_IOWQ_MAX_WORKERS, Linux 5.15; the kernel's own cap is
-// min(the ring's entries, 4 × CPUs)). io-wq keeps a pool per thread that
-// submits, and the flusher's goroutines submit from whichever thread runs
-// them, so a broker under load otherwise gathers 15–20 `iou-wrk` threads.
-// The limit applies to the threads that have submitted already and to
-// those that will. An fsync queued behind a busy worker waits for it. Where
-// the kernel refuses (EINVAL before 5.15) the ring keeps the kernel's cap
-// and works as before; the error says so.
-func (r *FsyncRing) LimitWorkers(bounded uint32) error {
-	// [bounded, unbounded]; 0 leaves a count as it is. An fsync of a
-	// regular file is bounded work.
-	counts := [2]uint32{bounded, 0}
-	if err := uringRegister(r.fd, uringRegisterIowqMaxWorkers, unsafe.Pointer(&counts), 2); err != nil {
-		return fmt.Errorf("io_uring_register iowq max workers: %w", err)
-	}
-	return nil
 }
 
 // Fallbacks is how many fsyncs the kernel refused to take on the ring,

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,13 +41,7 @@ func writeFile(t *testing.T, fs FS, name string) File {
 }
 
 func TestFsyncRingDatasync(t *testing.T) {
-	syncThrice(t, openRing(t))
-}
-
-// syncThrice syncs a file of r's filesystem three times and checks that
-// each went through the ring.
-func syncThrice(t *testing.T, r *FsyncRing) {
-	t.Helper()
+	r := openRing(t)
 	f := writeFile(t, OS{Ring: r}, filepath.Join(t.TempDir(), "f"))
 	for range 3 {
 		if err := Datasync(f); err != nil {
@@ -126,12 +119,10 @@ func TestFsyncRingUnavailable(t *testing.T) {
 	}
 }
 
-// syncConcurrently has goroutines files, each written and synced each
-// times from a goroutine of its own, and checks that every sync went
-// through the ring.
-func syncConcurrently(t *testing.T, r *FsyncRing, goroutines, each int) {
-	t.Helper()
+func TestFsyncRingConcurrent(t *testing.T) {
+	r := openRing(t)
 	dir := t.TempDir()
+	const goroutines, each = 8, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
@@ -157,11 +148,6 @@ func syncConcurrently(t *testing.T, r *FsyncRing, goroutines, each int) {
 	if n := r.Fallbacks(); n != 0 {
 		t.Fatalf("%d fsyncs fell back to fdatasync(2)", n)
 	}
-}
-
-func TestFsyncRingConcurrent(t *testing.T) {
-	r := openRing(t)
-	syncConcurrently(t, r, 8, 40)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.waiters) != 0 {
@@ -223,47 +209,4 @@ func TestFsyncRingCloseWithSyncsInFlight(t *testing.T) {
 	if err := Datasync(after); err != nil {
 		t.Fatalf("datasync after close: %v", err)
 	}
-}
-
-// A ring whose workers are capped at one per submitting thread still
-// runs every fsync of many goroutines at once through the ring: fsyncs
-// queue behind the worker instead of failing or falling back.
-func TestFsyncRingLimitWorkers(t *testing.T) {
-	r := openRing(t)
-	if err := r.LimitWorkers(1); errors.Is(err, syscall.EINVAL) {
-		t.Skipf("kernel without IORING_REGISTER_IOWQ_MAX_WORKERS: %v", err)
-	} else if err != nil {
-		t.Fatalf("limit workers: %v", err)
-	}
-	syncConcurrently(t, r, 8, 20)
-	// Back to the kernel's limit for the unbounded count (0 keeps it);
-	// the bounded one raised again.
-	if err := r.LimitWorkers(8); err != nil {
-		t.Fatalf("raise the limit: %v", err)
-	}
-}
-
-// A kernel that does not know IORING_REGISTER_IOWQ_MAX_WORKERS (before
-// 5.15) answers EINVAL: LimitWorkers says so and the ring goes on
-// syncing through the kernel's workers, with no fallback.
-func TestFsyncRingLimitWorkersRefused(t *testing.T) {
-	r := openRing(t)
-	orig := uringRegister
-	var asked []uint32
-	uringRegister = func(fd int, opcode uint32, arg unsafe.Pointer, n uint32) error {
-		if opcode == uringRegisterIowqMaxWorkers {
-			asked = append(asked, *(*uint32)(arg))
-			return syscall.EINVAL
-		}
-		return orig(fd, opcode, arg, n)
-	}
-	defer func() { uringRegister = orig }()
-	err := r.LimitWorkers(4)
-	if !errors.Is(err, syscall.EINVAL) {
-		t.Fatalf("LimitWorkers on a kernel without it: %v, want EINVAL", err)
-	}
-	if len(asked) != 1 || asked[0] != 4 {
-		t.Fatalf("asked the kernel for %v, want [4]", asked)
-	}
-	syncThrice(t, r)
 }

@@ -16,11 +16,6 @@ func OpenFsyncRing() (*FsyncRing, error) {
 	return nil, fmt.Errorf("io_uring: %w", errors.ErrUnsupported)
 }
 
-// LimitWorkers fails: there is no ring.
-func (r *FsyncRing) LimitWorkers(uint32) error {
-	return fmt.Errorf("io_uring: %w", errors.ErrUnsupported)
-}
-
 // Fallbacks is zero: there is no ring.
 func (r *FsyncRing) Fallbacks() uint64 { return 0 }
 
