@@ -25,8 +25,9 @@
 # first against 3 kfake brokers (in memory, no replication, no disk:
 # scripts/kfake.sh builds them from the checkout), their lines labelled
 # "kfake" and their fsyncs 0: the load generator's own floor on this
-# machine in this sitting, to read Skein's numbers against. kfake is
-# stopped before the Skein cluster starts.
+# machine in this sitting, to read Skein's numbers against (at the p50:
+# on a shared 2-core machine kfake's own p99 swung over 70-1000 ms,
+# docs/performance.md). kfake is stopped before the Skein cluster starts.
 #
 # Usage: scripts/latency-under-load.sh
 # Environment: BROKER_BIN (the skein binary the brokers run, to compare
