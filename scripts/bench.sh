@@ -7,8 +7,8 @@
 # Usage: scripts/bench.sh FRANZ_GO_DIR     (or FRANZ_GO_DIR=... scripts/bench.sh)
 #
 # FRANZ_GO_DIR is a checkout of github.com/twmb/franz-go (kfake is not
-# vendored here and nothing of it is committed). The script writes a small
-# main of its own in a temporary directory that imports the checkout's
+# vendored here and nothing of it is committed). scripts/kfake.sh builds a
+# small main in a temporary directory that imports the checkout's
 # pkg/kfake and starts 3 kfake brokers; it starts a 3-broker Skein dev
 # cluster (skein dev, durable defaults: fsync before the ack). Then, for
 # each system, RUNS runs (default 3) of:
@@ -52,61 +52,9 @@ trap cleanup EXIT
 echo "building skein and a kfake runner (from $FRANZ_GO_DIR) in $work" >&2
 (cd "$root" && go build -o "$work/skein" ./cmd/skein)
 broker_bin=${BROKER_BIN:-$work/skein}
-mkdir -p "$work/kfake"
-cat >"$work/kfake/main.go" <<'EOF'
-// A kfake cluster on fixed ports until SIGINT or SIGTERM.
-package main
-
-import (
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-
-	"github.com/twmb/franz-go/pkg/kfake"
-)
-
-func main() {
-	port := flag.Int("port", 29092, "port of the first broker; the others follow")
-	brokers := flag.Int("brokers", 3, "brokers")
-	flag.Parse()
-	ports := make([]int, *brokers)
-	for i := range ports {
-		ports[i] = *port + i
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(*brokers), kfake.Ports(ports...), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println("kfake ready on", strings.Join(c.ListenAddrs(), ","))
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
-	c.Close()
-}
-EOF
-# kfake comes from the checkout; franz-go and kmsg at the versions Skein
-# uses, so that kfake parses what the load generator sends (an older
-# kmsg cannot parse a newer client's ApiVersions and closes the connection).
-kgo_version=$(cd "$root" && go list -m -f '{{.Version}}' github.com/twmb/franz-go)
-kmsg_version=$(cd "$root" && go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kmsg)
-cat >"$work/kfake/go.mod" <<EOF
-module skeinbench/kfake
-
-go 1.25.0
-
-require (
-	github.com/twmb/franz-go $kgo_version
-	github.com/twmb/franz-go/pkg/kfake v0.0.0
-	github.com/twmb/franz-go/pkg/kmsg $kmsg_version
-)
-
-replace github.com/twmb/franz-go/pkg/kfake => $FRANZ_GO_DIR/pkg/kfake
-EOF
-(cd "$work/kfake" && go mod tidy >/dev/null 2>&1 && go build -o kfake .)
+# shellcheck source=scripts/kfake.sh
+. "$root/scripts/kfake.sh"
+kfake_build "$FRANZ_GO_DIR" "$work"
 
 # wait_for FILE TEXT: until the process writing FILE has printed TEXT.
 wait_for() {

@@ -32,6 +32,9 @@ dev_cluster_cleanup() {
 # waits until it serves, and sets dev (its pid), pids (the broker
 # processes) and bs (the bootstrap servers).
 dev_cluster_start() {
+	# A reused WORK holds the last cluster's output: read before the new
+	# one's shell truncates it, its "press Ctrl-C" would pass for this one.
+	rm -f "$work/dev.out"
 	"$bin" dev --port "$PORT" --data "$work/data" >"$work/dev.out" 2>&1 &
 	dev=$!
 	for _ in $(seq 600); do
