@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -66,8 +67,13 @@ func TestCreateReplicasPowerCut(t *testing.T) {
 	for cut := 1; ; cut++ {
 		fs := memWithLogDir(t)
 		b := newUnitBroker(t, fs)
+		// The reconcile creates replicas on several goroutines, so the
+		// fault's counters are shared between them.
+		var mu sync.Mutex
 		calls, synced, crashed := 0, false, false
 		fs.SetFault(func(op vfs.Op, path string) error {
+			mu.Lock()
+			defer mu.Unlock()
 			if crashed {
 				return errPowerCut
 			}
@@ -86,7 +92,10 @@ func TestCreateReplicasPowerCut(t *testing.T) {
 		})
 		err := reconcileOn(b, im)
 		fs.SetFault(nil)
-		if !crashed {
+		mu.Lock()
+		cutHappened := crashed
+		mu.Unlock()
+		if !cutHappened {
 			if err != nil {
 				t.Fatalf("reconcile without a power cut: %v", err)
 			}
