@@ -98,6 +98,7 @@ type Broker struct {
 	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms
 	LogCleanerDedupeBufferSize int64         // log.cleaner.dedupe.buffer.size
 	LogPageCacheWindowBytes    int64         // log.page.cache.window.bytes
+	LogPageCacheBrokerBytes    int64         // log.page.cache.broker.bytes
 
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
@@ -247,6 +248,7 @@ func (s *settings) build() (*Broker, error) {
 		LogDirMinFreeBytes:         r.int64("log.dir.min.free.bytes"),
 		LogDirMinFreePercent:       r.float64("log.dir.min.free.percent"),
 		LogPageCacheWindowBytes:    r.int64("log.page.cache.window.bytes"),
+		LogPageCacheBrokerBytes:    r.int64("log.page.cache.broker.bytes"),
 		LogFsyncIoUring:            r.bool("log.fsync.io.uring.enable"),
 
 		NumPartitions:            r.int32("num.partitions"),

@@ -325,6 +325,7 @@ func TestEveryPropertyReachesBroker(t *testing.T) {
 		"log.dir.min.free.bytes":                                      {"log.dir.min.free.bytes": "1"},
 		"log.open.files.per.replica":                                  {"log.open.files.per.replica": "2"},
 		"log.page.cache.window.bytes":                                 {"log.page.cache.window.bytes": "1048576"},
+		"log.page.cache.broker.bytes":                                 {"log.page.cache.broker.bytes": "1073741824"},
 		"log.dir.min.free.percent":                                    {"log.dir.min.free.percent": "2.5"},
 		"log.flush.interval.messages":                                 {"log.flush.interval.messages": "1"},
 		"log.flush.interval.ms":                                       {"log.flush.interval.ms": "1"},

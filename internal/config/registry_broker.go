@@ -217,6 +217,15 @@ var brokerProperties = []Property{
 			"Raise it for consumers that lag by more, or set 0 to leave the page cache to the kernel. Read when a replica is opened.",
 	},
 	{
+		Name: "log.page.cache.broker.bytes", Kind: KindLong, Default: "536870912", Min: 0, Max: 1 << 50,
+		Doc: "Skein-specific (Kafka has none): how many bytes of durable partition data the broker keeps in the operating system's page cache over all its partition replicas together, on top of each one's log.page.cache.window.bytes. " +
+			"When the replicas' windows together hold more, the broker advises out (posix_fadvise POSIX_FADV_DONTNEED) the cached data of the replicas written least recently first, whole, and of the next one the part needed, until they hold a quarter less than this; the replica written last gives up data only when the others cannot make room. " +
+			"Without it every partition the broker wrote keeps its newest window cached once it goes idle, so the page cache grows with each new topic and new writes take fresh pages (on a VM that hands free pages back to its host, each a fault to the host inside the write). " +
+			"The trade-off: a consumer reading an idle partition reads from the disk instead of memory; the records are the same. " +
+			"The default holds the default windows of six busy partitions (say two topics of 3 partitions, RF=3, on every broker) with their steps. " +
+			"0 means no broker-wide bound (each replica's window still applies); with log.page.cache.window.bytes=0 neither applies. Read at startup.",
+	},
+	{
 		Name: "log.fsync.io.uring.enable", Kind: KindBool, Default: "true",
 		Doc: "Skein-specific: submit the log's fdatasync calls through an io_uring (Linux), so that a goroutine waiting for the disk parks instead of holding a thread and a processor in the system call. Where the kernel refuses io_uring (too old, a seccomp filter as Docker's default one, kernel.io_uring_disabled) the broker logs it at startup and calls fdatasync directly, as it does with this off. The data is as durable either way.",
 	},

@@ -28,7 +28,7 @@
 //	skein_requests_total                  kafka.network:type=RequestMetrics,name=RequestsPerSec / ErrorsPerSec
 //	skein_request_duration_seconds        kafka.network:type=RequestMetrics,name=TotalTimeMs,request=*
 //	skein_fsync_duration_seconds          kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs
-//	skein_log_page_cache_dropped_bytes_total (no Kafka equivalent: log.page.cache.window.bytes)
+//	skein_log_page_cache_dropped_bytes_total (no Kafka equivalent: log.page.cache.window.bytes, log.page.cache.broker.bytes)
 //	skein_follower_lag_records            kafka.server:type=FetcherLagMetrics,name=ConsumerLag (seen from the leader)
 //	skein_follower_lag_max_records        kafka.server:type=ReplicaFetcherManager,name=MaxLag
 //	skein_connections                     kafka.server:type=socket-server-metrics,name=connection-count

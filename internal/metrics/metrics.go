@@ -44,7 +44,7 @@ type Metrics struct {
 	requestDuration *prometheus.HistogramVec // api
 	fsyncDuration   prometheus.Histogram
 	// pageCacheDropped: bytes of durable log data advised out of the
-	// page cache (log.page.cache.window.bytes).
+	// page cache (log.page.cache.window.bytes, log.page.cache.broker.bytes).
 	pageCacheDropped prometheus.Counter
 
 	isrShrinks       prometheus.Counter
@@ -115,7 +115,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}),
 		pageCacheDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "log_page_cache_dropped_bytes_total",
-			Help: "Bytes of durable partition log data advised out of the page cache (posix_fadvise POSIX_FADV_DONTNEED) because they fell outside log.page.cache.window.bytes; reads of them go to the disk.",
+			Help: "Bytes of durable partition log data advised out of the page cache (posix_fadvise POSIX_FADV_DONTNEED) because they fell outside log.page.cache.window.bytes or the broker's log.page.cache.broker.bytes; reads of them go to the disk.",
 		}),
 		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "isr_shrinks_total",

@@ -152,6 +152,9 @@ type brokerPartitions struct {
 
 	flusher  *flusher
 	fetchers *fetcherManager
+	// pageCache bounds the partitions' page cache together
+	// (log.page.cache.broker.bytes, pagecache.go); nil without a bound.
+	pageCache *pageCacheBudget
 	// throttle is the replication quota (KIP-73) of leader and follower.
 	throttle *replicationThrottle
 	// suspects are brokers whose replication connection just broke
@@ -312,7 +315,10 @@ func New(cfg *config.Broker, opts Options) *Broker {
 			conns:     map[net.Conn]struct{}{},
 			limits:    connlimit.New(connLimits(cfg)),
 		},
-		brokerPartitions: brokerPartitions{parts: map[partKey]*partition{}},
+		brokerPartitions: brokerPartitions{
+			parts:     map[partKey]*partition{},
+			pageCache: newPageCacheBudget(cfg.LogPageCacheBrokerBytes, cfg.LogPageCacheWindowBytes),
+		},
 		brokerMetadata: brokerMetadata{
 			imageCond:   newImageCond(),
 			reconcileCh: make(chan struct{}, 1),
@@ -485,6 +491,13 @@ func (b *Broker) Start() (err error) {
 		go b.controllerSvc.loop()
 	}
 	b.startMaintenance()
+	if b.pageCache != nil {
+		b.bgWG.Add(1)
+		go func() {
+			defer b.bgWG.Done()
+			b.pageCache.run(b.stop, b.metrics.AddPageCacheDropped)
+		}()
+	}
 	b.runOAuth(jwksErr)
 	b.cleaner.start()
 	b.serving.Store(true)

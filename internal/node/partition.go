@@ -460,9 +460,12 @@ func (p *partition) sync() {
 
 // dropCache advises the log's durable data outside its page-cache window
 // out (storage.Log.DropCache), after the fsync's answers are delivered so
-// that the fadvise is off the ack path.
+// that the fadvise is off the ack path, and notes the write and what stays
+// cached in the broker's budget (pagecache.go), whose goroutine shrinks the
+// partitions written least recently when they hold too much together.
 func (p *partition) dropCache() {
 	p.b.metrics.AddPageCacheDropped(p.log.DropCache())
+	p.b.pageCache.noted(p, p.log.CachedBytes())
 }
 
 // onFollowerFetch records a follower's position and proposes an ISR change
@@ -633,6 +636,7 @@ func (p *partition) closeWith(closeLog func(*storage.Log) error) error {
 	p.mu.Unlock()
 	p.deliver(answers, 0)
 	err := closeLog(p.log)
+	p.b.pageCache.forget(p)
 	if failed != nil {
 		return nil
 	}

@@ -124,7 +124,10 @@ type process struct {
 	// fenced (Metadata lists it a little longer, api.FenceTimes).
 	fenceTimes api.FenceTimes
 	parts      map[partKey]*replica
-	fetchers   map[int32]*fetcher
+	// pageCache is the broker-wide page-cache budget's ledger
+	// (node_pagecache.go).
+	pageCache pageCacheLedger
+	fetchers  map[int32]*fetcher
 	// throttle is the replication throttle (throttle.go).
 	throttle   *replthrottle.Quota
 	waiters    []*fetchWaiter

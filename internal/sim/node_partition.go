@@ -193,6 +193,7 @@ func (r *replica) scheduleSync() {
 		durable, err := r.log.Sync()
 		r.ready(r.core.Synced(durable, err))
 		r.log.DropCache()
+		r.p.noteCache(r)
 	})
 }
 
@@ -238,6 +239,7 @@ func (r *replica) AppendFromLeader(data []byte, leaderHW int64, epoch int32) err
 	r.ready(rd)
 	if needSync && syncErr == nil {
 		r.log.DropCache()
+		r.p.noteCache(r)
 	}
 	if err != nil {
 		return err

@@ -109,6 +109,7 @@ func (p *process) reconcile() {
 			if err := r.log.Close(); err != nil {
 				p.n.tracef("close %s: %v", r.name(), err)
 			}
+			p.forgetCache(r)
 			failed = true
 		}
 	}
@@ -152,6 +153,7 @@ func (p *process) drop(r *replica, retired bool) {
 	if err := r.log.Close(); err != nil {
 		p.n.tracef("close %s: %v", r.name(), err)
 	}
+	p.forgetCache(r)
 	if !retired {
 		p.n.tracef("closed %s, not listed by an image not caught up", r.name())
 		return

@@ -62,7 +62,18 @@ func cacheDropStep(window int64) int64 { return max(window/4, minCacheDropStep) 
 // ranges to dst and returns them with the new mark (mark itself when there
 // is nothing to do). Pure: no lock, no clock.
 func planCacheDrop(mark cacheMark, extents []cacheExtent, window int64, dst []cacheDrop) ([]cacheDrop, cacheMark) {
-	if window <= 0 || len(extents) == 0 {
+	if window <= 0 {
+		return dst, mark
+	}
+	return planCacheDropStep(mark, extents, window, cacheDropStep(window), dst)
+}
+
+// planCacheDropStep is planCacheDrop with the window's least drop given:
+// it drops when at least step bytes may go (any, for a step ≤ 1) or a
+// rolled segment is finished. A window of 0 keeps nothing: every durable
+// byte may go (DropCacheTo, for a broker-wide budget).
+func planCacheDropStep(mark cacheMark, extents []cacheExtent, window, step int64, dst []cacheDrop) ([]cacheDrop, cacheMark) {
+	if window < 0 || len(extents) == 0 {
 		return dst, mark
 	}
 	// The cut: the newest window bytes lie from it on.
@@ -100,7 +111,7 @@ func planCacheDrop(mark cacheMark, extents []cacheExtent, window int64, dst []ca
 			total += to - from
 		}
 	}
-	if total == 0 || total < cacheDropStep(window) && !finishesRolled {
+	if total == 0 || total < step && !finishesRolled {
 		return dst[:first], mark
 	}
 	return dst, cacheMark{extents[cutSeg].base, cutPos}
@@ -123,11 +134,38 @@ func (l *Log) DropCache() (advised int64) {
 	if l.cacheWindow <= 0 {
 		return 0
 	}
+	return l.dropCache(l.cacheWindow, cacheDropStep(l.cacheWindow))
+}
+
+// DropCacheTo is DropCache with a smaller window, keep bytes (0: none),
+// and no least step: it advises out every durable byte but the newest keep
+// that is still cached (keep above the log's own window counts as that
+// window). A broker bounding its partitions' page cache as a whole
+// (log.page.cache.broker.bytes, PlanCacheBudget) calls it on the logs
+// written least recently. A log opened without a window does nothing: the
+// budget counts only logs with one.
+func (l *Log) DropCacheTo(keep int64) (advised int64) {
+	if l.cacheWindow <= 0 {
+		return 0
+	}
+	return l.dropCache(min(max(keep, 0), l.cacheWindow), 0)
+}
+
+// CachedBytes is how many of the log's durable bytes the last DropCache
+// or DropCacheTo left in the page cache (not advised out): what a
+// broker-wide budget counts for this log. It is not re-counted between
+// calls (a retention's deletion leaves it high until the next call).
+func (l *Log) CachedBytes() int64 { return l.cachedBytes.Load() }
+
+// dropCache carries out planCacheDropStep for window and step, and notes
+// what stays cached (CachedBytes).
+func (l *Log) dropCache(window, step int64) (advised int64) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.RLock()
 	if l.usableLocked() != nil {
 		l.mu.RUnlock()
+		l.cachedBytes.Store(0)
 		return 0
 	}
 	// The segments from the mark's on (the others were advised out
@@ -151,7 +189,7 @@ func (l *Log) DropCache() (advised int64) {
 		files = append(files, s.file)
 	}
 	l.mu.RUnlock()
-	drops, next := planCacheDrop(l.cacheMark, extents, l.cacheWindow, l.cacheDrops[:0])
+	drops, next := planCacheDropStep(l.cacheMark, extents, window, step, l.cacheDrops[:0])
 	l.cacheExtents, l.cacheFiles, l.cacheDrops = extents, files, drops
 	for _, d := range drops {
 		if err := vfs.DropCache(files[d.seg], d.off, d.n); err != nil {
@@ -161,6 +199,22 @@ func (l *Log) DropCache() (advised int64) {
 		advised += d.n
 	}
 	l.cacheMark = next
+	l.cachedBytes.Store(cachedAfter(next, extents))
 	clear(l.cacheFiles) // keep no file past the call: it may be closed next
 	return advised
+}
+
+// cachedAfter is how many of extents' durable bytes lie at or after mark:
+// the log's bytes not advised out.
+func cachedAfter(mark cacheMark, extents []cacheExtent) (n int64) {
+	for _, e := range extents {
+		switch {
+		case e.base < mark.base:
+		case e.base == mark.base:
+			n += max(e.size-mark.pos, 0)
+		default:
+			n += e.size
+		}
+	}
+	return n
 }

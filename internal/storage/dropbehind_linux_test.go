@@ -1,13 +1,10 @@
 package storage
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
 
 	"github.com/skein-log/skein/internal/vfs"
-	"golang.org/x/sys/unix"
 )
 
 // TestDropCacheOSReadBack: on the real filesystem, the advice takes the
@@ -45,28 +42,9 @@ func TestDropCacheOSReadBack(t *testing.T) {
 // residentPages counts the pages of the file at path in the page cache.
 func residentPages(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open(path)
+	n, err := vfs.ResidentPages(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	page := os.Getpagesize()
-	vec := make([]byte, (len(m)+page-1)/page)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore %s: %v", path, errno)
-	}
-	n := 0
-	for _, v := range vec {
-		n += int(v & 1)
 	}
 	return n
 }

@@ -63,6 +63,9 @@ type Log struct {
 	cacheExtents []cacheExtent
 	cacheFiles   []vfs.File
 	cacheDrops   []cacheDrop
+	// cachedBytes is how many durable bytes the last DropCache or
+	// DropCacheTo left not advised out (CachedBytes).
+	cachedBytes atomic.Int64
 
 	failed error // set by an I/O error that may have lost data; sticky
 	// damagedFrom is the base of the first segment a read found corrupt,
