@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,5 +118,47 @@ func TestSecureProps(t *testing.T) {
 	again, err := PrepareSecure(dir, ca)
 	if err != nil || again.Users[AliceUser] != sec.Users[AliceUser] || again.Users[AdminUser] != sec.Users[AdminUser] {
 		t.Fatalf("a second run changed the passwords: %v", err)
+	}
+}
+
+// A node's environment gives it its share of this process's Ps, at
+// least one, unless the caller set GOMAXPROCS: then it passes unchanged.
+func TestEnvSharesTheCPUs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	procs := func(env []string) []string {
+		var out []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "GOMAXPROCS=") {
+				out = append(out, kv)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		brokers, controllers int
+		want                 string
+	}{
+		{1, 0, "GOMAXPROCS=8"},
+		{3, 0, "GOMAXPROCS=2"},
+		{3, 2, "GOMAXPROCS=1"},
+		{9, 0, "GOMAXPROCS=1"},
+	} {
+		c, err := New(Config{Bin: "skein", Dir: t.TempDir(), Brokers: tc.brokers, Controllers: tc.controllers, Ports: BasePorts(9092)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := procs(c.env()); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%d brokers, %d controllers: %v, want [%s]", tc.brokers, tc.controllers, got, tc.want)
+		}
+	}
+	t.Setenv("GOMAXPROCS", "5")
+	c, err := New(Config{Bin: "skein", Dir: t.TempDir(), Brokers: 3, Ports: BasePorts(9092)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := procs(c.env()); len(got) != 1 || got[0] != "GOMAXPROCS=5" {
+		t.Errorf("with GOMAXPROCS=5 set: %v, want it unchanged", got)
 	}
 }
