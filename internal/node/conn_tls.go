@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/skein-log/skein/internal/api"
@@ -68,11 +70,32 @@ func (b *Broker) startTLS(nc net.Conn, listener string) (*tls.Conn, bool) {
 	if b.draining.Load() {
 		return nil, false // the broker stops: not the client's fault
 	}
+	if closedByPeer(err) {
+		// The client went away before the handshake was done: a client
+		// closing a connection it no longer needs while it was still
+		// being set up (at its own shutdown, say). Nothing was refused,
+		// so, as Kafka counts only handshakes that failed, it is not
+		// counted as a TLS failure.
+		b.logger(loggerConnection).Debug("connection closed by the client during the TLS handshake", "listener", listener,
+			"remote", nc.RemoteAddr().String(), "err", err)
+		return nil, false
+	}
 	reason := handshakeFailure(err)
 	b.metrics.TLSFailed(listener, reason)
 	b.logger(loggerConnection).Info("closing connection: TLS handshake failed", "listener", listener,
 		"remote", nc.RemoteAddr().String(), "reason", reason, "err", err)
 	return nil, false
+}
+
+// closedByPeer reports whether a handshake ended because the client
+// closed or reset the connection, with no TLS alert or malformed record:
+// the end of the stream (io.EOF before a record, io.ErrUnexpectedEOF
+// inside one) or a reset or broken pipe from the client's side. A client
+// that refuses the broker's certificate sends an alert instead, which
+// crypto/tls reports as a remote error.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // handshakeFailure names, for the metric and the log, why a handshake
