@@ -66,11 +66,11 @@ func TestPageCacheBudgetDropsIdleFirst(t *testing.T) {
 		select {
 		case <-c.wake:
 			if i < 2 {
-				t.Fatalf("a run woken at %d partitions, %d bytes, under the budget", i+1, c.total)
+				t.Fatalf("a run woken at %d partitions, %d bytes, under the budget", i+1, c.ledger.Total())
 			}
 		default:
 			if i == 2 {
-				t.Fatalf("no run woken at %d bytes, over the budget", c.total)
+				t.Fatalf("no run woken at %d bytes, over the budget", c.ledger.Total())
 			}
 		}
 	}
@@ -89,8 +89,8 @@ func TestPageCacheBudgetDropsIdleFirst(t *testing.T) {
 	if got := parts[2].log.CachedBytes(); got != newest || resident(t, files[2]) == 0 {
 		t.Fatalf("the partition written last was shrunk: %d cached bytes, had %d", got, newest)
 	}
-	if c.total != storage.CacheBudgetLow(c.budget) {
-		t.Fatalf("ledger total %d after the run, want %d", c.total, storage.CacheBudgetLow(c.budget))
+	if c.ledger.Total() != storage.CacheBudgetLow(c.budget) {
+		t.Fatalf("ledger total %d after the run, want %d", c.ledger.Total(), storage.CacheBudgetLow(c.budget))
 	}
 	if advised == 0 {
 		t.Fatal("the run advised nothing out")
@@ -117,8 +117,8 @@ func TestPageCacheBudgetDropsIdleFirst(t *testing.T) {
 	}
 	// Closed: the partition leaves the ledger.
 	c.forget(parts[2])
-	if _, ok := c.entries[parts[2]]; ok || c.total != storage.CacheBudgetLow(c.budget)-newest {
-		t.Fatalf("forget left the entry or a total of %d", c.total)
+	if _, ok := c.ledger.Cached(parts[2]); ok || c.ledger.Total() != storage.CacheBudgetLow(c.budget)-newest {
+		t.Fatalf("forget left the entry or a total of %d", c.ledger.Total())
 	}
 }
 

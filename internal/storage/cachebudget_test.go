@@ -144,3 +144,39 @@ func TestDropCacheToWithoutWindow(t *testing.T) {
 		t.Fatalf("DropCacheTo(0) without a window advised %d, CachedBytes %d", n, l.CachedBytes())
 	}
 }
+
+// TestCacheLedger: writes order the entries, a shrink keeps a log's place
+// in that order and does not bring back a forgotten log, a log with
+// nothing cached leaves the ledger, and Plan names logs by key after
+// removals have moved them.
+func TestCacheLedger(t *testing.T) {
+	var c CacheLedger[string]
+	c.Written("a", 40*mib)
+	c.Written("b", 40*mib)
+	c.Written("c", 40*mib)
+	if c.Total() != 120*mib {
+		t.Fatalf("total %d, want 120 MiB", c.Total())
+	}
+	c.Written("a", 40*mib) // a is now the newest
+	c.Forget("b")          // c moves into b's place
+	c.Shrunk("b", 10*mib)  // forgotten: stays out
+	if _, ok := c.Cached("b"); ok || c.Total() != 80*mib {
+		t.Fatalf("b back in the ledger or total %d, want 80 MiB", c.Total())
+	}
+	// 80 over a budget of 60: down to 45, from c (written before a).
+	got := c.Plan(60*mib, nil)
+	if want := []KeyedShrink[string]{{"c", 5 * mib}}; !slices.Equal(got, want) {
+		t.Fatalf("Plan = %v, want %v", got, want)
+	}
+	c.Shrunk("c", 5*mib)
+	c.Written("c", 0) // nothing cached: out
+	if n, ok := c.Cached("a"); !ok || n != 40*mib || c.Total() != 40*mib {
+		t.Fatalf("a %d (%v), total %d: want 40 MiB each", n, ok, c.Total())
+	}
+	if _, ok := c.Cached("c"); ok {
+		t.Fatal("a log with nothing cached kept its entry")
+	}
+	if got := c.Plan(60*mib, nil); len(got) != 0 {
+		t.Fatalf("Plan under the budget = %v", got)
+	}
+}
